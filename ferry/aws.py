@@ -1,0 +1,30 @@
+"""AWS clients, built once per run and injected into the domain.
+
+boto3 honours the standard ``AWS_ENDPOINT_URL`` / ``AWS_ENDPOINT_URL_<SERVICE>`` variables,
+so the same clients talk to AWS or to the local emulator.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+_RETRIES = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=10, read_timeout=60)
+
+
+class AwsClients:
+    def __init__(self, session: boto3.session.Session | None = None):
+        self._session = session or boto3.session.Session()
+        self._clients: dict[tuple[str, str | None], Any] = {}
+
+    def client(self, service: str, region: str | None = None) -> Any:
+        key = (service, region)
+        if key not in self._clients:
+            self._clients[key] = self._session.client(service, region_name=region, config=_RETRIES)
+        return self._clients[key]
+
+    def region_of_arn(self, arn: str) -> str | None:
+        parts = arn.split(":")
+        return parts[3] if len(parts) > 3 and parts[3] else None

@@ -1,0 +1,106 @@
+"""The catalog port: what Ferry needs from a metastore, whichever kind it is.
+
+``HiveMetastoreCatalog`` speaks Thrift to a Hive metastore; ``GlueCatalog`` speaks to the
+AWS Glue Data Catalog. Both read and write Ferry's own model (``ferry.model``), fetch
+partitions in pages and write them in batches, never one call per partition.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TypeVar
+
+from ferry.model import Column, Database, Partition, Table
+
+# The most partitions fetched or written by one call (Glue's own write limit is lower).
+PAGE_SIZE = 1000
+
+_INTEGRAL_TYPES = {"tinyint", "smallint", "int", "integer", "bigint"}
+
+T = TypeVar("T")
+
+
+class Catalog(ABC):
+    """A Hive-compatible catalog of databases, tables and partitions."""
+
+    #: The name the config gives the catalog (e.g. ``onprem``).
+    name: str
+    #: Where it is, for people and for replica parameters (metastore URIs, ``glue:region``).
+    description: str
+
+    @abstractmethod
+    def get_database(self, name: str) -> Database | None: ...
+
+    @abstractmethod
+    def create_database(self, database: Database) -> None: ...
+
+    @abstractmethod
+    def get_table(self, database: str, name: str) -> Table | None: ...
+
+    @abstractmethod
+    def list_partitions(
+        self, table: Table, partition_filter: str | None = None, limit: int | None = None
+    ) -> list[Partition]:
+        """Partitions of ``table`` matching the filter, in partition-value order, at most ``limit``."""
+
+    @abstractmethod
+    def list_partition_values(self, table: Table) -> set[tuple[str, ...]]:
+        """The values of every partition of ``table`` (cheap: no storage descriptors)."""
+
+    @abstractmethod
+    def create_table(self, table: Table) -> None: ...
+
+    @abstractmethod
+    def alter_table(self, table: Table) -> None: ...
+
+    @abstractmethod
+    def add_partitions(self, table: Table, partitions: Sequence[Partition]) -> None: ...
+
+    @abstractmethod
+    def alter_partitions(self, table: Table, partitions: Sequence[Partition]) -> None: ...
+
+    @abstractmethod
+    def drop_table(self, database: str, name: str) -> None: ...
+
+    @abstractmethod
+    def drop_database(self, name: str) -> None:
+        """Drop an empty database (tests and the demo clean up with it)."""
+
+    def close(self) -> None:
+        """Release connections; the catalog must not be used afterwards."""
+
+    def __enter__(self) -> Catalog:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def partition_sort_key(keys: Sequence[Column], values: Sequence[str]) -> tuple:
+    """Order partitions as the metastore would: integral keys numerically, others as text."""
+    parts: list[tuple[int, object]] = []
+    for key, value in zip(keys, values, strict=True):
+        if key.type.lower() in _INTEGRAL_TYPES:
+            try:
+                parts.append((0, int(value)))
+                continue
+            except ValueError:
+                pass  # e.g. __HIVE_DEFAULT_PARTITION__ sorts after the numbers
+        parts.append((1, value))
+    return tuple(parts)
+
+
+def is_integral(column: Column) -> bool:
+    return column.type.lower() in _INTEGRAL_TYPES
+
+
+def batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    batch: list[T] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch

@@ -1,0 +1,17 @@
+"""Build the catalog a config section describes."""
+
+from __future__ import annotations
+
+from ferry.aws import AwsClients
+from ferry.catalog import Catalog
+from ferry.catalog.glue import GlueCatalog
+from ferry.catalog.hive import HiveMetastoreCatalog
+from ferry.config import CatalogConfig
+
+
+def open_catalog(config: CatalogConfig, aws: AwsClients) -> Catalog:
+    if config.glue is not None:
+        return GlueCatalog(
+            config.name, aws.client("glue", config.glue.region), catalog_id=config.glue.catalog_id
+        )
+    return HiveMetastoreCatalog(config.name, config.metastore_uris)

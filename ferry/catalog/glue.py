@@ -1,0 +1,283 @@
+"""The AWS Glue Data Catalog adapter (boto3).
+
+The client is injected; it honours ``AWS_ENDPOINT_URL`` like every boto3 client, so the same
+code talks to AWS or to the local emulator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError
+
+from ferry.catalog import PAGE_SIZE, Catalog, batched, partition_sort_key
+from ferry.errors import CatalogError, CatalogUnreachableError
+from ferry.model import Column, Database, Partition, SortColumn, StorageDescriptor, Table, TableType
+
+# Glue's BatchCreatePartition and BatchUpdatePartition take at most 100 entries a call.
+GLUE_WRITE_BATCH = 100
+
+
+class GlueCatalog(Catalog):
+    def __init__(self, name: str, client: Any, catalog_id: str | None = None):
+        self.name = name
+        self._glue = client
+        self._catalog = {"CatalogId": catalog_id} if catalog_id else {}
+        self.description = f"glue:{client.meta.region_name}"
+
+    def _call(self, operation: str, **kwargs: Any) -> dict[str, Any]:
+        try:
+            return getattr(self._glue, operation)(**self._catalog, **kwargs)
+        except EndpointConnectionError as error:
+            raise CatalogUnreachableError(f"cannot reach Glue catalog '{self.name}': {error}") from None
+        except BotoCoreError as error:
+            raise CatalogUnreachableError(f"Glue catalog '{self.name}': {error}") from None
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def get_database(self, name: str) -> Database | None:
+        try:
+            db = self._call("get_database", Name=name)["Database"]
+        except ClientError as error:
+            if _code(error) == "EntityNotFoundException":
+                return None
+            raise self._refused("read database", name, error) from None
+        return Database(
+            name=db["Name"],
+            description=db.get("Description"),
+            location=db.get("LocationUri"),
+            parameters=db.get("Parameters", {}),
+        )
+
+    def get_table(self, database: str, name: str) -> Table | None:
+        try:
+            table = self._call("get_table", DatabaseName=database, Name=name)["Table"]
+        except ClientError as error:
+            if _code(error) == "EntityNotFoundException":
+                return None
+            raise self._refused("read table", f"{database}.{name}", error) from None
+        return Table(
+            database=table["DatabaseName"],
+            name=table["Name"],
+            table_type=TableType(table.get("TableType") or TableType.EXTERNAL),
+            storage=_storage_from_glue(table.get("StorageDescriptor")),
+            partition_keys=_columns_from_glue(table.get("PartitionKeys")),
+            parameters=table.get("Parameters", {}),
+            owner=table.get("Owner"),
+            view_original_text=table.get("ViewOriginalText"),
+            view_expanded_text=table.get("ViewExpandedText"),
+        )
+
+    def _all_partitions(self, table: Table, expression: str | None) -> list[dict[str, Any]]:
+        arguments: dict[str, Any] = {"DatabaseName": table.database, "TableName": table.name}
+        if expression:
+            arguments["Expression"] = expression
+        partitions: list[dict[str, Any]] = []
+        try:
+            while True:
+                page = self._call("get_partitions", MaxResults=PAGE_SIZE, **arguments)
+                partitions.extend(page.get("Partitions", []))
+                if not page.get("NextToken"):
+                    return partitions
+                arguments["NextToken"] = page["NextToken"]
+        except ClientError as error:
+            raise self._refused("list partitions of", table.qualified_name, error) from None
+
+    def list_partitions(
+        self, table: Table, partition_filter: str | None = None, limit: int | None = None
+    ) -> list[Partition]:
+        if not table.partition_keys:
+            return []
+        partitions = [
+            Partition(
+                values=tuple(p["Values"]),
+                storage=_storage_from_glue(p.get("StorageDescriptor")),
+                parameters=p.get("Parameters", {}),
+            )
+            for p in self._all_partitions(table, partition_filter)
+        ]
+        partitions.sort(key=lambda p: partition_sort_key(table.partition_keys, p.values))
+        return partitions if limit is None else partitions[:limit]
+
+    def list_partition_values(self, table: Table) -> set[tuple[str, ...]]:
+        return {tuple(p["Values"]) for p in self._all_partitions(table, None)}
+
+    # -- writes ---------------------------------------------------------------------------
+
+    def create_database(self, database: Database) -> None:
+        database_input: dict[str, Any] = {"Name": database.name, "Parameters": dict(database.parameters)}
+        if database.description:
+            database_input["Description"] = database.description
+        if database.location:
+            database_input["LocationUri"] = database.location
+        try:
+            self._call("create_database", DatabaseInput=database_input)
+        except ClientError as error:
+            if _code(error) != "AlreadyExistsException":
+                raise self._refused("create database", database.name, error) from None
+
+    def create_table(self, table: Table) -> None:
+        try:
+            self._call("create_table", DatabaseName=table.database, TableInput=_table_input(table))
+        except ClientError as error:
+            raise self._refused("create table", table.qualified_name, error) from None
+
+    def alter_table(self, table: Table) -> None:
+        try:
+            self._call("update_table", DatabaseName=table.database, TableInput=_table_input(table))
+        except ClientError as error:
+            raise self._refused("update table", table.qualified_name, error) from None
+
+    def add_partitions(self, table: Table, partitions: Sequence[Partition]) -> None:
+        for batch in batched(partitions, GLUE_WRITE_BATCH):
+            try:
+                reply = self._call(
+                    "batch_create_partition",
+                    DatabaseName=table.database,
+                    TableName=table.name,
+                    PartitionInputList=[_partition_input(p) for p in batch],
+                )
+            except ClientError as error:
+                raise self._refused("add partitions to", table.qualified_name, error) from None
+            self._raise_batch_errors(reply, "add partitions to", table)
+
+    def alter_partitions(self, table: Table, partitions: Sequence[Partition]) -> None:
+        for batch in batched(partitions, GLUE_WRITE_BATCH):
+            try:
+                reply = self._call(
+                    "batch_update_partition",
+                    DatabaseName=table.database,
+                    TableName=table.name,
+                    Entries=[
+                        {"PartitionValueList": list(p.values), "PartitionInput": _partition_input(p)}
+                        for p in batch
+                    ],
+                )
+            except ClientError as error:
+                raise self._refused("update partitions of", table.qualified_name, error) from None
+            self._raise_batch_errors(reply, "update partitions of", table)
+
+    def drop_table(self, database: str, name: str) -> None:
+        try:
+            self._call("delete_table", DatabaseName=database, Name=name)
+        except ClientError as error:
+            if _code(error) != "EntityNotFoundException":
+                raise self._refused("drop table", f"{database}.{name}", error) from None
+
+    def drop_database(self, name: str) -> None:
+        try:
+            self._call("delete_database", Name=name)
+        except ClientError as error:
+            if _code(error) != "EntityNotFoundException":
+                raise self._refused("drop database", name, error) from None
+
+    def _raise_batch_errors(self, reply: dict[str, Any], action: str, table: Table) -> None:
+        # Batch calls succeed as a whole and report each failed entry in "Errors".
+        errors = reply.get("Errors") or []
+        if errors:
+            first = errors[0]
+            detail = first.get("ErrorDetail", {})
+            raise CatalogError(
+                f"Glue catalog '{self.name}' refused to {action} {table.qualified_name}: "
+                f"{len(errors)} failed, first {first.get('PartitionValues')}: "
+                f"{detail.get('ErrorCode')}: {detail.get('ErrorMessage')}"
+            )
+
+    def _refused(self, action: str, what: str, error: ClientError) -> CatalogError:
+        return CatalogError(
+            f"Glue catalog '{self.name}' refused to {action} {what}: {_code(error)}: "
+            f"{error.response.get('Error', {}).get('Message', '')}"
+        )
+
+
+def _code(error: ClientError) -> str:
+    return error.response.get("Error", {}).get("Code", "")
+
+
+# -- Glue dictionaries <-> model --------------------------------------------------------------
+
+
+def _columns_from_glue(columns: list[dict[str, Any]] | None) -> tuple[Column, ...]:
+    return tuple(Column(c["Name"], c.get("Type", ""), c.get("Comment")) for c in columns or [])
+
+
+def _columns_to_glue(columns: Sequence[Column]) -> list[dict[str, Any]]:
+    result = []
+    for column in columns:
+        entry = {"Name": column.name, "Type": column.type}
+        if column.comment:
+            entry["Comment"] = column.comment
+        result.append(entry)
+    return result
+
+
+def _storage_from_glue(sd: dict[str, Any] | None) -> StorageDescriptor:
+    if not sd:
+        return StorageDescriptor(location=None)
+    serde = sd.get("SerdeInfo", {})
+    return StorageDescriptor(
+        location=sd.get("Location") or None,
+        columns=_columns_from_glue(sd.get("Columns")),
+        input_format=sd.get("InputFormat"),
+        output_format=sd.get("OutputFormat"),
+        serde_library=serde.get("SerializationLibrary"),
+        serde_name=serde.get("Name"),
+        serde_parameters=serde.get("Parameters", {}),
+        compressed=bool(sd.get("Compressed", False)),
+        number_of_buckets=sd.get("NumberOfBuckets", -1),
+        bucket_columns=tuple(sd.get("BucketColumns", ())),
+        sort_columns=tuple(SortColumn(s["Column"], s["SortOrder"]) for s in sd.get("SortColumns", ())),
+        parameters=sd.get("Parameters", {}),
+        stored_as_sub_directories=bool(sd.get("StoredAsSubDirectories", False)),
+    )
+
+
+def _storage_to_glue(storage: StorageDescriptor) -> dict[str, Any]:
+    serde: dict[str, Any] = {"Parameters": dict(storage.serde_parameters)}
+    if storage.serde_library:
+        serde["SerializationLibrary"] = storage.serde_library
+    if storage.serde_name:
+        serde["Name"] = storage.serde_name
+    sd: dict[str, Any] = {
+        "Columns": _columns_to_glue(storage.columns),
+        "Compressed": storage.compressed,
+        "NumberOfBuckets": storage.number_of_buckets,
+        "SerdeInfo": serde,
+        "BucketColumns": list(storage.bucket_columns),
+        "SortColumns": [{"Column": s.name, "SortOrder": s.order} for s in storage.sort_columns],
+        "Parameters": dict(storage.parameters),
+        "StoredAsSubDirectories": storage.stored_as_sub_directories,
+    }
+    if storage.location:
+        sd["Location"] = storage.location
+    if storage.input_format:
+        sd["InputFormat"] = storage.input_format
+    if storage.output_format:
+        sd["OutputFormat"] = storage.output_format
+    return sd
+
+
+def _table_input(table: Table) -> dict[str, Any]:
+    table_input: dict[str, Any] = {
+        "Name": table.name,
+        "TableType": table.table_type.value,
+        "StorageDescriptor": _storage_to_glue(table.storage),
+        "PartitionKeys": _columns_to_glue(table.partition_keys),
+        "Parameters": dict(table.parameters),
+    }
+    if table.owner:
+        table_input["Owner"] = table.owner
+    if table.view_original_text is not None:
+        table_input["ViewOriginalText"] = table.view_original_text
+    if table.view_expanded_text is not None:
+        table_input["ViewExpandedText"] = table.view_expanded_text
+    return table_input
+
+
+def _partition_input(partition: Partition) -> dict[str, Any]:
+    return {
+        "Values": list(partition.values),
+        "StorageDescriptor": _storage_to_glue(partition.storage),
+        "Parameters": dict(partition.parameters),
+    }

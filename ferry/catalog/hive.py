@@ -1,0 +1,385 @@
+"""The Hive metastore adapter: Thrift through ``hmsclient`` (generated from Hive 2.3)."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from typing import TypeVar
+from urllib.parse import unquote
+
+from hmsclient import hmsclient
+from hmsclient.genthrift.hive_metastore import ttypes
+from thrift.protocol import TBinaryProtocol
+from thrift.Thrift import TApplicationException, TException
+from thrift.transport import TSocket, TTransport
+
+from ferry.catalog import PAGE_SIZE, Catalog, batched, is_integral, partition_sort_key
+from ferry.errors import CatalogError, CatalogUnreachableError
+from ferry.model import (
+    Column,
+    Database,
+    Partition,
+    SortColumn,
+    StorageDescriptor,
+    Table,
+    TableType,
+    partition_name,
+)
+
+logger = logging.getLogger(__name__)
+
+CONNECT_TIMEOUT_MS = 10_000
+CALL_TIMEOUT_MS = 600_000  # add_partitions of 1000 on a busy metastore can take minutes
+
+R = TypeVar("R")
+
+
+class HiveMetastoreCatalog(Catalog):
+    """A catalog behind one or more ``thrift://host:port`` metastore URIs (tried in order)."""
+
+    def __init__(self, name: str, uris: Sequence[str]):
+        self.name = name
+        self.uris = list(uris)
+        self.description = ",".join(self.uris)
+        self._client: hmsclient.HMSClient | None = None
+
+    # -- connection ---------------------------------------------------------------------
+
+    def _connect(self) -> hmsclient.HMSClient:
+        errors = []
+        for uri in self.uris:
+            host, _, port = uri.removeprefix("thrift://").rpartition(":")
+            socket = TSocket.TSocket(host, int(port))
+            socket.setTimeout(CONNECT_TIMEOUT_MS)
+            client = hmsclient.HMSClient(
+                iprot=TBinaryProtocol.TBinaryProtocol(TTransport.TBufferedTransport(socket))
+            )
+            try:
+                client.open()
+            except TException as error:
+                errors.append(f"{uri} ({error})")
+                continue
+            socket.setTimeout(CALL_TIMEOUT_MS)
+            return client
+        raise CatalogUnreachableError(
+            f"cannot reach Hive metastore '{self.name}' at {', '.join(errors)}"
+        )
+
+    def _call(self, operation: Callable[[hmsclient.HMSClient], R]) -> R:
+        if self._client is None:
+            # thrift logs each refused connection at ERROR before we report it in one line.
+            logging.getLogger("thrift.transport.TSocket").setLevel(logging.CRITICAL)
+            self._client = self._connect()
+        try:
+            return operation(self._client)
+        except TTransport.TTransportException as error:
+            self.close()
+            raise CatalogUnreachableError(
+                f"lost the connection to Hive metastore '{self.name}' ({self.description}): {error}"
+            ) from None
+
+    def close(self) -> None:
+        if self._client is not None:
+            try:
+                self._client.close()
+            finally:
+                self._client = None
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def get_database(self, name: str) -> Database | None:
+        try:
+            return _database_from_thrift(self._call(lambda c: c.get_database(name)))
+        except ttypes.NoSuchObjectException:
+            return None
+
+    def get_table(self, database: str, name: str) -> Table | None:
+        try:
+            return table_from_thrift(self._call(lambda c: c.get_table(database, name)))
+        except ttypes.NoSuchObjectException:
+            return None
+
+    def list_partition_values(self, table: Table) -> set[tuple[str, ...]]:
+        return {
+            _values_from_name(name)
+            for name in self._call(lambda c: c.get_partition_names(table.database, table.name, -1))
+        }
+
+    def list_partitions(
+        self, table: Table, partition_filter: str | None = None, limit: int | None = None
+    ) -> list[Partition]:
+        keys = table.partition_keys
+        if not keys:
+            return []
+        values = sorted(self.list_partition_values(table), key=lambda v: partition_sort_key(keys, v))
+        result: list[Partition] = []
+        for page in self._pages(table, values, partition_filter):
+            result.extend(sorted(page, key=lambda p: partition_sort_key(keys, p.values)))
+            if limit is not None and len(result) >= limit:
+                return result[:limit]
+        return result
+
+    def _pages(
+        self, table: Table, values: list[tuple[str, ...]], partition_filter: str | None
+    ) -> Iterator[list[Partition]]:
+        """Fetch partitions at most ``PAGE_SIZE`` a call, in partition-value order.
+
+        Without a filter, names are fetched first and partitions by name in pages. With one,
+        the filter is ANDed with a range of partition values that holds at most a page, so
+        the metastore never materialises more than a page (huge tables made metastores run
+        out of memory when listed whole).
+        """
+        db, name = table.database, table.name
+        if partition_filter is None:
+            for names in batched((_name_of(table.partition_keys, v) for v in values), PAGE_SIZE):
+                yield self._by_filter_or_names(lambda c, n=names: c.get_partitions_by_names(db, name, n))
+            return
+        ranges = value_range_filters(table.partition_keys, values, PAGE_SIZE)
+        if ranges is None:  # a key type or value the filter grammar cannot bound: one call
+            ranges = [None]
+        for bounds in ranges:
+            expression = partition_filter if bounds is None else f"({partition_filter}) AND ({bounds})"
+            yield self._by_filter_or_names(
+                lambda c, e=expression: c.get_partitions_by_filter(db, name, e, -1)
+            )
+
+    def _by_filter_or_names(self, call: Callable[[hmsclient.HMSClient], list]) -> list[Partition]:
+        try:
+            return [partition_from_thrift(p) for p in self._call(call)]
+        except ttypes.MetaException as error:
+            raise CatalogError(f"metastore '{self.name}' rejected the request: {error.message}") from None
+
+    # -- writes ---------------------------------------------------------------------------
+
+    def create_database(self, database: Database) -> None:
+        thrift = ttypes.Database(
+            name=database.name,
+            description=database.description,
+            locationUri=database.location,
+            parameters=dict(database.parameters),
+        )
+        try:
+            self._call(lambda c: c.create_database(thrift))
+        except ttypes.AlreadyExistsException:
+            pass  # created meanwhile by someone else: fine, it exists
+
+    def create_table(self, table: Table) -> None:
+        self._write(lambda c: c.create_table(table_to_thrift(table)), table)
+
+    def alter_table(self, table: Table) -> None:
+        self._write(lambda c: c.alter_table(table.database, table.name, table_to_thrift(table)), table)
+
+    def add_partitions(self, table: Table, partitions: Sequence[Partition]) -> None:
+        for batch in batched(partitions, PAGE_SIZE):
+            thrift = [partition_to_thrift(table, p) for p in batch]
+            self._write(lambda c, t=thrift: c.add_partitions(t), table)
+
+    def alter_partitions(self, table: Table, partitions: Sequence[Partition]) -> None:
+        for batch in batched(partitions, PAGE_SIZE):
+            thrift = [partition_to_thrift(table, p) for p in batch]
+            self._write(lambda c, t=thrift: c.alter_partitions(table.database, table.name, t), table)
+
+    def drop_table(self, database: str, name: str) -> None:
+        try:
+            self._call(lambda c: c.drop_table(database, name, False))
+        except ttypes.NoSuchObjectException:
+            pass
+
+    def drop_database(self, name: str) -> None:
+        # drop_database(ignoreUnknownDb=True) on a missing database fails with an NPE
+        # (MetaException) in Hive 2.3, so look first.
+        if self.get_database(name) is not None:
+            self._call(lambda c: c.drop_database(name, False, True))
+
+    def _write(self, call: Callable[[hmsclient.HMSClient], object], table: Table) -> None:
+        try:
+            self._call(call)
+        except (
+            ttypes.MetaException,
+            ttypes.InvalidObjectException,
+            ttypes.InvalidOperationException,
+            ttypes.AlreadyExistsException,
+            ttypes.NoSuchObjectException,
+            TApplicationException,
+        ) as error:
+            message = getattr(error, "message", None) or str(error)
+            raise CatalogError(
+                f"metastore '{self.name}' refused to write {table.qualified_name}: {message}"
+            ) from None
+
+
+# -- partition value ranges -----------------------------------------------------------------
+
+
+def value_range_filters(
+    keys: Sequence[Column], values: Sequence[tuple[str, ...]], page: int
+) -> list[str] | None:
+    """Filter expressions that split sorted partition ``values`` into ranges of ≤ ``page``.
+
+    Ranges bound the first key; a value of the first key with more than a page of
+    partitions is split further on the next key, under an equality on the first. Returns
+    None when a key's type or a value cannot be written in the metastore filter grammar.
+    """
+    if not values:
+        return []
+    ranges: list[str] = []
+
+    def literal(key: Column, value: str) -> str | None:
+        if is_integral(key):
+            return value if value.lstrip("-").isdigit() else None
+        if key.type.lower() not in ("string", "varchar", "char") and not key.type.lower().startswith(("varchar", "char")):
+            return None
+        if "'" not in value:
+            return f"'{value}'"
+        if '"' not in value:
+            return f'"{value}"'
+        return None  # the grammar has no escapes
+
+    def split(depth: int, group: Sequence[tuple[str, ...]], prefix: list[str]) -> bool:
+        key = keys[depth]
+        pending: list[tuple[str, int]] = []  # (value, count) of the range being built
+
+        def flush() -> bool:
+            if not pending:
+                return True
+            low, high = literal(key, pending[0][0]), literal(key, pending[-1][0])
+            if low is None or high is None:
+                return False
+            ranges.append(" AND ".join([*prefix, f"{key.name} >= {low}", f"{key.name} <= {high}"]))
+            pending.clear()
+            return True
+
+        for value, members in itertools.groupby(group, key=lambda v: v[depth]):
+            members = list(members)
+            if len(members) > page:
+                equal = literal(key, value)
+                if not flush() or equal is None:
+                    return False
+                if not split(depth + 1, members, [*prefix, f"{key.name} = {equal}"]):
+                    return False
+                continue
+            if sum(count for _, count in pending) + len(members) > page and not flush():
+                return False
+            pending.append((value, len(members)))
+        return flush()
+
+    return ranges if split(0, list(values), []) else None
+
+
+def _values_from_name(name: str) -> tuple[str, ...]:
+    return tuple(unquote(part.split("=", 1)[1]) for part in name.split("/"))
+
+
+def _name_of(keys: Sequence[Column], values: tuple[str, ...]) -> str:
+    return partition_name(tuple(keys), values)
+
+
+# -- Thrift <-> model -----------------------------------------------------------------------
+
+
+def _database_from_thrift(db: ttypes.Database) -> Database:
+    return Database(
+        name=db.name,
+        description=db.description,
+        location=db.locationUri,
+        parameters=dict(db.parameters or {}),
+    )
+
+
+def _columns_from_thrift(columns: list[ttypes.FieldSchema] | None) -> tuple[Column, ...]:
+    return tuple(Column(c.name, c.type, c.comment) for c in columns or [])
+
+
+def _columns_to_thrift(columns: Sequence[Column]) -> list[ttypes.FieldSchema]:
+    return [ttypes.FieldSchema(name=c.name, type=c.type, comment=c.comment) for c in columns]
+
+
+def storage_from_thrift(sd: ttypes.StorageDescriptor | None) -> StorageDescriptor:
+    if sd is None:
+        return StorageDescriptor(location=None)
+    serde = sd.serdeInfo or ttypes.SerDeInfo()
+    return StorageDescriptor(
+        location=sd.location,
+        columns=_columns_from_thrift(sd.cols),
+        input_format=sd.inputFormat,
+        output_format=sd.outputFormat,
+        serde_library=serde.serializationLib,
+        serde_name=serde.name,
+        serde_parameters=dict(serde.parameters or {}),
+        compressed=bool(sd.compressed),
+        number_of_buckets=sd.numBuckets if sd.numBuckets is not None else -1,
+        bucket_columns=tuple(sd.bucketCols or ()),
+        sort_columns=tuple(SortColumn(o.col, o.order) for o in sd.sortCols or ()),
+        parameters=dict(sd.parameters or {}),
+        stored_as_sub_directories=bool(sd.storedAsSubDirectories),
+    )
+
+
+def storage_to_thrift(storage: StorageDescriptor) -> ttypes.StorageDescriptor:
+    return ttypes.StorageDescriptor(
+        cols=_columns_to_thrift(storage.columns),
+        location=storage.location,
+        inputFormat=storage.input_format,
+        outputFormat=storage.output_format,
+        compressed=storage.compressed,
+        numBuckets=storage.number_of_buckets,
+        serdeInfo=ttypes.SerDeInfo(
+            name=storage.serde_name,
+            serializationLib=storage.serde_library,
+            parameters=dict(storage.serde_parameters),
+        ),
+        bucketCols=list(storage.bucket_columns),
+        sortCols=[ttypes.Order(col=s.name, order=s.order) for s in storage.sort_columns],
+        parameters=dict(storage.parameters),
+        skewedInfo=ttypes.SkewedInfo(
+            skewedColNames=[], skewedColValues=[], skewedColValueLocationMaps={}
+        ),
+        storedAsSubDirectories=storage.stored_as_sub_directories,
+    )
+
+
+def table_from_thrift(table: ttypes.Table) -> Table:
+    return Table(
+        database=table.dbName,
+        name=table.tableName,
+        table_type=TableType(table.tableType or TableType.MANAGED),
+        storage=storage_from_thrift(table.sd),
+        partition_keys=_columns_from_thrift(table.partitionKeys),
+        parameters=dict(table.parameters or {}),
+        owner=table.owner,
+        view_original_text=table.viewOriginalText,
+        view_expanded_text=table.viewExpandedText,
+    )
+
+
+def table_to_thrift(table: Table) -> ttypes.Table:
+    return ttypes.Table(
+        tableName=table.name,
+        dbName=table.database,
+        owner=table.owner,
+        sd=storage_to_thrift(table.storage),
+        partitionKeys=_columns_to_thrift(table.partition_keys),
+        parameters=dict(table.parameters),
+        viewOriginalText=table.view_original_text,
+        viewExpandedText=table.view_expanded_text,
+        tableType=table.table_type.value,
+    )
+
+
+def partition_from_thrift(partition: ttypes.Partition) -> Partition:
+    return Partition(
+        values=tuple(partition.values),
+        storage=storage_from_thrift(partition.sd),
+        parameters=dict(partition.parameters or {}),
+    )
+
+
+def partition_to_thrift(table: Table, partition: Partition) -> ttypes.Partition:
+    return ttypes.Partition(
+        values=list(partition.values),
+        dbName=table.database,
+        tableName=table.name,
+        sd=storage_to_thrift(partition.storage),
+        parameters=dict(partition.parameters),
+    )

@@ -1,0 +1,286 @@
+"""The ``ferry`` command line.
+
+Exit codes: 0 every table succeeded; 1 any table failed; 2 bad config or usage (nothing
+was run). Mistakes get one line on stderr, never a stack trace.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    TextColumn,
+    TimeRemainingColumn,
+    TransferSpeedColumn,
+)
+
+from ferry.errors import ConfigError, FerryError
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+logger = logging.getLogger("ferry")
+
+
+class UsageError(FerryError):
+    """The command line is wrong; nothing was run."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING,
+        format="ferry: %(levelname)s: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        return args.handler(args)
+    except (ConfigError, UsageError) as error:
+        print(f"ferry: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except FerryError as error:
+        print(f"ferry: error: {error}", file=sys.stderr)
+        return EXIT_FAILED
+    except RuntimeError as error:  # the local runtime's start-up problems
+        print(f"ferry: error: {error}", file=sys.stderr)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        print("ferry: interrupted", file=sys.stderr)
+        return 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ferry", description="Replicate Hive tables, data and metadata, between catalogs."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    replicate = commands.add_parser("replicate", help="replicate the tables of a config file")
+    replicate.add_argument("config", type=Path, help="the replication config (YAML)")
+    replicate.add_argument(
+        "--table", action="append", default=[], metavar="DB.TABLE",
+        help="replicate only this source table (repeatable)",
+    )
+    replicate.add_argument("--dry-run", action="store_true", help="plan and report; write nothing")
+    replicate.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    replicate.add_argument("-v", "--verbose", action="store_true", help="log what happens")
+    replicate.set_defaults(handler=_replicate)
+
+    local = commands.add_parser("local", help="the local runtime: metastores and AWS emulator")
+    local.add_argument("action", choices=["up", "down", "status"])
+    local.add_argument("--home", type=Path, default=Path(".ferry"), help="state folder (default .ferry)")
+    local.add_argument("--source-port", type=int, default=9083)
+    local.add_argument("--replica-port", type=int, default=9084)
+    local.add_argument("--aws-port", type=int, default=5000)
+    local.add_argument("--json", action="store_true", help="print the settings as JSON")
+    local.set_defaults(handler=_local)
+
+    demo = commands.add_parser("demo", help="replicate sample tables on the local runtime")
+    demo.add_argument("--home", type=Path, default=Path(".ferry"), help="state folder (default .ferry)")
+    demo.add_argument("--source-port", type=int, default=9083)
+    demo.add_argument("--replica-port", type=int, default=9084)
+    demo.add_argument("--aws-port", type=int, default=5000)
+    demo.set_defaults(handler=_demo)
+    return parser
+
+
+# -- replicate ------------------------------------------------------------------------------
+
+
+def _replicate(args: argparse.Namespace) -> int:
+    return run_replicate(args.config, args.table, dry_run=args.dry_run, as_json=args.json)
+
+
+def run_replicate(
+    config_path: Path, tables: Sequence[str] = (), dry_run: bool = False, as_json: bool = False
+) -> int:
+    from ferry.aws import AwsClients
+    from ferry.catalog.factory import open_catalog
+    from ferry.config import load_config
+    from ferry.notify import SnsNotifier
+    from ferry.replication import Replicator
+
+    config = load_config(config_path)
+    selected = _select(config.table_replications, tables)
+    aws = AwsClients()
+    notifier = None
+    if config.sns_event_listener is not None:
+        listener = config.sns_event_listener
+        region = listener.region or aws.region_of_arn(listener.topic)
+        notifier = SnsNotifier(aws.client("sns", region), listener.topic, listener.subject)
+    out = Console(highlight=False, soft_wrap=True)
+    err = Console(stderr=True, highlight=False)
+    observer = _ProgressObserver(err) if err.is_terminal and not as_json else None
+    outcomes = []
+    with open_catalog(config.source_catalog, aws) as source, open_catalog(config.replica_catalog, aws) as replica:
+        replicator = Replicator(config, source, replica, notifier, observer=observer)
+        for replication in selected:
+            outcome = replicator.replicate_table(replication, dry_run=dry_run)
+            outcomes.append(outcome)
+            if not as_json:
+                _print_outcome(out, outcome)
+    failed = sum(1 for o in outcomes if not o.ok)
+    if as_json:
+        print(
+            json.dumps(
+                {
+                    "dryRun": dry_run,
+                    "succeeded": len(outcomes) - failed,
+                    "failed": failed,
+                    "tables": [o.to_dict() for o in outcomes],
+                },
+                indent=2,
+            )
+        )
+    else:
+        _print_summary(out, outcomes, dry_run)
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+def _select(replications, tables: Sequence[str]):
+    if not tables:
+        return list(replications)
+    known = {r.source_table.qualified_name: r for r in replications}
+    unknown = [t for t in tables if t not in known]
+    if unknown:
+        raise UsageError(
+            f"--table {unknown[0]}: not in the config (its tables: {', '.join(sorted(known))})"
+        )
+    return [r for r in replications if r.source_table.qualified_name in set(tables)]
+
+
+class _ProgressObserver:
+    """A byte progress bar per table copy, on a terminal only."""
+
+    def __init__(self, console: Console):
+        self.console = console
+        self.progress: Progress | None = None
+
+    def copy_started(self, plan):
+        self.progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            DownloadColumn(),
+            TransferSpeedColumn(),
+            TimeRemainingColumn(),
+            console=self.console,
+            transient=True,
+        )
+        self.progress.start()
+        task = self.progress.add_task(
+            f"copying {plan.source_table.qualified_name} ({len(plan.manifest.tasks)} files)",
+            total=plan.manifest.total_bytes,
+        )
+        progress = self.progress
+        return lambda n: progress.advance(task, n)
+
+    def copy_finished(self, plan):
+        if self.progress is not None:
+            self.progress.stop()
+            self.progress = None
+
+
+def human_bytes(size: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if size < 1024 or unit == "TiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size} B"
+
+
+def _print_outcome(console: Console, outcome) -> None:
+    from ferry.replication import Status
+
+    head = f"{outcome.source_table} → {outcome.replica_table}  [{outcome.mode}]"
+    seconds = (outcome.finished - outcome.started).total_seconds()
+    if outcome.status is Status.FAILED:
+        console.print(f"[red]✗[/red] {head}  failed: {outcome.error_type}: {outcome.error}")
+        return
+    partitions = (
+        f"{outcome.partitions} partitions ({outcome.partitions_added} new, "
+        f"{outcome.partitions_altered} updated), "
+    )
+    counts = f"{partitions}{outcome.files} files, {human_bytes(outcome.bytes)}"
+    if outcome.status is Status.PLANNED:
+        console.print(f"[cyan]•[/cyan] {head}  would replicate {counts}")
+        console.print(f"    would point at {outcome.replica_location}")
+        if outcome.partition_filter:
+            console.print(f"    partition filter: {outcome.partition_filter}")
+        return
+    console.print(f"[green]✓[/green] {head}  {counts} in {seconds:.1f} s")
+    console.print(f"    event {outcome.event_id}, replica location {outcome.replica_location}")
+
+
+def _print_summary(console: Console, outcomes, dry_run: bool) -> None:
+    failed = sum(1 for o in outcomes if not o.ok)
+    done = len(outcomes) - failed
+    verb = "planned" if dry_run else "replicated"
+    console.print(
+        f"{len(outcomes)} table{'s' if len(outcomes) != 1 else ''}: {done} {verb}, {failed} failed; "
+        f"{sum(o.partitions for o in outcomes)} partitions, {sum(o.files for o in outcomes)} files, "
+        f"{human_bytes(sum(o.bytes for o in outcomes))} {'to copy' if dry_run else 'copied'}"
+    )
+
+
+# -- local ----------------------------------------------------------------------------------
+
+
+def _local(args: argparse.Namespace) -> int:
+    from ferry.local import runtime
+
+    home = args.home.resolve()
+    if args.action == "down":
+        stopped = runtime.down(home)
+        print(f"stopped: {', '.join(stopped)}" if stopped else "nothing was running")
+        return EXIT_OK
+    if args.action == "up":
+        ports = {
+            runtime.SOURCE: args.source_port,
+            runtime.REPLICA: args.replica_port,
+            runtime.AWS: args.aws_port,
+        }
+        started = time.monotonic()
+        services = runtime.up(home, ports)
+        if not args.json:
+            print(f"local runtime up in {time.monotonic() - started:.1f} s (state in {home})")
+    else:
+        services = runtime.status(home)
+    settings = runtime.environment(services)
+    if args.json:
+        print(json.dumps({"services": [s.__dict__ | {"url": s.url} for s in services], "environment": settings}, indent=2))
+        return EXIT_OK
+    labels = {runtime.SOURCE: "source metastore", runtime.REPLICA: "replica metastore", runtime.AWS: "AWS emulator"}
+    for service in services:
+        state = f"{service.url}  (pid {service.pid})" if service.running else "not running"
+        print(f"  {labels[service.name]:<18} {state}")
+    if settings:
+        print("\nsettings for your shell:")
+        for key, value in settings.items():
+            print(f"  export {key}={value}")
+    return EXIT_OK if args.action == "up" or all(s.running for s in services) else EXIT_FAILED
+
+
+# -- demo -----------------------------------------------------------------------------------
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from ferry import demo
+
+    return demo.run(
+        args.home.resolve(),
+        {"source": args.source_port, "replica": args.replica_port, "aws": args.aws_port},
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

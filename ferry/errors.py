@@ -1,0 +1,47 @@
+"""Ferry's named errors.
+
+Their class names are part of the interface: Step Functions ``Retry``/``Catch`` match on
+them, and the CLI prints ``str(error)`` as the one line a person reads.
+"""
+
+from __future__ import annotations
+
+
+class FerryError(Exception):
+    """Base of every error Ferry raises on purpose."""
+
+
+class ConfigError(FerryError):
+    """The replication config is invalid; nothing was run."""
+
+
+class CatalogUnreachableError(FerryError):
+    """A metastore or catalog could not be reached (a transient error: retried)."""
+
+
+class CatalogError(FerryError):
+    """A catalog refused an operation."""
+
+
+class SourceTableNotFoundError(FerryError):
+    """The source table named in the config does not exist."""
+
+
+class ReplicaGuardError(FerryError):
+    """The replica table exists but Ferry does not own it, so Ferry will not touch it."""
+
+
+class ReplicationModeError(FerryError):
+    """The replication mode does not fit the table (e.g. FULL for a view)."""
+
+
+class CopyError(FerryError):
+    """Copying the data into the new snapshot failed; the replica was not changed."""
+
+
+class TargetNotWritableError(CopyError):
+    """The target location cannot be written."""
+
+
+class VerificationError(CopyError):
+    """A copied file does not match its source at the target."""

@@ -1,0 +1,1 @@
+"""The embedded default: real Hive metastores and an emulated AWS on one machine."""

@@ -1,0 +1,53 @@
+"""Run the AWS emulator: a moto server on a local port.
+
+Clients reach it through the standard ``AWS_ENDPOINT_URL`` variable, so Ferry's code has no
+branch for it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import urllib.request
+from pathlib import Path
+
+from ferry.local import processes
+
+# Credentials and region the emulator accepts; real ones are never needed locally.
+EMULATOR_ENVIRONMENT = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+}
+
+
+def endpoint_url(port: int) -> str:
+    return f"http://127.0.0.1:{port}"
+
+
+def is_ready(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"{endpoint_url(port)}/moto-api/data.json", timeout=2) as reply:
+            return reply.status == 200
+    except OSError:
+        return False
+
+
+def start_emulator(
+    state_dir: Path, port: int, name: str = "aws", timeout: float = 60.0
+) -> processes.ManagedProcess:
+    """Start a moto server on ``port``, logging under ``state_dir``."""
+    if processes.port_in_use(port):
+        raise RuntimeError(f"port {port} is already in use; pick another with --aws-port")
+    env = {
+        **os.environ,
+        **EMULATOR_ENVIRONMENT,
+        # moto's own clients (e.g. SNS delivering to SQS) call back on this port.
+        "MOTO_PORT": str(port),
+    }
+    command = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
+    process = processes.start_process(
+        state_dir, name, command, port, state_dir / name / "emulator.log", env=env
+    )
+    processes.wait_until_ready(process, lambda: is_ready(port), timeout, "AWS emulator")
+    return process

@@ -1,0 +1,76 @@
+"""``ferry local up | down | status``: the source and replica metastores and the AWS emulator."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ferry.local import emulator, metastore, processes
+
+SOURCE = "source"
+REPLICA = "replica"
+AWS = "aws"
+DEFAULT_PORTS = {SOURCE: 9083, REPLICA: 9084, AWS: 5000}
+
+
+@dataclass(frozen=True)
+class ServiceStatus:
+    name: str
+    running: bool
+    port: int | None
+    pid: int | None
+    log: str | None
+
+    @property
+    def url(self) -> str | None:
+        if self.port is None:
+            return None
+        if self.name == AWS:
+            return emulator.endpoint_url(self.port)
+        return f"thrift://localhost:{self.port}"
+
+
+def up(state_dir: Path, ports: dict[str, int]) -> list[ServiceStatus]:
+    """Start whichever of the three services is not running yet."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    for name in (SOURCE, REPLICA, AWS):
+        current = processes.read_process(state_dir, name)
+        if current is not None and current.is_running():
+            continue
+        if name == AWS:
+            emulator.start_emulator(state_dir, ports[name], name=name)
+        else:
+            metastore.start_metastore(state_dir, name, ports[name])
+    return status(state_dir)
+
+
+def down(state_dir: Path) -> list[str]:
+    """Stop what ``up`` started (and only that); the names of the ones that were running."""
+    return [name for name in (AWS, REPLICA, SOURCE) if processes.stop_process(state_dir, name)]
+
+
+def status(state_dir: Path) -> list[ServiceStatus]:
+    result = []
+    for name in (SOURCE, REPLICA, AWS):
+        process = processes.read_process(state_dir, name)
+        if process is None:
+            result.append(ServiceStatus(name, False, None, None, None))
+        else:
+            result.append(
+                ServiceStatus(name, process.is_running(), process.port, process.pid, process.log)
+            )
+    return result
+
+
+def environment(services: list[ServiceStatus]) -> dict[str, str]:
+    """The settings a user (or a test) needs to reach the running services."""
+    by_name = {s.name: s for s in services if s.running}
+    settings: dict[str, str] = {}
+    if SOURCE in by_name:
+        settings["FERRY_SOURCE_METASTORE_URIS"] = by_name[SOURCE].url or ""
+    if REPLICA in by_name:
+        settings["FERRY_REPLICA_METASTORE_URIS"] = by_name[REPLICA].url or ""
+    if AWS in by_name:
+        settings["AWS_ENDPOINT_URL"] = by_name[AWS].url or ""
+        settings.update(emulator.EMULATOR_ENVIRONMENT)
+    return settings

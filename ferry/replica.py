@@ -1,0 +1,125 @@
+"""What makes a table a Ferry replica: its parameters, the guard, and how it is shaped.
+
+The parameter keys are named constants: consumers, housekeeping and the guard read them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from datetime import datetime
+
+from ferry.config import ReplicationMode, TableReplication
+from ferry.errors import ReplicaGuardError, ReplicationModeError
+from ferry.model import Partition, Table, TableType
+
+SOURCE_TABLE = "ferry.source.table"
+SOURCE_CATALOG = "ferry.source.catalog"
+SOURCE_METASTORE_URIS = "ferry.source.metastore.uris"
+SOURCE_LOCATION = "ferry.source.location"
+REPLICATION_EVENT = "ferry.replication.event"
+REPLICATION_MODE = "ferry.replication.mode"
+LAST_REPLICATED = "ferry.last.replicated"
+
+# A table replicated by Circus Train carries this; Ferry adopts such a replica.
+CIRCUS_TRAIN_REPLICATION_EVENT = "com.hotels.bdp.circustrain.replication.event"
+CIRCUS_TRAIN_REPLICATION_MODE = "com.hotels.bdp.circustrain.replication.mode"
+
+# Parameters the metastore maintains itself; copying them would only be overwritten.
+SERVER_MANAGED_PARAMETERS = frozenset({"transient_lastDdlTime"})
+
+
+def check_replica_guard(replica: Table | None, replication: TableReplication) -> None:
+    """Refuse to touch an existing table that is not a replica, or switch its kind.
+
+    A table with Ferry's event parameter is Ferry's; one with Circus Train's is adopted.
+    Switching an existing replica between METADATA_MIRROR and FULL is refused: the first
+    points at the source's data, the second owns copies, and mixing them leaves partitions
+    of both kinds in one table.
+    """
+    if replica is None:
+        return
+    parameters = replica.parameters
+    if REPLICATION_EVENT in parameters:
+        previous_mode = parameters.get(REPLICATION_MODE)
+    elif CIRCUS_TRAIN_REPLICATION_EVENT in parameters:
+        previous_mode = parameters.get(CIRCUS_TRAIN_REPLICATION_MODE)
+    else:
+        raise ReplicaGuardError(
+            f"replica table {replica.qualified_name} exists but is not a replica "
+            f"(no {REPLICATION_EVENT} parameter); Ferry will not touch it"
+        )
+    mode = replication.replication_mode
+    if previous_mode and _is_mirror(previous_mode) != (mode is ReplicationMode.METADATA_MIRROR):
+        raise ReplicationModeError(
+            f"replica table {replica.qualified_name} was replicated with {previous_mode}; "
+            f"switching it to {mode.value} is not allowed"
+        )
+
+
+def _is_mirror(mode: str) -> bool:
+    return mode == ReplicationMode.METADATA_MIRROR.value
+
+
+def replica_parameters(
+    source: Mapping[str, str],
+    *,
+    source_table: Table,
+    source_location: str | None,
+    source_catalog_name: str,
+    source_catalog_description: str,
+    event_id: str,
+    mode: ReplicationMode,
+    replicated_at: datetime,
+    extra: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The source's parameters, without server-managed ones, plus Ferry's own."""
+    parameters = {k: v for k, v in source.items() if k not in SERVER_MANAGED_PARAMETERS}
+    parameters.update(extra or {})
+    parameters.update(
+        {
+            SOURCE_TABLE: source_table.qualified_name,
+            SOURCE_CATALOG: source_catalog_name,
+            SOURCE_METASTORE_URIS: source_catalog_description,
+            REPLICATION_EVENT: event_id,
+            REPLICATION_MODE: mode.value,
+            LAST_REPLICATED: replicated_at.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z",
+        }
+    )
+    if source_location:
+        parameters[SOURCE_LOCATION] = source_location
+    else:
+        parameters.pop(SOURCE_LOCATION, None)
+    return parameters
+
+
+def shape_replica_table(
+    source: Table,
+    replication: TableReplication,
+    location: str | None,
+    parameters: dict[str, str],
+    view_texts: tuple[str | None, str | None] | None = None,
+) -> Table:
+    """The replica table: the source's schema and storage under the replica's name.
+
+    A replica of a table is always EXTERNAL, so dropping it never deletes data it does not
+    own (in METADATA_MIRROR that data is the source's).
+    """
+    table_type = TableType.VIEW if source.is_view else TableType.EXTERNAL
+    if table_type is TableType.EXTERNAL:
+        parameters = {**parameters, "EXTERNAL": "TRUE"}
+    original, expanded = view_texts or (source.view_original_text, source.view_expanded_text)
+    return replace(
+        source,
+        database=replication.replica_database,
+        name=replication.replica_table_name,
+        table_type=table_type,
+        storage=source.storage.with_location(location),
+        parameters=parameters,
+        view_original_text=original,
+        view_expanded_text=expanded,
+    )
+
+
+def shape_replica_partition(source: Partition, location: str | None, parameters: dict[str, str]) -> Partition:
+    return replace(source, storage=source.storage.with_location(location), parameters=parameters)
