@@ -44,9 +44,14 @@ def helpers(clock: Clock = utc_now) -> dict[str, Callable[..., object]]:
 def check_template(template: str) -> None:
     """Raise ``ValueError`` with a one-line reason when ``template`` cannot be rendered."""
     if "#{" in template:
-        raise ValueError(
-            f"Circus Train SpEL expressions are not supported; write {spel_equivalent(template)!r} instead"
+        equivalent = spel_equivalent(template)
+        hint = (
+            f"write {equivalent!r} instead"
+            if equivalent
+            else "use a Jinja2 template with now_utc(), days_ago(n, fmt) or hours_ago(n, fmt), "
+            "e.g. dt >= '{{ days_ago(1) }}'"
         )
+        raise ValueError(f"Circus Train SpEL expressions are not supported; {hint}")
     try:
         _ENVIRONMENT.parse(template)
     except TemplateError as error:
@@ -71,8 +76,8 @@ _SPEL_CALL = re.compile(
 )
 
 
-def spel_equivalent(expression: str) -> str:
-    """Rewrite the common Circus Train date expressions as Ferry's Jinja2 helpers."""
+def spel_equivalent(expression: str) -> str | None:
+    """The common Circus Train date expressions as Ferry's Jinja2 helpers, or None."""
 
     def rewrite(match: re.Match[str]) -> str:
         fmt = match["format"]
@@ -84,6 +89,4 @@ def spel_equivalent(expression: str) -> str:
         return f"{{{{ days_ago({amount}, '{fmt}') }}}}"
 
     rewritten = _SPEL_CALL.sub(rewrite, expression)
-    if "#{" in rewritten:
-        return "a Jinja2 template, e.g. dt >= '{{ days_ago(1) }}'"
-    return rewritten
+    return None if "#{" in rewritten else rewritten

@@ -20,8 +20,11 @@ GLUE_WRITE_BATCH = 100
 
 
 class GlueCatalog(Catalog):
-    def __init__(self, name: str, client: Any, catalog_id: str | None = None):
+    def __init__(
+        self, name: str, client: Any, catalog_id: str | None = None, page_size: int = PAGE_SIZE
+    ):
         self.name = name
+        self.page_size = page_size
         self._glue = client
         self._catalog = {"CatalogId": catalog_id} if catalog_id else {}
         self.description = f"glue:{client.meta.region_name}"
@@ -76,7 +79,7 @@ class GlueCatalog(Catalog):
         partitions: list[dict[str, Any]] = []
         try:
             while True:
-                page = self._call("get_partitions", MaxResults=PAGE_SIZE, **arguments)
+                page = self._call("get_partitions", MaxResults=self.page_size, **arguments)
                 partitions.extend(page.get("Partitions", []))
                 if not page.get("NextToken"):
                     return partitions

@@ -38,8 +38,9 @@ R = TypeVar("R")
 class HiveMetastoreCatalog(Catalog):
     """A catalog behind one or more ``thrift://host:port`` metastore URIs (tried in order)."""
 
-    def __init__(self, name: str, uris: Sequence[str]):
+    def __init__(self, name: str, uris: Sequence[str], page_size: int = PAGE_SIZE):
         self.name = name
+        self.page_size = page_size
         self.uris = list(uris)
         self.description = ",".join(self.uris)
         self._client: hmsclient.HMSClient | None = None
@@ -123,7 +124,7 @@ class HiveMetastoreCatalog(Catalog):
     def _pages(
         self, table: Table, values: list[tuple[str, ...]], partition_filter: str | None
     ) -> Iterator[list[Partition]]:
-        """Fetch partitions at most ``PAGE_SIZE`` a call, in partition-value order.
+        """Fetch partitions at most ``page_size`` a call, in partition-value order.
 
         Without a filter, names are fetched first and partitions by name in pages. With one,
         the filter is ANDed with a range of partition values that holds at most a page, so
@@ -132,10 +133,10 @@ class HiveMetastoreCatalog(Catalog):
         """
         db, name = table.database, table.name
         if partition_filter is None:
-            for names in batched((_name_of(table.partition_keys, v) for v in values), PAGE_SIZE):
+            for names in batched((_name_of(table.partition_keys, v) for v in values), self.page_size):
                 yield self._by_filter_or_names(lambda c, n=names: c.get_partitions_by_names(db, name, n))
             return
-        ranges = value_range_filters(table.partition_keys, values, PAGE_SIZE)
+        ranges = value_range_filters(table.partition_keys, values, self.page_size)
         if ranges is None:  # a key type or value the filter grammar cannot bound: one call
             ranges = [None]
         for bounds in ranges:
@@ -171,12 +172,12 @@ class HiveMetastoreCatalog(Catalog):
         self._write(lambda c: c.alter_table(table.database, table.name, table_to_thrift(table)), table)
 
     def add_partitions(self, table: Table, partitions: Sequence[Partition]) -> None:
-        for batch in batched(partitions, PAGE_SIZE):
+        for batch in batched(partitions, self.page_size):
             thrift = [partition_to_thrift(table, p) for p in batch]
             self._write(lambda c, t=thrift: c.add_partitions(t), table)
 
     def alter_partitions(self, table: Table, partitions: Sequence[Partition]) -> None:
-        for batch in batched(partitions, PAGE_SIZE):
+        for batch in batched(partitions, self.page_size):
             thrift = [partition_to_thrift(table, p) for p in batch]
             self._write(lambda c, t=thrift: c.alter_partitions(table.database, table.name, t), table)
 

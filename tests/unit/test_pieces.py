@@ -1,0 +1,112 @@
+"""Event ids, view rewriting, notification bodies, value ranges and URI paths."""
+
+import json
+from datetime import UTC, datetime
+
+import pytest
+
+from ferry import fs
+from ferry.catalog import partition_sort_key
+from ferry.catalog.hive import value_range_filters
+from ferry.errors import ReplicationModeError
+from ferry.event_id import EVENT_ID_PATTERN, new_event_id
+from ferry.model import Column, escape_path_name, partition_name
+from ferry.notify import ReplicationEvent, message_body
+from ferry.views import rewrite_view_sql
+
+T0 = datetime(2026, 11, 21, 3, 4, 5, 678000, tzinfo=UTC)
+
+
+def test_event_ids_are_lower_case_sortable_and_unique():
+    first = new_event_id(lambda: T0, lambda: "0123abcd")
+    assert first == "ferry-20261121t030405678z-0123abcd"
+    later = new_event_id(lambda: T0.replace(second=6))
+    assert EVENT_ID_PATTERN.match(later) and later > first and later == later.lower()
+    assert len({new_event_id(lambda: T0) for _ in range(200)}) == 200
+
+
+def test_view_rewrite_renames_tables_and_keeps_column_qualifiers():
+    sql = "SELECT `orders`.`id` FROM `sales`.`orders` JOIN `sales`.`customers` `c` ON `orders`.`cid` = `c`.`id`"
+    out = rewrite_view_sql(sql, {"sales.orders": "dr.orders_r", "SALES.Customers": "dr.customers"}, "sales")
+    assert out == (
+        "SELECT `orders`.`id` FROM `dr`.`orders_r` AS `orders` "
+        "JOIN `dr`.`customers` AS `c` ON `orders`.`cid` = `c`.`id`"
+    )
+
+
+def test_view_rewrite_resolves_unqualified_names_and_spares_ctes_and_literals():
+    sql = "WITH recent AS (SELECT * FROM orders) SELECT 'sales.orders' AS s FROM recent JOIN orders ON recent.id = orders.id"
+    out = rewrite_view_sql(sql, {"sales.orders": "dr.orders", "sales.recent": "dr.nope"}, "sales")
+    assert out == (
+        "WITH recent AS (SELECT * FROM `dr`.`orders`) SELECT 'sales.orders' AS s "
+        "FROM recent JOIN `dr`.`orders` ON recent.id = orders.id"
+    )
+
+
+def test_view_rewrite_needs_database_dot_table():
+    with pytest.raises(ReplicationModeError, match="not database.table"):
+        rewrite_view_sql("SELECT * FROM sales.orders", {"sales.orders": "orders"}, "sales")
+
+
+def event(**changes):
+    fields = dict(
+        type="SUCCESS", event_id="e", source_table="a.b", replica_table="c.d",
+        replica_catalog_uris="thrift://x:1", start_time=T0, end_time=T0,
+        partition_keys=(Column("dt", "string"),), modified_partitions=[["2026-11-21"]], bytes_replicated=7,
+    )
+    return ReplicationEvent(**{**fields, **changes})
+
+
+def test_message_is_truncated_past_the_sns_limit():
+    small = json.loads(message_body(event()))
+    assert small["modifiedPartitions"] == [["2026-11-21"]] and small["messageTruncated"] is False
+    many = [[f"2026-01-01-{i:06d}"] for i in range(20000)]
+    big = message_body(event(modified_partitions=many))
+    assert len(big.encode()) < 256 * 1024
+    assert json.loads(big)["messageTruncated"] is True and json.loads(big)["modifiedPartitions"] == []
+
+
+def test_start_message_has_no_result_fields():
+    start = json.loads(message_body(event(type="START")))
+    assert set(start) == {"protocolVersion", "type", "startTime", "eventId", "sourceTable", "replicaTable", "replicaMetastoreUris"}
+
+
+KEYS = (Column("region", "string"), Column("hour", "int"))
+
+
+def test_value_ranges_cover_every_value_in_pages():
+    values = sorted(
+        [(r, str(h)) for r in ("eu", "us") for h in range(12)] + [("ap", "1")],
+        key=lambda v: partition_sort_key(KEYS, v),
+    )
+    ranges = value_range_filters(KEYS, values, 5)
+    assert ranges[0] == "region >= 'ap' AND region <= 'ap'"
+    assert "region = 'eu' AND hour >= 0 AND hour <= 4" in ranges
+    assert all(r.count(">=") == 1 for r in ranges)
+    # Every value falls in exactly one range of at most 5.
+    def matches(expr, value):
+        env = {"region": value[0], "hour": int(value[1])}
+        python = expr.replace(" AND ", " and ").replace(" = ", " == ")
+        return eval(python, {}, env)  # noqa: S307 - test-only evaluation of our own ranges
+    for value in values:
+        assert sum(matches(r, value) for r in ranges) == 1
+    assert all(sum(matches(r, v) for v in values) <= 5 for r in ranges)
+
+
+def test_value_ranges_give_up_on_unbounded_types():
+    assert value_range_filters((Column("d", "date"),), [("2026-01-01",)], 5) is None
+    assert value_range_filters((Column("s", "string"),), [("it's \"x\"",)], 5) is None
+    assert value_range_filters((Column("s", "string"),), [("it's",)], 5) == ["s >= \"it's\" AND s <= \"it's\""]
+
+
+def test_partition_names_escape_like_hive():
+    assert partition_name(KEYS, ("a/b", "1")) == "region=a%2Fb/hour=1"
+    assert escape_path_name("x:y=z") == "x%3Ay%3Dz"
+
+
+def test_uri_paths():
+    assert fs.join("s3://b/a/", "/e1/", "dt=1") == "s3://b/a/e1/dt=1"
+    assert fs.relative_path("file:/w/t/dt=1", "file:///w/t") == "dt=1"
+    assert fs.relative_path("s3a://b/w/t/dt=1", "s3://b/w/t/") == "dt=1"
+    assert fs.relative_path("s3://b/w/tx/dt=1", "s3://b/w/t") is None
+    assert fs.relative_path("s3://b/w/t", "s3://b/w/t") == ""
