@@ -11,7 +11,9 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
-_RETRIES = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=10, read_timeout=60)
+_RETRIES = Config(
+    retries={"mode": "standard", "max_attempts": 5}, connect_timeout=10, read_timeout=60
+)
 
 
 class AwsClients:

@@ -68,7 +68,10 @@ def _parser() -> argparse.ArgumentParser:
     replicate = commands.add_parser("replicate", help="replicate the tables of a config file")
     replicate.add_argument("config", type=Path, help="the replication config (YAML)")
     replicate.add_argument(
-        "--table", action="append", default=[], metavar="DB.TABLE",
+        "--table",
+        action="append",
+        default=[],
+        metavar="DB.TABLE",
         help="replicate only this source table (repeatable)",
     )
     replicate.add_argument("--dry-run", action="store_true", help="plan and report; write nothing")
@@ -78,7 +81,9 @@ def _parser() -> argparse.ArgumentParser:
 
     local = commands.add_parser("local", help="the local runtime: metastores and AWS emulator")
     local.add_argument("action", choices=["up", "down", "status"])
-    local.add_argument("--home", type=Path, default=Path(".ferry"), help="state folder (default .ferry)")
+    local.add_argument(
+        "--home", type=Path, default=Path(".ferry"), help="state folder (default .ferry)"
+    )
     local.add_argument("--source-port", type=int, default=9083)
     local.add_argument("--replica-port", type=int, default=9084)
     local.add_argument("--aws-port", type=int, default=5000)
@@ -86,7 +91,9 @@ def _parser() -> argparse.ArgumentParser:
     local.set_defaults(handler=_local)
 
     demo = commands.add_parser("demo", help="replicate sample tables on the local runtime")
-    demo.add_argument("--home", type=Path, default=Path(".ferry"), help="state folder (default .ferry)")
+    demo.add_argument(
+        "--home", type=Path, default=Path(".ferry"), help="state folder (default .ferry)"
+    )
     demo.add_argument("--source-port", type=int, default=9083)
     demo.add_argument("--replica-port", type=int, default=9084)
     demo.add_argument("--aws-port", type=int, default=5000)
@@ -122,7 +129,10 @@ def run_replicate(
     err = Console(stderr=True, highlight=False)
     observer = _ProgressObserver(err) if err.is_terminal and not as_json else None
     outcomes = []
-    with open_catalog(config.source_catalog, aws) as source, open_catalog(config.replica_catalog, aws) as replica:
+    with (
+        open_catalog(config.source_catalog, aws) as source,
+        open_catalog(config.replica_catalog, aws) as replica,
+    ):
         replicator = Replicator(config, source, replica, notifier, observer=observer)
         for replication in selected:
             outcome = replicator.replicate_table(replication, dry_run=dry_run)
@@ -190,6 +200,10 @@ class _ProgressObserver:
             self.progress = None
 
 
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def human_bytes(size: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if size < 1024 or unit == "TiB":
@@ -206,29 +220,40 @@ def _print_outcome(console: Console, outcome) -> None:
     if outcome.status is Status.FAILED:
         console.print(f"[red]✗[/red] {head}  failed: {outcome.error_type}: {outcome.error}")
         return
-    partitions = (
-        f"{outcome.partitions} partitions ({outcome.partitions_added} new, "
-        f"{outcome.partitions_altered} updated), "
-    )
-    counts = f"{partitions}{outcome.files} files, {human_bytes(outcome.bytes)}"
+    if outcome.kind == "view":
+        counts = "view, metadata only"
+    elif outcome.kind == "partitioned table":
+        counts = (
+            f"{plural(outcome.partitions, 'partition')} ({outcome.partitions_added} new, "
+            f"{outcome.partitions_altered} updated), {plural(outcome.files, 'file')}, "
+            f"{human_bytes(outcome.bytes)}"
+        )
+    else:
+        counts = f"unpartitioned, {plural(outcome.files, 'file')}, {human_bytes(outcome.bytes)}"
+    where = outcome.replica_location
     if outcome.status is Status.PLANNED:
         console.print(f"[cyan]•[/cyan] {head}  would replicate {counts}")
-        console.print(f"    would point at {outcome.replica_location}")
+        if where:
+            console.print(f"    would point at {where}")
         if outcome.partition_filter:
             console.print(f"    partition filter: {outcome.partition_filter}")
         return
     console.print(f"[green]✓[/green] {head}  {counts} in {seconds:.1f} s")
-    console.print(f"    event {outcome.event_id}, replica location {outcome.replica_location}")
+    console.print(
+        f"    event {outcome.event_id}" + (f", replica location {where}" if where else "")
+    )
 
 
 def _print_summary(console: Console, outcomes, dry_run: bool) -> None:
     failed = sum(1 for o in outcomes if not o.ok)
     done = len(outcomes) - failed
     verb = "planned" if dry_run else "replicated"
+    partitions = plural(sum(o.partitions for o in outcomes), "partition")
+    files = plural(sum(o.files for o in outcomes), "file")
+    size = human_bytes(sum(o.bytes for o in outcomes))
     console.print(
-        f"{len(outcomes)} table{'s' if len(outcomes) != 1 else ''}: {done} {verb}, {failed} failed; "
-        f"{sum(o.partitions for o in outcomes)} partitions, {sum(o.files for o in outcomes)} files, "
-        f"{human_bytes(sum(o.bytes for o in outcomes))} {'to copy' if dry_run else 'copied'}"
+        f"{plural(len(outcomes), 'table')}: {done} {verb}, {failed} failed; "
+        f"{partitions}, {files}, {size} {'to copy' if dry_run else 'copied'}"
     )
 
 
@@ -257,9 +282,21 @@ def _local(args: argparse.Namespace) -> int:
         services = runtime.status(home)
     settings = runtime.environment(services)
     if args.json:
-        print(json.dumps({"services": [s.__dict__ | {"url": s.url} for s in services], "environment": settings}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "services": [s.__dict__ | {"url": s.url} for s in services],
+                    "environment": settings,
+                },
+                indent=2,
+            )
+        )
         return EXIT_OK
-    labels = {runtime.SOURCE: "source metastore", runtime.REPLICA: "replica metastore", runtime.AWS: "AWS emulator"}
+    labels = {
+        runtime.SOURCE: "source metastore",
+        runtime.REPLICA: "replica metastore",
+        runtime.AWS: "AWS emulator",
+    }
     for service in services:
         state = f"{service.url}  (pid {service.pid})" if service.running else "not running"
         print(f"  {labels[service.name]:<18} {state}")

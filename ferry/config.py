@@ -79,7 +79,9 @@ class SnsEventListener(_Model):
 class CopierOptions(BaseModel):
     """How data is copied. Circus Train's own copier options are accepted and ignored."""
 
-    model_config = ConfigDict(alias_generator=_kebab, populate_by_name=True, extra="allow", frozen=True)
+    model_config = ConfigDict(
+        alias_generator=_kebab, populate_by_name=True, extra="allow", frozen=True
+    )
 
     threads: int = Field(default=8, ge=1, le=256)
     chunk_size_mib: int = Field(default=8, ge=1, le=1024)

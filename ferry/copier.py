@@ -70,7 +70,9 @@ class InlineCopier:
     def copy(self, manifest: Manifest, progress: Progress | None = None) -> CopyReport:
         cancelled = threading.Event()
         with ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="ferry-copy") as pool:
-            futures = [pool.submit(self._copy_one, task, progress, cancelled) for task in manifest.tasks]
+            futures = [
+                pool.submit(self._copy_one, task, progress, cancelled) for task in manifest.tasks
+            ]
             done, _ = wait(futures, return_when=FIRST_EXCEPTION)
             failed = [f for f in done if f.exception() is not None]
             if failed:
@@ -80,7 +82,9 @@ class InlineCopier:
                 raise failed[0].exception()  # type: ignore[misc]
         return CopyReport(files=len(manifest.tasks), bytes=manifest.total_bytes)
 
-    def _copy_one(self, task: CopyTask, progress: Progress | None, cancelled: threading.Event) -> None:
+    def _copy_one(
+        self, task: CopyTask, progress: Progress | None, cancelled: threading.Event
+    ) -> None:
         if cancelled.is_set():
             return
         copy_file(task, self.chunk_size, progress)
@@ -110,7 +114,9 @@ def copy_file(task: CopyTask, chunk_size: int, progress: Progress | None = None)
                     if progress is not None:
                         progress(len(chunk))
         except OSError as error:
-            raise CopyError(f"copying {task.source} to {task.target} failed: {_reason(error)}") from None
+            raise CopyError(
+                f"copying {task.source} to {task.target} failed: {_reason(error)}"
+            ) from None
     verify(task, target_fs, target_path)
 
 

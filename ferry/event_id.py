@@ -16,6 +16,8 @@ from ferry.filters import Clock, utc_now
 EVENT_ID_PATTERN = re.compile(r"^ferry-\d{8}t\d{9}z-[0-9a-f]{8}$")
 
 
-def new_event_id(clock: Clock = utc_now, token: Callable[[], str] = lambda: secrets.token_hex(4)) -> str:
+def new_event_id(
+    clock: Clock = utc_now, token: Callable[[], str] = lambda: secrets.token_hex(4)
+) -> str:
     now: datetime = clock()
     return f"ferry-{now:%Y%m%d}t{now:%H%M%S}{now.microsecond // 1000:03d}z-{token()}"

@@ -69,7 +69,14 @@ def render_partition_filter(template: str | None, clock: Clock = utc_now) -> str
 
 
 # Joda-Time pattern letters that Circus Train filters use, and their strftime equivalents.
-_JODA_TO_STRFTIME = [("yyyy", "%Y"), ("MM", "%m"), ("dd", "%d"), ("HH", "%H"), ("mm", "%M"), ("ss", "%S")]
+_JODA_TO_STRFTIME = [
+    ("yyyy", "%Y"),
+    ("MM", "%m"),
+    ("dd", "%d"),
+    ("HH", "%H"),
+    ("mm", "%M"),
+    ("ss", "%S"),
+]
 _SPEL_CALL = re.compile(
     r"#\{\s*#nowUtc\(\)(?:\.minus(?P<unit>Days|Hours)\((?P<amount>\d+)\))?"
     r"\.toString\(\s*['\"](?P<format>[^'\"]+)['\"]\s*\)\s*\}"

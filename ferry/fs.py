@@ -101,7 +101,9 @@ def delete_tree(location: str) -> None:
         filesystem.delete_file(path)
     elif not is_local(filesystem):
         # S3 has no directories: objects below the prefix may exist without a marker.
-        for entry in filesystem.get_file_info(pafs.FileSelector(path, recursive=True, allow_not_found=True)):
+        for entry in filesystem.get_file_info(
+            pafs.FileSelector(path, recursive=True, allow_not_found=True)
+        ):
             if entry.type == pafs.FileType.File:
                 filesystem.delete_file(entry.path)
 

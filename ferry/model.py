@@ -102,14 +102,15 @@ class Partition:
 
 def partition_name(keys: tuple[Column, ...], values: tuple[str, ...]) -> str:
     """The Hive partition name, e.g. ``dt=2026-11-20/hour=01`` (path-escaped like Hive)."""
-    return "/".join(f"{escape_path_name(k.name)}={escape_path_name(v)}" for k, v in zip(keys, values, strict=True))
+    return "/".join(
+        f"{escape_path_name(k.name)}={escape_path_name(v)}"
+        for k, v in zip(keys, values, strict=True)
+    )
 
 
 # Characters Hive's FileUtils.escapePathName escapes in partition folder names.
-_HIVE_ESCAPED = set('"#%\'*/:=?\\\x7f{[]^')
+_HIVE_ESCAPED = set("\"#%'*/:=?\\\x7f{[]^")
 
 
 def escape_path_name(value: str) -> str:
-    return "".join(
-        f"%{ord(c):02X}" if c in _HIVE_ESCAPED or ord(c) < 0x20 else c for c in value
-    )
+    return "".join(f"%{ord(c):02X}" if c in _HIVE_ESCAPED or ord(c) < 0x20 else c for c in value)

@@ -103,7 +103,10 @@ def plan_replication(
             fs.join(snapshot, _partition_subpath(source_table, p)) for p in source_partitions
         ]
         copy_roots = (
-            [(p.location, target) for p, target in zip(source_partitions, partition_locations, strict=True)]
+            [
+                (p.location, target)
+                for p, target in zip(source_partitions, partition_locations, strict=True)
+            ]
             if source_table.is_partitioned
             else [(source_table.location, snapshot)]
         )
@@ -129,7 +132,11 @@ def plan_replication(
         shape_replica_partition(p, location, parameters_for(p.parameters, p.location))
         for p, location in zip(source_partitions, partition_locations, strict=True)
     ]
-    existing = replica.list_partition_values(replica_before) if replica_before and replica_before.is_partitioned else set()
+    existing = (
+        replica.list_partition_values(replica_before)
+        if replica_before and replica_before.is_partitioned
+        else set()
+    )
     return ReplicationPlan(
         event_id=event_id,
         replication=replication,
@@ -169,10 +176,13 @@ def _copy_tasks(roots: Sequence[tuple[str | None, str]], threads: int) -> list[C
         except OSError as error:
             raise CopyError(f"cannot list source files at {source_root}: {error}") from None
         return [
-            CopyTask(entry.uri, fs.join(target_root, fs.relative_path(entry.uri, source_root) or ""), entry.size)
+            CopyTask(
+                entry.uri,
+                fs.join(target_root, fs.relative_path(entry.uri, source_root) or ""),
+                entry.size,
+            )
             for entry in files
         ]
 
     with ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="ferry-list") as pool:
         return [task for batch in pool.map(tasks_for, roots) for task in batch]
-

@@ -121,5 +121,7 @@ def shape_replica_table(
     )
 
 
-def shape_replica_partition(source: Partition, location: str | None, parameters: dict[str, str]) -> Partition:
+def shape_replica_partition(
+    source: Partition, location: str | None, parameters: dict[str, str]
+) -> Partition:
     return replace(source, storage=source.storage.with_location(location), parameters=parameters)

@@ -22,6 +22,7 @@ from ferry.copier import Copier, InlineCopier, Progress
 from ferry.errors import CopyError, FerryError
 from ferry.event_id import new_event_id
 from ferry.filters import Clock, utc_now
+from ferry.model import Table
 from ferry.notify import NoNotifier, ReplicationEvent, SnsNotifier
 from ferry.plan import ReplicationPlan, plan_replication
 
@@ -45,6 +46,8 @@ class TableOutcome:
     event_id: str
     started: datetime
     finished: datetime
+    #: "partitioned table", "table" or "view" (known once the source table was read).
+    kind: str | None = None
     replica_location: str | None = None
     partitions_added: int = 0
     partitions_altered: int = 0
@@ -70,6 +73,12 @@ class TableOutcome:
         data["finished"] = self.finished.isoformat()
         data["partitions"] = self.partitions
         return data
+
+
+def _kind(table: Table) -> str:
+    if table.is_view:
+        return "view"
+    return "partitioned table" if table.is_partitioned else "table"
 
 
 class Observer(Protocol):
@@ -119,7 +128,9 @@ class Replicator:
         self.copier_factory = copier_factory
         self.observer = observer or _Silent()
 
-    def run(self, replications: Sequence[TableReplication], dry_run: bool = False) -> list[TableOutcome]:
+    def run(
+        self, replications: Sequence[TableReplication], dry_run: bool = False
+    ) -> list[TableOutcome]:
         return [self.replicate_table(replication, dry_run) for replication in replications]
 
     def replicate_table(self, replication: TableReplication, dry_run: bool = False) -> TableOutcome:
@@ -160,6 +171,7 @@ class Replicator:
             **names,
             status=Status.PLANNED if dry_run else Status.SUCCEEDED,
             finished=self.clock(),
+            kind=_kind(plan.source_table),
             replica_location=plan.replica_table.location,
             partitions_added=len(plan.partitions_to_add),
             partitions_altered=len(plan.partitions_to_alter),
@@ -185,7 +197,9 @@ class Replicator:
                 try:
                     fs.delete_tree(plan.snapshot_location)
                 except OSError:
-                    logger.warning("could not remove %s after a failed copy", plan.snapshot_location)
+                    logger.warning(
+                        "could not remove %s after a failed copy", plan.snapshot_location
+                    )
             if isinstance(error, FerryError):
                 raise
             raise CopyError(f"copy failed: {error}") from error

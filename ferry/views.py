@@ -15,7 +15,9 @@ from sqlglot import exp
 from ferry.errors import ReplicationModeError
 
 
-def rewrite_view_sql(sql: str | None, mappings: Mapping[str, str], default_database: str) -> str | None:
+def rewrite_view_sql(
+    sql: str | None, mappings: Mapping[str, str], default_database: str
+) -> str | None:
     """``sql`` with every table named in ``mappings`` (``db.table`` → ``db.table``) replaced."""
     if not sql or not mappings:
         return sql
@@ -23,7 +25,9 @@ def rewrite_view_sql(sql: str | None, mappings: Mapping[str, str], default_datab
     try:
         tree = sqlglot.parse_one(sql, read="hive")
     except sqlglot.errors.ParseError as error:
-        raise ReplicationModeError(f"cannot parse view SQL to apply table-mappings: {error}") from None
+        raise ReplicationModeError(
+            f"cannot parse view SQL to apply table-mappings: {error}"
+        ) from None
     ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
 
     def rename(node: exp.Expression) -> exp.Expression:

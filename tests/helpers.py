@@ -36,7 +36,8 @@ def catalog_state(catalog: Catalog, database: str, tables: list[str]) -> dict[st
             "parameters": _stable(table.parameters),
             "columns": table.storage.columns,
             "partitions": {
-                p.values: (p.location, _stable(p.parameters)) for p in catalog.list_partitions(table)
+                p.values: (p.location, _stable(p.parameters))
+                for p in catalog.list_partitions(table)
             },
         }
     return state

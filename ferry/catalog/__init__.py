@@ -42,7 +42,7 @@ class Catalog(ABC):
     def list_partitions(
         self, table: Table, partition_filter: str | None = None, limit: int | None = None
     ) -> list[Partition]:
-        """Partitions of ``table`` matching the filter, in partition-value order, at most ``limit``."""
+        """Partitions matching the filter, in partition-value order, at most ``limit``."""
 
     @abstractmethod
     def list_partition_values(self, table: Table) -> set[tuple[str, ...]]:
@@ -67,7 +67,7 @@ class Catalog(ABC):
     def drop_database(self, name: str) -> None:
         """Drop an empty database (tests and the demo clean up with it)."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - most catalogs hold nothing to release
         """Release connections; the catalog must not be used afterwards."""
 
     def __enter__(self) -> Catalog:

@@ -33,7 +33,9 @@ class GlueCatalog(Catalog):
         try:
             return getattr(self._glue, operation)(**self._catalog, **kwargs)
         except EndpointConnectionError as error:
-            raise CatalogUnreachableError(f"cannot reach Glue catalog '{self.name}': {error}") from None
+            raise CatalogUnreachableError(
+                f"cannot reach Glue catalog '{self.name}': {error}"
+            ) from None
         except BotoCoreError as error:
             raise CatalogUnreachableError(f"Glue catalog '{self.name}': {error}") from None
 
@@ -109,7 +111,10 @@ class GlueCatalog(Catalog):
     # -- writes ---------------------------------------------------------------------------
 
     def create_database(self, database: Database) -> None:
-        database_input: dict[str, Any] = {"Name": database.name, "Parameters": dict(database.parameters)}
+        database_input: dict[str, Any] = {
+            "Name": database.name,
+            "Parameters": dict(database.parameters),
+        }
         if database.description:
             database_input["Description"] = database.description
         if database.location:
@@ -153,7 +158,10 @@ class GlueCatalog(Catalog):
                     DatabaseName=table.database,
                     TableName=table.name,
                     Entries=[
-                        {"PartitionValueList": list(p.values), "PartitionInput": _partition_input(p)}
+                        {
+                            "PartitionValueList": list(p.values),
+                            "PartitionInput": _partition_input(p),
+                        }
                         for p in batch
                     ],
                 )
@@ -230,7 +238,9 @@ def _storage_from_glue(sd: dict[str, Any] | None) -> StorageDescriptor:
         compressed=bool(sd.get("Compressed", False)),
         number_of_buckets=sd.get("NumberOfBuckets", -1),
         bucket_columns=tuple(sd.get("BucketColumns", ())),
-        sort_columns=tuple(SortColumn(s["Column"], s["SortOrder"]) for s in sd.get("SortColumns", ())),
+        sort_columns=tuple(
+            SortColumn(s["Column"], s["SortOrder"]) for s in sd.get("SortColumns", ())
+        ),
         parameters=sd.get("Parameters", {}),
         stored_as_sub_directories=bool(sd.get("StoredAsSubDirectories", False)),
     )

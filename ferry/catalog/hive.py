@@ -113,7 +113,9 @@ class HiveMetastoreCatalog(Catalog):
         keys = table.partition_keys
         if not keys:
             return []
-        values = sorted(self.list_partition_values(table), key=lambda v: partition_sort_key(keys, v))
+        values = sorted(
+            self.list_partition_values(table), key=lambda v: partition_sort_key(keys, v)
+        )
         result: list[Partition] = []
         for page in self._pages(table, values, partition_filter):
             result.extend(sorted(page, key=lambda p: partition_sort_key(keys, p.values)))
@@ -133,14 +135,20 @@ class HiveMetastoreCatalog(Catalog):
         """
         db, name = table.database, table.name
         if partition_filter is None:
-            for names in batched((_name_of(table.partition_keys, v) for v in values), self.page_size):
-                yield self._by_filter_or_names(lambda c, n=names: c.get_partitions_by_names(db, name, n))
+            for names in batched(
+                (_name_of(table.partition_keys, v) for v in values), self.page_size
+            ):
+                yield self._by_filter_or_names(
+                    lambda c, n=names: c.get_partitions_by_names(db, name, n)
+                )
             return
         ranges = value_range_filters(table.partition_keys, values, self.page_size)
         if ranges is None:  # a key type or value the filter grammar cannot bound: one call
             ranges = [None]
         for bounds in ranges:
-            expression = partition_filter if bounds is None else f"({partition_filter}) AND ({bounds})"
+            expression = (
+                partition_filter if bounds is None else f"({partition_filter}) AND ({bounds})"
+            )
             yield self._by_filter_or_names(
                 lambda c, e=expression: c.get_partitions_by_filter(db, name, e, -1)
             )
@@ -149,7 +157,9 @@ class HiveMetastoreCatalog(Catalog):
         try:
             return [partition_from_thrift(p) for p in self._call(call)]
         except ttypes.MetaException as error:
-            raise CatalogError(f"metastore '{self.name}' rejected the request: {error.message}") from None
+            raise CatalogError(
+                f"metastore '{self.name}' rejected the request: {error.message}"
+            ) from None
 
     # -- writes ---------------------------------------------------------------------------
 
@@ -169,7 +179,9 @@ class HiveMetastoreCatalog(Catalog):
         self._write(lambda c: c.create_table(table_to_thrift(table)), table)
 
     def alter_table(self, table: Table) -> None:
-        self._write(lambda c: c.alter_table(table.database, table.name, table_to_thrift(table)), table)
+        self._write(
+            lambda c: c.alter_table(table.database, table.name, table_to_thrift(table)), table
+        )
 
     def add_partitions(self, table: Table, partitions: Sequence[Partition]) -> None:
         for batch in batched(partitions, self.page_size):
@@ -179,7 +191,9 @@ class HiveMetastoreCatalog(Catalog):
     def alter_partitions(self, table: Table, partitions: Sequence[Partition]) -> None:
         for batch in batched(partitions, self.page_size):
             thrift = [partition_to_thrift(table, p) for p in batch]
-            self._write(lambda c, t=thrift: c.alter_partitions(table.database, table.name, t), table)
+            self._write(
+                lambda c, t=thrift: c.alter_partitions(table.database, table.name, t), table
+            )
 
     def drop_table(self, database: str, name: str) -> None:
         try:
@@ -229,7 +243,11 @@ def value_range_filters(
     def literal(key: Column, value: str) -> str | None:
         if is_integral(key):
             return value if value.lstrip("-").isdigit() else None
-        if key.type.lower() not in ("string", "varchar", "char") and not key.type.lower().startswith(("varchar", "char")):
+        if key.type.lower() not in (
+            "string",
+            "varchar",
+            "char",
+        ) and not key.type.lower().startswith(("varchar", "char")):
             return None
         if "'" not in value:
             return f"'{value}'"

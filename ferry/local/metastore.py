@@ -39,11 +39,30 @@ def java_major_version(java: str = "java") -> int | None:
     return None
 
 
+def java_problem() -> str | None:
+    """What is wrong with the machine's Java for the metastores and Spark, or None."""
+    major = java_major_version()
+    if major is not None and major >= REQUIRED_JAVA:
+        return None
+    found = "no java on PATH" if major is None else f"java {major} found"
+    return (
+        f"{found}; Ferry's local Hive metastores and Spark need Java {REQUIRED_JAVA}+ "
+        f"(e.g. apt-get install openjdk-{REQUIRED_JAVA}-jre-headless)"
+    )
+
+
+def require_java() -> None:
+    problem = java_problem()
+    if problem:
+        raise RuntimeError(problem)
+
+
 def metastore_command(home: Path, port: int) -> list[str]:
     """The java command line of one metastore whose state lives in ``home``."""
     warehouse = home / "warehouse"
+    derby = f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true"
     properties = {
-        "javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true",
+        "javax.jdo.option.ConnectionURL": derby,
         "datanucleus.schema.autoCreateAll": "true",
         "hive.metastore.schema.verification": "false",
         "hive.metastore.warehouse.dir": warehouse.as_uri(),
@@ -93,11 +112,7 @@ def start_metastore(
     state_dir: Path, name: str, port: int, timeout: float = 90.0
 ) -> processes.ManagedProcess:
     """Start a metastore named ``name`` on ``port`` with its state in ``state_dir/name``."""
-    major = java_major_version()
-    if major is None:
-        raise RuntimeError("java not found on PATH; Ferry's local metastores need Java 17")
-    if major < REQUIRED_JAVA:
-        raise RuntimeError(f"java {major} found; Ferry's local metastores need Java {REQUIRED_JAVA}+")
+    require_java()
     if processes.port_in_use(port):
         raise RuntimeError(f"port {port} is already in use; pick another with --{name}-port")
     home = state_dir / name

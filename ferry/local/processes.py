@@ -153,7 +153,9 @@ def wait_until_ready(
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if not process.is_running():
-            raise RuntimeError(f"{what} exited during start-up; see {process.log}:\n{tail(process.log)}")
+            raise RuntimeError(
+                f"{what} exited during start-up; see {process.log}:\n{tail(process.log)}"
+            )
         if probe():
             return
         time.sleep(0.25)

@@ -21,7 +21,11 @@ PARQUET = {
     "output_format": "org.apache.hadoop.hive.ql.io.parquet.MapredParquetOutputFormat",
     "serde_library": "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe",
 }
-ORDER_COLUMNS = (Column("order_id", "bigint"), Column("customer_id", "bigint"), Column("amount", "double"))
+ORDER_COLUMNS = (
+    Column("order_id", "bigint"),
+    Column("customer_id", "bigint"),
+    Column("amount", "double"),
+)
 CUSTOMER_COLUMNS = (Column("customer_id", "bigint"), Column("name", "string"))
 
 
@@ -51,7 +55,9 @@ def order_rows(day: str, count: int = 5) -> pa.Table:
         {
             "order_id": pa.array([seed * 100 + i for i in range(count)], pa.int64()),
             "customer_id": pa.array([i % 3 + 1 for i in range(count)], pa.int64()),
-            "amount": pa.array([round(10.5 * (i + 1) + seed % 7, 2) for i in range(count)], pa.float64()),
+            "amount": pa.array(
+                [round(10.5 * (i + 1) + seed % 7, 2) for i in range(count)], pa.float64()
+            ),
         }
     )
 
@@ -66,7 +72,9 @@ def customer_rows() -> pa.Table:
 
 
 def last_days(today: date, count: int) -> tuple[str, ...]:
-    return tuple((today - timedelta(days=offset)).isoformat() for offset in range(count - 1, -1, -1))
+    return tuple(
+        (today - timedelta(days=offset)).isoformat() for offset in range(count - 1, -1, -1)
+    )
 
 
 def create_sample_tables(
@@ -92,7 +100,9 @@ def create_sample_tables(
         location = fs.join(orders_location, f"dt={day}")
         write_parquet(location, "part-00000.parquet", order_rows(day))
         partitions.append(
-            Partition((day,), StorageDescriptor(location=location, columns=ORDER_COLUMNS, **PARQUET))
+            Partition(
+                (day,), StorageDescriptor(location=location, columns=ORDER_COLUMNS, **PARQUET)
+            )
         )
     catalog.add_partitions(orders, partitions)
 

@@ -23,7 +23,11 @@ SPEL_FILTER = r"""    partition-filter: "dt = '#{ #nowUtc().minusDays(1).toStrin
 def ferry(*args: str, env: dict[str, str] | None = None, cwd=None) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "ferry.cli", *args],
-        capture_output=True, text=True, timeout=300, env={**os.environ, **(env or {})}, cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
     )
 
 
@@ -53,8 +57,13 @@ def setup(local_runtime, sample, tmp_path, write_config, source_catalog, replica
         )
 
     return {
-        "target": target, "replica_db": replica_db, "replications": replications, "state": state,
-        "document": lambda reps=None, **extra: config_document(local_runtime, reps or replications(), **extra),
+        "target": target,
+        "replica_db": replica_db,
+        "replications": replications,
+        "state": state,
+        "document": lambda reps=None, **extra: config_document(
+            local_runtime, reps or replications(), **extra
+        ),
     }
 
 
@@ -62,19 +71,31 @@ def test_replicate_prints_what_it_did_and_exits_0(setup, write_config, sample):
     result = ferry("replicate", str(write_config(setup["document"]())))
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0].startswith(f"✓ {sample.database}.orders → {setup['replica_db']}.orders  [FULL]  3 partitions (3 new, 0 updated), 3 files")
+    assert lines[0].startswith(
+        f"✓ {sample.database}.orders → {setup['replica_db']}.orders  [FULL]  3 partitions (3 new, 0 updated), 3 files"
+    )
     assert lines[-1].startswith("2 tables: 2 replicated, 0 failed; 3 partitions, 4 files,")
     assert result.stderr == ""
 
 
 def test_json_output_for_machines(setup, write_config, sample):
-    result = ferry("replicate", str(write_config(setup["document"]())), "--json", "--table", f"{sample.database}.customers")
+    result = ferry(
+        "replicate",
+        str(write_config(setup["document"]())),
+        "--json",
+        "--table",
+        f"{sample.database}.customers",
+    )
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert (report["succeeded"], report["failed"]) == (1, 0)
     [table] = report["tables"]
-    assert table["source_table"] == f"{sample.database}.customers" and table["status"] == "SUCCEEDED"
-    assert table["files"] == 1 and table["replica_location"].startswith(setup["target"] + "/customers/ferry-")
+    assert (
+        table["source_table"] == f"{sample.database}.customers" and table["status"] == "SUCCEEDED"
+    )
+    assert table["files"] == 1 and table["replica_location"].startswith(
+        setup["target"] + "/customers/ferry-"
+    )
     assert set(files_below(setup["target"])) == {f"{table['replica_location']}/part-00000.parquet"}
 
 
@@ -91,14 +112,24 @@ def test_dry_run_reports_and_writes_nothing(setup, write_config):
     ("mutate", "expected"),
     [
         (lambda text: text + "\n  - [unclosed", "invalid YAML"),
-        (lambda text: text.replace("table-name: orders", "table-name: orders\n    colour: red"), "unknown key 'colour' in table-replications[0].source-table"),
-        (lambda text: text.replace("table-name: orders", ""), "missing key 'table-name' in table-replications[0].source-table"),
-        (lambda text: text.replace("table-name: orders", "table-name: orders\n" + SPEL_FILTER),
-         "Circus Train SpEL expressions are not supported; write \"dt = '{{ days_ago(1, '%Y-%m-%d') }}'\" instead"),
+        (
+            lambda text: text.replace("table-name: orders", "table-name: orders\n    colour: red"),
+            "unknown key 'colour' in table-replications[0].source-table",
+        ),
+        (
+            lambda text: text.replace("table-name: orders", ""),
+            "missing key 'table-name' in table-replications[0].source-table",
+        ),
+        (
+            lambda text: text.replace("table-name: orders", "table-name: orders\n" + SPEL_FILTER),
+            "Circus Train SpEL expressions are not supported; write \"dt = '{{ days_ago(1, '%Y-%m-%d') }}'\" instead",
+        ),
     ],
     ids=["invalid-yaml", "unknown-key", "missing-table-name", "spel-filter"],
 )
-def test_bad_config_is_one_line_exit_2_and_nothing_runs(setup, write_config, tmp_path, mutate, expected):
+def test_bad_config_is_one_line_exit_2_and_nothing_runs(
+    setup, write_config, tmp_path, mutate, expected
+):
     import yaml
 
     text = mutate(yaml.safe_dump(setup["document"](), sort_keys=False))
@@ -132,9 +163,17 @@ def test_unreachable_metastore(setup, write_config, local_runtime):
     document = setup["document"]()
     document["replica-catalog"]["hive-metastore-uris"] = f"thrift://127.0.0.1:{port}"
     before = setup["state"]()
-    result = ferry("replicate", str(write_config(document)), "--table", document["table-replications"][0]["source-table"]["database-name"] + ".orders")
+    result = ferry(
+        "replicate",
+        str(write_config(document)),
+        "--table",
+        document["table-replications"][0]["source-table"]["database-name"] + ".orders",
+    )
     assert result.returncode == 1
-    assert f"CatalogUnreachableError: cannot reach Hive metastore 'dr' at thrift://127.0.0.1:{port}" in failed_line(result)
+    assert (
+        f"CatalogUnreachableError: cannot reach Hive metastore 'dr' at thrift://127.0.0.1:{port}"
+        in failed_line(result)
+    )
     assert setup["state"]() == before
 
 
@@ -142,24 +181,42 @@ def test_missing_source_table(setup, write_config, sample):
     replications = setup["replications"]()
     replications[0]["source-table"]["table-name"] = "ghost"
     before = setup["state"]()
-    result = ferry("replicate", str(write_config(setup["document"](replications))), "--table", f"{sample.database}.ghost")
+    result = ferry(
+        "replicate",
+        str(write_config(setup["document"](replications))),
+        "--table",
+        f"{sample.database}.ghost",
+    )
     assert result.returncode == 1
-    assert f"SourceTableNotFoundError: source table {sample.database}.ghost not found in catalog 'onprem'" in failed_line(result)
+    assert (
+        f"SourceTableNotFoundError: source table {sample.database}.ghost not found in catalog 'onprem'"
+        in failed_line(result)
+    )
     assert setup["state"]() == before
 
 
-def test_replica_owned_by_someone_else_fails_alone(setup, write_config, replica_catalog, sample, tmp_path):
+def test_replica_owned_by_someone_else_fails_alone(
+    setup, write_config, replica_catalog, sample, tmp_path
+):
     from ferry.model import StorageDescriptor, Table, TableType
 
     replica_catalog.create_database(Database(setup["replica_db"]))
-    replica_catalog.create_table(Table(
-        setup["replica_db"], "orders", TableType.EXTERNAL,
-        StorageDescriptor((tmp_path / "theirs").as_uri(), serde_library="x"), parameters={"team": "theirs"},
-    ))
+    replica_catalog.create_table(
+        Table(
+            setup["replica_db"],
+            "orders",
+            TableType.EXTERNAL,
+            StorageDescriptor((tmp_path / "theirs").as_uri(), serde_library="x"),
+            parameters={"team": "theirs"},
+        )
+    )
     before = setup["state"]()
     result = ferry("replicate", str(write_config(setup["document"]())))
     assert result.returncode == 1
-    assert f"ReplicaGuardError: replica table {setup['replica_db']}.orders exists but is not a replica" in failed_line(result)
+    assert (
+        f"ReplicaGuardError: replica table {setup['replica_db']}.orders exists but is not a replica"
+        in failed_line(result)
+    )
     assert "1 replicated, 1 failed" in result.stdout  # customers went on
     _, replica_after, files_after, _ = setup["state"]()
     assert replica_after["orders"] == before[1]["orders"]
@@ -172,9 +229,16 @@ def test_unwritable_target_location(setup, write_config, tmp_path, sample):
     replications = setup["replications"]()
     replications[0]["replica-table"]["table-location"] = f"{blocker.as_uri()}/orders"
     before = setup["state"]()
-    result = ferry("replicate", str(write_config(setup["document"](replications))), "--table", f"{sample.database}.orders")
+    result = ferry(
+        "replicate",
+        str(write_config(setup["document"](replications))),
+        "--table",
+        f"{sample.database}.orders",
+    )
     assert result.returncode == 1
-    assert f"TargetNotWritableError: cannot write {blocker.as_uri()}/orders/ferry-" in failed_line(result)
+    assert f"TargetNotWritableError: cannot write {blocker.as_uri()}/orders/ferry-" in failed_line(
+        result
+    )
     assert setup["state"]() == before
     assert blocker.read_text() == "x"
 
@@ -182,7 +246,16 @@ def test_unwritable_target_location(setup, write_config, tmp_path, sample):
 def test_local_runtime_up_status_down(tmp_path):
     home = tmp_path / "home"
     ports = [str(free_port()) for _ in range(3)]
-    port_args = ["--home", str(home), "--source-port", ports[0], "--replica-port", ports[1], "--aws-port", ports[2]]
+    port_args = [
+        "--home",
+        str(home),
+        "--source-port",
+        ports[0],
+        "--replica-port",
+        ports[1],
+        "--aws-port",
+        ports[2],
+    ]
     try:
         up = ferry("local", "up", *port_args)
         assert up.returncode == 0, up.stderr
@@ -194,7 +267,9 @@ def test_local_runtime_up_status_down(tmp_path):
         assert services["replica"]["url"] == f"thrift://localhost:{ports[1]}"
         again = ferry("local", "up", *port_args)  # already up: starts nothing new
         assert again.returncode == 0
-        assert json.loads(ferry("local", "status", "--home", str(home), "--json").stdout)["services"] == list(services.values())
+        assert json.loads(ferry("local", "status", "--home", str(home), "--json").stdout)[
+            "services"
+        ] == list(services.values())
     finally:
         down = ferry("local", "down", "--home", str(home))
     assert down.stdout.strip() == "stopped: aws, replica, source"

@@ -37,7 +37,10 @@ def events_table(database: str, location: str) -> Table:
 
 def partitions_of(table: Table, regions: list[str], hours: range) -> list[Partition]:
     return [
-        Partition((region, str(hour)), table.storage.with_location(f"{table.location}/region={region}/hour={hour}"))
+        Partition(
+            (region, str(hour)),
+            table.storage.with_location(f"{table.location}/region={region}/hour={hour}"),
+        )
         for region in regions
         for hour in hours
     ]
@@ -77,9 +80,15 @@ def test_table_and_partitions_round_trip_and_page(catalog, unique, tmp_path):
     filtered = catalog.list_partitions(stored, "region = 'us' and hour >= 3")
     assert [p.values for p in filtered] == [("us", str(h)) for h in range(3, 13)]
     limited = catalog.list_partitions(stored, "hour < 5", limit=7)
-    assert [p.values for p in limited] == [("eu", str(h)) for h in range(5)] + [("us", "0"), ("us", "1")]
+    assert [p.values for p in limited] == [("eu", str(h)) for h in range(5)] + [
+        ("us", "0"),
+        ("us", "1"),
+    ]
 
-    moved = [Partition(p.values, p.storage.with_location(p.location + "-moved"), {"x": "1"}) for p in listed]
+    moved = [
+        Partition(p.values, p.storage.with_location(p.location + "-moved"), {"x": "1"})
+        for p in listed
+    ]
     catalog.alter_partitions(stored, moved)
     again = catalog.list_partitions(stored)
     assert all(p.location.endswith("-moved") and p.parameters["x"] == "1" for p in again)
@@ -99,7 +108,10 @@ def test_glue_writes_more_partitions_than_one_batch(glue_catalog, unique, tmp_pa
 def test_unreachable_metastore_is_a_named_error():
     port = free_port()
     with HiveMetastoreCatalog("nowhere", [f"thrift://127.0.0.1:{port}"]) as catalog:
-        with pytest.raises(CatalogUnreachableError, match=f"cannot reach Hive metastore 'nowhere' at thrift://127.0.0.1:{port}"):
+        with pytest.raises(
+            CatalogUnreachableError,
+            match=f"cannot reach Hive metastore 'nowhere' at thrift://127.0.0.1:{port}",
+        ):
             catalog.get_table("db", "t")
 
 

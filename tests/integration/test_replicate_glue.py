@@ -24,18 +24,29 @@ def consumer(aws, unique):
     """An SNS topic with an SQS queue subscribed to it, as a consumer would have."""
     topic = aws["sns"].create_topic(Name=f"ferry-{unique}")["TopicArn"]
     queue = aws["sqs"].create_queue(QueueName=f"consumer-{unique}")["QueueUrl"]
-    queue_arn = aws["sqs"].get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    queue_arn = aws["sqs"].get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])[
+        "Attributes"
+    ]["QueueArn"]
     aws["sns"].subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn)
 
     def messages() -> list[dict]:
         received = []
         while True:
-            batch = aws["sqs"].receive_message(QueueUrl=queue, MaxNumberOfMessages=10).get("Messages", [])
+            batch = (
+                aws["sqs"]
+                .receive_message(QueueUrl=queue, MaxNumberOfMessages=10)
+                .get("Messages", [])
+            )
             if not batch:
                 return received
             for message in batch:
                 envelope = json.loads(message["Body"])
-                received.append({"body": json.loads(envelope["Message"]), "attributes": envelope.get("MessageAttributes", {})})
+                received.append(
+                    {
+                        "body": json.loads(envelope["Message"]),
+                        "attributes": envelope.get("MessageAttributes", {}),
+                    }
+                )
                 aws["sqs"].delete_message(QueueUrl=queue, ReceiptHandle=message["ReceiptHandle"])
 
     return topic, messages
@@ -68,11 +79,16 @@ def test_hive_to_glue_copies_to_s3_commits_to_glue_and_notifies(
     local_runtime, source_catalog, glue_catalog, aws, sample, bucket, consumer
 ):
     topic, messages = consumer
-    config = glue_replication(local_runtime, sample, bucket, topic, ["orders", "customers", "big_orders"])
+    config = glue_replication(
+        local_runtime, sample, bucket, topic, ["orders", "customers", "big_orders"]
+    )
     replicator = Replicator(
-        config, source_catalog, glue_catalog,
+        config,
+        source_catalog,
+        glue_catalog,
         SnsNotifier(aws["sns"], topic, "Ferry replication"),
-        clock=fixed_clock, event_ids=event_ids(),
+        clock=fixed_clock,
+        event_ids=event_ids(),
     )
     outcomes = replicator.run(config.table_replications)
     assert [o.status for o in outcomes] == [Status.SUCCEEDED] * 3, [o.error for o in outcomes]
@@ -123,11 +139,18 @@ def test_failure_is_notified_and_glue_is_left_unchanged(
     missing_bucket = f"no-such-bucket-{unique}"
     config = glue_replication(local_runtime, sample, missing_bucket, topic, ["orders"])
     replicator = Replicator(
-        config, source_catalog, glue_catalog, SnsNotifier(aws["sns"], topic),
-        clock=fixed_clock, event_ids=event_ids(),
+        config,
+        source_catalog,
+        glue_catalog,
+        SnsNotifier(aws["sns"], topic),
+        clock=fixed_clock,
+        event_ids=event_ids(),
     )
     [outcome] = replicator.run(config.table_replications)
-    assert outcome.status is Status.FAILED and outcome.error_type in ("TargetNotWritableError", "CopyError")
+    assert outcome.status is Status.FAILED and outcome.error_type in (
+        "TargetNotWritableError",
+        "CopyError",
+    )
     assert missing_bucket in outcome.error
     assert glue_catalog.get_database(f"{sample.database}_dr") is None
     received = [m["body"] for m in messages()]
@@ -141,14 +164,18 @@ def test_failure_is_notified_and_glue_is_left_unchanged(
 def test_second_run_to_glue_updates_partitions_in_place(
     local_runtime, source_catalog, glue_catalog, sample, bucket
 ):
-    config = glue_replication(local_runtime, sample, bucket, "arn:aws:sns:us-east-1:123456789012:unused", ["orders"])
+    config = glue_replication(
+        local_runtime, sample, bucket, "arn:aws:sns:us-east-1:123456789012:unused", ["orders"]
+    )
     config = config.model_copy(update={"sns_event_listener": None})
-    replicator = Replicator(config, source_catalog, glue_catalog, clock=fixed_clock, event_ids=event_ids())
+    replicator = Replicator(
+        config, source_catalog, glue_catalog, clock=fixed_clock, event_ids=event_ids()
+    )
     [first] = replicator.run(config.table_replications)
     [second] = replicator.run(config.table_replications)
     assert (second.partitions_added, second.partitions_altered) == (0, 3)
     orders = glue_catalog.get_table(f"{sample.database}_dr", "orders")
-    assert {fs.relative_path(p.location, orders.location) for p in glue_catalog.list_partitions(orders)} == {
-        f"dt={day}" for day in sample.days
-    }
+    assert {
+        fs.relative_path(p.location, orders.location) for p in glue_catalog.list_partitions(orders)
+    } == {f"dt={day}" for day in sample.days}
     assert len(files_below(f"s3://{bucket}/warehouse/orders/{first.event_id}")) == 3

@@ -46,7 +46,11 @@ def replicate(runtime, source, replica, replications, **config_extra):
 
 def full(sample, target, table="orders", replica_db=None, replica_table=None, **extra):
     return {
-        "source-table": {"database-name": sample.database, "table-name": table, **extra.pop("source", {})},
+        "source-table": {
+            "database-name": sample.database,
+            "table-name": table,
+            **extra.pop("source", {}),
+        },
         "replica-table": {
             "database-name": replica_db or f"{sample.database}_dr",
             "table-name": replica_table or table,
@@ -61,9 +65,17 @@ def test_partitioned_table_is_copied_into_a_snapshot_and_committed(
 ):
     replica_db = f"{sample.database}_dr"
     [outcome] = replicate(
-        local_runtime, source_catalog, replica_catalog,
-        [full(sample, target, replica_table="orders_copy",
-              **{"transform-options": {"table-properties": {"owner": "dr-team"}}})],
+        local_runtime,
+        source_catalog,
+        replica_catalog,
+        [
+            full(
+                sample,
+                target,
+                replica_table="orders_copy",
+                **{"transform-options": {"table-properties": {"owner": "dr-team"}}},
+            )
+        ],
     )
     assert outcome.status is Status.SUCCEEDED, outcome.error
     event = outcome.event_id
@@ -97,7 +109,9 @@ def test_partitioned_table_is_copied_into_a_snapshot_and_committed(
 def test_unpartitioned_table_location_becomes_the_snapshot(
     local_runtime, source_catalog, replica_catalog, sample, target
 ):
-    [outcome] = replicate(local_runtime, source_catalog, replica_catalog, [full(sample, target, "customers")])
+    [outcome] = replicate(
+        local_runtime, source_catalog, replica_catalog, [full(sample, target, "customers")]
+    )
     assert outcome.status is Status.SUCCEEDED, outcome.error
     replica = replica_catalog.get_table(f"{sample.database}_dr", "customers")
     assert fs.relative_path(replica.location, f"{target}/customers/{outcome.event_id}") == ""
@@ -112,7 +126,9 @@ def test_view_is_mirrored_with_its_sql_rewritten_through_table_mappings(
 ):
     replica_db = f"{sample.database}_dr"
     outcomes = replicate(
-        local_runtime, source_catalog, replica_catalog,
+        local_runtime,
+        source_catalog,
+        replica_catalog,
         [
             full(sample, target, "orders", replica_table="orders_copy"),
             {
@@ -137,31 +153,42 @@ def test_metadata_mirror_points_the_replica_at_the_source_data(
     local_runtime, source_catalog, replica_catalog, sample, target
 ):
     [outcome] = replicate(
-        local_runtime, source_catalog, replica_catalog,
-        [{
-            "source-table": {"database-name": sample.database, "table-name": "orders"},
-            "replica-table": {"database-name": f"{sample.database}_dr"},
-            "replication-mode": "METADATA_MIRROR",
-        }],
+        local_runtime,
+        source_catalog,
+        replica_catalog,
+        [
+            {
+                "source-table": {"database-name": sample.database, "table-name": "orders"},
+                "replica-table": {"database-name": f"{sample.database}_dr"},
+                "replication-mode": "METADATA_MIRROR",
+            }
+        ],
     )
     assert outcome.status is Status.SUCCEEDED and outcome.files == 0
     replica = replica_catalog.get_table(f"{sample.database}_dr", "orders")
     assert replica.table_type is TableType.EXTERNAL  # never owns the source's data
     assert fs.relative_path(replica.location, sample.orders.location) == ""
     source_locations = {p.values: p.location for p in source_catalog.list_partitions(sample.orders)}
-    assert {p.values: p.location for p in replica_catalog.list_partitions(replica)} == source_locations
+    assert {
+        p.values: p.location for p in replica_catalog.list_partitions(replica)
+    } == source_locations
 
 
 def test_partition_filter_with_a_date_helper_selects_recent_partitions(
     local_runtime, source_catalog, replica_catalog, sample, target
 ):
     [outcome] = replicate(
-        local_runtime, source_catalog, replica_catalog,
+        local_runtime,
+        source_catalog,
+        replica_catalog,
         [full(sample, target, source={"partition-filter": "dt >= '{{ days_ago(1) }}'"})],
     )
     assert outcome.partition_filter == "dt >= '2026-11-20'"
     replica = replica_catalog.get_table(f"{sample.database}_dr", "orders")
-    assert [p.values for p in replica_catalog.list_partitions(replica)] == [("2026-11-20",), ("2026-11-21",)]
+    assert [p.values for p in replica_catalog.list_partitions(replica)] == [
+        ("2026-11-20",),
+        ("2026-11-21",),
+    ]
     assert sorted(files_below(f"{target}/orders/{outcome.event_id}")) == [
         f"{target}/orders/{outcome.event_id}/dt=2026-11-20/part-00000.parquet",
         f"{target}/orders/{outcome.event_id}/dt=2026-11-21/part-00000.parquet",
@@ -172,11 +199,15 @@ def test_partition_limit_takes_the_first_partitions_in_order(
     local_runtime, source_catalog, replica_catalog, sample, target
 ):
     [outcome] = replicate(
-        local_runtime, source_catalog, replica_catalog,
+        local_runtime,
+        source_catalog,
+        replica_catalog,
         [full(sample, target, source={"partition-limit": 2})],
     )
     replica = replica_catalog.get_table(f"{sample.database}_dr", "orders")
-    assert [p.values for p in replica_catalog.list_partitions(replica)] == [(d,) for d in sample.days[:2]]
+    assert [p.values for p in replica_catalog.list_partitions(replica)] == [
+        (d,) for d in sample.days[:2]
+    ]
     assert outcome.files == 2
 
 
@@ -184,7 +215,9 @@ def test_filter_matching_nothing_still_updates_table_metadata(
     local_runtime, source_catalog, replica_catalog, sample, target
 ):
     [outcome] = replicate(
-        local_runtime, source_catalog, replica_catalog,
+        local_runtime,
+        source_catalog,
+        replica_catalog,
         [full(sample, target, source={"partition-filter": "dt > '2999-01-01'"})],
     )
     assert outcome.status is Status.SUCCEEDED and outcome.partitions == 0
@@ -197,18 +230,24 @@ def test_second_run_writes_a_new_snapshot_and_leaves_the_first_intact(
     local_runtime, source_catalog, replica_catalog, sample, target
 ):
     config = parse_config(config_document(local_runtime, [full(sample, target)]))
-    replicator = Replicator(config, source_catalog, replica_catalog, clock=fixed_clock, event_ids=event_ids())
+    replicator = Replicator(
+        config, source_catalog, replica_catalog, clock=fixed_clock, event_ids=event_ids()
+    )
     [first] = replicator.run(config.table_replications)
     first_files = {uri: read_bytes(uri) for uri in files_below(f"{target}/orders/{first.event_id}")}
     [second] = replicator.run(config.table_replications)
 
     assert second.status is Status.SUCCEEDED and first.event_id != second.event_id
     assert (second.partitions_added, second.partitions_altered) == (0, 3)
-    assert {uri: read_bytes(uri) for uri in files_below(f"{target}/orders/{first.event_id}")} == first_files
+    assert {
+        uri: read_bytes(uri) for uri in files_below(f"{target}/orders/{first.event_id}")
+    } == first_files
     replica = replica_catalog.get_table(f"{sample.database}_dr", "orders")
     assert replica.parameters[REPLICATION_EVENT] == second.event_id
     for partition in replica_catalog.list_partitions(replica):
-        assert fs.relative_path(partition.location, f"{target}/orders/{second.event_id}") is not None
+        assert (
+            fs.relative_path(partition.location, f"{target}/orders/{second.event_id}") is not None
+        )
         assert partition.parameters[REPLICATION_EVENT] == second.event_id
 
 
@@ -253,10 +292,15 @@ def test_a_circus_train_replica_is_adopted(
     replica_catalog.create_table(
         replace(
             _foreign_table(replica_db, "customers", (tmp_path / "ct").as_uri(), {}),
-            parameters={CIRCUS_TRAIN_REPLICATION_EVENT: "ctp-20200101t000000.000z-abcd", "EXTERNAL": "TRUE"},
+            parameters={
+                CIRCUS_TRAIN_REPLICATION_EVENT: "ctp-20200101t000000.000z-abcd",
+                "EXTERNAL": "TRUE",
+            },
         )
     )
-    [outcome] = replicate(local_runtime, source_catalog, replica_catalog, [full(sample, target, "customers")])
+    [outcome] = replicate(
+        local_runtime, source_catalog, replica_catalog, [full(sample, target, "customers")]
+    )
     assert outcome.status is Status.SUCCEEDED, outcome.error
     replica = replica_catalog.get_table(replica_db, "customers")
     assert replica.parameters[REPLICATION_EVENT] == outcome.event_id
@@ -270,19 +314,27 @@ def test_switching_a_full_replica_to_metadata_mirror_is_refused(
     replicate(local_runtime, source_catalog, replica_catalog, [full(sample, target, "customers")])
     before = catalog_state(replica_catalog, replica_db, ["customers"])
     [outcome] = replicate(
-        local_runtime, source_catalog, replica_catalog,
-        [{
-            "source-table": {"database-name": sample.database, "table-name": "customers"},
-            "replica-table": {"database-name": replica_db},
-            "replication-mode": "METADATA_MIRROR",
-        }],
+        local_runtime,
+        source_catalog,
+        replica_catalog,
+        [
+            {
+                "source-table": {"database-name": sample.database, "table-name": "customers"},
+                "replica-table": {"database-name": replica_db},
+                "replication-mode": "METADATA_MIRROR",
+            }
+        ],
     )
     assert outcome.error_type == "ReplicationModeError" and "FULL" in outcome.error
     assert catalog_state(replica_catalog, replica_db, ["customers"]) == before
 
 
-def test_full_replication_of_a_view_is_refused(local_runtime, source_catalog, replica_catalog, sample, target):
-    [outcome] = replicate(local_runtime, source_catalog, replica_catalog, [full(sample, target, "big_orders")])
+def test_full_replication_of_a_view_is_refused(
+    local_runtime, source_catalog, replica_catalog, sample, target
+):
+    [outcome] = replicate(
+        local_runtime, source_catalog, replica_catalog, [full(sample, target, "big_orders")]
+    )
     assert outcome.error_type == "ReplicationModeError" and "METADATA_MIRROR" in outcome.error
     assert replica_catalog.get_database(f"{sample.database}_dr") is None
 
@@ -292,7 +344,9 @@ def test_missing_source_table_fails_alone_and_changes_nothing(
 ):
     replica_db = f"{sample.database}_dr"
     outcomes = replicate(
-        local_runtime, source_catalog, replica_catalog,
+        local_runtime,
+        source_catalog,
+        replica_catalog,
         [full(sample, target, "no_such_table"), full(sample, target, "customers")],
     )
     assert [o.status for o in outcomes] == [Status.FAILED, Status.SUCCEEDED]
@@ -318,7 +372,9 @@ def test_unwritable_target_fails_before_any_metadata_is_written(
     assert blocker.read_text() == "not a folder"
 
 
-def test_failed_copy_removes_the_partial_snapshot(local_runtime, source_catalog, replica_catalog, sample, target):
+def test_failed_copy_removes_the_partial_snapshot(
+    local_runtime, source_catalog, replica_catalog, sample, target
+):
     # One source file vanishes after planning: the copy fails part-way.
     from ferry.copier import InlineCopier
 
@@ -331,7 +387,11 @@ def test_failed_copy_removes_the_partial_snapshot(local_runtime, source_catalog,
 
     config = parse_config(config_document(local_runtime, [full(sample, target)]))
     replicator = Replicator(
-        config, source_catalog, replica_catalog, clock=fixed_clock, event_ids=event_ids(),
+        config,
+        source_catalog,
+        replica_catalog,
+        clock=fixed_clock,
+        event_ids=event_ids(),
         copier_factory=lambda options: VanishingSource(threads=1),
     )
     [outcome] = replicator.run(config.table_replications)

@@ -45,22 +45,52 @@ def test_circus_train_copier_options_are_accepted(tmp_path):
     [
         ("a: [1, 2", "invalid YAML at line 1, column 9"),
         ("- 1\n- 2\n", "the config must be a mapping"),
-        (BASE.replace("table-name: orders,", "table-name: orders, colour: red,"),
-         "unknown key 'colour' in table-replications[0].source-table"),
-        (BASE.replace("table-name: orders,", ""), "missing key 'table-name' in table-replications[0].source-table"),
-        (BASE.replace("{{ days_ago(2) }}", "#{ #nowUtc().minusDays(2).toString('yyyy-MM-dd') }"),
-         "write \"dt >= '{{ days_ago(2, '%Y-%m-%d') }}'\" instead"),
-        (BASE.replace("{{ days_ago(2) }}", "{{ days_ago(2) "), "partition-filter: invalid template"),
-        (BASE.replace('table-location: "s3://dr/warehouse/orders/"', "table-name: x"),
-         "replica-table.table-location is required for replication-mode FULL"),
+        (
+            BASE.replace("table-name: orders,", "table-name: orders, colour: red,"),
+            "unknown key 'colour' in table-replications[0].source-table",
+        ),
+        (
+            BASE.replace("table-name: orders,", ""),
+            "missing key 'table-name' in table-replications[0].source-table",
+        ),
+        (
+            BASE.replace("{{ days_ago(2) }}", "#{ #nowUtc().minusDays(2).toString('yyyy-MM-dd') }"),
+            "write \"dt >= '{{ days_ago(2, '%Y-%m-%d') }}'\" instead",
+        ),
+        (
+            BASE.replace("{{ days_ago(2) }}", "{{ days_ago(2) "),
+            "partition-filter: invalid template",
+        ),
+        (
+            BASE.replace('table-location: "s3://dr/warehouse/orders/"', "table-name: x"),
+            "replica-table.table-location is required for replication-mode FULL",
+        ),
         (BASE.replace("s3://dr/warehouse/orders/", "/data/orders"), "'/data/orders' is not a URI"),
-        (BASE.replace("glue: {region: us-east-1}", "glue: {}, hive-metastore-uris: thrift://x:1"),
-         "give exactly one of 'hive-metastore-uris' or 'glue'"),
-        (BASE.replace("thrift://a:9083,", "http://a:9083,"), "'http://a:9083' is not thrift://host:port"),
-        (BASE.replace("partition-limit: 100", "partition-limit: 0"), "partition-limit: Input should be greater than or equal to 1"),
-        (BASE.replace("table-name: big_orders}", "table-name: big_orders}\n    replica-table: {database-name: sales_dr, table-name: orders}"),
-         "two table-replications write the same replica table sales_dr.orders"),
-        (BASE.split("table-replications:")[0] + "table-replications: []\n", "table-replications: List should have at least 1 item"),
+        (
+            BASE.replace(
+                "glue: {region: us-east-1}", "glue: {}, hive-metastore-uris: thrift://x:1"
+            ),
+            "give exactly one of 'hive-metastore-uris' or 'glue'",
+        ),
+        (
+            BASE.replace("thrift://a:9083,", "http://a:9083,"),
+            "'http://a:9083' is not thrift://host:port",
+        ),
+        (
+            BASE.replace("partition-limit: 100", "partition-limit: 0"),
+            "partition-limit: Input should be greater than or equal to 1",
+        ),
+        (
+            BASE.replace(
+                "table-name: big_orders}",
+                "table-name: big_orders}\n    replica-table: {database-name: sales_dr, table-name: orders}",
+            ),
+            "two table-replications write the same replica table sales_dr.orders",
+        ),
+        (
+            BASE.split("table-replications:")[0] + "table-replications: []\n",
+            "table-replications: List should have at least 1 item",
+        ),
     ],
 )
 def test_bad_config_is_one_line_naming_file_and_key(tmp_path, text, message):

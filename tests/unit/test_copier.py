@@ -14,7 +14,11 @@ def make_files(root, sizes):
         source = root / "src" / f"d{index % 3}" / f"f{index}.bin"
         source.parent.mkdir(parents=True, exist_ok=True)
         source.write_bytes(os.urandom(size))
-        tasks.append(CopyTask(source.as_uri(), (root / "dst" / f"d{index % 3}" / f"f{index}.bin").as_uri(), size))
+        tasks.append(
+            CopyTask(
+                source.as_uri(), (root / "dst" / f"d{index % 3}" / f"f{index}.bin").as_uri(), size
+            )
+        )
     return Manifest("e1", tuple(tasks))
 
 

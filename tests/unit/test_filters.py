@@ -19,7 +19,10 @@ def clock():
         ("dt = '{{ days_ago(0, '%Y%m%d') }}'", "dt = '20260301'"),
         ("hr >= '{{ hours_ago(3) }}'", "hr >= '2026-02-28-23'"),
         ("y = '{{ now_utc().year }}'", "y = '2026'"),
-        ("dt > '2020-01-01' AND region IN ('eu', 'us')", "dt > '2020-01-01' AND region IN ('eu', 'us')"),
+        (
+            "dt > '2020-01-01' AND region IN ('eu', 'us')",
+            "dt > '2020-01-01' AND region IN ('eu', 'us')",
+        ),
         ("  ", None),
         (None, None),
     ],

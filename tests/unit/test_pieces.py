@@ -27,7 +27,9 @@ def test_event_ids_are_lower_case_sortable_and_unique():
 
 def test_view_rewrite_renames_tables_and_keeps_column_qualifiers():
     sql = "SELECT `orders`.`id` FROM `sales`.`orders` JOIN `sales`.`customers` `c` ON `orders`.`cid` = `c`.`id`"
-    out = rewrite_view_sql(sql, {"sales.orders": "dr.orders_r", "SALES.Customers": "dr.customers"}, "sales")
+    out = rewrite_view_sql(
+        sql, {"sales.orders": "dr.orders_r", "SALES.Customers": "dr.customers"}, "sales"
+    )
     assert out == (
         "SELECT `orders`.`id` FROM `dr`.`orders_r` AS `orders` "
         "JOIN `dr`.`customers` AS `c` ON `orders`.`cid` = `c`.`id`"
@@ -50,9 +52,16 @@ def test_view_rewrite_needs_database_dot_table():
 
 def event(**changes):
     fields = dict(
-        type="SUCCESS", event_id="e", source_table="a.b", replica_table="c.d",
-        replica_catalog_uris="thrift://x:1", start_time=T0, end_time=T0,
-        partition_keys=(Column("dt", "string"),), modified_partitions=[["2026-11-21"]], bytes_replicated=7,
+        type="SUCCESS",
+        event_id="e",
+        source_table="a.b",
+        replica_table="c.d",
+        replica_catalog_uris="thrift://x:1",
+        start_time=T0,
+        end_time=T0,
+        partition_keys=(Column("dt", "string"),),
+        modified_partitions=[["2026-11-21"]],
+        bytes_replicated=7,
     )
     return ReplicationEvent(**{**fields, **changes})
 
@@ -63,12 +72,22 @@ def test_message_is_truncated_past_the_sns_limit():
     many = [[f"2026-01-01-{i:06d}"] for i in range(20000)]
     big = message_body(event(modified_partitions=many))
     assert len(big.encode()) < 256 * 1024
-    assert json.loads(big)["messageTruncated"] is True and json.loads(big)["modifiedPartitions"] == []
+    assert (
+        json.loads(big)["messageTruncated"] is True and json.loads(big)["modifiedPartitions"] == []
+    )
 
 
 def test_start_message_has_no_result_fields():
     start = json.loads(message_body(event(type="START")))
-    assert set(start) == {"protocolVersion", "type", "startTime", "eventId", "sourceTable", "replicaTable", "replicaMetastoreUris"}
+    assert set(start) == {
+        "protocolVersion",
+        "type",
+        "startTime",
+        "eventId",
+        "sourceTable",
+        "replicaTable",
+        "replicaMetastoreUris",
+    }
 
 
 KEYS = (Column("region", "string"), Column("hour", "int"))
@@ -83,11 +102,13 @@ def test_value_ranges_cover_every_value_in_pages():
     assert ranges[0] == "region >= 'ap' AND region <= 'ap'"
     assert "region = 'eu' AND hour >= 0 AND hour <= 4" in ranges
     assert all(r.count(">=") == 1 for r in ranges)
+
     # Every value falls in exactly one range of at most 5.
     def matches(expr, value):
         env = {"region": value[0], "hour": int(value[1])}
         python = expr.replace(" AND ", " and ").replace(" = ", " == ")
         return eval(python, {}, env)  # noqa: S307 - test-only evaluation of our own ranges
+
     for value in values:
         assert sum(matches(r, value) for r in ranges) == 1
     assert all(sum(matches(r, v) for v in values) <= 5 for r in ranges)
@@ -95,8 +116,10 @@ def test_value_ranges_cover_every_value_in_pages():
 
 def test_value_ranges_give_up_on_unbounded_types():
     assert value_range_filters((Column("d", "date"),), [("2026-01-01",)], 5) is None
-    assert value_range_filters((Column("s", "string"),), [("it's \"x\"",)], 5) is None
-    assert value_range_filters((Column("s", "string"),), [("it's",)], 5) == ["s >= \"it's\" AND s <= \"it's\""]
+    assert value_range_filters((Column("s", "string"),), [('it\'s "x"',)], 5) is None
+    assert value_range_filters((Column("s", "string"),), [("it's",)], 5) == [
+        's >= "it\'s" AND s <= "it\'s"'
+    ]
 
 
 def test_partition_names_escape_like_hive():
