@@ -3,6 +3,8 @@
 #   make test   set everything up, then run the whole suite (unit, integration, e2e)
 
 SHELL := /bin/bash
+# The CDK's jsii runtime prints a banner on every start about Node 20's support window.
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
@@ -10,7 +12,7 @@ PIP_VERSION := 26.3
 # The stamp changes whenever the pinned dependencies do, so `make` reinstalls exactly then.
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)
 
-.PHONY: setup java demo test test-fast lint down clean
+.PHONY: setup java demo test test-fast lint synth down clean
 
 setup: $(STAMP) java
 
@@ -38,7 +40,11 @@ test-fast: setup
 	$(BIN)/pytest tests/unit
 
 lint: setup
-	$(BIN)/ruff check ferry tests
+	$(BIN)/ruff check ferry infra lambdas emr_jobs tests
+
+# The CloudFormation template of each environment, into cdk.out/ (no AWS account needed).
+synth: setup
+	$(BIN)/python -m infra.app
 
 down:
 	@test -x $(BIN)/ferry && $(BIN)/ferry local down || true

@@ -1,0 +1,1 @@
+"""PySpark entry points that run as EMR Serverless job runs (``main()`` parses and does I/O)."""

@@ -1,0 +1,1 @@
+"""The AWS CDK app that deploys Ferry, one module per construct."""

@@ -1,0 +1,1 @@
+"""One thin handler per Step Functions state: parse the event, call ``ferry``, return a dict."""
