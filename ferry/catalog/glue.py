@@ -6,7 +6,7 @@ code talks to AWS or to the local emulator.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError
@@ -138,36 +138,38 @@ class GlueCatalog(Catalog):
             raise self._refused("update table", table.qualified_name, error) from None
 
     def add_partitions(self, table: Table, partitions: Sequence[Partition]) -> None:
-        for batch in batched(partitions, GLUE_WRITE_BATCH):
-            try:
-                reply = self._call(
-                    "batch_create_partition",
-                    DatabaseName=table.database,
-                    TableName=table.name,
-                    PartitionInputList=[_partition_input(p) for p in batch],
-                )
-            except ClientError as error:
-                raise self._refused("add partitions to", table.qualified_name, error) from None
-            self._raise_batch_errors(reply, "add partitions to", table)
+        self._write_batches(
+            "batch_create_partition", "PartitionInputList", _partition_input,
+            "add partitions to", table, partitions,
+        )  # fmt: skip
 
     def alter_partitions(self, table: Table, partitions: Sequence[Partition]) -> None:
+        self._write_batches(
+            "batch_update_partition", "Entries",
+            lambda p: {"PartitionValueList": list(p.values), "PartitionInput": _partition_input(p)},
+            "update partitions of", table, partitions,
+        )  # fmt: skip
+
+    def _write_batches(
+        self,
+        operation: str,
+        field: str,
+        entry: Callable[[Partition], dict[str, Any]],
+        action: str,
+        table: Table,
+        partitions: Sequence[Partition],
+    ) -> None:
         for batch in batched(partitions, GLUE_WRITE_BATCH):
             try:
                 reply = self._call(
-                    "batch_update_partition",
+                    operation,
                     DatabaseName=table.database,
                     TableName=table.name,
-                    Entries=[
-                        {
-                            "PartitionValueList": list(p.values),
-                            "PartitionInput": _partition_input(p),
-                        }
-                        for p in batch
-                    ],
+                    **{field: [entry(p) for p in batch]},
                 )
             except ClientError as error:
-                raise self._refused("update partitions of", table.qualified_name, error) from None
-            self._raise_batch_errors(reply, "update partitions of", table)
+                raise self._refused(action, table.qualified_name, error) from None
+            self._raise_batch_errors(reply, action, table)
 
     def drop_table(self, database: str, name: str) -> None:
         try:
