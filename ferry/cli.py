@@ -180,7 +180,7 @@ class _ProgressObserver:
         self.progress = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
-            DownloadColumn(),
+            DownloadColumn(binary_units=True),
             TransferSpeedColumn(),
             TimeRemainingColumn(),
             console=self.console,
