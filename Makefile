@@ -37,7 +37,7 @@ test: setup
 
 # Only the tests that need no metastore, emulator or Spark.
 test-fast: setup
-	$(BIN)/pytest tests/unit
+	$(BIN)/pytest tests/unit -m "not spark"
 
 lint: setup
 	$(BIN)/ruff check ferry infra lambdas emr_jobs tests

@@ -11,8 +11,12 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
-_RETRIES = Config(
-    retries={"mode": "standard", "max_attempts": 5}, connect_timeout=10, read_timeout=60
+# Copies run objects and their parts on two pools of `threads`: keep enough connections.
+_CLIENT_CONFIG = Config(
+    retries={"mode": "standard", "max_attempts": 5},
+    connect_timeout=10,
+    read_timeout=60,
+    max_pool_connections=64,
 )
 
 
@@ -24,7 +28,9 @@ class AwsClients:
     def client(self, service: str, region: str | None = None) -> Any:
         key = (service, region)
         if key not in self._clients:
-            self._clients[key] = self._session.client(service, region_name=region, config=_RETRIES)
+            self._clients[key] = self._session.client(
+                service, region_name=region, config=_CLIENT_CONFIG
+            )
         return self._clients[key]
 
     def region_of_arn(self, arn: str) -> str | None:

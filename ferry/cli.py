@@ -118,7 +118,10 @@ def run_replicate(
     from ferry.replication import Replicator
 
     config = load_config(config_path)
-    selected = _select(config.table_replications, tables)
+    try:
+        selected = config.select(list(tables))
+    except ConfigError as error:
+        raise UsageError(f"--table {error}") from None
     aws = AwsClients()
     notifier = None
     if config.sns_event_listener is not None:
@@ -155,18 +158,6 @@ def run_replicate(
     else:
         _print_summary(out, outcomes, dry_run)
     return EXIT_FAILED if failed else EXIT_OK
-
-
-def _select(replications, tables: Sequence[str]):
-    if not tables:
-        return list(replications)
-    known = {r.source_table.qualified_name: r for r in replications}
-    unknown = [t for t in tables if t not in known]
-    if unknown:
-        raise UsageError(
-            f"--table {unknown[0]}: not in the config (its tables: {', '.join(sorted(known))})"
-        )
-    return [r for r in replications if r.source_table.qualified_name in set(tables)]
 
 
 class _ProgressObserver:

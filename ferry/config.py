@@ -85,6 +85,13 @@ class CopierOptions(BaseModel):
 
     threads: int = Field(default=8, ge=1, le=256)
     chunk_size_mib: int = Field(default=8, ge=1, le=1024)
+    #: At most this much data is copied inline (in the CLI, or in a Lambda); more goes to Spark.
+    inline_threshold_mib: int = Field(default=1024, ge=0)
+    #: Files per batch of the S3 server-side copy (one Lambda invocation each).
+    s3_batch_files: int = Field(default=100, ge=1, le=1000)
+    #: Objects above this size are copied in parts (CopyObject's own limit is 5 GiB).
+    multipart_threshold_mib: int = Field(default=5120, ge=5, le=5120)
+    part_size_mib: int = Field(default=512, ge=5, le=5120)
 
 
 class SourceTableConfig(_Model):
@@ -174,6 +181,17 @@ class ReplicationConfig(_Model):
     def copier_options_for(self, replication: TableReplication) -> CopierOptions:
         return replication.copier_options or self.copier_options
 
+    def select(self, tables: list[str] | tuple[str, ...] = ()) -> list[TableReplication]:
+        """The replications of the named source tables (all of them when none is named)."""
+        if not tables:
+            return list(self.table_replications)
+        known = {r.source_table.qualified_name: r for r in self.table_replications}
+        for name in tables:
+            if name not in known:
+                listed = ", ".join(sorted(known))
+                raise ConfigError(f"{name}: not in the config (its tables: {listed})")
+        return [known[name] for name in dict.fromkeys(tables)]
+
 
 def load_config(path: str | Path) -> ReplicationConfig:
     """Read and validate the config file at ``path``."""
@@ -182,14 +200,34 @@ def load_config(path: str | Path) -> ReplicationConfig:
         text = path.read_text()
     except OSError as error:
         raise ConfigError(f"{path}: cannot read config: {error.strerror}") from None
+    return parse_config_text(text, str(path))
+
+
+def load_config_uri(uri: str) -> ReplicationConfig:
+    """Read and validate the config at a URI (``s3://``, ``file://``), as the pipeline does."""
+    from ferry import fs  # the CLI reads local files without pyarrow
+
+    if "://" not in uri:
+        return load_config(uri)
+    try:
+        filesystem, path = fs.resolve(uri)
+        with filesystem.open_input_file(path) as handle:
+            text = handle.read().decode()
+    except OSError as error:
+        raise ConfigError(f"{uri}: cannot read config: {str(error).splitlines()[0]}") from None
+    return parse_config_text(text, uri)
+
+
+def parse_config_text(text: str, source: str) -> ReplicationConfig:
+    """Validate YAML text; ``source`` names it in errors (a path or a URI)."""
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(error, "problem", None) or str(error)
-        raise ConfigError(f"{path}: invalid YAML{where}: {problem}") from None
-    return parse_config(data, source=str(path))
+        raise ConfigError(f"{source}: invalid YAML{where}: {problem}") from None
+    return parse_config(data, source=source)
 
 
 def parse_config(data: Any, source: str = "config") -> ReplicationConfig:

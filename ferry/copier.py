@@ -127,11 +127,15 @@ def verify(task: CopyTask, target_fs: pafs.FileSystem, target_path: str) -> None
         raise VerificationError(f"{task.target}: expected {task.size} bytes, found {found}")
 
 
-def verify_all(tasks: Sequence[CopyTask]) -> None:
-    """Check every file of a manifest at its target (used after out-of-process copies)."""
-    for task in tasks:
+def verify_all(tasks: Sequence[CopyTask], threads: int = 8) -> None:
+    """Check every file of a manifest at its target (after copies made elsewhere)."""
+
+    def check(task: CopyTask) -> None:
         target_fs, target_path = fs.resolve(task.target)
         verify(task, target_fs, target_path)
+
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ferry-verify") as pool:
+        list(pool.map(check, tasks))
 
 
 def _reason(error: BaseException) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import yaml
 
+from ferry import fs
 from ferry.aws import AwsClients
 from ferry.catalog import Catalog
 from ferry.catalog.glue import GlueCatalog
@@ -45,7 +46,9 @@ def run(home: Path, ports: dict[str, int]) -> int:
     with HiveMetastoreCatalog("onprem", [source_uri]) as source:
         if source.get_table(DATABASE, "orders") is None:
             days = last_days(datetime.now(UTC).date(), 3)
-            create_sample_tables(source, DATABASE, (home / "source" / "warehouse").as_uri(), days)
+            create_sample_tables(
+                source, DATABASE, fs.local_uri(home / "source" / "warehouse"), days
+            )
             print(
                 f"  created {DATABASE}.orders (partitions {', '.join(days)}), "
                 f"{DATABASE}.customers and the view {DATABASE}.big_orders"
@@ -122,7 +125,7 @@ def _compare(source: Catalog, replica: Catalog) -> bool:
 def _write_configs(home: Path, source_uri: str, replica_uri: str, topic: str) -> dict[str, Path]:
     folder = home / "demo"
     folder.mkdir(parents=True, exist_ok=True)
-    replica_data = (home / "replica" / "data").as_uri()
+    replica_data = fs.local_uri(home / "replica" / "data")
 
     def replications(root: str) -> list[dict]:
         return [

@@ -31,6 +31,10 @@ class ReplicaGuardError(FerryError):
     """The replica table exists but Ferry does not own it, so Ferry will not touch it."""
 
 
+class ReplicaChangedError(FerryError):
+    """The replica table changed between planning and commit; the commit was refused."""
+
+
 class ReplicationModeError(FerryError):
     """The replication mode does not fit the table (e.g. FULL for a view)."""
 

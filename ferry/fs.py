@@ -26,6 +26,15 @@ class FileEntry:
     mtime_ns: int | None
 
 
+def local_uri(path: str | os.PathLike[str]) -> str:
+    """``file://`` plus the absolute path, as Hive writes locations: never percent-encoded.
+
+    Hive escapes partition values into folder names with ``%XX`` (``k=a%2Fb``), so a
+    location's path is taken literally; ``Path.as_uri()`` would encode ``=`` and ``%``.
+    """
+    return "file://" + os.path.abspath(path)
+
+
 def scheme_of(uri: str) -> str:
     return urlparse(uri).scheme.lower() or "file"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ferry import fs
 from ferry.catalog import Catalog
@@ -18,6 +18,9 @@ from ferry.errors import CopyError, ReplicationModeError, SourceTableNotFoundErr
 from ferry.filters import Clock, render_partition_filter
 from ferry.model import Partition, Table, partition_name
 from ferry.replica import (
+    LAST_REPLICATED,
+    REPLICATION_EVENT,
+    SERVER_MANAGED_PARAMETERS,
     check_replica_guard,
     replica_parameters,
     shape_replica_partition,
@@ -49,6 +52,20 @@ class ReplicationPlan:
     @property
     def replica_partitions(self) -> tuple[Partition, ...]:
         return self.partitions_to_add + self.partitions_to_alter
+
+    @property
+    def unchanged(self) -> bool:
+        """True when writing would change nothing a reader sees.
+
+        That is: no partition is selected, and the replica table already has the
+        definition this plan would give it (schema, storage, parameters), ignoring the
+        bookkeeping of when and by which event it was written.
+        """
+        if self.replica_partitions or self.replica_before is None:
+            return False
+        if self.source_table.is_partitioned is False:
+            return False  # an unpartitioned table's data is the table: always copied
+        return _definition(self.replica_before) == _definition(self.replica_table)
 
 
 def plan_replication(
@@ -149,6 +166,13 @@ def plan_replication(
         snapshot_location=snapshot,
         partition_filter=partition_filter,
     )
+
+
+def _definition(table: Table) -> Table:
+    """The table as readers see it, without location and per-run bookkeeping."""
+    bookkeeping = {REPLICATION_EVENT, LAST_REPLICATED, *SERVER_MANAGED_PARAMETERS}
+    parameters = {k: v for k, v in table.parameters.items() if k not in bookkeeping}
+    return replace(table, storage=table.storage.with_location(None), parameters=parameters)
 
 
 def _partition_subpath(table: Table, partition: Partition) -> str:

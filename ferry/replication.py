@@ -104,6 +104,29 @@ def inline_copier(options: CopierOptions) -> Copier:
     return InlineCopier(threads=options.threads, chunk_size=options.chunk_size_mib * 1024 * 1024)
 
 
+def copy_snapshot(plan: ReplicationPlan, copier: Copier, progress: Progress | None = None) -> None:
+    """Copy the plan's manifest; on failure remove the new snapshot folder again.
+
+    The snapshot folder is new and nothing points at it yet, so a failed run leaves the
+    target as it found it.
+    """
+    try:
+        copier.copy(plan.manifest, progress)
+    except Exception as error:
+        remove_snapshot(plan)
+        if isinstance(error, FerryError):
+            raise
+        raise CopyError(f"copy failed: {error}") from error
+
+
+def remove_snapshot(plan: ReplicationPlan) -> None:
+    if plan.snapshot_location:
+        try:
+            fs.delete_tree(plan.snapshot_location)
+        except OSError:
+            logger.warning("could not remove %s after a failed copy", plan.snapshot_location)
+
+
 class Replicator:
     """Replicates the tables of one config between one source and one replica catalog."""
 
@@ -189,20 +212,7 @@ class Replicator:
             return
         progress = self.observer.copy_started(plan)
         try:
-            self.copier_factory(options).copy(plan.manifest, progress)
-        except Exception as error:
-            # The snapshot folder is new and nothing points at it yet: remove it, so a
-            # failed run leaves the target as it found it.
-            if plan.snapshot_location:
-                try:
-                    fs.delete_tree(plan.snapshot_location)
-                except OSError:
-                    logger.warning(
-                        "could not remove %s after a failed copy", plan.snapshot_location
-                    )
-            if isinstance(error, FerryError):
-                raise
-            raise CopyError(f"copy failed: {error}") from error
+            copy_snapshot(plan, self.copier_factory(options), progress)
         finally:
             self.observer.copy_finished(plan)
 

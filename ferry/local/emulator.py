@@ -1,7 +1,8 @@
-"""Run the AWS emulator: a moto server on a local port.
+"""Run the AWS emulator: moto's server, with Ferry's extensions, on a local port.
 
 Clients reach it through the standard ``AWS_ENDPOINT_URL`` variable, so Ferry's code has no
-branch for it.
+branch for it. The pipeline's Lambda handlers run inside this server process
+(``ferry.local.extensions``), so its environment is theirs too.
 """
 
 from __future__ import annotations
@@ -39,15 +40,24 @@ def start_emulator(
     """Start a moto server on ``port``, logging under ``state_dir``."""
     if processes.port_in_use(port):
         raise RuntimeError(f"port {port} is already in use; pick another with --aws-port")
+    from ferry.local.deploy import lambda_environment
+
     env = {
         **os.environ,
         **EMULATOR_ENVIRONMENT,
-        # moto's own clients (e.g. SNS delivering to SQS) call back on this port.
+        **lambda_environment(),
+        # moto's own clients (e.g. SNS delivering to SQS) call back on this port, and the
+        # in-process Lambda handlers reach the emulated services through it.
         "MOTO_PORT": str(port),
+        "AWS_ENDPOINT_URL": endpoint_url(port),
     }
-    command = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
+    home = state_dir / name
+    command = [
+        sys.executable, "-m", "ferry.local.extensions",
+        "--port", str(port), "--state-dir", str(home),
+    ]  # fmt: skip
     process = processes.start_process(
-        state_dir, name, command, port, state_dir / name / "emulator.log", env=env
+        state_dir, name, command, port, home / "emulator.log", env=env
     )
     processes.wait_until_ready(process, lambda: is_ready(port), timeout, "AWS emulator")
     return process

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ferry.local import emulator, metastore, processes
+from ferry.local import deploy, emulator, metastore, processes
 
 SOURCE = "source"
 REPLICA = "replica"
@@ -31,7 +31,7 @@ class ServiceStatus:
 
 
 def up(state_dir: Path, ports: dict[str, int]) -> list[ServiceStatus]:
-    """Start whichever of the three services is not running yet."""
+    """Start whichever of the three services is not running yet; deploy the pipeline."""
     state_dir.mkdir(parents=True, exist_ok=True)
     for name in (SOURCE, REPLICA, AWS):
         current = processes.read_process(state_dir, name)
@@ -41,6 +41,8 @@ def up(state_dir: Path, ports: dict[str, int]) -> list[ServiceStatus]:
             emulator.start_emulator(state_dir, ports[name], name=name)
         else:
             metastore.start_metastore(state_dir, name, ports[name])
+    aws = processes.read_process(state_dir, AWS)
+    deploy.deploy(emulator.endpoint_url(aws.port), state_dir)  # type: ignore[union-attr]
     return status(state_dir)
 
 

@@ -1,0 +1,305 @@
+"""The Spark copier: copy every file of a manifest on a cluster (an EMR Serverless job run).
+
+The driver reads the manifest, splits its files into bins of about equal bytes and hands each
+Spark task exactly one bin. A task streams its files with ``ferry.copier.copy_file`` (which
+verifies every size at the target), retries a failed file on its own, and sends back one small
+record per file; file contents never travel through Spark. The driver writes a JSON report
+and exits non-zero when any file was not copied.
+
+Run locally exactly as the local runtime does::
+
+    PYTHONPATH=. PYSPARK_PYTHON=.venv/bin/python .venv/bin/spark-submit --master 'local[2]' \\
+        emr_jobs/copy_files.py --manifest file:///tmp/ferry/manifest.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from ferry import fs
+from ferry.copier import CopyTask, Manifest, copy_file
+from ferry.errors import FerryError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+APP_NAME = "ferry-copy-files"
+REPORT_NAME = "copy-report.json"
+DEFAULT_ATTEMPTS = 3
+DEFAULT_CHUNK_SIZE_MIB = 8
+DEFAULT_BACKOFF_SECONDS = 0.5
+# What a file weighs at least when balancing: opening a file costs a request whatever its
+# size, and with a weight of zero every empty file would land in the same (lightest) bin.
+MINIMUM_WEIGHT = 1024
+
+CopyFunction = Callable[[CopyTask, int], None]
+
+
+@dataclass(frozen=True)
+class FileResult:
+    """What happened to one file of the manifest."""
+
+    source: str
+    target: str
+    size: int
+    ok: bool
+    attempts: int
+    error: str | None = None
+
+
+def balance(tasks: Sequence[CopyTask], bins: int) -> list[tuple[CopyTask, ...]]:
+    """Split ``tasks`` into at most ``bins`` non-empty bins of about equal bytes.
+
+    Greedy "largest first into the lightest bin": a file bigger than a fair share gets a bin
+    of its own instead of making a straggler of a task that also holds many small files.
+    Ties are broken by source and target, so the same tasks always give the same bins.
+    """
+    if bins < 1:
+        raise ValueError(f"bins must be at least 1, not {bins}")
+    count = min(bins, len(tasks))
+    contents: list[list[CopyTask]] = [[] for _ in range(count)]
+    # (bytes so far, bin index): among equally light bins the lowest index wins.
+    lightest = [(0, index) for index in range(count)]
+    for task in sorted(tasks, key=lambda task: (-_weight(task), task.source, task.target)):
+        load, index = lightest[0]
+        contents[index].append(task)
+        heapq.heapreplace(lightest, (load + _weight(task), index))
+    return [tuple(bin_tasks) for bin_tasks in contents]
+
+
+def _weight(task: CopyTask) -> int:
+    return max(task.size, MINIMUM_WEIGHT)
+
+
+def copy_with_retries(
+    task: CopyTask,
+    *,
+    attempts: int = DEFAULT_ATTEMPTS,
+    chunk_size: int = DEFAULT_CHUNK_SIZE_MIB * 1024 * 1024,
+    copy: CopyFunction = copy_file,
+    backoff_seconds: float = DEFAULT_BACKOFF_SECONDS,
+) -> FileResult:
+    """Copy one file, trying up to ``attempts`` times with a doubling pause in between.
+
+    Never raises: the outcome, with the last error's text, is in the result.
+    """
+    error_text = None
+    for attempt in range(1, attempts + 1):
+        if attempt > 1:
+            time.sleep(backoff_seconds * 2 ** (attempt - 2))
+        try:
+            copy(task, chunk_size)
+        # Any error, not only CopyError: one bad file belongs in the report. Letting it fail
+        # the Spark task would rerun the whole bin, then fail the job with no report at all.
+        except Exception as error:
+            error_text = _describe(error)
+        else:
+            return FileResult(task.source, task.target, task.size, True, attempt)
+    return FileResult(task.source, task.target, task.size, False, attempts, error_text)
+
+
+def copy_bin(
+    tasks: Sequence[CopyTask],
+    *,
+    attempts: int = DEFAULT_ATTEMPTS,
+    chunk_size: int = DEFAULT_CHUNK_SIZE_MIB * 1024 * 1024,
+    copy: CopyFunction = copy_file,
+    backoff_seconds: float = DEFAULT_BACKOFF_SECONDS,
+) -> Iterator[FileResult]:
+    """Copy one bin's files one after another (this runs inside a Spark task), one result each."""
+    for task in tasks:
+        yield copy_with_retries(
+            task,
+            attempts=attempts,
+            chunk_size=chunk_size,
+            copy=copy,
+            backoff_seconds=backoff_seconds,
+        )
+
+
+def copy_manifest(
+    spark: SparkSession,
+    manifest: Manifest,
+    *,
+    tasks: int | None = None,
+    attempts: int = DEFAULT_ATTEMPTS,
+    chunk_size: int = DEFAULT_CHUNK_SIZE_MIB * 1024 * 1024,
+    copy: CopyFunction = copy_file,
+    backoff_seconds: float = DEFAULT_BACKOFF_SECONDS,
+) -> dict[str, Any]:
+    """Copy every file of ``manifest`` with Spark and return the report.
+
+    ``tasks`` (Spark tasks, one bin each) defaults to twice the default parallelism; there
+    are never more of them than files.
+    """
+    started = time.monotonic()
+    bins = balance(manifest.tasks, tasks or spark.sparkContext.defaultParallelism * 2)
+    results = copy_bins(
+        spark,
+        bins,
+        attempts=attempts,
+        chunk_size=chunk_size,
+        copy=copy,
+        backoff_seconds=backoff_seconds,
+    )
+    return build_report(manifest, results, len(bins), time.monotonic() - started)
+
+
+def copy_bins(
+    spark: SparkSession,
+    bins: Sequence[Sequence[CopyTask]],
+    *,
+    attempts: int = DEFAULT_ATTEMPTS,
+    chunk_size: int = DEFAULT_CHUNK_SIZE_MIB * 1024 * 1024,
+    copy: CopyFunction = copy_file,
+    backoff_seconds: float = DEFAULT_BACKOFF_SECONDS,
+) -> list[FileResult]:
+    """Copy each bin in a Spark task of its own; the results of every file, in bin order."""
+    if not bins:
+        return []
+    copy_one_bin = partial(
+        copy_bin,
+        attempts=attempts,
+        chunk_size=chunk_size,
+        copy=copy,
+        backoff_seconds=backoff_seconds,
+    )
+    # One slice per bin, so each Spark task copies exactly one bin; only results come back.
+    rdd = spark.sparkContext.parallelize(list(bins), numSlices=len(bins))
+    return rdd.flatMap(copy_one_bin).collect()
+
+
+def build_report(
+    manifest: Manifest, results: Sequence[FileResult], tasks: int, duration_seconds: float
+) -> dict[str, Any]:
+    """The JSON-ready report of one copy: counts, bytes copied, and every failed file."""
+    copied = [result for result in results if result.ok]
+    failed = sorted((result for result in results if not result.ok), key=lambda r: r.source)
+    return {
+        "eventId": manifest.event_id,
+        "files": len(manifest.tasks),
+        "bytes": sum(result.size for result in copied),
+        "copied": len(copied),
+        "failed": [
+            {
+                "source": result.source,
+                "target": result.target,
+                "error": result.error,
+                "attempts": result.attempts,
+            }
+            for result in failed
+        ],
+        "tasks": tasks,
+        "durationSeconds": round(duration_seconds, 3),
+    }
+
+
+def summary(report: dict[str, Any], report_uri: str) -> str:
+    """The one line a person reads at the end of a run."""
+    line = (
+        f"copied {report['copied']} of {report['files']} files "
+        f"({report['bytes']:,} bytes) with {report['tasks']} tasks "
+        f"in {report['durationSeconds']:.1f} s"
+    )
+    if report["failed"]:
+        line += f"; {len(report['failed'])} failed"
+    return f"{line}; report: {report_uri}"
+
+
+def default_report_uri(manifest_uri: str) -> str:
+    """``copy-report.json`` in the manifest's folder."""
+    return fs.join(manifest_uri.rsplit("/", 1)[0], REPORT_NAME)
+
+
+def read_manifest(uri: str) -> Manifest:
+    """The manifest at ``uri`` (any scheme ``ferry.fs`` resolves)."""
+    filesystem, path = fs.resolve(uri)
+    with filesystem.open_input_file(path) as reader:
+        return Manifest.from_json(reader.read().decode("utf-8"))
+
+
+def write_report(report: dict[str, Any], uri: str) -> None:
+    """Write ``report`` as JSON at ``uri``, creating its folder on a local file system."""
+    filesystem, path = fs.resolve(uri)
+    if fs.is_local(filesystem):
+        filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
+    with filesystem.open_output_stream(path) as writer:
+        writer.write(json.dumps(report, indent=2).encode("utf-8"))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse arguments, read the manifest, copy, write the report; exit 1 if a file failed."""
+    arguments = _parser().parse_args(argv)
+    report_uri = arguments.report or default_report_uri(arguments.manifest)
+    try:
+        manifest = read_manifest(arguments.manifest)
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        sys.exit(f"{APP_NAME}: cannot read manifest {arguments.manifest}: {_describe(error)}")
+
+    # Python workers must run this interpreter (and see what it has installed).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession  # here: the functions above run without pyspark
+
+    spark = SparkSession.builder.appName(APP_NAME).getOrCreate()
+    report = copy_manifest(
+        spark,
+        manifest,
+        tasks=arguments.tasks,
+        attempts=arguments.retries,
+        chunk_size=arguments.chunk_size_mib * 1024 * 1024,
+    )
+    write_report(report, report_uri)
+    print(summary(report, report_uri))
+    if report["failed"]:
+        sys.exit(1)
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=APP_NAME, description=__doc__.splitlines()[0])
+    parser.add_argument("--manifest", required=True, help="URI of the manifest JSON")
+    parser.add_argument("--report", help=f"URI of the report (default: {REPORT_NAME} beside it)")
+    parser.add_argument(
+        "--retries",
+        type=_positive,
+        default=DEFAULT_ATTEMPTS,
+        help=f"attempts per file in total (default {DEFAULT_ATTEMPTS})",
+    )
+    parser.add_argument(
+        "--tasks", type=_positive, help="Spark tasks (default: twice the default parallelism)"
+    )
+    parser.add_argument(
+        "--chunk-size-mib",
+        type=_positive,
+        default=DEFAULT_CHUNK_SIZE_MIB,
+        help=f"read and write size (default {DEFAULT_CHUNK_SIZE_MIB})",
+    )
+    return parser
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def _describe(error: BaseException) -> str:
+    # Ferry's errors are one line that names the file; anything else gets its type too.
+    first_line = str(error).splitlines()[0] if str(error) else ""
+    if isinstance(error, FerryError):
+        return first_line
+    return f"{type(error).__name__}: {first_line}" if first_line else type(error).__name__
+
+
+if __name__ == "__main__":
+    sys.exit(main())

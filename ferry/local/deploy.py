@@ -1,0 +1,173 @@
+"""Deploy the replication pipeline into the local AWS emulator (``ferry local up``).
+
+The same resources the CDK stack creates, with the same state machine definition: a work
+bucket, the notification topic, one Lambda function per state (their handlers run
+in-process in the emulator), an EMR Serverless application for the Spark copy, and the
+state machine. Deploying again updates what exists.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import time
+import uuid
+import zipfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import boto3
+from botocore.exceptions import ClientError
+
+from ferry import fs
+from infra import definition
+
+ACCOUNT = "123456789012"
+REGION = "us-east-1"
+PREFIX = "ferry-local"
+WORK_BUCKET = f"{PREFIX}-work"
+WORK_URI = f"s3://{WORK_BUCKET}"
+STATE_MACHINE = f"{PREFIX}-replication"
+TOPIC = f"{PREFIX}-replication-events"
+ROLE = f"{PREFIX}-role"
+SPARK_APPLICATION = f"{PREFIX}-copy"
+COPY_JOB = Path(__file__).resolve().parents[2] / "emr_jobs" / "copy_files.py"
+RECORD = "pipeline.json"
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """Where the deployed pipeline is; recorded under the state folder for ``ferry execute``."""
+
+    state_machine_arn: str
+    work_uri: str
+    topic_arn: str
+    spark_application_id: str
+
+    def save(self, state_dir: Path) -> None:
+        (state_dir / RECORD).write_text(json.dumps(asdict(self), indent=2))
+
+    @classmethod
+    def load(cls, state_dir: Path) -> Pipeline | None:
+        path = state_dir / RECORD
+        return cls(**json.loads(path.read_text())) if path.exists() else None
+
+
+def lambda_environment() -> dict[str, str]:
+    """The functions' environment, as the CDK stack sets it."""
+    return {
+        "FERRY_WORK_URI": WORK_URI,
+        "FERRY_MAX_CONCURRENCY": "4",
+        "POWERTOOLS_SERVICE_NAME": "ferry",
+        "POWERTOOLS_METRICS_NAMESPACE": "Ferry",
+    }
+
+
+def deploy(endpoint: str, state_dir: Path) -> Pipeline:
+    session = boto3.session.Session(
+        aws_access_key_id="testing", aws_secret_access_key="testing", region_name=REGION
+    )
+
+    def client(service: str) -> Any:
+        return session.client(service, endpoint_url=endpoint)
+
+    s3, sns, iam = client("s3"), client("sns"), client("iam")
+    if WORK_BUCKET not in {b["Name"] for b in s3.list_buckets().get("Buckets", [])}:
+        s3.create_bucket(Bucket=WORK_BUCKET)
+    topic_arn = sns.create_topic(Name=TOPIC)["TopicArn"]
+    role_arn = _role(iam)
+    functions = {
+        name: _function(client("lambda"), name, handler, role_arn)
+        for name, handler in definition.FUNCTIONS.items()
+    }
+    application_id = _spark_application(client("emr-serverless"))
+    substitutions = {
+        **{f"{name}FunctionArn": arn for name, arn in functions.items()},
+        "SparkApplicationId": application_id,
+        "SparkJobRoleArn": role_arn,
+        "CopyJobEntryPoint": fs.local_uri(COPY_JOB),
+        "SparkSubmitParameters": "--conf spark.executor.cores=1",
+    }
+    state_machine_arn = _state_machine(
+        client("stepfunctions"), definition.render(substitutions), role_arn
+    )
+    pipeline = Pipeline(state_machine_arn, WORK_URI, topic_arn, application_id)
+    pipeline.save(state_dir)
+    return pipeline
+
+
+def _role(iam: Any) -> str:
+    try:
+        return iam.get_role(RoleName=ROLE)["Role"]["Arn"]
+    except ClientError:
+        statement = {
+            "Effect": "Allow",
+            "Principal": {"Service": "lambda.amazonaws.com"},
+            "Action": "sts:AssumeRole",
+        }
+        trust = json.dumps({"Version": "2012-10-17", "Statement": [statement]})
+        return iam.create_role(RoleName=ROLE, AssumeRolePolicyDocument=trust)["Role"]["Arn"]
+
+
+def _placeholder_code() -> bytes:
+    # The handlers run from this checkout inside the emulator; the zip only satisfies the API.
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("README.txt", "Ferry local runtime: handlers run in-process.\n")
+    return buffer.getvalue()
+
+
+def _function(awslambda: Any, name: str, handler: str, role_arn: str) -> str:
+    function_name = f"{PREFIX}-{name}"
+    settings = {
+        "Runtime": "python3.11",
+        "Role": role_arn,
+        "Handler": handler,
+        "Timeout": 900,
+        "MemorySize": 1024,
+        "Environment": {"Variables": lambda_environment()},
+    }
+    try:
+        awslambda.get_function(FunctionName=function_name)
+        return awslambda.update_function_configuration(FunctionName=function_name, **settings)[
+            "FunctionArn"
+        ]
+    except ClientError:
+        return awslambda.create_function(
+            FunctionName=function_name, Code={"ZipFile": _placeholder_code()}, **settings
+        )["FunctionArn"]
+
+
+def _spark_application(emr: Any) -> str:
+    for application in emr.list_applications()["applications"]:
+        if application["name"] == SPARK_APPLICATION and application["state"] != "TERMINATED":
+            return application["id"]
+    return emr.create_application(name=SPARK_APPLICATION, releaseLabel="emr-7.5.0", type="SPARK")[
+        "applicationId"
+    ]
+
+
+def _state_machine(sfn: Any, text: str, role_arn: str) -> str:
+    for machine in sfn.list_state_machines()["stateMachines"]:
+        if machine["name"] == STATE_MACHINE:
+            sfn.update_state_machine(stateMachineArn=machine["stateMachineArn"], definition=text)
+            return machine["stateMachineArn"]
+    return sfn.create_state_machine(name=STATE_MACHINE, definition=text, roleArn=role_arn)[
+        "stateMachineArn"
+    ]
+
+
+def upload_config(endpoint: str | None, work_uri: str, config_path: Path) -> str:
+    """Put a config file under ``<work>/configs/`` (named by its content); its URI."""
+    body = config_path.read_bytes()
+    digest = hashlib.sha256(body).hexdigest()[:16]
+    bucket, _, prefix = work_uri.removeprefix("s3://").partition("/")
+    key = "/".join(p for p in (prefix, "configs", f"{config_path.stem}-{digest}.yml") if p)
+    boto3.client("s3", endpoint_url=endpoint).put_object(Bucket=bucket, Key=key, Body=body)
+    return f"s3://{bucket}/{key}"
+
+
+def execution_name(prefix: str = "ferry") -> str:
+    return f"{prefix}-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"

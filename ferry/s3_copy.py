@@ -1,0 +1,395 @@
+"""S3 server-side copier: S3 copies the bytes, no compute moves them (cross-region DR).
+
+Used when a manifest's sources and targets are all on S3: one Lambda runs ``copy`` on a batch
+of the manifest, a Step Functions Map runs many batches. Objects up to ``multipart_threshold``
+are copied with one ``CopyObject``; larger ones with a multipart upload whose parts are
+``UploadPartCopy`` ranges of the source. Every request is pinned to the source's ETag, so a
+source replaced mid-copy fails the copy instead of producing a mix of two versions, and every
+object's size is checked at the target before the copy counts as done.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import random
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
+from botocore.exceptions import ConnectionError as BotoConnectionError
+
+from ferry.copier import CopyReport, CopyTask, Manifest, Progress
+from ferry.errors import CopyError, TargetNotWritableError, VerificationError
+from ferry.fs import S3_SCHEMES
+
+logger = logging.getLogger(__name__)
+
+MiB = 1024 * 1024
+GiB = 1024 * MiB
+
+# S3's limits: CopyObject copies at most 5 GiB; a multipart upload has at most 10,000 parts of
+# 5 MiB to 5 GiB each (the last part may be smaller).
+MAX_COPY_OBJECT_SIZE = 5 * GiB
+MIN_PART_SIZE = 5 * MiB
+MAX_PART_SIZE = 5 * GiB
+MAX_PARTS = 10_000
+
+# First retry waits up to this long, each further one up to twice as long (full jitter).
+BACKOFF_SECONDS = 0.2
+
+# Error codes worth another try: S3 asks us to slow down, or had a passing fault.
+TRANSIENT_CODES = frozenset(
+    {
+        "SlowDown",
+        "Throttling",
+        "ThrottlingException",
+        "TooManyRequestsException",
+        "RequestLimitExceeded",
+        "BandwidthLimitExceeded",
+        "RequestTimeout",
+        "InternalError",
+        "ServiceUnavailable",
+        "OperationAborted",
+    }
+)
+
+# HEAD responses have no body, so botocore can only report the status as the code.
+NOT_FOUND_CODES = frozenset({"NoSuchKey", "404"})
+SOURCE_CHANGED_CODES = frozenset({"PreconditionFailed", "412"})
+TARGET_REFUSED_CODES = frozenset({"NoSuchBucket", "AccessDenied", "403", "AllAccessDisabled"})
+
+# Headers CopyObject keeps with MetadataDirective=COPY but a new multipart upload does not.
+CARRIED_HEADERS = (
+    "ContentType",
+    "ContentEncoding",
+    "ContentDisposition",
+    "ContentLanguage",
+    "CacheControl",
+    "Metadata",
+)
+
+Result = TypeVar("Result")
+
+
+@dataclass(frozen=True)
+class S3Object:
+    """An object's address: bucket and key."""
+
+    bucket: str
+    key: str
+
+
+@dataclass(frozen=True)
+class _Job:
+    """One manifest task with both ends parsed."""
+
+    task: CopyTask
+    source: S3Object
+    target: S3Object
+
+
+def parse_s3_uri(uri: str) -> S3Object:
+    """Split an ``s3://``, ``s3a://`` or ``s3n://`` URI into bucket and key.
+
+    Raises ``CopyError`` for any other scheme, or a URI without a bucket or a key.
+    """
+    # Not urlparse: keys may hold '?', '#' and '%XX' (Hive escapes partition values in paths)
+    # and all of them belong to the key.
+    scheme, separator, rest = uri.partition("://")
+    if not separator or scheme.lower() not in S3_SCHEMES:
+        raise CopyError(f"{uri} is not an S3 URI: the S3 server-side copier copies only S3 objects")
+    bucket, _, key = rest.partition("/")
+    if not bucket or not key:
+        raise CopyError(f"{uri} does not name an S3 bucket and key")
+    return S3Object(bucket, key)
+
+
+class S3ServerSideCopier:
+    """Copies S3 objects to S3 with ``CopyObject`` / ``UploadPartCopy``, ``threads`` at a time.
+
+    ``client`` is a boto3 S3 client in the target buckets' region (a copy request goes to the
+    target bucket), with ``max_pool_connections`` of at least ``2 * threads`` (objects and parts
+    run on two pools of ``threads`` each). A request that
+    fails with a transient error (throttling, 5xx, a dropped connection) is retried, up to
+    ``attempts`` in all: only that request of that object, never the batch.
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        threads: int = 8,
+        multipart_threshold: int = MAX_COPY_OBJECT_SIZE,
+        part_size: int = 512 * MiB,
+        attempts: int = 3,
+    ):
+        if threads < 1 or attempts < 1:
+            raise ValueError("threads and attempts must be at least 1")
+        if not 0 <= multipart_threshold <= MAX_COPY_OBJECT_SIZE:
+            raise ValueError(f"multipart_threshold must be at most {MAX_COPY_OBJECT_SIZE} bytes")
+        if not MIN_PART_SIZE <= part_size <= MAX_PART_SIZE:
+            raise ValueError(f"part_size must be {MIN_PART_SIZE} to {MAX_PART_SIZE} bytes")
+        self.client = client
+        self.threads = threads
+        self.multipart_threshold = multipart_threshold
+        self.part_size = part_size
+        self.attempts = attempts
+
+    def copy(self, manifest: Manifest, progress: Progress | None = None) -> CopyReport:
+        """Copy every task of ``manifest``; ``progress`` gets the bytes of each object or part.
+
+        One object's failure does not stop the others. Once all have finished, the failure of
+        the first failed task (in manifest order) is raised. ``progress`` is called from worker
+        threads.
+        """
+        # Parse everything first: a non-S3 URI refuses the batch before any byte is copied.
+        jobs = [
+            _Job(task, parse_s3_uri(task.source), parse_s3_uri(task.target))
+            for task in manifest.tasks
+        ]
+        # Two pools: an object waits for its parts, so parts on the objects' pool could
+        # deadlock it once every worker is an object waiting for parts still queued.
+        with (
+            ThreadPoolExecutor(self.threads, thread_name_prefix="ferry-s3-copy") as objects,
+            ThreadPoolExecutor(self.threads, thread_name_prefix="ferry-s3-part") as parts,
+        ):
+            futures = [objects.submit(self._copy_object, job, parts, progress) for job in jobs]
+            wait(futures)
+        failure = _first_failure(futures)
+        if failure is not None:
+            raise failure
+        return CopyReport(files=len(manifest.tasks), bytes=manifest.total_bytes)
+
+    def _copy_object(self, job: _Job, parts: ThreadPoolExecutor, progress: Progress | None) -> None:
+        """Copy one object (whole or in parts), then verify its size at the target."""
+        try:
+            head = self._retrying(self.client.head_object, **_address(job.source))
+        except (ClientError, BotoCoreError) as error:
+            raise CopyError(
+                f"cannot read source file {job.task.source}: {_reason(error)}"
+            ) from None
+        try:
+            if head["ContentLength"] <= self.multipart_threshold:
+                self._copy_whole(job, head, progress)
+            else:
+                self._copy_in_parts(job, head, parts, progress)
+        except (ClientError, BotoCoreError) as error:
+            raise _copy_failure(job, error) from None
+        self._verify(job)
+
+    def _copy_whole(self, job: _Job, head: dict, progress: Progress | None) -> None:
+        """One ``CopyObject``, pinned to the source's ETag, keeping its metadata."""
+        self._retrying(
+            self.client.copy_object,
+            **_address(job.target),
+            CopySource=_address(job.source),
+            # moto ignores CopySourceIfMatch (it checks only CopySourceIfNoneMatch); S3 answers
+            # 412 PreconditionFailed when the source was replaced since the HEAD.
+            CopySourceIfMatch=head["ETag"],
+            MetadataDirective="COPY",
+        )
+        _report(progress, head["ContentLength"])
+
+    def _copy_in_parts(
+        self, job: _Job, head: dict, parts: ThreadPoolExecutor, progress: Progress | None
+    ) -> None:
+        """A multipart upload of ``UploadPartCopy`` ranges; aborted on any failure."""
+        carried = {name: head[name] for name in CARRIED_HEADERS if head.get(name)}
+        upload_id = self._retrying(
+            self.client.create_multipart_upload, **_address(job.target), **carried
+        )["UploadId"]
+        try:
+            etags = self._copy_parts(job, head, upload_id, parts, progress)
+            self._retrying(
+                self.client.complete_multipart_upload,
+                **_address(job.target),
+                UploadId=upload_id,
+                MultipartUpload={
+                    "Parts": [
+                        {"PartNumber": number, "ETag": etag}
+                        for number, etag in enumerate(etags, start=1)
+                    ]
+                },
+            )
+        except BaseException:
+            self._abort(job, upload_id)
+            raise
+
+    def _copy_parts(
+        self,
+        job: _Job,
+        head: dict,
+        upload_id: str,
+        parts: ThreadPoolExecutor,
+        progress: Progress | None,
+    ) -> list[str]:
+        """Copy every part on the parts pool; returns their ETags in part order.
+
+        On the first failure the parts not yet started are cancelled and the running ones are
+        waited for, so that the caller aborts the upload only once no part can still land in it
+        (S3 may keep a part that was in flight during the abort; moto fails such a part with a
+        bare KeyError instead of NoSuchUpload).
+        """
+        size = head["ContentLength"]
+        ranges = part_ranges(size, max(self.part_size, math.ceil(size / MAX_PARTS)))
+        cancelled = threading.Event()
+        futures = [
+            parts.submit(
+                self._copy_part,
+                job,
+                head["ETag"],
+                upload_id,
+                number,
+                byte_range,
+                cancelled,
+                progress,
+            )
+            for number, byte_range in enumerate(ranges, start=1)
+        ]
+        wait(futures, return_when=FIRST_EXCEPTION)
+        # Chosen before cancelling, so it is a real failure, not a part refused as cancelled.
+        failure = _first_failure(futures)
+        if failure is not None:
+            cancelled.set()
+            for future in futures:
+                future.cancel()
+            wait(futures)
+            raise failure
+        return [future.result() for future in futures]
+
+    def _copy_part(
+        self,
+        job: _Job,
+        source_etag: str,
+        upload_id: str,
+        number: int,
+        byte_range: tuple[int, int],
+        cancelled: threading.Event,
+        progress: Progress | None,
+    ) -> str:
+        """Copy one byte range of the source into part ``number``; returns the part's ETag."""
+        if cancelled.is_set():
+            raise CopyError(f"copying {job.task.source} was cancelled")
+        first, last = byte_range
+        response = self._retrying(
+            self.client.upload_part_copy,
+            **_address(job.target),
+            UploadId=upload_id,
+            PartNumber=number,
+            CopySource=_address(job.source),
+            CopySourceIfMatch=source_etag,
+            CopySourceRange=f"bytes={first}-{last}",
+        )
+        _report(progress, last - first + 1)
+        return response["CopyPartResult"]["ETag"]
+
+    def _abort(self, job: _Job, upload_id: str) -> None:
+        """Abort a multipart upload, so no half-copied object stays behind (and is billed)."""
+        try:
+            self._retrying(
+                self.client.abort_multipart_upload, **_address(job.target), UploadId=upload_id
+            )
+        except (ClientError, BotoCoreError) as error:
+            # The copy's own failure is the one to report; a lifecycle rule
+            # (AbortIncompleteMultipartUpload) on the bucket collects what remains.
+            logger.warning("could not abort upload %s of %s: %s", upload_id, job.task.target, error)
+
+    def _verify(self, job: _Job) -> None:
+        """The target must exist with the size the manifest expects."""
+        try:
+            head = self._retrying(self.client.head_object, **_address(job.target))
+        except ClientError as error:
+            if _code(error) in NOT_FOUND_CODES:
+                raise VerificationError(
+                    f"{job.task.target}: expected {job.task.size} bytes, found no object"
+                ) from None
+            raise CopyError(f"cannot verify {job.task.target}: {_reason(error)}") from None
+        except BotoCoreError as error:
+            raise CopyError(f"cannot verify {job.task.target}: {_reason(error)}") from None
+        if head["ContentLength"] != job.task.size:
+            raise VerificationError(
+                f"{job.task.target}: expected {job.task.size} bytes, "
+                f"found {head['ContentLength']} bytes"
+            )
+
+    def _retrying(self, call: Callable[..., Result], **arguments: Any) -> Result:
+        """Call ``call``, retrying transient errors with jittered exponential backoff."""
+        attempt = 1
+        while True:
+            try:
+                return call(**arguments)
+            except (ClientError, BotoCoreError) as error:
+                if attempt >= self.attempts or not is_transient(error):
+                    raise
+                logger.info("retrying %s after %s", arguments.get("Key"), _reason(error))
+            time.sleep(random.uniform(0, BACKOFF_SECONDS * 2 ** (attempt - 1)))
+            attempt += 1
+
+
+def part_ranges(size: int, part_size: int) -> list[tuple[int, int]]:
+    """Inclusive byte ranges ``(first, last)`` of ``part_size`` covering ``size`` bytes."""
+    return [(first, min(first + part_size, size) - 1) for first in range(0, size, part_size)]
+
+
+def is_transient(error: BaseException) -> bool:
+    """Whether another try may succeed: throttling, a 5xx, or a connection failure."""
+    if isinstance(error, ClientError):
+        status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+        return _code(error) in TRANSIENT_CODES or status == 429 or status >= 500
+    return isinstance(error, BotoConnectionError | HTTPClientError)
+
+
+def _copy_failure(job: _Job, error: ClientError | BotoCoreError) -> CopyError:
+    """Ferry's error for a failed copy request, blaming the side S3 blamed."""
+    code = _code(error)
+    reason = _reason(error)
+    # moto answers UploadPartCopy of a missing source with a bare 404; S3 with NoSuchKey.
+    if code in NOT_FOUND_CODES or _names_only_source_bucket(job, error):
+        return CopyError(f"cannot read source file {job.task.source}: {reason}")
+    if code in SOURCE_CHANGED_CODES:
+        return CopyError(f"source file {job.task.source} changed during the copy: {reason}")
+    # Reading the source was just allowed (HeadObject needs s3:GetObject, like a copy
+    # source), so a refusal now is about the target.
+    if code in TARGET_REFUSED_CODES:
+        return TargetNotWritableError(f"cannot write {job.task.target}: {reason}")
+    return CopyError(f"copying {job.task.source} to {job.task.target} failed: {reason}")
+
+
+def _names_only_source_bucket(job: _Job, error: ClientError | BotoCoreError) -> bool:
+    """A NoSuchBucket naming the source bucket (which was there a moment ago), not the target."""
+    if _code(error) != "NoSuchBucket" or job.source.bucket == job.target.bucket:
+        return False
+    return error.response["Error"].get("BucketName") == job.source.bucket  # type: ignore[union-attr]
+
+
+def _first_failure(futures: Sequence[Future]) -> BaseException | None:
+    """The exception of the first future (in submission order) that failed, if any."""
+    for future in futures:
+        if not future.cancelled() and future.exception() is not None:
+            return future.exception()
+    return None
+
+
+def _address(location: S3Object) -> dict[str, str]:
+    return {"Bucket": location.bucket, "Key": location.key}
+
+
+def _report(progress: Progress | None, length: int) -> None:
+    if progress is not None:
+        progress(length)
+
+
+def _code(error: BaseException) -> str:
+    return error.response.get("Error", {}).get("Code", "") if isinstance(error, ClientError) else ""
+
+
+def _reason(error: BaseException) -> str:
+    """One line: S3's code and message, or botocore's own message."""
+    if isinstance(error, ClientError):
+        details = error.response.get("Error", {})
+        return ": ".join(part for part in (details.get("Code"), details.get("Message")) if part)
+    return str(error).splitlines()[0] if str(error) else type(error).__name__

@@ -1,0 +1,27 @@
+"""State `Notify success`: publish SUCCESS to consumers and record the table's metrics."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from lambdas.runtime import logger, metrics, pipeline, tracer
+
+
+@logger.inject_lambda_context(correlation_id_path="planUri", clear_state=True)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    result = pipeline().notify_success(event["planUri"])
+    metrics.add_dimension(name="table", value=result["sourceTable"])
+    metrics.add_metric(name="FilesReplicated", unit=MetricUnit.Count, value=result["files"])
+    metrics.add_metric(name="BytesReplicated", unit=MetricUnit.Bytes, value=result["bytes"])
+    metrics.add_metric(
+        name="PartitionsReplicated", unit=MetricUnit.Count, value=result["partitions"]
+    )
+    metrics.add_metric(
+        name="ReplicationSeconds", unit=MetricUnit.Seconds, value=result["durationSeconds"]
+    )
+    return result

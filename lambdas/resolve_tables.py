@@ -1,0 +1,18 @@
+"""State `Resolve tables`: validate the config and list its tables, each with an event id."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from lambdas.runtime import logger, metrics, pipeline, settings, tracer
+
+
+@logger.inject_lambda_context(correlation_id_path="configUri", clear_state=True)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return pipeline().resolve_tables(
+        event["configUri"], event.get("tables"), settings().max_concurrency
+    )

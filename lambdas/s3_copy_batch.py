@@ -1,0 +1,16 @@
+"""State `Copy batch`: server-side copy of one batch of the manifest (S3 to S3)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from lambdas.runtime import logger, metrics, pipeline, tracer
+
+
+@logger.inject_lambda_context(correlation_id_path="eventId", clear_state=True)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return pipeline().s3_copy_batch(event)

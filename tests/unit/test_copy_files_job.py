@@ -1,0 +1,192 @@
+"""The Spark copy job on a local SparkSession: balancing, copying, retrying, reporting."""
+
+import json
+import os
+import random
+import re
+import sys
+from collections import Counter
+
+import pytest
+
+from emr_jobs.copy_files import balance, build_report, copy_bins, copy_manifest, main
+from ferry.copier import CopyTask, Manifest, copy_file
+
+pytestmark = pytest.mark.spark
+
+GIB = 1024**3
+SIZES = [0, 1, 4096, 70_001, 300_000, 1024 * 1024 + 3, 0, 17]
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from pyspark.sql import SparkSession
+
+    saved = os.environ.get("PYSPARK_PYTHON")
+    os.environ["PYSPARK_PYTHON"] = sys.executable  # workers need this venv's interpreter
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("ferry-copy-files-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+    if saved is None:
+        os.environ.pop("PYSPARK_PYTHON", None)
+    else:
+        os.environ["PYSPARK_PYTHON"] = saved
+
+
+def make_files(root, sizes=SIZES):
+    """Random source files in nested folders; a manifest copying them below ``root/dst``."""
+    tasks = []
+    for index, size in enumerate(sizes):
+        relative = f"day={index % 3}/part/{index}.bin"
+        source = root / "src" / relative
+        source.parent.mkdir(parents=True, exist_ok=True)
+        source.write_bytes(os.urandom(size))
+        # Spelled out, not Path.as_uri(): that would percent-encode the "=" of Hive folders.
+        tasks.append(CopyTask(f"file://{source}", f"file://{root / 'dst' / relative}", size))
+    return Manifest("20261121T083000-test", tuple(tasks))
+
+
+def path_of(uri):
+    return uri.removeprefix("file://")
+
+
+def read(uri):
+    with open(path_of(uri), "rb") as file:
+        return file.read()
+
+
+def test_a_huge_file_gets_a_bin_of_its_own_and_the_rest_are_even():
+    rng = random.Random(7)
+    tiny = [
+        CopyTask(f"s3://src/t{i}", f"s3://dst/t{i}", rng.randint(1024, 1024 * 1024))
+        for i in range(200)
+    ]
+    tasks = [CopyTask("s3://src/huge", "s3://dst/huge", GIB), *tiny]
+
+    bins = balance(tasks, 4)
+
+    assert len(bins) == 4
+    assert [bin_tasks for bin_tasks in bins if tasks[0] in bin_tasks] == [(tasks[0],)]
+    totals = [
+        sum(task.size for task in bin_tasks) for bin_tasks in bins if tasks[0] not in bin_tasks
+    ]
+    assert max(totals) - min(totals) <= max(task.size for task in tiny)
+    assert Counter(task for bin_tasks in bins for task in bin_tasks) == Counter(tasks)
+    shuffled = tasks[:]
+    rng.shuffle(shuffled)
+    assert balance(shuffled, 4) == bins
+
+
+def test_empty_files_spread_out_and_bins_never_outnumber_files():
+    empty = [CopyTask(f"file:///s/{i}", f"file:///d/{i}", 0) for i in range(1000)]
+    assert sorted(len(bin_tasks) for bin_tasks in balance(empty, 4)) == [250, 250, 250, 250]
+    assert [len(bin_tasks) for bin_tasks in balance(empty[:3], 8)] == [1, 1, 1]
+    assert balance([], 4) == []
+
+
+def test_files_are_copied_byte_for_byte(spark, tmp_path):
+    manifest = make_files(tmp_path)
+
+    report = copy_manifest(spark, manifest, tasks=3, chunk_size=64 * 1024)
+
+    for task in manifest.tasks:
+        assert read(task.target) == read(task.source)
+    assert report["eventId"] == manifest.event_id
+    assert (report["files"], report["copied"], report["failed"]) == (len(SIZES), len(SIZES), [])
+    assert report["bytes"] == sum(SIZES)
+    assert report["tasks"] == 3
+
+
+def test_a_transient_failure_is_retried_for_that_file_only(spark, tmp_path):
+    manifest = make_files(tmp_path)
+    flaky = manifest.tasks[3]
+    # The marker lives on disk: the copy function runs in a Spark worker process.
+    marker = tmp_path / "failed-once"
+
+    def copy_failing_once(task, chunk_size):
+        if task == flaky and not marker.exists():
+            marker.touch()
+            raise OSError("connection reset by peer")
+        copy_file(task, chunk_size)
+
+    bins = balance(manifest.tasks, 2)
+    results = copy_bins(spark, bins, copy=copy_failing_once, backoff_seconds=0.01)
+
+    assert marker.exists()
+    assert {result.source: result.attempts for result in results} == {
+        task.source: 2 if task == flaky else 1 for task in manifest.tasks
+    }
+    for task in manifest.tasks:
+        assert read(task.target) == read(task.source)
+    report = build_report(manifest, results, len(bins), 0.0)
+    assert report["failed"] == [] and report["copied"] == len(SIZES)
+    assert report["bytes"] == sum(SIZES)
+
+
+def test_a_missing_source_fails_that_file_and_the_job(spark, tmp_path):
+    manifest = make_files(tmp_path)
+    missing = manifest.tasks[2]
+    os.remove(path_of(missing.source))
+    manifest_file = tmp_path / "run" / "manifest.json"
+    manifest_file.parent.mkdir()
+    manifest_file.write_text(manifest.to_json())
+    report_file = tmp_path / "reports" / "nested" / "report.json"
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(
+            [
+                "--manifest",
+                f"file://{manifest_file}",
+                "--report",
+                f"file://{report_file}",
+                "--retries",
+                "2",
+            ]
+        )
+
+    assert exit_info.value.code not in (0, None)
+    report = json.loads(report_file.read_text())
+    assert [(failure["source"], failure["attempts"]) for failure in report["failed"]] == [
+        (missing.source, 2)
+    ]
+    assert missing.source in report["failed"][0]["error"]
+    assert report["copied"] == len(SIZES) - 1
+    assert report["bytes"] == sum(SIZES) - missing.size
+    for task in manifest.tasks:
+        if task != missing:
+            assert read(task.target) == read(task.source)
+    assert not os.path.exists(path_of(missing.target))
+
+
+def test_main_copies_a_manifest_and_reports_beside_it(spark, tmp_path, capsys):
+    manifest = make_files(tmp_path)
+    manifest_file = tmp_path / "run" / "manifest.json"
+    manifest_file.parent.mkdir()
+    manifest_file.write_text(manifest.to_json())
+
+    assert (
+        main(["--manifest", f"file://{manifest_file}", "--tasks", "50", "--chunk-size-mib", "1"])
+        == 0
+    )
+
+    for task in manifest.tasks:
+        assert read(task.target) == read(task.source)
+    report = json.loads((tmp_path / "run" / "copy-report.json").read_text())
+    assert report["files"] == report["copied"] == len(SIZES)
+    assert report["bytes"] == sum(SIZES) and report["failed"] == []
+    assert report["tasks"] == len(SIZES)  # never more tasks than files
+    assert report["durationSeconds"] >= 0
+    assert f"copied {len(SIZES)} of {len(SIZES)} files" in capsys.readouterr().out
+
+
+def test_an_unreadable_manifest_is_one_clear_line(tmp_path):
+    missing = f"file://{tmp_path}/nowhere/manifest.json"
+    with pytest.raises(SystemExit, match=re.escape(f"cannot read manifest {missing}")):
+        main(["--manifest", missing])

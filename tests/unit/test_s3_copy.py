@@ -1,0 +1,228 @@
+"""The S3 server-side copier against moto in-process: bytes at the target, failures, retries."""
+
+import os
+
+import boto3
+import pytest
+from botocore.config import Config
+from botocore.exceptions import ClientError
+from moto import mock_aws
+
+from ferry.copier import CopyTask, Manifest
+from ferry.errors import CopyError, TargetNotWritableError, VerificationError
+from ferry.s3_copy import S3ServerSideCopier
+
+MiB = 1024 * 1024
+BUCKETS = ("onprem-sales", "onprem-logs", "dr-sales", "dr-logs")
+
+
+@pytest.fixture
+def s3(monkeypatch):
+    """A real boto3 S3 client on moto in-process, with the four buckets created."""
+    # Other tests of the session point every client at a moto server; these stay in-process.
+    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    with mock_aws():
+        client = boto3.client("s3", region_name="us-east-1", config=Config(max_pool_connections=32))
+        for bucket in BUCKETS:
+            client.create_bucket(Bucket=bucket)
+        yield client
+
+
+def split(uri):
+    bucket, _, key = uri.split("://", 1)[1].partition("/")
+    return bucket, key
+
+
+def put(s3, uri, data, **extra):
+    bucket, key = split(uri)
+    s3.put_object(Bucket=bucket, Key=key, Body=data, **extra)
+
+
+def read(s3, uri):
+    bucket, key = split(uri)
+    return s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+
+
+def source_objects(s3, sizes, bucket="onprem-sales", scheme="s3"):
+    """One source object per size; returns tasks into the matching dr- bucket's snapshot."""
+    tasks = []
+    for index, size in enumerate(sizes):
+        key = f"sales/orders/dt=2026-11-2{index % 3}/part-{index:05d}.parquet"
+        put(s3, f"s3://{bucket}/{key}", os.urandom(size))
+        target = f"{scheme}://dr-{bucket.removeprefix('onprem-')}/replica/orders/e1/{key}"
+        tasks.append(CopyTask(f"{scheme}://{bucket}/{key}", target, size))
+    return tasks
+
+
+def throttle(times):
+    """A before-call hook that answers like a throttled S3 ``times`` times."""
+    calls = []
+
+    def hook(**_):
+        calls.append(1)
+        if len(calls) <= times:
+            raise ClientError(
+                {
+                    "Error": {"Code": "SlowDown", "Message": "Please reduce your request rate."},
+                    "ResponseMetadata": {"HTTPStatusCode": 503},
+                },
+                "CopyObject",
+            )
+
+    hook.calls = calls
+    return hook
+
+
+def test_a_batch_across_buckets_is_copied_byte_for_byte(s3):
+    tasks = source_objects(s3, [0, 1, 4096, 70_001], "onprem-sales")
+    tasks += source_objects(s3, [MiB + 5, 17], "onprem-logs", scheme="s3a")
+    # Hive escapes partition values in paths; '%3A', '?' and '#' are part of the key.
+    odd = "s3n://onprem-logs/logs/ts=2026-11-21 08%3A30/x?y#z.txt"
+    put(s3, odd, b"odd key")
+    tasks.append(CopyTask(odd, "s3n://dr-logs/replica/e1/ts=2026-11-21 08%3A30/x?y#z.txt", 7))
+    manifest = Manifest("e1", tuple(tasks))
+    advanced = []
+
+    report = S3ServerSideCopier(s3, threads=3).copy(manifest, advanced.append)
+
+    assert report.files == 7 and report.bytes == manifest.total_bytes == MiB + 74_127
+    assert sum(advanced) == manifest.total_bytes
+    for task in tasks:
+        assert read(s3, task.target) == read(s3, task.source)
+
+
+def test_a_large_object_is_copied_in_parts_with_its_metadata(s3):
+    source = "s3://onprem-sales/big/part-00000.parquet"
+    data = os.urandom(13 * MiB)
+    put(s3, source, data, ContentType="application/x-parquet", Metadata={"writer": "hive"})
+    target = "s3://dr-sales/replica/e1/big/part-00000.parquet"
+    advanced = []
+
+    copier = S3ServerSideCopier(s3, multipart_threshold=6 * MiB, part_size=5 * MiB)
+    copier.copy(Manifest("e1", (CopyTask(source, target, len(data)),)), advanced.append)
+
+    head = s3.head_object(Bucket="dr-sales", Key="replica/e1/big/part-00000.parquet")
+    assert head["ETag"].strip('"').endswith("-3")
+    assert head["ContentType"] == "application/x-parquet" and head["Metadata"] == {"writer": "hive"}
+    assert read(s3, target) == data
+    assert sorted(advanced) == [3 * MiB, 5 * MiB, 5 * MiB]
+
+
+def test_a_missing_source_is_named_and_the_rest_of_the_batch_is_copied(s3):
+    tasks = source_objects(s3, [10, 20, 30])
+    missing = CopyTask("s3://onprem-sales/sales/gone.parquet", "s3://dr-sales/e1/gone.parquet", 5)
+    manifest = Manifest("e1", (tasks[0], missing, *tasks[1:]))
+
+    with pytest.raises(
+        CopyError, match="cannot read source file s3://onprem-sales/sales/gone.parquet"
+    ):
+        S3ServerSideCopier(s3, threads=2).copy(manifest)
+
+    for task in tasks:
+        assert read(s3, task.target) == read(s3, task.source)
+
+
+@pytest.mark.parametrize("size", [10, 7 * MiB], ids=["copy-object", "multipart"])
+def test_a_missing_target_bucket_is_not_writable(s3, size):
+    put(s3, "s3://onprem-sales/a.bin", os.urandom(size))
+    task = CopyTask("s3://onprem-sales/a.bin", "s3://no-such-bucket/e1/a.bin", size)
+    copier = S3ServerSideCopier(s3, multipart_threshold=6 * MiB, part_size=5 * MiB)
+
+    with pytest.raises(
+        TargetNotWritableError, match="cannot write s3://no-such-bucket/e1/a.bin: NoSuchBucket"
+    ):
+        copier.copy(Manifest("e1", (task,)))
+
+
+def test_a_failed_multipart_copy_leaves_no_upload_behind(s3):
+    source = "s3://onprem-sales/big.bin"
+    put(s3, source, os.urandom(11 * MiB))
+    other_client = boto3.client("s3", region_name="us-east-1")
+
+    def source_vanishes(**_):
+        other_client.delete_object(Bucket="onprem-sales", Key="big.bin")
+
+    s3.meta.events.register("before-call.s3.UploadPartCopy", source_vanishes)
+    copier = S3ServerSideCopier(s3, multipart_threshold=6 * MiB, part_size=5 * MiB)
+
+    with pytest.raises(CopyError, match="cannot read source file s3://onprem-sales/big.bin"):
+        copier.copy(Manifest("e1", (CopyTask(source, "s3://dr-sales/e1/big.bin", 11 * MiB),)))
+
+    assert "Uploads" not in s3.list_multipart_uploads(Bucket="dr-sales")
+    assert "Contents" not in s3.list_objects_v2(Bucket="dr-sales")
+
+
+def test_a_throttled_copy_is_retried(s3):
+    tasks = source_objects(s3, [100, 200])
+    hook = throttle(times=1)
+    s3.meta.events.register("before-call.s3.CopyObject", hook)
+
+    S3ServerSideCopier(s3, attempts=3).copy(Manifest("e1", tuple(tasks)))
+
+    for task in tasks:
+        assert read(s3, task.target) == read(s3, task.source)
+    assert len(hook.calls) == 3  # two objects, one of them twice
+
+
+def test_throttling_that_outlasts_the_attempts_fails_the_copy(s3):
+    tasks = source_objects(s3, [100])
+    s3.meta.events.register("before-call.s3.CopyObject", throttle(times=5))
+
+    with pytest.raises(CopyError, match=f"copying {tasks[0].source} to .* failed: SlowDown"):
+        S3ServerSideCopier(s3, attempts=2).copy(Manifest("e1", tuple(tasks)))
+
+
+def test_a_source_replaced_during_the_copy_fails_without_retry(s3):
+    # moto does not enforce CopySourceIfMatch; this is the answer S3 gives when the source's
+    # ETag no longer matches the one read before the copy.
+    tasks = source_objects(s3, [100])
+    calls = []
+
+    def precondition_failed(**_):
+        calls.append(1)
+        raise ClientError(
+            {
+                "Error": {
+                    "Code": "PreconditionFailed",
+                    "Message": "At least one of the pre-conditions you specified did not hold",
+                },
+                "ResponseMetadata": {"HTTPStatusCode": 412},
+            },
+            "CopyObject",
+        )
+
+    s3.meta.events.register("before-call.s3.CopyObject", precondition_failed)
+
+    with pytest.raises(CopyError, match=f"source file {tasks[0].source} changed during the copy"):
+        S3ServerSideCopier(s3).copy(Manifest("e1", tuple(tasks)))
+    assert len(calls) == 1
+
+
+def test_a_size_other_than_the_manifest_fails_verification(s3):
+    (task,) = source_objects(s3, [10])
+
+    with pytest.raises(
+        VerificationError, match=f"{task.target}: expected 11 bytes, found 10 bytes"
+    ):
+        S3ServerSideCopier(s3).copy(Manifest("e1", (CopyTask(task.source, task.target, 11),)))
+
+
+@pytest.mark.parametrize(
+    "source, target",
+    [
+        ("file:///data/sales/a.parquet", "s3://dr-sales/e1/a.parquet"),
+        ("s3://onprem-sales/a.parquet", "hdfs://namenode/replica/a.parquet"),
+    ],
+)
+def test_a_non_s3_uri_is_refused_before_anything_is_copied(s3, source, target):
+    (good,) = source_objects(s3, [10])
+    refused = source if not source.startswith("s3") else target
+
+    with pytest.raises(CopyError, match=f"{refused} is not an S3 URI"):
+        S3ServerSideCopier(s3).copy(Manifest("e1", (good, CopyTask(source, target, 10))))
+
+    assert "Contents" not in s3.list_objects_v2(Bucket="dr-sales")
