@@ -21,15 +21,18 @@ _CLIENT_CONFIG = Config(
 
 
 class AwsClients:
-    def __init__(self, session: boto3.session.Session | None = None):
+    """Clients by service and region; ``endpoint`` overrides the environment's endpoint."""
+
+    def __init__(self, endpoint: str | None = None, session: boto3.session.Session | None = None):
         self._session = session or boto3.session.Session()
+        self._endpoint = endpoint
         self._clients: dict[tuple[str, str | None], Any] = {}
 
     def client(self, service: str, region: str | None = None) -> Any:
         key = (service, region)
         if key not in self._clients:
             self._clients[key] = self._session.client(
-                service, region_name=region, config=_CLIENT_CONFIG
+                service, region_name=region, endpoint_url=self._endpoint, config=_CLIENT_CONFIG
             )
         return self._clients[key]
 

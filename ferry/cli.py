@@ -14,6 +14,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from botocore.exceptions import BotoCoreError, ClientError
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -24,6 +25,7 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 
+from ferry.aws import AwsClients
 from ferry.errors import ConfigError, FerryError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -50,6 +52,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except FerryError as error:
         print(f"ferry: error: {error}", file=sys.stderr)
+        return EXIT_FAILED
+    except (BotoCoreError, ClientError) as error:  # credentials, endpoint, permissions
+        print(f"ferry: error: AWS: {error}", file=sys.stderr)
         return EXIT_FAILED
     except RuntimeError as error:  # the local runtime's start-up problems
         print(f"ferry: error: {error}", file=sys.stderr)
@@ -79,8 +84,28 @@ def _parser() -> argparse.ArgumentParser:
     replicate.add_argument("-v", "--verbose", action="store_true", help="log what happens")
     replicate.set_defaults(handler=_replicate)
 
+    execute = commands.add_parser(
+        "execute", help="replicate a config through the state machine (local by default)"
+    )
+    execute.add_argument("config", type=Path, help="the replication config (YAML)")
+    execute.add_argument("--table", action="append", default=[], metavar="DB.TABLE")
+    execute.add_argument(
+        "--state-machine-arn", help="run on this state machine (default: the local runtime's)"
+    )
+    execute.add_argument(
+        "--work-uri", help="s3://bucket/prefix for the config and plans (with --state-machine-arn)"
+    )
+    execute.add_argument("--wait", action="store_true", help="follow the execution to its end")
+    execute.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    execute.add_argument("--home", type=Path, default=Path(".ferry"), help="local runtime state")
+    execute.set_defaults(handler=_execute)
+
     local = commands.add_parser("local", help="the local runtime: metastores and AWS emulator")
-    local.add_argument("action", choices=["up", "down", "status"])
+    local.add_argument("action", choices=["up", "down", "status", "trigger"])
+    local.add_argument("config", type=Path, nargs="?", help="with trigger: the config to run")
+    local.add_argument("--bucket", help="with trigger: the source bucket to watch")
+    local.add_argument("--prefix", default="", help="with trigger: only keys with this prefix")
+    local.add_argument("--suffix", default="_SUCCESS", help="with trigger: marker suffix")
     local.add_argument(
         "--home", type=Path, default=Path(".ferry"), help="state folder (default .ferry)"
     )
@@ -111,7 +136,6 @@ def _replicate(args: argparse.Namespace) -> int:
 def run_replicate(
     config_path: Path, tables: Sequence[str] = (), dry_run: bool = False, as_json: bool = False
 ) -> int:
-    from ferry.aws import AwsClients
     from ferry.catalog.factory import open_catalog
     from ferry.config import load_config
     from ferry.notify import SnsNotifier
@@ -251,10 +275,75 @@ def _print_summary(console: Console, outcomes, dry_run: bool) -> None:
 # -- local ----------------------------------------------------------------------------------
 
 
+def _execute(args: argparse.Namespace) -> int:
+    from ferry.config import load_config
+    from ferry.execute import follow, start
+    from ferry.local import deploy
+
+    config = load_config(args.config)  # a bad config stops here, before anything starts
+    try:
+        config.select(list(args.table))
+    except ConfigError as error:
+        raise UsageError(f"--table {error}") from None
+    if args.state_machine_arn:
+        if not args.work_uri:
+            raise UsageError("--state-machine-arn needs --work-uri (the stack's work bucket)")
+        state_machine_arn, work_uri, aws = args.state_machine_arn, args.work_uri, AwsClients()
+    else:
+        state_machine_arn, work_uri, aws = _local_pipeline(args.home.resolve())
+    config_uri = deploy.upload_config(aws.client("s3"), work_uri, args.config)
+    sfn = aws.client("stepfunctions", aws.region_of_arn(state_machine_arn))
+    name = deploy.execution_name()
+    execution_input = {"configUri": config_uri, **({"tables": args.table} if args.table else {})}
+    execution_arn = start(sfn, state_machine_arn, name, execution_input)
+    if not args.wait:
+        print(json.dumps({"executionArn": execution_arn}) if args.json else execution_arn)
+        return EXIT_OK
+    if not args.json:
+        print(f"execution {name} started")
+    outcome = follow(
+        sfn,
+        execution_arn,
+        on_state=(lambda s: None) if args.json else (lambda s: print(f"  → {s}")),
+    )
+    if args.json:
+        print(json.dumps(outcome.to_dict(), indent=2))
+    elif outcome.status == "SUCCEEDED":
+        print(f"SUCCEEDED in {outcome.seconds:.1f} s")
+    else:
+        for state, error, cause in outcome.failed_states:
+            print(f"  ✗ {state} failed: {error}: {cause}")
+        print(f"{outcome.status} in {outcome.seconds:.1f} s: {outcome.error}: {outcome.cause}")
+    return EXIT_OK if outcome.status == "SUCCEEDED" else EXIT_FAILED
+
+
+def _local_pipeline(home: Path) -> tuple[str, str, AwsClients]:
+    """The local runtime's state machine, work location and clients, or a clear error."""
+    import boto3
+
+    from ferry.local import deploy, emulator, processes
+
+    process = processes.read_process(home, "aws")
+    pipeline = deploy.Pipeline.load(home)
+    if process is None or not process.is_running() or pipeline is None:
+        raise FerryError(
+            f"the local runtime is not running in {home}; start it with `ferry local up`"
+        )
+    session = boto3.session.Session(
+        aws_access_key_id=emulator.EMULATOR_ENVIRONMENT["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=emulator.EMULATOR_ENVIRONMENT["AWS_SECRET_ACCESS_KEY"],
+        region_name=emulator.EMULATOR_ENVIRONMENT["AWS_DEFAULT_REGION"],
+    )
+    aws = AwsClients(emulator.endpoint_url(process.port), session=session)
+    return pipeline.state_machine_arn, pipeline.work_uri, aws
+
+
 def _local(args: argparse.Namespace) -> int:
     from ferry.local import runtime
 
     home = args.home.resolve()
+    if args.action == "trigger":
+        return _local_trigger(args, home)
     if args.action == "down":
         stopped = runtime.down(home)
         print(f"stopped: {', '.join(stopped)}" if stopped else "nothing was running")
@@ -296,6 +385,25 @@ def _local(args: argparse.Namespace) -> int:
         for key, value in settings.items():
             print(f"  export {key}={value}")
     return EXIT_OK if args.action == "up" or all(s.running for s in services) else EXIT_FAILED
+
+
+def _local_trigger(args: argparse.Namespace, home: Path) -> int:
+    from ferry.config import load_config
+    from ferry.local import deploy
+
+    if args.config is None or not args.bucket:
+        raise UsageError("local trigger needs CONFIG and --bucket")
+    load_config(args.config)
+    state_machine_arn, work_uri, aws = _local_pipeline(home)
+    config_uri = deploy.upload_config(aws.client("s3"), work_uri, args.config)
+    rule = deploy.add_s3_trigger(
+        aws, state_machine_arn, config_uri, args.bucket, args.prefix, args.suffix
+    )
+    print(
+        f"an object s3://{args.bucket}/{args.prefix}…{args.suffix} now starts a replication "
+        f"of {args.config} (rule {rule})"
+    )
+    return EXIT_OK
 
 
 # -- demo -----------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ state in a temporary folder. Tests isolate themselves by unique database names.
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
 from datetime import UTC, date, datetime
@@ -17,7 +18,7 @@ import yaml
 
 from ferry.catalog.glue import GlueCatalog
 from ferry.catalog.hive import HiveMetastoreCatalog
-from ferry.local import emulator, metastore, processes
+from ferry.local import deploy, emulator, metastore, processes
 from ferry.local.samples import create_sample_tables, last_days
 
 # The tests' clock: every date helper and event id is computed from it.
@@ -115,6 +116,45 @@ def write_config(tmp_path):
         return path
 
     return write
+
+
+@pytest.fixture
+def consumer(aws, unique):
+    """An SNS topic with an SQS queue subscribed to it, as a consumer would have."""
+    topic = aws["sns"].create_topic(Name=f"ferry-{unique}")["TopicArn"]
+    queue = aws["sqs"].create_queue(QueueName=f"consumer-{unique}")["QueueUrl"]
+    queue_arn = aws["sqs"].get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])[
+        "Attributes"
+    ]["QueueArn"]
+    aws["sns"].subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn)
+
+    def messages() -> list[dict]:
+        received = []
+        while True:
+            batch = (
+                aws["sqs"]
+                .receive_message(QueueUrl=queue, MaxNumberOfMessages=10)
+                .get("Messages", [])
+            )
+            if not batch:
+                return received
+            for message in batch:
+                envelope = json.loads(message["Body"])
+                received.append(
+                    {
+                        "body": json.loads(envelope["Message"]),
+                        "attributes": envelope.get("MessageAttributes", {}),
+                    }
+                )
+                aws["sqs"].delete_message(QueueUrl=queue, ReceiptHandle=message["ReceiptHandle"])
+
+    return topic, messages
+
+
+@pytest.fixture(scope="session")
+def pipeline(local_runtime):
+    """The replication pipeline, deployed into the session's emulator as `ferry local up` does."""
+    return deploy.deploy(local_runtime.endpoint, local_runtime.state_dir)
 
 
 def fixed_clock() -> datetime:

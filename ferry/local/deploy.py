@@ -159,14 +159,63 @@ def _state_machine(sfn: Any, text: str, role_arn: str) -> str:
     ]
 
 
-def upload_config(endpoint: str | None, work_uri: str, config_path: Path) -> str:
+def upload_config(s3: Any, work_uri: str, config_path: Path) -> str:
     """Put a config file under ``<work>/configs/`` (named by its content); its URI."""
     body = config_path.read_bytes()
     digest = hashlib.sha256(body).hexdigest()[:16]
     bucket, _, prefix = work_uri.removeprefix("s3://").partition("/")
     key = "/".join(p for p in (prefix, "configs", f"{config_path.stem}-{digest}.yml") if p)
-    boto3.client("s3", endpoint_url=endpoint).put_object(Bucket=bucket, Key=key, Body=body)
+    s3.put_object(Bucket=bucket, Key=key, Body=body)
     return f"s3://{bucket}/{key}"
+
+
+def s3_trigger_rule(
+    config_uri: str, bucket: str, prefix: str = "", suffix: str = "_SUCCESS"
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The EventBridge pattern and input transformer of an S3 marker trigger.
+
+    An object landing in ``bucket`` whose key has the prefix and suffix (a ``_SUCCESS``
+    marker, typically) starts a replication of the config, with the marker as ``trigger``.
+    """
+    # Matchers in one list are alternatives (OR): a prefix *and* a suffix is one wildcard.
+    if prefix and suffix:
+        key_filters = [{"wildcard": f"{prefix}*{suffix}"}]
+    elif prefix or suffix:
+        key_filters = [{"prefix": prefix} if prefix else {"suffix": suffix}]
+    else:
+        key_filters = []
+    pattern: dict[str, Any] = {
+        "source": ["aws.s3"],
+        "detail-type": ["Object Created"],
+        "detail": {"bucket": {"name": [bucket]}},
+    }
+    if key_filters:
+        pattern["detail"]["object"] = {"key": key_filters}
+    transformer = {
+        "InputPathsMap": {"bucket": "$.detail.bucket.name", "key": "$.detail.object.key"},
+        "InputTemplate": json.dumps(
+            {"configUri": config_uri, "trigger": {"bucket": "<bucket>", "key": "<key>"}}
+        ),
+    }
+    return pattern, transformer
+
+
+def add_s3_trigger(
+    aws: Any, state_machine_arn: str, config_uri: str, bucket: str, prefix: str, suffix: str
+) -> str:
+    """Route S3 "Object Created" events of ``bucket`` to the state machine; the rule's name."""
+    s3, events = aws.client("s3"), aws.client("events")
+    s3.put_bucket_notification_configuration(
+        Bucket=bucket, NotificationConfiguration={"EventBridgeConfiguration": {}}
+    )
+    pattern, transformer = s3_trigger_rule(config_uri, bucket, prefix, suffix)
+    name = "ferry-" + hashlib.sha256(json.dumps(pattern, sort_keys=True).encode()).hexdigest()[:16]
+    events.put_rule(Name=name, EventPattern=json.dumps(pattern), State="ENABLED")
+    events.put_targets(
+        Rule=name,
+        Targets=[{"Id": "replicate", "Arn": state_machine_arn, "InputTransformer": transformer}],
+    )
+    return name
 
 
 def execution_name(prefix: str = "ferry") -> str:

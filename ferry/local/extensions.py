@@ -192,7 +192,15 @@ def _install_emr_serverless(state_dir: Path) -> None:
         """``arn:aws:states:::emr-serverless:startJobRun.sync`` on the local runtime."""
 
         def __init__(self) -> None:
-            super().__init__(supported_integration_patterns={ResourceCondition.Sync})
+            # moto 5.2 ends every integration pattern with callback_endpoint.interrupt_all(),
+            # and creates that endpoint only for services that accept task tokens; without
+            # WaitForTaskToken here a .sync task fails with "'NoneType' ... interrupt_all".
+            super().__init__(
+                supported_integration_patterns={
+                    ResourceCondition.Sync,
+                    ResourceCondition.WaitForTaskToken,
+                }
+            )
 
         def _get_supported_parameters(self) -> set[str] | None:
             if self.resource.api_action.lower() != "startjobrun":
@@ -290,7 +298,7 @@ def _install_emr_serverless(state_dir: Path) -> None:
 
 def _install_eventbridge_to_step_functions() -> None:
     from moto.events.models import EventTemplateParser, Rule
-    from moto.stepfunctions.models import stepfunctions_backends
+    from moto.stepfunctions.responses import get_backend
     from moto.utilities.arns import parse_arn
 
     moto_send = Rule.send_to_targets
@@ -299,7 +307,10 @@ def _install_eventbridge_to_step_functions() -> None:
         targets = [t for t in self.targets if parse_arn(t["Arn"]).service == "states"]
         if targets and self.event_pattern.matches_event(event):
             for target in targets:
-                _start_execution(target, event)
+                try:
+                    _start_execution(target, event)
+                except Exception:  # moto's S3 notifier swallows errors silently: say it
+                    logger.exception("rule %s could not start %s", self.name, target["Arn"])
         others = [t for t in self.targets if t not in targets]
         if others:
             rule = copy(self)
@@ -311,6 +322,8 @@ def _install_eventbridge_to_step_functions() -> None:
         if "InputTransformer" in target:
             # moto passes S3's events untransformed; AWS applies the transformer to them too.
             transformer = target["InputTransformer"]
+            # moto's S3 events lack the ingestion time its own template parser requires.
+            event = {"ingestion-time": event.get("time"), **event}
             body = EventTemplateParser.parse(
                 input_template=transformer.get("InputTemplate"),
                 input_paths_map=transformer.get("InputPathsMap", {}),
@@ -321,8 +334,10 @@ def _install_eventbridge_to_step_functions() -> None:
         else:
             body = event
         name = f"event-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
-        backend = stepfunctions_backends[arn.account][arn.region]
-        backend.start_execution(target["Arn"], name, json.dumps(body))
+        # The backend that executes state machines (moto keeps two; this picks as its API does).
+        backend = get_backend(arn.account, arn.region)
+        execution = backend.start_execution(target["Arn"], name, json.dumps(body))
+        logger.info("event %s started %s", event.get("id"), execution.execution_arn)
 
     Rule.send_to_targets = send_to_targets
 

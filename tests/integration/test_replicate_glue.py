@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from ferry import fs
@@ -17,39 +15,6 @@ from tests.helpers import config_document, files_below, read_bytes
 from tests.integration.test_replicate_hive import event_ids
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def consumer(aws, unique):
-    """An SNS topic with an SQS queue subscribed to it, as a consumer would have."""
-    topic = aws["sns"].create_topic(Name=f"ferry-{unique}")["TopicArn"]
-    queue = aws["sqs"].create_queue(QueueName=f"consumer-{unique}")["QueueUrl"]
-    queue_arn = aws["sqs"].get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])[
-        "Attributes"
-    ]["QueueArn"]
-    aws["sns"].subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn)
-
-    def messages() -> list[dict]:
-        received = []
-        while True:
-            batch = (
-                aws["sqs"]
-                .receive_message(QueueUrl=queue, MaxNumberOfMessages=10)
-                .get("Messages", [])
-            )
-            if not batch:
-                return received
-            for message in batch:
-                envelope = json.loads(message["Body"])
-                received.append(
-                    {
-                        "body": json.loads(envelope["Message"]),
-                        "attributes": envelope.get("MessageAttributes", {}),
-                    }
-                )
-                aws["sqs"].delete_message(QueueUrl=queue, ReceiptHandle=message["ReceiptHandle"])
-
-    return topic, messages
 
 
 def glue_replication(local_runtime, sample, bucket, topic, tables):

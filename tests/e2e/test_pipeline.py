@@ -1,0 +1,329 @@
+"""The serverless pipeline, end to end on the emulator: the deployed state machine runs the
+real handlers (in-process Lambdas), the real Spark job (spark-submit), and moto's services.
+"""
+
+from __future__ import annotations
+
+import time
+
+import boto3
+import pytest
+
+from ferry import fs
+from ferry.catalog.glue import GlueCatalog
+from ferry.execute import ExecutionOutcome, follow, start
+from ferry.local import deploy
+from ferry.local.samples import create_sample_tables, last_days, order_rows, write_parquet
+from ferry.replica import REPLICATION_EVENT
+from tests.conftest import NOW
+from tests.helpers import catalog_state, config_document, files_below, read_bytes
+
+pytestmark = pytest.mark.e2e
+
+WEST = "us-west-2"
+
+
+@pytest.fixture
+def sfn(local_runtime):
+    return boto3.client("stepfunctions", region_name="us-east-1")
+
+
+@pytest.fixture
+def run(pipeline, sfn, aws, write_config):
+    """Replicate a config document through the deployed state machine; the outcome."""
+
+    def execute(document: dict, name: str = "replication.yml") -> ExecutionOutcome:
+        config_uri = deploy.upload_config(
+            aws["s3"], pipeline.work_uri, write_config(document, name)
+        )
+        arn = start(
+            sfn,
+            pipeline.state_machine_arn,
+            deploy.execution_name("test"),
+            {"configUri": config_uri},
+        )
+        return follow(sfn, arn, poll_seconds=0.2, timeout_seconds=240)
+
+    return execute
+
+
+def table_entry(sample, table, location=None, **extra):
+    entry = {
+        "source-table": {"database-name": sample.database, "table-name": table},
+        "replica-table": {"database-name": f"{sample.database}_dr"},
+        **extra,
+    }
+    if location:
+        entry["replica-table"]["table-location"] = location
+    return entry
+
+
+def successes(messages) -> list[dict]:
+    return [m["body"] for m in messages() if m["body"]["type"] == "SUCCESS"]
+
+
+def assert_snapshot_matches_source(
+    replica, source, table_name, replica_db, outcome_event, source_table
+):
+    table = replica.get_table(replica_db, table_name)
+    assert table.parameters[REPLICATION_EVENT] == outcome_event
+    partitions = replica.list_partitions(table)
+    assert partitions, "the replica has partitions"
+    for partition in partitions:
+        assert f"/{outcome_event}/" in partition.location + "/"
+        assert read_bytes(f"{partition.location}/part-00000.parquet") == read_bytes(
+            f"{source_table.location}/dt={partition.values[0]}/part-00000.parquet"
+        )
+    return table
+
+
+def test_inline_copy_and_metadata_only_through_the_state_machine(
+    run, local_runtime, sample, replica_catalog, tmp_path, consumer
+):
+    topic, messages = consumer
+    target = fs.local_uri(tmp_path / "replica")
+    outcome = run(
+        config_document(
+            local_runtime,
+            [
+                table_entry(sample, "orders", f"{target}/orders"),
+                table_entry(
+                    sample,
+                    "big_orders",
+                    **{
+                        "replication-mode": "METADATA_MIRROR",
+                        "table-mappings": {
+                            f"{sample.database}.orders": f"{sample.database}_dr.orders"
+                        },
+                    },
+                ),
+            ],
+            **{"sns-event-listener": {"topic": topic}},
+        )
+    )
+    assert outcome.status == "SUCCEEDED", outcome
+    received = successes(messages)
+    assert {m["replicaTable"] for m in received} == {
+        f"{sample.database}_dr.orders",
+        f"{sample.database}_dr.big_orders",
+    }
+    orders_message = next(m for m in received if m["replicaTable"].endswith(".orders"))
+    assert_snapshot_matches_source(
+        replica_catalog,
+        None,
+        "orders",
+        f"{sample.database}_dr",
+        orders_message["eventId"],
+        sample.orders,
+    )
+    assert orders_message["bytesReplicated"] == sum(
+        files_below(f"{target}/orders/{orders_message['eventId']}").values()
+    )
+    assert orders_message["modifiedPartitions"] == [[d] for d in sample.days]
+    view = replica_catalog.get_table(f"{sample.database}_dr", "big_orders")
+    assert f"`{sample.database}_dr`.`orders`" in view.view_expanded_text
+    copiers = {r["plan"]["copier"] for r in outcome.output["results"]}
+    assert copiers == {"inline", "metadata"}
+
+
+def test_spark_copy_through_emr_serverless(
+    run, local_runtime, sample, replica_catalog, tmp_path, consumer
+):
+    topic, messages = consumer
+    target = fs.local_uri(tmp_path / "replica")
+    outcome = run(
+        config_document(
+            local_runtime,
+            [
+                table_entry(
+                    sample,
+                    "orders",
+                    f"{target}/orders",
+                    **{"copier-options": {"inline-threshold-mib": 0}},
+                )
+            ],
+            **{"sns-event-listener": {"topic": topic}},
+        )
+    )
+    assert outcome.status == "SUCCEEDED", outcome
+    [result] = outcome.output["results"]
+    assert result["plan"]["copier"] == "spark"
+    assert result["copy"]["jobRunId"]
+    [message] = successes(messages)
+    assert_snapshot_matches_source(
+        replica_catalog, None, "orders", f"{sample.database}_dr", message["eventId"], sample.orders
+    )
+    report = read_bytes(result["plan"]["reportUri"])
+    assert b'"failed": []' in report
+
+
+def test_s3_to_s3_cross_region_uses_server_side_copy(run, local_runtime, aws, unique, consumer):
+    topic, messages = consumer
+    source_bucket, replica_bucket = f"src-{unique}", f"dr-west-{unique}"
+    aws["s3"].create_bucket(Bucket=source_bucket)
+    boto3.client("s3", region_name=WEST).create_bucket(
+        Bucket=replica_bucket, CreateBucketConfiguration={"LocationConstraint": WEST}
+    )
+    east = GlueCatalog("east", aws["glue"])
+    west = GlueCatalog("west", boto3.client("glue", region_name=WEST))
+    sample = create_sample_tables(
+        east, f"sales_{unique}", f"s3://{source_bucket}/warehouse", last_days(NOW.date(), 3)
+    )
+    outcome = run(
+        {
+            "source-catalog": {"name": "east", "glue": {"region": "us-east-1"}},
+            "replica-catalog": {"name": "west", "glue": {"region": WEST}},
+            "sns-event-listener": {"topic": topic},
+            "copier-options": {"s3-batch-files": 2},
+            "table-replications": [table_entry(sample, "orders", f"s3://{replica_bucket}/orders")],
+        }
+    )
+    assert outcome.status == "SUCCEEDED", outcome
+    [result] = outcome.output["results"]
+    assert result["plan"]["copier"] == "s3" and result["plan"]["files"] == 3
+    [message] = successes(messages)
+    table = assert_snapshot_matches_source(
+        west, east, "orders", f"{sample.database}_dr", message["eventId"], sample.orders
+    )
+    assert table.location == f"s3://{replica_bucket}/orders/{message['eventId']}"
+
+
+def test_unchanged_table_skips_straight_to_the_end(
+    run, local_runtime, sample, replica_catalog, tmp_path
+):
+    target = fs.local_uri(tmp_path / "replica")
+    entry = table_entry(sample, "orders", f"{target}/orders")
+    entry["source-table"]["partition-filter"] = "dt > '2999-01-01'"
+    first = run(config_document(local_runtime, [entry]))
+    assert first.status == "SUCCEEDED"
+    before = catalog_state(replica_catalog, f"{sample.database}_dr", ["orders"])
+    second = run(config_document(local_runtime, [entry]))
+    assert second.status == "SUCCEEDED"
+    [result] = second.output["results"]
+    assert result["plan"]["copier"] == "none" and result["notified"]["status"] == "UNCHANGED"
+    assert catalog_state(replica_catalog, f"{sample.database}_dr", ["orders"]) == before
+
+
+def test_unwritable_target_fails_the_execution_and_leaves_the_replica_as_it_was(
+    run, local_runtime, sample, replica_catalog, tmp_path, unique, consumer
+):
+    topic, messages = consumer
+    target = fs.local_uri(tmp_path / "replica")
+    good = config_document(local_runtime, [table_entry(sample, "orders", f"{target}/orders")])
+    assert run(good).status == "SUCCEEDED"
+    replica_db = f"{sample.database}_dr"
+    before = (catalog_state(replica_catalog, replica_db, ["orders"]), files_below(target))
+    # Same replica table, now aimed at a bucket that does not exist: the copy cannot write.
+    bad = config_document(
+        local_runtime,
+        [table_entry(sample, "orders", f"s3://no-such-bucket-{unique}/orders")],
+        **{"sns-event-listener": {"topic": topic}},
+    )
+    outcome = run(bad)
+    assert outcome.status == "FAILED"
+    assert outcome.error == "TargetNotWritableError"
+    assert outcome.cause.startswith(
+        f"{sample.database}.orders: cannot write s3://no-such-bucket-{unique}/orders/"
+    )
+    assert ("Inline copy", "TargetNotWritableError") in {
+        (s, e) for s, e, _ in outcome.failed_states
+    }
+    assert (catalog_state(replica_catalog, replica_db, ["orders"]), files_below(target)) == before
+    failure = [m["body"] for m in messages() if m["body"]["type"] == "FAILURE"]
+    assert len(failure) == 1 and failure[0]["errorMessage"].startswith(
+        "cannot write s3://no-such-bucket-"
+    )
+
+
+def test_failed_spark_copy_names_the_files_and_changes_nothing(
+    run, local_runtime, sample, replica_catalog, tmp_path, consumer
+):
+    topic, messages = consumer
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file where the replica folder should be")
+    outcome = run(
+        config_document(
+            local_runtime,
+            [
+                table_entry(
+                    sample,
+                    "orders",
+                    f"{fs.local_uri(blocker)}/orders",
+                    **{"copier-options": {"inline-threshold-mib": 0}},
+                )
+            ],
+            **{"sns-event-listener": {"topic": topic}},
+        )
+    )
+    assert outcome.status == "FAILED"
+    assert outcome.error == "CopyError"
+    assert "3 files not copied" in outcome.cause and "cannot write" in outcome.cause
+    assert ("Spark copy", "States.TaskFailed") in {(s, e) for s, e, _ in outcome.failed_states}
+    assert replica_catalog.get_database(f"{sample.database}_dr") is None
+    assert blocker.read_text().startswith("a file")
+    [failure] = [m["body"] for m in messages() if m["body"]["type"] == "FAILURE"]
+    assert "3 files not copied" in failure["errorMessage"]
+
+
+def test_a_marker_object_landing_in_s3_starts_a_replication(
+    pipeline, sfn, local_runtime, aws, unique, write_config
+):
+    source_bucket, replica_bucket = f"landing-{unique}", f"dr-{unique}"
+    for bucket in (source_bucket, replica_bucket):
+        aws["s3"].create_bucket(Bucket=bucket)
+    glue = GlueCatalog("aws", aws["glue"])
+    sample = create_sample_tables(
+        glue, f"events_{unique}", f"s3://{source_bucket}/warehouse", last_days(NOW.date(), 2)
+    )
+    config = write_config(
+        {
+            "source-catalog": {"name": "landing", "glue": {"region": "us-east-1"}},
+            "replica-catalog": {"name": "dr", "glue": {"region": "us-east-1"}},
+            "table-replications": [table_entry(sample, "orders", f"s3://{replica_bucket}/orders")],
+        }
+    )
+    clients = type(
+        "Clients",
+        (),
+        {"client": staticmethod(lambda service: aws.get(service) or boto3.client(service))},
+    )
+    config_uri = deploy.upload_config(aws["s3"], pipeline.work_uri, config)
+    deploy.add_s3_trigger(
+        clients, pipeline.state_machine_arn, config_uri, source_bucket, "warehouse/", "_SUCCESS"
+    )
+    before = {
+        e["executionArn"]
+        for e in sfn.list_executions(stateMachineArn=pipeline.state_machine_arn)["executions"]
+    }
+
+    # A new day's partition lands, then its marker: that starts the replication.
+    write_parquet(
+        f"s3://{source_bucket}/warehouse/{sample.database}.db/orders/dt=2026-11-22",
+        "part-00000.parquet",
+        order_rows("2026-11-22"),
+    )
+    aws["s3"].put_object(
+        Bucket=source_bucket, Key="warehouse/other/_TEMP", Body=b""
+    )  # not a marker
+    aws["s3"].put_object(
+        Bucket=source_bucket, Key=f"warehouse/{sample.database}.db/orders/_SUCCESS", Body=b""
+    )
+
+    deadline = time.monotonic() + 30
+    started = []
+    while not started and time.monotonic() < deadline:
+        started = [
+            e
+            for e in sfn.list_executions(stateMachineArn=pipeline.state_machine_arn)["executions"]
+            if e["executionArn"] not in before
+        ]
+        time.sleep(0.2)
+    assert len(started) == 1, "exactly the marker started an execution"
+    outcome = follow(sfn, started[0]["executionArn"], poll_seconds=0.2, timeout_seconds=120)
+    assert outcome.status == "SUCCEEDED", outcome
+    assert outcome.output["trigger"] == {
+        "bucket": source_bucket,
+        "key": f"warehouse/{sample.database}.db/orders/_SUCCESS",
+    }
+    replica = glue.get_table(f"{sample.database}_dr", "orders")
+    assert [p.values for p in glue.list_partitions(replica)] == [(d,) for d in sample.days]
