@@ -1,14 +1,22 @@
-"""``ferry demo``: replicate sample tables on the local runtime, and show that it worked.
+"""``ferry demo``: the replication pipeline on the local runtime, and proof that it worked.
 
-It starts the local runtime, creates a source database with a partitioned Parquet table, an
-unpartitioned one and a view, replicates them to the replica Hive metastore (file://) and to
-Glue + S3 on the emulator through ``ferry replicate``, then reads both replicas back.
+1. starts the local runtime (two Hive metastores, the AWS emulator with the pipeline);
+2. creates source tables: ``sales`` in the source Hive metastore (a partitioned Parquet
+   table, an unpartitioned one, a view) and ``landing`` in Glue on S3;
+3. replicates ``sales`` through the state machine to the replica Hive metastore (inline
+   copy, Spark copy on "EMR Serverless", metadata-only view), and with ``ferry replicate``
+   to Glue + S3;
+4. drops a ``_SUCCESS`` marker into the landing bucket: the S3 event starts a replication
+   to another region (S3 server-side copy);
+5. runs a replication that fails on purpose and shows the replica unchanged;
+6. reads every replica back through its catalog and compares it with its source.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -19,20 +27,21 @@ from ferry.aws import AwsClients
 from ferry.catalog import Catalog
 from ferry.catalog.glue import GlueCatalog
 from ferry.catalog.hive import HiveMetastoreCatalog
-from ferry.cli import EXIT_OK, run_replicate
-from ferry.local import runtime
-from ferry.local.samples import create_sample_tables, last_days
+from ferry.cli import EXIT_FAILED, EXIT_OK, main, run_replicate
+from ferry.execute import follow
+from ferry.local import deploy, runtime
+from ferry.local.samples import create_sample_tables, last_days, order_rows, write_parquet
 from ferry.reader import read_rows
 
-DATABASE = "sales"
-REPLICA_DATABASE = "sales_dr"
-BUCKET = "ferry-demo-dr"
-TOPIC = "ferry-demo"
+SALES, SALES_DR = "sales", "sales_dr"
+LANDING, LANDING_DR = "landing", "landing_dr"
+LANDING_BUCKET, DR_BUCKET, WEST_BUCKET = "ferry-demo-landing", "ferry-demo-dr", "ferry-demo-dr-west"
+WEST = "us-west-2"
 QUEUE = "ferry-demo-consumer"
 
 
 def run(home: Path, ports: dict[str, int]) -> int:
-    _heading("1. Local runtime: two Hive metastores and the AWS emulator")
+    _heading("1. Local runtime: two Hive metastores, the AWS emulator, the pipeline deployed")
     services = runtime.up(home, ports)
     for service in services:
         print(f"  {service.name:<8} {service.url}")
@@ -41,149 +50,237 @@ def run(home: Path, ports: dict[str, int]) -> int:
     source_uri = settings["FERRY_SOURCE_METASTORE_URIS"]
     replica_uri = settings["FERRY_REPLICA_METASTORE_URIS"]
     aws = AwsClients()
+    pipeline = deploy.Pipeline.load(home)
+    assert pipeline is not None
+    print(f"  state machine {pipeline.state_machine_arn}")
+    east, west = (
+        GlueCatalog("east", aws.client("glue")),
+        GlueCatalog("west", aws.client("glue", WEST)),
+    )
 
     _heading("2. Source tables")
+    days = last_days(datetime.now(UTC).date(), 3)
+    _buckets(aws)
+    topic = _consumer(aws, pipeline.topic_arn)
     with HiveMetastoreCatalog("onprem", [source_uri]) as source:
-        if source.get_table(DATABASE, "orders") is None:
-            days = last_days(datetime.now(UTC).date(), 3)
-            create_sample_tables(
-                source, DATABASE, fs.local_uri(home / "source" / "warehouse"), days
-            )
-            print(
-                f"  created {DATABASE}.orders (partitions {', '.join(days)}), "
-                f"{DATABASE}.customers and the view {DATABASE}.big_orders"
-            )
-        else:
-            print(
-                f"  {DATABASE} exists from an earlier run; replicating it again makes new snapshots"
-            )
-
-    topic = _consumer(aws)
-    if not _bucket_exists(aws):
-        aws.client("s3").create_bucket(Bucket=BUCKET)
+        if source.get_table(SALES, "orders") is None:
+            create_sample_tables(source, SALES, fs.local_uri(home / "source" / "warehouse"), days)
+    if east.get_table(LANDING, "orders") is None:
+        create_sample_tables(east, LANDING, f"s3://{LANDING_BUCKET}/warehouse", days)
+    print(
+        f"  Hive  {SALES}.orders (partitions {', '.join(days)}), {SALES}.customers, "
+        f"view {SALES}.big_orders"
+    )
+    print(f"  Glue  {LANDING}.orders on s3://{LANDING_BUCKET}/warehouse (us-east-1)")
     configs = _write_configs(home, source_uri, replica_uri, topic)
 
-    _heading("3. Replicate to the replica Hive metastore (file://)")
-    print(f"  $ ferry replicate {configs['hive']}")
-    hive_status = run_replicate(configs["hive"])
+    _heading("3a. Through the state machine, to the replica Hive metastore")
+    print(f"  $ ferry execute {configs['hive']} --wait")
+    full = main(["execute", str(configs["hive"]), "--wait", "--home", str(home)])
+    with HiveMetastoreCatalog("dr", [replica_uri]) as replica:
+        committed = replica.get_table(SALES_DR, "orders")
+        location_after_full_run = committed.location if committed else None
 
-    _heading("4. Replicate to Glue + S3 on the emulator, notifying over SNS")
+    _heading("3b. With `ferry replicate`, to Glue + S3 on the emulator")
     print(f"  $ ferry replicate {configs['glue']}")
-    glue_status = run_replicate(configs["glue"])
+    direct = run_replicate(configs["glue"])
 
-    _heading("5. Read the replicas back through their catalogs")
+    _heading("4. An S3 event starts a replication: a _SUCCESS marker lands in the source bucket")
+    print(
+        f"  $ ferry local trigger {configs['landing']} "
+        f"--bucket {LANDING_BUCKET} --prefix warehouse/"
+    )
+    main(["local", "trigger", str(configs["landing"]), "--bucket", LANDING_BUCKET,
+          "--prefix", "warehouse/", "--home", str(home)])  # fmt: skip
+    triggered = _land_a_partition_and_follow(aws, pipeline, east)
+
+    _heading("5. A replication that fails on purpose: its target bucket does not exist")
+    print(f"  $ ferry execute {configs['broken']} --wait")
+    broken = main(["execute", str(configs["broken"]), "--wait", "--home", str(home)])
+    with HiveMetastoreCatalog("dr", [replica_uri]) as replica:
+        after = replica.get_table(SALES_DR, "orders")
+    unchanged = after is not None and after.location == location_after_full_run
+    print(f"  {SALES_DR}.orders still points at {after.location if after else None}")
+    print(f"  replica {'unchanged' if unchanged else 'CHANGED'} by the failed run")
+
+    _heading("6. Read every replica back through its catalog")
     same = True
     with (
         HiveMetastoreCatalog("onprem", [source_uri]) as source,
         HiveMetastoreCatalog("dr", [replica_uri]) as hive_replica,
     ):
-        glue_replica = GlueCatalog("aws", aws.client("glue"))
-        for replica in (hive_replica, glue_replica):
-            same &= _compare(source, replica)
-        view = hive_replica.get_table(REPLICA_DATABASE, "big_orders")
+        same &= _compare(source, SALES, hive_replica, SALES_DR, ("orders", "customers"))
+        same &= _compare(source, SALES, east, SALES_DR, ("orders", "customers"))
+        same &= _compare(east, LANDING, west, LANDING_DR, ("orders",))
+        view = hive_replica.get_table(SALES_DR, "big_orders")
         print(
-            f"  view {REPLICA_DATABASE}.big_orders on the replica reads: {view.view_expanded_text}"
+            f"  view {SALES_DR}.big_orders on the replica: "
+            f"{view.view_expanded_text if view else None}"
         )
 
-    _heading("6. What a consumer of the SNS topic received")
+    _heading("7. What a consumer of the SNS topic received")
     for message in _drain(aws):
-        partitions = len(message.get("modifiedPartitions", []))
-        print(
-            f"  {message['type']:<8} {message['replicaTable']:<22} {message['eventId']}"
-            + (
-                f"  {partitions} partitions, {message['bytesReplicated']} bytes"
-                if message["type"] != "START"
-                else ""
-            )
-        )
+        line = f"  {message['type']:<8} {message['replicaTable']:<22} {message['eventId']}"
+        if message["type"] == "SUCCESS":
+            partitions = len(message["modifiedPartitions"])
+            line += f"  {partitions} partitions, {message['bytesReplicated']} bytes"
+        if message["type"] == "FAILURE":
+            line += f"  {message['errorMessage'][:70]}…"
+        print(line)
 
-    ok = hive_status == glue_status == EXIT_OK and same
-    _heading("Done" if ok else "Something went wrong (see above)")
-    print(f"  configs: {configs['hive']}, {configs['glue']}")
+    ok = (
+        full == EXIT_OK and direct == EXIT_OK and triggered and broken == EXIT_FAILED
+        and unchanged and same
+    )  # fmt: skip
+    _heading("Done: every step behaved as it should" if ok else "Something went wrong (see above)")
+    print(f"  configs: {home / 'demo'}")
     print(f"  try:     .venv/bin/ferry replicate {configs['hive']} --dry-run")
     print(f"  stop:    .venv/bin/ferry local down --home {home}")
     return EXIT_OK if ok else 1
 
 
-def _compare(source: Catalog, replica: Catalog) -> bool:
+def _land_a_partition_and_follow(aws: AwsClients, pipeline: deploy.Pipeline, east: Catalog) -> bool:
+    sfn = aws.client("stepfunctions")
+
+    def executions() -> set[str]:
+        listed = sfn.list_executions(stateMachineArn=pipeline.state_machine_arn)["executions"]
+        return {e["executionArn"] for e in listed}
+
+    before = executions()
+    day = datetime.now(UTC).strftime("%Y-%m-%d") + "-late"
+    location = f"s3://{LANDING_BUCKET}/warehouse/{LANDING}.db/orders/dt={day}"
+    write_parquet(
+        location, "part-00000.parquet", order_rows(datetime.now(UTC).strftime("%Y-%m-%d"))
+    )
+    table = east.get_table(LANDING, "orders")
+    if table is not None and (day,) not in east.list_partition_values(table):
+        from ferry.model import Partition
+
+        east.add_partitions(table, [Partition((day,), table.storage.with_location(location))])
+    marker = f"warehouse/{LANDING}.db/orders/_SUCCESS"
+    aws.client("s3").put_object(Bucket=LANDING_BUCKET, Key=marker, Body=b"")
+    print(f"  wrote partition dt={day} and s3://{LANDING_BUCKET}/{marker}")
+    deadline, started = time.monotonic() + 30, set()
+    while not started and time.monotonic() < deadline:
+        started = executions() - before
+        time.sleep(0.2)
+    if not started:
+        print("  no execution started")
+        return False
+    arn = started.pop()
+    print(f"  the event started {arn.rsplit(':', 1)[-1]}")
+    outcome = follow(sfn, arn, on_state=lambda state: print(f"  → {state}"))
+    results = (outcome.output or {}).get("results", [])
+    copiers = ", ".join(sorted({r["plan"]["copier"] for r in results if "plan" in r}))
+    print(f"  {outcome.status} in {outcome.seconds:.1f} s, copier: {copiers}")
+    return outcome.status == "SUCCEEDED"
+
+
+def _compare(source: Catalog, source_db: str, replica: Catalog, replica_db: str, names) -> bool:
     same = True
-    for name in ("orders", "customers"):
-        table = replica.get_table(REPLICA_DATABASE, name)
-        source_rows = read_rows(source, source.get_table(DATABASE, name))  # type: ignore[arg-type]
-        replica_rows = read_rows(replica, table)  # type: ignore[arg-type]
-        equal = source_rows.equals(replica_rows)
+    for name in names:
+        source_rows = read_rows(source, source.get_table(source_db, name))  # type: ignore[arg-type]
+        table = replica.get_table(replica_db, name)
+        rows = read_rows(replica, table)  # type: ignore[arg-type]
+        equal = source_rows.equals(rows)
         same &= equal
         verdict = "same rows as the source" if equal else "DIFFERENT from the source"
-        print(
-            f"  {replica.name:>4}  {REPLICA_DATABASE}.{name:<10} "
-            f"{replica_rows.num_rows:>3} rows, {verdict}"
-        )
-        print(f"        at {table.location}")  # type: ignore[union-attr]
+        print(f"  {replica.name:>5}  {replica_db}.{name:<10} {rows.num_rows:>3} rows, {verdict}")
+        print(f"         at {table.location}")  # type: ignore[union-attr]
     return same
 
 
 def _write_configs(home: Path, source_uri: str, replica_uri: str, topic: str) -> dict[str, Path]:
     folder = home / "demo"
     folder.mkdir(parents=True, exist_ok=True)
-    replica_data = fs.local_uri(home / "replica" / "data")
+    hive_source = {"name": "onprem", "hive-metastore-uris": source_uri}
+    listener = {"sns-event-listener": {"topic": topic}}
 
-    def replications(root: str) -> list[dict]:
+    def sales(root: str, spark_customers: bool) -> list[dict]:
+        customers: dict = {
+            "source-table": {"database-name": SALES, "table-name": "customers"},
+            "replica-table": {"database-name": SALES_DR, "table-location": f"{root}/customers"},
+        }
+        if spark_customers:  # small, but sent to Spark to show that copier too
+            customers["copier-options"] = {"inline-threshold-mib": 0}
         return [
             {
-                "source-table": {
-                    "database-name": DATABASE,
-                    "table-name": "orders",
-                    "partition-filter": "dt >= '{{ days_ago(2) }}'",
-                },
-                "replica-table": {
-                    "database-name": REPLICA_DATABASE,
-                    "table-location": f"{root}/orders",
-                },
+                "source-table": {"database-name": SALES, "table-name": "orders",
+                                 "partition-filter": "dt >= '{{ days_ago(2) }}'"},
+                "replica-table": {"database-name": SALES_DR, "table-location": f"{root}/orders"},
                 "transform-options": {"table-properties": {"replicated-for": "ferry-demo"}},
             },
+            customers,
             {
-                "source-table": {"database-name": DATABASE, "table-name": "customers"},
-                "replica-table": {
-                    "database-name": REPLICA_DATABASE,
-                    "table-location": f"{root}/customers",
-                },
-            },
-            {
-                "source-table": {"database-name": DATABASE, "table-name": "big_orders"},
-                "replica-table": {"database-name": REPLICA_DATABASE},
+                "source-table": {"database-name": SALES, "table-name": "big_orders"},
+                "replica-table": {"database-name": SALES_DR},
                 "replication-mode": "METADATA_MIRROR",
-                "table-mappings": {f"{DATABASE}.orders": f"{REPLICA_DATABASE}.orders"},
+                "table-mappings": {f"{SALES}.orders": f"{SALES_DR}.orders"},
             },
-        ]
+        ]  # fmt: skip
 
-    source = {"name": "onprem", "hive-metastore-uris": source_uri}
     documents = {
         "hive": {
-            "source-catalog": source,
+            "source-catalog": hive_source,
             "replica-catalog": {"name": "dr", "hive-metastore-uris": replica_uri},
-            "table-replications": replications(replica_data),
+            **listener,
+            "table-replications": sales(fs.local_uri(home / "replica" / "data"), True),
         },
         "glue": {
-            "source-catalog": source,
+            "source-catalog": hive_source,
             "replica-catalog": {"name": "aws", "glue": {"region": "us-east-1"}},
-            "sns-event-listener": {"topic": topic},
-            "table-replications": replications(f"s3://{BUCKET}/warehouse"),
+            **listener,
+            "table-replications": sales(f"s3://{DR_BUCKET}/warehouse", False),
         },
+        "landing": {
+            "source-catalog": {"name": "landing", "glue": {"region": "us-east-1"}},
+            "replica-catalog": {"name": "west", "glue": {"region": WEST}},
+            **listener,
+            "table-replications": [
+                {
+                    "source-table": {"database-name": LANDING, "table-name": "orders"},
+                    "replica-table": {
+                        "database-name": LANDING_DR,
+                        "table-location": f"s3://{WEST_BUCKET}/orders",
+                    },
+                }
+            ],
+        },  # fmt: skip
+        "broken": {
+            "source-catalog": hive_source,
+            "replica-catalog": {"name": "dr", "hive-metastore-uris": replica_uri},
+            **listener,
+            "table-replications": [
+                {
+                    "source-table": {"database-name": SALES, "table-name": "orders"},
+                    "replica-table": {
+                        "database-name": SALES_DR,
+                        "table-location": "s3://ferry-demo-no-such-bucket/orders",
+                    },
+                }
+            ],
+        },  # fmt: skip
     }
     paths = {}
     for name, document in documents.items():
-        paths[name] = folder / f"hive-to-{name}.yml"
+        paths[name] = folder / f"{name}.yml"
         paths[name].write_text(yaml.safe_dump(document, sort_keys=False))
     return paths
 
 
-def _bucket_exists(aws: AwsClients) -> bool:
-    return any(b["Name"] == BUCKET for b in aws.client("s3").list_buckets().get("Buckets", []))
+def _buckets(aws: AwsClients) -> None:
+    existing = {b["Name"] for b in aws.client("s3").list_buckets().get("Buckets", [])}
+    for bucket in (LANDING_BUCKET, DR_BUCKET):
+        if bucket not in existing:
+            aws.client("s3").create_bucket(Bucket=bucket)
+    if WEST_BUCKET not in existing:
+        aws.client("s3", WEST).create_bucket(
+            Bucket=WEST_BUCKET, CreateBucketConfiguration={"LocationConstraint": WEST}
+        )
 
 
-def _consumer(aws: AwsClients) -> str:
+def _consumer(aws: AwsClients, topic: str) -> str:
     sns, sqs = aws.client("sns"), aws.client("sqs")
-    topic = sns.create_topic(Name=TOPIC)["TopicArn"]
     queue = sqs.create_queue(QueueName=QUEUE)["QueueUrl"]
     arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"][
         "QueueArn"
@@ -207,4 +304,4 @@ def _drain(aws: AwsClients) -> list[dict]:
 
 
 def _heading(text: str) -> None:
-    print(f"\n== {text}")
+    print(f"\n== {text}", flush=True)

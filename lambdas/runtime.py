@@ -10,7 +10,7 @@ import os
 from functools import cache
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from ferry.pipeline import Pipeline
 
@@ -21,16 +21,19 @@ NAMESPACE = "Ferry"
 class Settings(BaseModel):
     """The Lambda functions' environment (set by the CDK stack, or the local runtime)."""
 
-    work_uri: str = Field(description="s3://bucket/prefix for plans, manifests and reports")
-    max_concurrency: int = Field(default=4, ge=1, description="tables replicated at once")
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    work_uri: str = Field(
+        alias="FERRY_WORK_URI", description="s3://bucket/prefix for plans, manifests, reports"
+    )
+    max_concurrency: int = Field(
+        default=4, ge=1, alias="FERRY_MAX_CONCURRENCY", description="tables replicated at once"
+    )
 
     @classmethod
     def from_environment(cls, environ: dict[str, str] | None = None) -> Settings:
-        environ = dict(os.environ if environ is None else environ)
-        values = {"work_uri": environ.get("FERRY_WORK_URI")}
-        if "FERRY_MAX_CONCURRENCY" in environ:
-            values["max_concurrency"] = environ["FERRY_MAX_CONCURRENCY"]
-        return cls.model_validate(values)
+        """Errors name the variable, e.g. ``FERRY_WORK_URI: Field required``."""
+        return cls.model_validate(dict(os.environ if environ is None else environ))
 
 
 logger = Logger(service=SERVICE)

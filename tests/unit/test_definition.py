@@ -1,0 +1,93 @@
+"""The one state machine definition: complete, parseable by the emulator, and defensive."""
+
+import json
+from pathlib import Path
+
+import pytest
+from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+
+from infra import definition
+
+EVENTS = Path(__file__).parents[2] / "events"
+SUBSTITUTIONS = {
+    **{
+        f"{name}FunctionArn": f"arn:aws:lambda:us-east-1:123456789012:function:{name}"
+        for name in definition.FUNCTIONS
+    },
+    "SparkApplicationId": "00abc",
+    "SparkJobRoleArn": "arn:aws:iam::123456789012:role/spark",
+    "CopyJobEntryPoint": "s3://assets/copy_files.py",
+    "SparkSubmitParameters": "--conf spark.executor.cores=4",
+}
+
+
+@pytest.fixture(scope="module")
+def rendered():
+    return definition.load(SUBSTITUTIONS)
+
+
+def test_every_placeholder_is_known_and_filled():
+    assert definition.placeholders() == set(SUBSTITUTIONS)
+    with pytest.raises(KeyError, match="SparkApplicationId"):
+        definition.render({k: v for k, v in SUBSTITUTIONS.items() if k != "SparkApplicationId"})
+
+
+def test_the_emulator_parses_the_definition():
+    AmazonStateLanguageParser.parse(definition.render(SUBSTITUTIONS))
+
+
+def test_every_task_has_retry_and_catch(rendered):
+    tasks = {
+        name: state
+        for name, state in definition.states(rendered).items()
+        if state["Type"] == "Task"
+    }
+    assert {
+        "Resolve tables",
+        "Plan",
+        "Inline copy",
+        "Copy batch",
+        "Spark copy",
+        "Commit",
+        "Notify success",
+        "Abort table",
+        "Summarize",
+    } <= set(tasks)
+    for name, state in tasks.items():
+        assert state.get("Retry"), f"{name} has no Retry"
+        assert state.get("Catch"), f"{name} has no Catch"
+        assert "Comment" in state and "ResultPath" in state, name
+
+
+def test_every_state_has_a_comment_and_every_transition_exists(rendered):
+    every = definition.states(rendered)
+    for name, state in every.items():
+        assert state.get("Comment"), f"{name} has no Comment"
+        targets = [
+            state.get("Next"),
+            state.get("Default"),
+            *(c["Next"] for c in state.get("Choices", [])),
+            *(c["Next"] for c in state.get("Catch", [])),
+        ]
+        assert all(t in every for t in targets if t), f"{name} points at a missing state"
+
+
+def test_failures_are_caught_per_table_and_end_the_execution_with_the_named_error(rendered):
+    per_table = rendered["States"]["Replicate tables"]["ItemProcessor"]["States"]
+    for name, state in per_table.items():
+        for catch in state.get("Catch", []):
+            assert catch["Next"] in {"Abort table", "Abort before plan", "Abort failed"}, name
+    failed = rendered["States"]["Replication failed"]
+    assert (failed["Type"], failed["ErrorPath"], failed["CausePath"]) == (
+        "Fail",
+        "$.summary.error",
+        "$.summary.cause",
+    )
+
+
+def test_sample_events_exist_for_every_state_and_trigger():
+    names = {path.stem for path in EVENTS.glob("*.json")}
+    handlers = {handler.split(".")[1] for handler in definition.FUNCTIONS.values()}
+    assert handlers | {"manual-start", "scheduled", "s3-object-created"} <= names
+    for path in EVENTS.glob("*.json"):
+        json.loads(path.read_text())

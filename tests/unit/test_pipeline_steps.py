@@ -1,0 +1,153 @@
+"""Pieces of the pipeline that need no service: copier choice, errors, summaries, triggers."""
+
+import json
+from pathlib import Path
+
+from moto.events.models import EventPattern
+from moto.events.utils import EventTemplateParser
+
+from ferry.config import CopierOptions, ReplicationMode, TableReplication
+from ferry.copier import CopyTask, Manifest
+from ferry.local.deploy import s3_trigger_rule
+from ferry.local.extensions import _lower_first, invoke_in_process
+from ferry.model import Column, Partition, StorageDescriptor, Table, TableType
+from ferry.pipeline import CopierKind, Pipeline, choose_copier, describe_error
+from ferry.plan import ReplicationPlan
+
+EVENTS = Path(__file__).parents[2] / "events"
+
+
+ONE_PARTITION = (Partition(("1",), StorageDescriptor("x")),)
+
+
+def plan_with(tasks, mode=ReplicationMode.FULL, partitions=ONE_PARTITION, before=None):
+    replication = TableReplication.model_validate(
+        {
+            "source-table": {"database-name": "a", "table-name": "t"},
+            "replica-table": {"table-location": "s3://r/t"},
+            "replication-mode": mode.value,
+        }
+        if mode is ReplicationMode.FULL
+        else {
+            "source-table": {"database-name": "a", "table-name": "t"},
+            "replication-mode": mode.value,
+        }
+    )
+    table = Table(
+        "a", "t", TableType.EXTERNAL, StorageDescriptor("s3://s/t"), (Column("dt", "string"),)
+    )
+    return ReplicationPlan(
+        "e",
+        replication,
+        table,
+        before,
+        table,
+        tuple(partitions),
+        (),
+        Manifest("e", tuple(tasks)),
+        None,
+        None,
+    )
+
+
+def task(source, target, size=10):
+    return CopyTask(source, target, size)
+
+
+def test_copier_choice():
+    options = CopierOptions(inline_threshold_mib=1)
+    assert (
+        choose_copier(plan_with([task("s3://s/a", "s3a://r/a", 10**10)]), options) is CopierKind.S3
+    )
+    assert choose_copier(plan_with([task("file:///s/a", "s3://r/a")]), options) is CopierKind.INLINE
+    assert (
+        choose_copier(plan_with([task("file:///s/a", "s3://r/a", 2 * 1024 * 1024)]), options)
+        is CopierKind.SPARK
+    )
+    assert (
+        choose_copier(plan_with([task("hdfs://n/a", "s3://r/a", 1024 * 1024)]), options)
+        is CopierKind.INLINE
+    )
+    assert (
+        choose_copier(plan_with([], ReplicationMode.METADATA_MIRROR), options)
+        is CopierKind.METADATA
+    )
+    assert choose_copier(plan_with([]), options) is CopierKind.METADATA
+    unchanged = plan_with([], partitions=(), before=plan_with([]).replica_table)
+    assert choose_copier(unchanged, options) is CopierKind.NONE
+
+
+def test_lambda_error_payloads_become_a_name_and_a_line():
+    abort = json.loads((EVENTS / "abort.json").read_text())
+    name, line = describe_error(abort["error"])
+    assert name == "TargetNotWritableError" and line.startswith("cannot write s3://no-such-bucket/")
+    assert describe_error({"Error": "States.Timeout", "Cause": "took too long"}) == (
+        "States.Timeout",
+        "took too long",
+    )
+
+
+def test_summary_names_the_first_failed_table():
+    summary = Pipeline.summarize(json.loads((EVENTS / "summarize.json").read_text())["results"])
+    assert summary == {
+        "succeeded": 1,
+        "unchanged": 0,
+        "failed": 1,
+        "error": "TargetNotWritableError",
+        "cause": "sales.orders: cannot write s3://no-such-bucket/orders/...",
+    }
+    assert Pipeline.summarize([{"status": "SUCCEEDED"}])["error"] is None
+
+
+def test_the_s3_trigger_matches_markers_only_and_builds_the_execution_input():
+    pattern, transformer = s3_trigger_rule("s3://w/c.yml", "landing", "warehouse/", "_SUCCESS")
+    event = json.loads((EVENTS / "s3-object-created.json").read_text())
+    assert EventPattern.load(json.dumps(pattern)).matches_event(event)
+    other = {
+        **event,
+        "detail": {**event["detail"], "object": {"key": "warehouse/x/part-0.parquet"}},
+    }
+    assert not EventPattern.load(json.dumps(pattern)).matches_event(other)
+    event["ingestion-time"] = event["time"]
+    body = EventTemplateParser.parse(
+        transformer["InputTemplate"], transformer["InputPathsMap"], event
+    )
+    assert body == {
+        "configUri": "s3://w/c.yml",
+        "trigger": {"bucket": "landing", "key": "warehouse/sales.db/orders/_SUCCESS"},
+    }
+
+
+class FakeFunction:
+    """Just the attributes moto's LambdaFunction has that the in-process runner reads."""
+
+    function_name = "f"
+    function_arn = "arn:aws:lambda:us-east-1:123456789012:function:f"
+    memory_size = 128
+    timeout = 3
+
+    def __init__(self, handler):
+        self.handler = handler
+
+
+def test_in_process_lambda_returns_results_and_error_payloads(monkeypatch):
+    monkeypatch.setenv("FERRY_WORK_URI", "s3://work")
+    ok, errored, _ = invoke_in_process(
+        FakeFunction("lambdas.summarize.handler"), (EVENTS / "summarize.json").read_text()
+    )
+    assert not errored and json.loads(ok)["failed"] == 1
+    payload, errored, _ = invoke_in_process(FakeFunction("lambdas.summarize.handler"), "{}")
+    assert errored and json.loads(payload)["errorType"] == "KeyError"
+
+
+def test_step_functions_parameters_become_emr_serverless_api_names():
+    request = {
+        "ApplicationId": "a",
+        "JobDriver": {"SparkSubmit": {"EntryPoint": "e", "EntryPointArguments": ["--x"]}},
+        "Tags": {"Team": "dr"},
+    }
+    assert _lower_first(request) == {
+        "applicationId": "a",
+        "jobDriver": {"sparkSubmit": {"entryPoint": "e", "entryPointArguments": ["--x"]}},
+        "tags": {"Team": "dr"},
+    }
