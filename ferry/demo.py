@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import yaml
@@ -147,11 +147,9 @@ def _land_a_partition_and_follow(aws: AwsClients, pipeline: deploy.Pipeline, eas
         return {e["executionArn"] for e in listed}
 
     before = executions()
-    day = datetime.now(UTC).strftime("%Y-%m-%d") + "-late"
+    day = (datetime.now(UTC) + timedelta(days=1)).strftime("%Y-%m-%d")  # tomorrow's data lands
     location = f"s3://{LANDING_BUCKET}/warehouse/{LANDING}.db/orders/dt={day}"
-    write_parquet(
-        location, "part-00000.parquet", order_rows(datetime.now(UTC).strftime("%Y-%m-%d"))
-    )
+    write_parquet(location, "part-00000.parquet", order_rows(day))
     table = east.get_table(LANDING, "orders")
     if table is not None and (day,) not in east.list_partition_values(table):
         from ferry.model import Partition
