@@ -12,7 +12,7 @@ PIP_VERSION := 26.3
 # The stamp changes whenever the pinned dependencies do, so `make` reinstalls exactly then.
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)
 
-.PHONY: setup java demo test test-fast lint synth down clean
+.PHONY: setup java demo test test-fast lint bench synth down clean
 
 setup: $(STAMP) java
 
@@ -40,7 +40,11 @@ test-fast: setup
 	$(BIN)/pytest tests/unit -m "not spark"
 
 lint: setup
-	$(BIN)/ruff check ferry infra lambdas emr_jobs tests
+	$(BIN)/ruff check ferry infra lambdas emr_jobs bench tests
+
+# Copy throughput of each copier against cp -r / aws s3 cp, as ratios measured in one run.
+bench: setup
+	$(BIN)/python bench/copy_throughput.py
 
 # The CloudFormation template of each environment, into cdk.out/ (no AWS account needed).
 synth: setup

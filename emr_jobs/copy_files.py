@@ -222,18 +222,12 @@ def default_report_uri(manifest_uri: str) -> str:
 
 def read_manifest(uri: str) -> Manifest:
     """The manifest at ``uri`` (any scheme ``ferry.fs`` resolves)."""
-    filesystem, path = fs.resolve(uri)
-    with filesystem.open_input_file(path) as reader:
-        return Manifest.from_json(reader.read().decode("utf-8"))
+    return Manifest.from_json(fs.read_bytes(uri).decode("utf-8"))
 
 
 def write_report(report: dict[str, Any], uri: str) -> None:
     """Write ``report`` as JSON at ``uri``, creating its folder on a local file system."""
-    filesystem, path = fs.resolve(uri)
-    if fs.is_local(filesystem):
-        filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
-    with filesystem.open_output_stream(path) as writer:
-        writer.write(json.dumps(report, indent=2).encode("utf-8"))
+    fs.write_bytes(uri, json.dumps(report, indent=2).encode("utf-8"))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -210,9 +210,7 @@ def load_config_uri(uri: str) -> ReplicationConfig:
     if "://" not in uri:
         return load_config(uri)
     try:
-        filesystem, path = fs.resolve(uri)
-        with filesystem.open_input_file(path) as handle:
-            text = handle.read().decode()
+        text = fs.read_bytes(uri).decode()
     except OSError as error:
         raise ConfigError(f"{uri}: cannot read config: {str(error).splitlines()[0]}") from None
     return parse_config_text(text, uri)

@@ -102,9 +102,7 @@ def copy_file(task: CopyTask, chunk_size: int, progress: Progress | None = None)
         raise CopyError(f"cannot read source file {task.source}: {_reason(error)}") from None
     with reader:
         try:
-            if fs.is_local(target_fs):
-                target_fs.create_dir(target_path.rsplit("/", 1)[0], recursive=True)
-            writer = target_fs.open_output_stream(target_path)
+            writer = fs.open_output(task.target)
         except (OSError, FileNotFoundError) as error:
             raise TargetNotWritableError(f"cannot write {task.target}: {_reason(error)}") from None
         try:

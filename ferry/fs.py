@@ -85,6 +85,29 @@ def is_local(filesystem: pafs.FileSystem) -> bool:
     return filesystem.type_name == "local"
 
 
+def open_output(uri: str) -> pafs.NativeFile:
+    """A stream writing ``uri``; on a local file system its folder is created first.
+
+    (Object stores have no folders, and an empty "folder" marker object would only
+    clutter the bucket.)
+    """
+    filesystem, path = resolve(uri)
+    if is_local(filesystem):
+        filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
+    return filesystem.open_output_stream(path)
+
+
+def write_bytes(uri: str, data: bytes) -> None:
+    with open_output(uri) as out:
+        out.write(data)
+
+
+def read_bytes(uri: str) -> bytes:
+    filesystem, path = resolve(uri)
+    with filesystem.open_input_file(path) as handle:
+        return handle.read()
+
+
 def list_files(location: str) -> list[FileEntry]:
     """Every file below ``location`` (recursively); none when the location does not exist."""
     filesystem, path = resolve(location)

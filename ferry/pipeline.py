@@ -157,10 +157,10 @@ class Pipeline:
             )
         copier = choose_copier(plan, options)
         where = RunLocations.for_event(self.work_uri, event_id)
-        _write(
+        fs.write_bytes(
             where.plan, _PLAN_DOCUMENT.dump_json(PlanDocument(config_uri, copier, started, plan))
         )
-        _write(where.manifest, plan.manifest.to_json().encode())
+        fs.write_bytes(where.manifest, plan.manifest.to_json().encode())
         tasks, size = plan.manifest.tasks, options.s3_batch_files
         batches = [
             {
@@ -170,7 +170,7 @@ class Pipeline:
             }
             for start in range(0, len(tasks), size)
         ]
-        _write(where.batches, json.dumps(batches).encode())
+        fs.write_bytes(where.batches, json.dumps(batches).encode())
         bucket, _, key = where.batches.split("://", 1)[1].partition("/")
         return {
             "eventId": event_id,
@@ -355,13 +355,13 @@ def describe_error(error: dict[str, Any]) -> tuple[str, str]:
 
 
 def read_plan(plan_uri: str) -> PlanDocument:
-    return _PLAN_DOCUMENT.validate_json(_read(plan_uri))
+    return _PLAN_DOCUMENT.validate_json(fs.read_bytes(plan_uri))
 
 
 def _spark_failure(report_uri: str, name: str, message: str) -> tuple[str, str]:
     """The copy job's own report names the files it could not copy; prefer it."""
     try:
-        report = json.loads(_read(report_uri))
+        report = json.loads(fs.read_bytes(report_uri))
     except (OSError, ValueError):
         return name, message
     failed = report.get("failed") or []
@@ -373,17 +373,3 @@ def _spark_failure(report_uri: str, name: str, message: str) -> tuple[str, str]:
         CopyError.__name__,
         f"{len(failed)} files not copied; first {first['source']}: {first['error']}{more}",
     )
-
-
-def _write(uri: str, data: bytes) -> None:
-    filesystem, path = fs.resolve(uri)
-    if fs.is_local(filesystem):
-        filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
-    with filesystem.open_output_stream(path) as out:
-        out.write(data)
-
-
-def _read(uri: str) -> bytes:
-    filesystem, path = fs.resolve(uri)
-    with filesystem.open_input_file(path) as handle:
-        return handle.read()

@@ -6,6 +6,7 @@ from typing import Any
 
 from ferry import fs
 from ferry.catalog import Catalog
+from ferry.fs import read_bytes  # noqa: F401 - the tests' reader of target bytes
 
 # Parameters the metastore rewrites by itself; comparisons ignore them.
 VOLATILE = {"transient_lastDdlTime", "numFiles", "totalSize", "COLUMN_STATS_ACCURATE"}
@@ -45,12 +46,6 @@ def catalog_state(catalog: Catalog, database: str, tables: list[str]) -> dict[st
 
 def files_below(location: str) -> dict[str, int]:
     return {entry.uri: entry.size for entry in fs.list_files(location)}
-
-
-def read_bytes(uri: str) -> bytes:
-    filesystem, path = fs.resolve(uri)
-    with filesystem.open_input_file(path) as handle:
-        return handle.read()
 
 
 def _stable(parameters) -> dict[str, str]:

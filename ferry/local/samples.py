@@ -41,10 +41,7 @@ class SampleTables:
 def write_parquet(location: str, name: str, rows: pa.Table) -> str:
     """Write ``rows`` as one Parquet file ``name`` below ``location``; its URI."""
     uri = fs.join(location, name)
-    filesystem, path = fs.resolve(uri)
-    if fs.is_local(filesystem):
-        filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
-    with filesystem.open_output_stream(path) as out:
+    with fs.open_output(uri) as out:
         pq.write_table(rows, out)
     return uri
 
