@@ -91,31 +91,37 @@ class InlineCopier:
 
 
 def copy_file(task: CopyTask, chunk_size: int, progress: Progress | None = None) -> None:
-    """Stream one file from source to target, then verify its size at the target."""
+    """Stream one file from source to target, then verify its size at the target.
+
+    A failure is the source's when reading fails and the target's when opening, writing
+    or closing it fails: object stores may report a missing bucket only on the first
+    write or on close (pyarrow opens S3 objects lazily, so a small file is one PUT).
+    """
     source_fs, source_path = fs.resolve(task.source)
     target_fs, target_path = fs.resolve(task.target)
     try:
         # open_input_file (not open_input_stream): ranged reads of a known size are far
         # faster against S3 emulators and avoid a second request for the length.
         reader = source_fs.open_input_file(source_path)
-    except (OSError, FileNotFoundError) as error:
+    except OSError as error:
         raise CopyError(f"cannot read source file {task.source}: {_reason(error)}") from None
     with reader:
         try:
-            writer = fs.open_output(task.target)
-        except (OSError, FileNotFoundError) as error:
-            raise TargetNotWritableError(f"cannot write {task.target}: {_reason(error)}") from None
-        try:
-            with writer:
-                while chunk := reader.read(chunk_size):
+            with fs.open_output(task.target) as writer:
+                while chunk := _read(reader, chunk_size, task):
                     writer.write(chunk)
                     if progress is not None:
                         progress(len(chunk))
         except OSError as error:
-            raise CopyError(
-                f"copying {task.source} to {task.target} failed: {_reason(error)}"
-            ) from None
+            raise TargetNotWritableError(f"cannot write {task.target}: {_reason(error)}") from None
     verify(task, target_fs, target_path)
+
+
+def _read(reader: pafs.NativeFile, size: int, task: CopyTask) -> bytes:
+    try:
+        return reader.read(size)
+    except OSError as error:
+        raise CopyError(f"cannot read source file {task.source}: {_reason(error)}") from None
 
 
 def verify(task: CopyTask, target_fs: pafs.FileSystem, target_path: str) -> None:

@@ -164,4 +164,6 @@ def _s3(endpoint: str | None, region: str | None) -> pafs.S3FileSystem:
         options["scheme"] = parsed.scheme or "https"
         # Emulators serve every bucket from one host; virtual-host addressing would not resolve.
         options["force_virtual_addressing"] = False
-    return pafs.S3FileSystem(**options)
+    # Open objects lazily: a small file becomes one PutObject instead of a multipart upload's
+    # three requests (errors such as a missing bucket then surface on write or close).
+    return pafs.S3FileSystem(allow_delayed_open=True, **options)

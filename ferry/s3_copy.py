@@ -165,18 +165,29 @@ class S3ServerSideCopier:
         return CopyReport(files=len(manifest.tasks), bytes=manifest.total_bytes)
 
     def _copy_object(self, job: _Job, parts: ThreadPoolExecutor, progress: Progress | None) -> None:
-        """Copy one object (whole or in parts), then verify its size at the target."""
+        """Copy one object (whole or in parts), its size verified.
+
+        The source must still have the size the manifest recorded. A single ``CopyObject``
+        pinned to the source's ETag then copies exactly that version, so the target needs
+        no second look; a copy in parts is assembled from ranges and is checked at the
+        target. (On an emulator every request counts: two per small object, not three.)
+        """
         try:
             head = self._retrying(self.client.head_object, **_address(job.source))
         except (ClientError, BotoCoreError) as error:
             raise CopyError(
                 f"cannot read source file {job.task.source}: {_reason(error)}"
             ) from None
+        if head["ContentLength"] != job.task.size:
+            raise VerificationError(
+                f"{job.task.source}: expected {job.task.size} bytes, found "
+                f"{head['ContentLength']} bytes (the source changed since it was listed)"
+            )
         try:
             if head["ContentLength"] <= self.multipart_threshold:
                 self._copy_whole(job, head, progress)
-            else:
-                self._copy_in_parts(job, head, parts, progress)
+                return
+            self._copy_in_parts(job, head, parts, progress)
         except (ClientError, BotoCoreError) as error:
             raise _copy_failure(job, error) from None
         self._verify(job)

@@ -202,13 +202,16 @@ def test_a_source_replaced_during_the_copy_fails_without_retry(s3):
     assert len(calls) == 1
 
 
-def test_a_size_other_than_the_manifest_fails_verification(s3):
+def test_a_source_whose_size_changed_since_listing_is_not_copied(s3):
     (task,) = source_objects(s3, [10])
 
     with pytest.raises(
-        VerificationError, match=f"{task.target}: expected 11 bytes, found 10 bytes"
+        VerificationError,
+        match=f"{task.source}: expected 11 bytes, found 10 bytes \\(the source changed",
     ):
         S3ServerSideCopier(s3).copy(Manifest("e1", (CopyTask(task.source, task.target, 11),)))
+    bucket, key = task.target.removeprefix("s3://").split("/", 1)
+    assert "Contents" not in s3.list_objects_v2(Bucket=bucket, Prefix=key)
 
 
 @pytest.mark.parametrize(
