@@ -9,7 +9,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from lambdas.runtime import logger, pipeline, tracer
 
 
-@logger.inject_lambda_context(correlation_id_path="planUri", clear_state=True)
+@logger.inject_lambda_context(correlation_id_path="eventId", clear_state=True, log_event=True)
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return pipeline().inline_copy(event["planUri"])
