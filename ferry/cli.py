@@ -339,7 +339,7 @@ def _local_pipeline(home: Path) -> tuple[str, str, AwsClients]:
 
 
 def _local(args: argparse.Namespace) -> int:
-    from ferry.local import runtime
+    from ferry.local import deploy, runtime
 
     home = args.home.resolve()
     if args.action == "trigger":
@@ -380,6 +380,10 @@ def _local(args: argparse.Namespace) -> int:
     for service in services:
         state = f"{service.url}  (pid {service.pid})" if service.running else "not running"
         print(f"  {labels[service.name]:<18} {state}")
+    pipeline = deploy.Pipeline.load(home)
+    if pipeline is not None and all(s.running for s in services):
+        print(f"  {'state machine':<18} {pipeline.state_machine_arn}")
+        print(f"  {'work location':<18} {pipeline.work_uri}")
     if settings:
         print("\nsettings for your shell:")
         for key, value in settings.items():
