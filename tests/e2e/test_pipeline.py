@@ -10,6 +10,7 @@ import boto3
 import pytest
 
 from ferry import fs
+from ferry.aws import AwsClients
 from ferry.catalog.glue import GlueCatalog
 from ferry.execute import ExecutionOutcome, follow, start
 from ferry.local import deploy
@@ -62,9 +63,7 @@ def successes(messages) -> list[dict]:
     return [m["body"] for m in messages() if m["body"]["type"] == "SUCCESS"]
 
 
-def assert_snapshot_matches_source(
-    replica, source, table_name, replica_db, outcome_event, source_table
-):
+def assert_snapshot_matches_source(replica, table_name, replica_db, outcome_event, source_table):
     table = replica.get_table(replica_db, table_name)
     assert table.parameters[REPLICATION_EVENT] == outcome_event
     partitions = replica.list_partitions(table)
@@ -110,7 +109,6 @@ def test_inline_copy_and_metadata_only_through_the_state_machine(
     orders_message = next(m for m in received if m["replicaTable"].endswith(".orders"))
     assert_snapshot_matches_source(
         replica_catalog,
-        None,
         "orders",
         f"{sample.database}_dr",
         orders_message["eventId"],
@@ -151,7 +149,7 @@ def test_spark_copy_through_emr_serverless(
     assert result["copy"]["jobRunId"]
     [message] = successes(messages)
     assert_snapshot_matches_source(
-        replica_catalog, None, "orders", f"{sample.database}_dr", message["eventId"], sample.orders
+        replica_catalog, "orders", f"{sample.database}_dr", message["eventId"], sample.orders
     )
     report = read_bytes(result["plan"]["reportUri"])
     assert b'"failed": []' in report
@@ -183,7 +181,7 @@ def test_s3_to_s3_cross_region_uses_server_side_copy(run, local_runtime, aws, un
     assert result["plan"]["copier"] == "s3" and result["plan"]["files"] == 3
     [message] = successes(messages)
     table = assert_snapshot_matches_source(
-        west, east, "orders", f"{sample.database}_dr", message["eventId"], sample.orders
+        west, "orders", f"{sample.database}_dr", message["eventId"], sample.orders
     )
     assert table.location == f"s3://{replica_bucket}/orders/{message['eventId']}"
 
@@ -282,14 +280,14 @@ def test_a_marker_object_landing_in_s3_starts_a_replication(
             "table-replications": [table_entry(sample, "orders", f"s3://{replica_bucket}/orders")],
         }
     )
-    clients = type(
-        "Clients",
-        (),
-        {"client": staticmethod(lambda service: aws.get(service) or boto3.client(service))},
-    )
     config_uri = deploy.upload_config(aws["s3"], pipeline.work_uri, config)
     deploy.add_s3_trigger(
-        clients, pipeline.state_machine_arn, config_uri, source_bucket, "warehouse/", "_SUCCESS"
+        AwsClients(),
+        pipeline.state_machine_arn,
+        config_uri,
+        source_bucket,
+        "warehouse/",
+        "_SUCCESS",
     )
     before = {
         e["executionArn"]
