@@ -138,7 +138,7 @@ def run_replicate(
 ) -> int:
     from ferry.catalog.factory import open_catalog
     from ferry.config import load_config
-    from ferry.notify import SnsNotifier
+    from ferry.notify import notifier_for
     from ferry.replication import Replicator
 
     config = load_config(config_path)
@@ -147,11 +147,7 @@ def run_replicate(
     except ConfigError as error:
         raise UsageError(f"--table {error}") from None
     aws = AwsClients()
-    notifier = None
-    if config.sns_event_listener is not None:
-        listener = config.sns_event_listener
-        region = listener.region or aws.region_of_arn(listener.topic)
-        notifier = SnsNotifier(aws.client("sns", region), listener.topic, listener.subject)
+    notifier = notifier_for(config.sns_event_listener, aws)
     out = Console(highlight=False, soft_wrap=True)
     err = Console(stderr=True, highlight=False)
     observer = _ProgressObserver(err) if err.is_terminal and not as_json else None

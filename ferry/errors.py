@@ -6,6 +6,9 @@ them, and the CLI prints ``str(error)`` as the one line a person reads.
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 
 class FerryError(Exception):
     """Base of every error Ferry raises on purpose."""
@@ -49,3 +52,19 @@ class TargetNotWritableError(CopyError):
 
 class VerificationError(CopyError):
     """A copied file does not match its source at the target."""
+
+
+def describe_error(error: dict[str, Any]) -> tuple[str, str]:
+    """Step Functions' ``{"Error", "Cause"}`` as a name and one line.
+
+    A Lambda's Cause is its error payload as JSON; its ``errorMessage`` is the line.
+    """
+    name = error.get("Error") or "States.TaskFailed"
+    cause = error.get("Cause") or ""
+    try:
+        payload = json.loads(cause)
+    except (TypeError, ValueError):
+        return name, cause
+    if isinstance(payload, dict) and "errorMessage" in payload:
+        return payload.get("errorType") or name, payload["errorMessage"]
+    return name, cause

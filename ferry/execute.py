@@ -8,8 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ferry.errors import describe_error
+
 _ENTERED = "StateEntered"
-_FAILED_EVENTS = ("TaskFailed", "ExecutionFailed", "MapIterationFailed", "MapRunFailed")
 TERMINAL = {"SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"}
 
 
@@ -102,8 +103,8 @@ def _failed_states(events: dict[int, dict[str, Any]]) -> list[tuple[str, str, st
         if event["type"] != "TaskFailed":
             continue
         details = event.get("taskFailedEventDetails", {})
-        state = _state_of(event, events)
-        failed.append((state, details.get("error", ""), _cause_line(details.get("cause", ""))))
+        _, line = describe_error({"Error": details.get("error"), "Cause": details.get("cause")})
+        failed.append((_state_of(event, events), details.get("error", ""), line))
     return failed
 
 
@@ -114,14 +115,3 @@ def _state_of(event: dict[str, Any], events: dict[int, dict[str, Any]]) -> str:
             return current["stateEnteredEventDetails"]["name"]
         current = events.get(current.get("previousEventId", -1))
     return "?"
-
-
-def _cause_line(cause: str) -> str:
-    """A Lambda's cause is its error payload; its message is the line a person reads."""
-    try:
-        payload = json.loads(cause)
-    except (TypeError, ValueError):
-        return cause
-    if isinstance(payload, dict) and "errorMessage" in payload:
-        return str(payload["errorMessage"])
-    return cause

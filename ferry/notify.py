@@ -11,9 +11,13 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ferry.model import Column
+
+if TYPE_CHECKING:
+    from ferry.aws import AwsClients
+    from ferry.config import SnsEventListener
 
 PROTOCOL_VERSION = "1.2"
 SNS_MAX_BYTES = 256 * 1024
@@ -94,3 +98,11 @@ class NoNotifier:
 
     def publish(self, event: ReplicationEvent) -> None:
         pass
+
+
+def notifier_for(listener: SnsEventListener | None, aws: AwsClients) -> SnsNotifier | NoNotifier:
+    """The notifier a config's ``sns-event-listener`` asks for (its topic's region by default)."""
+    if listener is None:
+        return NoNotifier()
+    region = listener.region or aws.region_of_arn(listener.topic)
+    return SnsNotifier(aws.client("sns", region), listener.topic, listener.subject)

@@ -19,14 +19,14 @@ from ferry import fs
 from ferry.aws import AwsClients
 from ferry.catalog.factory import open_catalog
 from ferry.commit import commit
-from ferry.config import CopierOptions, ReplicationConfig, ReplicationMode, load_config_uri
-from ferry.copier import CopyTask, InlineCopier, Manifest, verify_all
-from ferry.errors import CopyError, FerryError
+from ferry.config import CopierOptions, ReplicationMode, load_config_uri
+from ferry.copier import CopyTask, Manifest, verify_all
+from ferry.errors import CopyError, FerryError, describe_error
 from ferry.event_id import new_event_id
 from ferry.filters import Clock, utc_now
-from ferry.notify import NoNotifier, ReplicationEvent, SnsNotifier
+from ferry.notify import ReplicationEvent, notifier_for
 from ferry.plan import ReplicationPlan, plan_replication
-from ferry.replication import copy_snapshot, remove_snapshot
+from ferry.replication import copy_snapshot, inline_copier, remove_snapshot
 from ferry.s3_copy import S3ServerSideCopier
 
 MIB = 1024 * 1024
@@ -137,7 +137,7 @@ class Pipeline:
         config = load_config_uri(config_uri)
         [replication] = config.select([source_table])
         started = datetime.fromisoformat(start_time)
-        self._notifier(config).publish(
+        notifier_for(config.sns_event_listener, self.aws).publish(
             ReplicationEvent(
                 type="START",
                 event_id=event_id,
@@ -192,7 +192,7 @@ class Pipeline:
     def inline_copy(self, plan_uri: str) -> dict[str, Any]:
         document = read_plan(plan_uri)
         options = load_config_uri(document.config_uri).copier_options_for(document.plan.replication)
-        copy_snapshot(document.plan, InlineCopier(options.threads, options.chunk_size_mib * MIB))
+        copy_snapshot(document.plan, inline_copier(options))
         manifest = document.plan.manifest
         return {"files": len(manifest.tasks), "bytes": manifest.total_bytes}
 
@@ -215,10 +215,10 @@ class Pipeline:
         """Verify every file at the target (for copies made elsewhere), then commit."""
         document = read_plan(plan_uri)
         plan = document.plan
-        if document.copier in (CopierKind.S3, CopierKind.SPARK):
-            options = load_config_uri(document.config_uri).copier_options_for(plan.replication)
-            verify_all(plan.manifest.tasks, threads=options.threads)
         config = load_config_uri(document.config_uri)
+        if document.copier in (CopierKind.S3, CopierKind.SPARK):
+            threads = config.copier_options_for(plan.replication).threads
+            verify_all(plan.manifest.tasks, threads=threads)
         with open_catalog(config.replica_catalog, self.aws) as replica:
             commit(plan, replica)
         return {
@@ -233,7 +233,8 @@ class Pipeline:
         plan = document.plan
         config = load_config_uri(document.config_uri)
         unchanged = document.copier is CopierKind.NONE
-        self._notifier(config).publish(
+        finished = self.clock()
+        notifier_for(config.sns_event_listener, self.aws).publish(
             ReplicationEvent(
                 type="SUCCESS",
                 event_id=plan.event_id,
@@ -241,7 +242,7 @@ class Pipeline:
                 replica_table=plan.replication.replica_qualified_name,
                 replica_catalog_uris=config.replica_catalog.description,
                 start_time=document.started,
-                end_time=self.clock(),
+                end_time=finished,
                 replica_table_location=plan.replica_table.location,
                 partition_keys=plan.source_table.partition_keys,
                 modified_partitions=[]
@@ -258,7 +259,7 @@ class Pipeline:
             "files": 0 if unchanged else len(plan.manifest.tasks),
             "bytes": 0 if unchanged else plan.manifest.total_bytes,
             "partitions": 0 if unchanged else len(plan.replica_partitions),
-            "durationSeconds": (self.clock() - document.started).total_seconds(),
+            "durationSeconds": (finished - document.started).total_seconds(),
         }
 
     def abort_table(
@@ -282,7 +283,7 @@ class Pipeline:
             config = load_config_uri(config_uri)
             [replication] = config.select([source_table])
             replica_table = replication.replica_qualified_name
-            self._notifier(config).publish(
+            notifier_for(config.sns_event_listener, self.aws).publish(
                 ReplicationEvent(
                     type="FAILURE",
                     event_id=event_id,
@@ -329,29 +330,6 @@ class Pipeline:
                 else None
             ),
         }
-
-    def _notifier(self, config: ReplicationConfig) -> SnsNotifier | NoNotifier:
-        listener = config.sns_event_listener
-        if listener is None:
-            return NoNotifier()
-        region = listener.region or self.aws.region_of_arn(listener.topic)
-        return SnsNotifier(self.aws.client("sns", region), listener.topic, listener.subject)
-
-
-def describe_error(error: dict[str, Any]) -> tuple[str, str]:
-    """Step Functions' ``{"Error", "Cause"}`` as a name and one line.
-
-    A Lambda's Cause is its error payload as JSON; its ``errorMessage`` is the line.
-    """
-    name = error.get("Error") or "States.TaskFailed"
-    cause = error.get("Cause") or ""
-    try:
-        payload = json.loads(cause)
-    except (TypeError, ValueError):
-        return name, cause
-    if isinstance(payload, dict) and "errorMessage" in payload:
-        return payload.get("errorType") or name, payload["errorMessage"]
-    return name, cause
 
 
 def read_plan(plan_uri: str) -> PlanDocument:

@@ -63,7 +63,7 @@ class ReplicationPlan:
         """
         if self.replica_partitions or self.replica_before is None:
             return False
-        if self.source_table.is_partitioned is False:
+        if not self.source_table.is_partitioned:
             return False  # an unpartitioned table's data is the table: always copied
         return _definition(self.replica_before) == _definition(self.replica_table)
 

@@ -8,10 +8,11 @@ from moto.events.utils import EventTemplateParser
 
 from ferry.config import CopierOptions, ReplicationMode, TableReplication
 from ferry.copier import CopyTask, Manifest
+from ferry.errors import describe_error
 from ferry.local.deploy import s3_trigger_rule
 from ferry.local.extensions import _lower_first, invoke_in_process
 from ferry.model import Column, Partition, StorageDescriptor, Table, TableType
-from ferry.pipeline import CopierKind, Pipeline, choose_copier, describe_error
+from ferry.pipeline import CopierKind, Pipeline, choose_copier
 from ferry.plan import ReplicationPlan
 
 EVENTS = Path(__file__).parents[2] / "events"
