@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from ferry import fs
 from ferry.copier import CopyTask, Manifest, copy_file
 from ferry.errors import FerryError
+from ferry.manifest import batch_tasks, read_batches, write_copy_record
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -220,9 +221,19 @@ def default_report_uri(manifest_uri: str) -> str:
     return fs.join(manifest_uri.rsplit("/", 1)[0], REPORT_NAME)
 
 
-def read_manifest(uri: str) -> Manifest:
-    """The manifest at ``uri`` (any scheme ``ferry.fs`` resolves)."""
-    return Manifest.from_json(fs.read_bytes(uri).decode("utf-8"))
+def read_manifest(uri: str) -> tuple[Manifest, list[dict[str, Any]]]:
+    """The manifest at ``uri`` (any scheme ``ferry.fs`` resolves): its files and batches."""
+    batches = read_batches(uri)
+    event_id = batches[0]["eventId"] if batches else ""
+    tasks = tuple(task for batch in batches for task in batch_tasks(batch))
+    return Manifest(event_id, tasks), batches
+
+
+def record_batches(manifest_uri: str, batches: Sequence[dict[str, Any]]) -> None:
+    """Every file was copied and verified: record each batch as copied, for Commit."""
+    for batch in batches:
+        tasks = batch_tasks(batch)
+        write_copy_record(manifest_uri, batch, len(tasks), sum(task.size for task in tasks))
 
 
 def write_report(report: dict[str, Any], uri: str) -> None:
@@ -235,7 +246,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     arguments = _parser().parse_args(argv)
     report_uri = arguments.report or default_report_uri(arguments.manifest)
     try:
-        manifest = read_manifest(arguments.manifest)
+        manifest, batches = read_manifest(arguments.manifest)
     except (OSError, ValueError, KeyError, TypeError) as error:
         sys.exit(f"{APP_NAME}: cannot read manifest {arguments.manifest}: {_describe(error)}")
 
@@ -255,6 +266,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(summary(report, report_uri))
     if report["failed"]:
         sys.exit(1)
+    record_batches(arguments.manifest, batches)
     return 0
 
 

@@ -25,6 +25,7 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 
+from ferry import fs
 from ferry.aws import AwsClients
 from ferry.errors import ConfigError, FerryError
 
@@ -81,6 +82,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     replicate.add_argument("--dry-run", action="store_true", help="plan and report; write nothing")
     replicate.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    replicate.add_argument(
+        "--work-uri",
+        help="where plans, manifests and copy records go (default: file://.ferry/work; "
+        "s3://… for Spark on EMR Serverless)",
+    )
+    replicate.add_argument(
+        "--home", type=Path, default=Path(".ferry"), help="local state (default .ferry)"
+    )
     replicate.add_argument("-v", "--verbose", action="store_true", help="log what happens")
     replicate.set_defaults(handler=_replicate)
 
@@ -130,44 +139,84 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _replicate(args: argparse.Namespace) -> int:
-    return run_replicate(args.config, args.table, dry_run=args.dry_run, as_json=args.json)
+    return run_replicate(
+        args.config,
+        args.table,
+        dry_run=args.dry_run,
+        as_json=args.json,
+        work_uri=args.work_uri,
+        home=args.home,
+    )
 
 
 def run_replicate(
-    config_path: Path, tables: Sequence[str] = (), dry_run: bool = False, as_json: bool = False
+    config_path: Path,
+    tables: Sequence[str] = (),
+    dry_run: bool = False,
+    as_json: bool = False,
+    work_uri: str | None = None,
+    home: Path = Path(".ferry"),
 ) -> int:
-    from ferry.catalog.factory import open_catalog
+    """Replicate the config's tables in this process: the state machine's steps, in order."""
     from ferry.config import load_config
-    from ferry.notify import notifier_for
-    from ferry.replication import Replicator
+    from ferry.replicate import InProcessDriver, preview_outcome
+    from ferry.steps import Steps
 
     config = load_config(config_path)
     try:
         selected = config.select(list(tables))
     except ConfigError as error:
         raise UsageError(f"--table {error}") from None
+    home = home.resolve()
+    work = work_uri or fs.local_uri(home / "work")
+    if config.emr_serverless is not None and fs.scheme_of(work) not in fs.S3_SCHEMES:
+        raise UsageError(
+            "the config runs Spark on EMR Serverless, which reads the manifest from S3: "
+            "give --work-uri s3://bucket/prefix"
+        )
     aws = AwsClients()
-    notifier = notifier_for(config.sns_event_listener, aws)
+    steps = Steps(work, aws)
     out = Console(highlight=False, soft_wrap=True)
     err = Console(stderr=True, highlight=False)
-    observer = _ProgressObserver(err) if err.is_terminal and not as_json else None
     outcomes = []
-    with (
-        open_catalog(config.source_catalog, aws) as source,
-        open_catalog(config.replica_catalog, aws) as replica,
-    ):
-        replicator = Replicator(config, source, replica, notifier, observer=observer)
+    if dry_run:
+        config_uri = str(config_path.resolve())
         for replication in selected:
-            outcome = replicator.replicate_table(replication, dry_run=dry_run)
+            name = replication.source_table.qualified_name
+            try:
+                preview = steps.preview(config_uri, name)
+            except FerryError as error:
+                outcome = _failed_preview(replication, error)
+            else:
+                outcome = preview_outcome(
+                    name, replication.replica_qualified_name,
+                    replication.replication_mode.value, preview,
+                )  # fmt: skip
             outcomes.append(outcome)
             if not as_json:
                 _print_outcome(out, outcome)
+    else:
+        modes = {r.source_table.qualified_name: r.replication_mode.value for r in selected}
+        observer = _Observer(
+            out, err, modes, show=not as_json, bars=err.is_terminal and not as_json
+        )
+        driver = InProcessDriver(steps, _spark_runner(config, aws, home), observer=observer)
+        execution = driver.run(
+            {
+                "configUri": str(config_path.resolve()),
+                "tables": [r.source_table.qualified_name for r in selected],
+            }
+        )
+        outcomes = observer.outcomes
+        if execution.status != "SUCCEEDED" and not outcomes:
+            raise FerryError(f"{execution.error}: {execution.cause}")
     failed = sum(1 for o in outcomes if not o.ok)
     if as_json:
         print(
             json.dumps(
                 {
                     "dryRun": dry_run,
+                    "workUri": work,
                     "succeeded": len(outcomes) - failed,
                     "failed": failed,
                     "tables": [o.to_dict() for o in outcomes],
@@ -180,35 +229,76 @@ def run_replicate(
     return EXIT_FAILED if failed else EXIT_OK
 
 
-class _ProgressObserver:
-    """A byte progress bar per table copy, on a terminal only."""
+def _failed_preview(replication, error: FerryError):
+    from ferry.replicate import TableOutcome
 
-    def __init__(self, console: Console):
-        self.console = console
+    return TableOutcome(
+        source_table=replication.source_table.qualified_name,
+        replica_table=replication.replica_qualified_name,
+        status="FAILED",
+        event_id=None,
+        mode=replication.replication_mode.value,
+        error_type=type(error).__name__,
+        error=str(error),
+    )
+
+
+def _spark_runner(config, aws: AwsClients, home: Path):
+    from ferry.spark_job import EmrServerlessSpark, LocalSpark
+
+    settings = config.emr_serverless
+    if settings is None:
+        return LocalSpark(home / "spark")
+    return EmrServerlessSpark(
+        aws.client("emr-serverless", settings.region),
+        settings.application_id,
+        settings.execution_role_arn,
+        settings.entry_point,
+        settings.spark_submit_parameters or "",
+    )
+
+
+class _Observer:
+    """Prints each table as it finishes; a byte progress bar per copy, on a terminal only."""
+
+    def __init__(self, out: Console, err: Console, modes: dict[str, str], show: bool, bars: bool):
+        self.out, self.err, self.modes = out, err, modes
+        self.show, self.bars = show, bars
         self.progress: Progress | None = None
+        self.outcomes: list = []
 
-    def copy_started(self, plan):
+    def state_entered(self, table: str | None, state: str) -> None:
+        logger.info("%s: %s", table or "run", state)
+
+    def copy_progress(self, table: str, payload: dict):
+        if not self.bars or self.progress is not None:
+            return None
         self.progress = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
             DownloadColumn(binary_units=True),
             TransferSpeedColumn(),
             TimeRemainingColumn(),
-            console=self.console,
+            console=self.err,
             transient=True,
         )
         self.progress.start()
-        task = self.progress.add_task(
-            f"copying {plan.source_table.qualified_name} ({len(plan.manifest.tasks)} files)",
-            total=plan.manifest.total_bytes,
-        )
+        task = self.progress.add_task(f"copying {table}", total=None)
         progress = self.progress
         return lambda n: progress.advance(task, n)
 
-    def copy_finished(self, plan):
+    def copy_finished(self, table: str) -> None:
         if self.progress is not None:
             self.progress.stop()
             self.progress = None
+
+    def table_finished(self, table: str, result, states, seconds: float) -> None:
+        from ferry.replicate import outcome_of
+
+        outcome = outcome_of(result, states, seconds, self.modes.get(table))
+        self.outcomes.append(outcome)
+        if self.show:
+            _print_outcome(self.out, outcome)
 
 
 def plural(count: int, noun: str) -> str:
@@ -224,12 +314,12 @@ def human_bytes(size: float) -> str:
 
 
 def _print_outcome(console: Console, outcome) -> None:
-    from ferry.replication import Status
-
     head = f"{outcome.source_table} → {outcome.replica_table}  [{outcome.mode}]"
-    seconds = (outcome.finished - outcome.started).total_seconds()
-    if outcome.status is Status.FAILED:
+    if outcome.status == "FAILED":
         console.print(f"[red]✗[/red] {head}  failed: {outcome.error_type}: {outcome.error}")
+        if outcome.snapshot:
+            kept = "removed" if outcome.snapshot_removed else "kept: the replica references it"
+            console.print(f"    snapshot {outcome.snapshot} {kept}")
         return
     if outcome.kind == "view":
         counts = "view, metadata only"
@@ -242,14 +332,19 @@ def _print_outcome(console: Console, outcome) -> None:
     else:
         counts = f"unpartitioned, {plural(outcome.files, 'file')}, {human_bytes(outcome.bytes)}"
     where = outcome.replica_location
-    if outcome.status is Status.PLANNED:
-        console.print(f"[cyan]•[/cyan] {head}  would replicate {counts}")
+    if outcome.status == "PLANNED":
+        console.print(f"[cyan]•[/cyan] {head}  would replicate {counts} ({outcome.copier} copy)")
         if where:
             console.print(f"    would point at {where}")
         if outcome.partition_filter:
             console.print(f"    partition filter: {outcome.partition_filter}")
         return
-    console.print(f"[green]✓[/green] {head}  {counts} in {seconds:.1f} s")
+    if outcome.status == "UNCHANGED":
+        console.print(f"[green]=[/green] {head}  unchanged: nothing to copy or commit")
+        return
+    console.print(
+        f"[green]✓[/green] {head}  {counts} in {outcome.seconds:.1f} s ({outcome.copier} copy)"
+    )
     console.print(
         f"    event {outcome.event_id}" + (f", replica location {where}" if where else "")
     )
@@ -259,11 +354,14 @@ def _print_summary(console: Console, outcomes, dry_run: bool) -> None:
     failed = sum(1 for o in outcomes if not o.ok)
     done = len(outcomes) - failed
     verb = "planned" if dry_run else "replicated"
+    unchanged = sum(1 for o in outcomes if o.status == "UNCHANGED")
     partitions = plural(sum(o.partitions for o in outcomes), "partition")
     files = plural(sum(o.files for o in outcomes), "file")
     size = human_bytes(sum(o.bytes for o in outcomes))
     console.print(
-        f"{plural(len(outcomes), 'table')}: {done} {verb}, {failed} failed; "
+        f"{plural(len(outcomes), 'table')}: {done - unchanged} {verb}, "
+        + (f"{unchanged} unchanged, " if unchanged else "")
+        + f"{failed} failed; "
         f"{partitions}, {files}, {size} {'to copy' if dry_run else 'copied'}"
     )
 

@@ -1,53 +1,110 @@
 """Commit: point the replica catalog at the new snapshot, once its data is all there.
 
-The table is created first when it is new; partitions are added or altered in batches; an
-existing table is altered last, so its ``ferry.replication.event`` changes only when every
-partition already points at the new snapshot.
+Commit is safe to run again for the same event after a crash anywhere in it (Lambda and
+Step Functions retry; a process can die between two metastore calls):
+
+- the replica's event may be the one the plan read *or this event's own* (a retry after the
+  table was already written); anything else means another replication won, and this older
+  snapshot must not replace its newer one (``ReplicaChangedError``);
+- the table is created only if it is not there yet;
+- partitions are split again at commit time into missing (added) and present (altered), so
+  partitions an earlier attempt already wrote are accepted and the rest are written;
+- an existing table is altered last, so its ``ferry.replication.event`` moves only once
+  every partition points at the new snapshot.
+
+What a reader sees part-way (docs/ARCHITECTURE.md, "Commit"): every partition always points
+at a complete snapshot, old or new; each metastore call is atomic (Hive: one batch of up to
+``batch-size`` partitions per transaction; Glue: each entry of a 100-entry batch on its own),
+so a reader may see some partitions already at the new snapshot and others still at the old.
 """
 
 from __future__ import annotations
 
-from ferry.catalog import Catalog
+from dataclasses import dataclass
+
+from ferry import faults, fs
+from ferry.catalog import Catalog, batched
 from ferry.errors import ReplicaChangedError
-from ferry.model import Database
+from ferry.model import Database, Table
 from ferry.plan import ReplicationPlan
-from ferry.replica import REPLICATION_EVENT
+from ferry.replica import CREATED_BY_EVENT, REPLICATION_EVENT
 
 
-def _check_unchanged_since_plan(plan: ReplicationPlan, replica: Catalog) -> None:
-    """Refuse to commit over a replica that someone changed after this plan read it.
+@dataclass(frozen=True)
+class CommitResult:
+    created_table: bool
+    partitions_added: int
+    partitions_altered: int
+
+
+def check_unchanged_since_plan(plan: ReplicationPlan, current: Table | None) -> None:
+    """Refuse to commit over a replica that someone else changed after this plan read it.
 
     In the pipeline minutes or hours pass between Plan and Commit; another replication of
     the same table may have committed meanwhile. Its newer snapshot must not be replaced by
-    this older one.
+    this older one. The replica carrying *this* event is an earlier attempt of this commit.
     """
-    table = plan.replica_table
-    current = replica.get_table(table.database, table.name)
     before = plan.replica_before
     expected = before.parameters.get(REPLICATION_EVENT) if before else None
     found = current.parameters.get(REPLICATION_EVENT) if current else None
+    if found == plan.event_id:
+        return
     if (current is None) != (before is None) or found != expected:
         raise ReplicaChangedError(
-            f"replica table {table.qualified_name} changed since event {plan.event_id} was "
-            f"planned (its event is now {found or 'none'}); not committing over it"
+            f"replica table {plan.replica_table.qualified_name} changed since event "
+            f"{plan.event_id} was planned (its event is now {found or 'none'}); "
+            f"not committing over it"
         )
 
 
-def commit(plan: ReplicationPlan, replica: Catalog) -> None:
+def commit(plan: ReplicationPlan, replica: Catalog, batch_size: int) -> CommitResult:
     table = plan.replica_table
-    _check_unchanged_since_plan(plan, replica)
-    if replica.get_database(table.database) is None:
+    current = replica.get_table(table.database, table.name)
+    check_unchanged_since_plan(plan, current)
+    if current is None and replica.get_database(table.database) is None:
         replica.create_database(
             Database(
                 name=table.database,
                 description=f"Replicated by Ferry from {plan.source_table.database}",
+                parameters={CREATED_BY_EVENT: plan.event_id},
             )
         )
-    if plan.replica_before is None:
+    if current is None:
         replica.create_table(table)
-    if plan.partitions_to_add:
-        replica.add_partitions(table, plan.partitions_to_add)
-    if plan.partitions_to_alter:
-        replica.alter_partitions(table, plan.partitions_to_alter)
-    if plan.replica_before is not None:
+        faults.point("commit.table-created")
+    partitions = plan.replica_partitions
+    existing = (
+        replica.list_partition_values(table)
+        if partitions and (current is not None or plan.replica_before is not None)
+        else set()
+    )
+    to_add = [p for p in partitions if p.values not in existing]
+    to_alter = [p for p in partitions if p.values in existing]
+    for batch in batched(to_add, batch_size):
+        replica.add_partitions(table, batch)
+        faults.point("commit.partition-batch")
+    for batch in batched(to_alter, batch_size):
+        replica.alter_partitions(table, batch)
+        faults.point("commit.partition-batch")
+    if current is not None:
         replica.alter_table(table)
+    return CommitResult(current is None, len(to_add), len(to_alter))
+
+
+def snapshot_references(snapshot: str, replica: Catalog, database: str, name: str) -> list[str]:
+    """Every replica location (table or partition) at or below ``snapshot``.
+
+    A failed run may remove its snapshot folder only when this is empty: once any replica
+    metadata points into it, it holds data a reader may be using.
+    """
+    table = replica.get_table(database, name)
+    if table is None:
+        return []
+    locations = [table.location] + (
+        [p.location for p in replica.list_partitions(table)] if table.is_partitioned else []
+    )
+    return [
+        location
+        for location in locations
+        if location and fs.relative_path(location, snapshot) is not None
+    ]

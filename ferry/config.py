@@ -47,6 +47,8 @@ class CatalogConfig(_Model):
     name: str
     hive_metastore_uris: str | None = None
     glue: GlueSettings | None = None
+    #: Most partitions read or written by one catalog call (Glue writes at most 100 a call).
+    batch_size: int = Field(default=1000, ge=1, le=1000)
 
     @model_validator(mode="after")
     def _one_kind(self) -> CatalogConfig:
@@ -71,9 +73,36 @@ class CatalogConfig(_Model):
 
 
 class SnsEventListener(_Model):
-    topic: str
+    """Circus Train's ``sns-event-listener``: where START, SUCCESS and FAILURE go.
+
+    ``topic`` is the default; ``start-topic``, ``success-topic`` and ``fail-topic`` override
+    it per message type. ``headers`` are copied into every message.
+    """
+
+    topic: str | None = None
+    start_topic: str | None = None
+    success_topic: str | None = None
+    fail_topic: str | None = None
     region: str | None = None
     subject: str | None = "Ferry replication"
+    headers: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _a_topic_for_each_type(self) -> SnsEventListener:
+        if self.topic is None and None in (self.start_topic, self.success_topic, self.fail_topic):
+            raise ValueError(
+                "give 'topic', or all of 'start-topic', 'success-topic' and 'fail-topic'"
+            )
+        return self
+
+    def topic_for(self, message_type: str) -> str:
+        """The topic ARN a START, SUCCESS or FAILURE message is published to."""
+        specific = {
+            "START": self.start_topic,
+            "SUCCESS": self.success_topic,
+            "FAILURE": self.fail_topic,
+        }[message_type]
+        return specific or self.topic  # type: ignore[return-value]
 
 
 class CopierOptions(BaseModel):
@@ -161,10 +190,22 @@ class TableReplication(_Model):
         return f"{self.replica_database}.{self.replica_table_name}"
 
 
+class EmrServerlessSettings(_Model):
+    """Where ``ferry replicate`` runs the Spark copy on AWS (else: spark-submit, locally)."""
+
+    application_id: str
+    execution_role_arn: str
+    #: The copy job, uploaded (``emr_jobs/copy_files.py``), e.g. ``s3://bucket/copy_files.py``.
+    entry_point: str
+    spark_submit_parameters: str | None = None
+    region: str | None = None
+
+
 class ReplicationConfig(_Model):
     source_catalog: CatalogConfig
     replica_catalog: CatalogConfig
     sns_event_listener: SnsEventListener | None = None
+    emr_serverless: EmrServerlessSettings | None = None
     copier_options: CopierOptions = Field(default_factory=CopierOptions)
     table_replications: list[TableReplication] = Field(min_length=1)
 

@@ -8,17 +8,21 @@ target before it reports success.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Protocol
 
 from pyarrow import fs as pafs
 
-from ferry import fs
-from ferry.errors import CopyError, TargetNotWritableError, VerificationError
+from ferry import faults, fs
+from ferry.errors import (
+    CopyError,
+    ReplicationInterruptedError,
+    TargetNotWritableError,
+    VerificationError,
+)
 
 Progress = Callable[[int], None]
 
@@ -32,7 +36,7 @@ class CopyTask:
 
 @dataclass(frozen=True)
 class Manifest:
-    """Every file one replication copies, for one event."""
+    """Files for a copier to copy, for one event (a batch, or a whole manifest read back)."""
 
     event_id: str
     tasks: tuple[CopyTask, ...]
@@ -40,14 +44,6 @@ class Manifest:
     @property
     def total_bytes(self) -> int:
         return sum(task.size for task in self.tasks)
-
-    def to_json(self) -> str:
-        return json.dumps({"eventId": self.event_id, "files": [asdict(t) for t in self.tasks]})
-
-    @classmethod
-    def from_json(cls, text: str) -> Manifest:
-        data = json.loads(text)
-        return cls(data["eventId"], tuple(CopyTask(**task) for task in data["files"]))
 
 
 @dataclass(frozen=True)
@@ -73,7 +69,14 @@ class InlineCopier:
             futures = [
                 pool.submit(self._copy_one, task, progress, cancelled) for task in manifest.tasks
             ]
-            done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+            try:
+                done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+            except BaseException:
+                # Ctrl-C: stop the workers after their current chunk, not after every file.
+                cancelled.set()
+                for future in futures:
+                    future.cancel()
+                raise
             failed = [f for f in done if f.exception() is not None]
             if failed:
                 cancelled.set()
@@ -87,10 +90,15 @@ class InlineCopier:
     ) -> None:
         if cancelled.is_set():
             return
-        copy_file(task, self.chunk_size, progress)
+        copy_file(task, self.chunk_size, progress, cancelled)
 
 
-def copy_file(task: CopyTask, chunk_size: int, progress: Progress | None = None) -> None:
+def copy_file(
+    task: CopyTask,
+    chunk_size: int,
+    progress: Progress | None = None,
+    cancelled: threading.Event | None = None,
+) -> None:
     """Stream one file from source to target, then verify its size at the target.
 
     A failure is the source's when reading fails and the target's when opening, writing
@@ -109,6 +117,9 @@ def copy_file(task: CopyTask, chunk_size: int, progress: Progress | None = None)
         try:
             with fs.open_output(task.target) as writer:
                 while chunk := _read(reader, chunk_size, task):
+                    if cancelled is not None and cancelled.is_set():
+                        raise ReplicationInterruptedError(f"copying {task.source} was stopped")
+                    faults.point("copy.file")
                     writer.write(chunk)
                     if progress is not None:
                         progress(len(chunk))

@@ -11,7 +11,14 @@ from typing import Any
 
 
 class FerryError(Exception):
-    """Base of every error Ferry raises on purpose."""
+    """Base of every error Ferry raises on purpose.
+
+    ``transient`` says whether the same step, run again unchanged, may succeed: the retry
+    policy of every driver (the state machine's ``Retry`` blocks, the in-process driver's)
+    is derived from it (``transient_errors``).
+    """
+
+    transient = False
 
 
 class ConfigError(FerryError):
@@ -20,6 +27,8 @@ class ConfigError(FerryError):
 
 class CatalogUnreachableError(FerryError):
     """A metastore or catalog could not be reached (a transient error: retried)."""
+
+    transient = True
 
 
 class CatalogError(FerryError):
@@ -52,6 +61,43 @@ class TargetNotWritableError(CopyError):
 
 class VerificationError(CopyError):
     """A copied file does not match its source at the target."""
+
+
+class CopyIncompleteError(CopyError):
+    """Commit found a batch of the manifest without its copy record; nothing was committed."""
+
+
+class NotificationError(FerryError):
+    """A message could not be published to consumers (SNS); retried, then reported.
+
+    After a commit this never undoes the replication: the replica keeps its new snapshot
+    and the table is reported as committed but not notified.
+    """
+
+    transient = True
+
+
+class ReplicationInterruptedError(FerryError):
+    """The run was interrupted (Ctrl-C, SIGTERM) part-way through a step."""
+
+
+def _named_errors() -> list[type[FerryError]]:
+    found, pending = [], [FerryError]
+    while pending:
+        cls = pending.pop()
+        found.append(cls)
+        pending.extend(cls.__subclasses__())
+    return found
+
+
+def transient_errors() -> list[str]:
+    """The names of Ferry's errors worth retrying, sorted: the ``Retry`` policy's own."""
+    return sorted({cls.__name__ for cls in _named_errors() if cls.transient})
+
+
+def error_names() -> set[str]:
+    """Every error name Ferry raises on purpose (what ``Retry``/``Catch`` may match)."""
+    return {cls.__name__ for cls in _named_errors()}
 
 
 def describe_error(error: dict[str, Any]) -> tuple[str, str]:

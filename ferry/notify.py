@@ -1,68 +1,93 @@
-"""Notifications to consumers over SNS, in Circus Train's message format.
+"""Notifications to consumers over SNS, exactly in Circus Train's protocol 1.2.
 
 Existing Circus Train consumers keep working: the same ``type`` values (START, SUCCESS,
-FAILURE) and the same fields; the partition list is dropped (``messageTruncated``) when the
-message would exceed SNS's size limit.
+FAILURE), the same fields, present in the same cases; the partition list is dropped
+(``messageTruncated``) when the message would exceed SNS's size limit.
+
+There is one builder of a message (``message_body``) and one rule for a message that
+cannot be published: ``SnsNotifier.publish`` raises ``NotificationError`` (transient, so
+both drivers retry it), and the step that publishes fails after its retries. A FAILURE
+message that cannot be published is logged by the abort step, which must still report the
+original error.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from botocore.exceptions import BotoCoreError, ClientError
+
+from ferry.errors import NotificationError
 from ferry.model import Column
 
 if TYPE_CHECKING:
-    from ferry.aws import AwsClients
     from ferry.config import SnsEventListener
 
 PROTOCOL_VERSION = "1.2"
 SNS_MAX_BYTES = 256 * 1024
 _HEADROOM = 1024  # subject and attributes also count against the limit
 
+START, SUCCESS, FAILURE = "START", "SUCCESS", "FAILURE"
+
 
 @dataclass(frozen=True)
 class ReplicationEvent:
-    """What one table replication tells its consumers."""
+    """What one table replication tells its consumers.
+
+    ``modified_partitions`` is None for an unpartitioned table (the fields are then absent,
+    as in Circus Train); ``bytes_replicated`` is None when no data is replicated (a view, a
+    metadata-only mode) or the type is not SUCCESS.
+    """
 
     type: str  # START | SUCCESS | FAILURE
     event_id: str
+    source_catalog: str
+    replica_catalog: str
     source_table: str
     replica_table: str
-    replica_catalog_uris: str
+    replica_metastore_uris: str
+    replica_table_location: str | None
     start_time: datetime
     end_time: datetime | None = None
-    replica_table_location: str | None = None
     partition_keys: Sequence[Column] = ()
-    modified_partitions: Sequence[Sequence[str]] = field(default_factory=list)
-    bytes_replicated: int = 0
+    modified_partitions: Sequence[Sequence[str]] | None = None
+    bytes_replicated: int | None = None
     error_message: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
 
 
 def message_body(event: ReplicationEvent, max_bytes: int = SNS_MAX_BYTES - _HEADROOM) -> str:
-    message: dict[str, Any] = {
-        "protocolVersion": PROTOCOL_VERSION,
-        "type": event.type,
-        "startTime": _iso(event.start_time),
-        "eventId": event.event_id,
-        "sourceTable": event.source_table,
-        "replicaTable": event.replica_table,
-        "replicaMetastoreUris": event.replica_catalog_uris,
-    }
-    if event.type != "START":
+    """The JSON message, fields in Circus Train's order and present in its cases."""
+    message: dict[str, Any] = {"protocolVersion": PROTOCOL_VERSION, "type": event.type}
+    if event.headers:
+        message["headers"] = dict(event.headers)
+    message["startTime"] = _iso(event.start_time)
+    if event.type != START:
         message["endTime"] = _iso(event.end_time) if event.end_time else None
-        message["replicaTableLocation"] = event.replica_table_location
+    message.update(
+        {
+            "eventId": event.event_id,
+            "sourceCatalog": event.source_catalog,
+            "replicaCatalog": event.replica_catalog,
+            "sourceTable": event.source_table,
+            "replicaTable": event.replica_table,
+            "replicaTableLocation": event.replica_table_location,
+            "replicaMetastoreUris": event.replica_metastore_uris,
+        }
+    )
+    if event.type == SUCCESS and event.modified_partitions is not None:
         message["partitionKeys"] = {column.name: column.type for column in event.partition_keys}
         message["modifiedPartitions"] = [list(values) for values in event.modified_partitions]
+    if event.type == SUCCESS and event.bytes_replicated is not None:
         message["bytesReplicated"] = event.bytes_replicated
-        message["messageTruncated"] = False
-    if event.error_message is not None:
-        message["errorMessage"] = event.error_message
+    if event.type == FAILURE:
+        message["errorMessage"] = event.error_message or ""
     body = json.dumps(message)
-    if len(body.encode()) > max_bytes:
+    if len(body.encode()) > max_bytes and "modifiedPartitions" in message:
         message["modifiedPartitions"] = []
         message["messageTruncated"] = True
         body = json.dumps(message)
@@ -74,23 +99,33 @@ def _iso(moment: datetime) -> str:
 
 
 class SnsNotifier:
-    """Publishes replication events to one topic (the SNS client is injected)."""
+    """Publishes replication events to the listener's topics.
 
-    def __init__(self, client: Any, topic_arn: str, subject: str | None = None):
-        self._sns = client
-        self.topic_arn = topic_arn
-        self.subject = subject
+    ``client_for`` gives an SNS client for a region (the listener's ``region``, else the
+    topic ARN's own), so one config may notify topics in several regions.
+    """
+
+    def __init__(self, listener: SnsEventListener, client_for: Callable[[str | None], Any]):
+        self.listener = listener
+        self._client_for = client_for
 
     def publish(self, event: ReplicationEvent) -> None:
+        topic = self.listener.topic_for(event.type)
         arguments: dict[str, Any] = {
-            "TopicArn": self.topic_arn,
+            "TopicArn": topic,
             "Message": message_body(event),
             # Consumers filter on the type without parsing the body.
             "MessageAttributes": {"type": {"DataType": "String", "StringValue": event.type}},
         }
-        if self.subject:
-            arguments["Subject"] = self.subject[:100]
-        self._sns.publish(**arguments)
+        if self.listener.subject:
+            arguments["Subject"] = self.listener.subject[:100]
+        try:
+            self._client_for(self.listener.region or region_of_arn(topic)).publish(**arguments)
+        except (BotoCoreError, ClientError) as error:
+            reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+            raise NotificationError(
+                f"could not publish {event.type} of event {event.event_id} to {topic}: {reason}"
+            ) from None
 
 
 class NoNotifier:
@@ -100,9 +135,9 @@ class NoNotifier:
         pass
 
 
-def notifier_for(listener: SnsEventListener | None, aws: AwsClients) -> SnsNotifier | NoNotifier:
-    """The notifier a config's ``sns-event-listener`` asks for (its topic's region by default)."""
-    if listener is None:
-        return NoNotifier()
-    region = listener.region or aws.region_of_arn(listener.topic)
-    return SnsNotifier(aws.client("sns", region), listener.topic, listener.subject)
+Notifier = SnsNotifier | NoNotifier
+
+
+def region_of_arn(arn: str) -> str | None:
+    parts = arn.split(":")
+    return parts[3] if len(parts) > 3 and parts[3] else None

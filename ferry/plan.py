@@ -6,6 +6,7 @@ nothing, so a plan that fails, or a dry run, changes neither side.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -13,9 +14,9 @@ from dataclasses import dataclass, replace
 from ferry import fs
 from ferry.catalog import Catalog
 from ferry.config import ReplicationMode, TableReplication
-from ferry.copier import CopyTask, Manifest
 from ferry.errors import CopyError, ReplicationModeError, SourceTableNotFoundError
 from ferry.filters import Clock, render_partition_filter
+from ferry.manifest import CopyRoot, ManifestSummary, ManifestWriter
 from ferry.model import Partition, Table, partition_name
 from ferry.replica import (
     LAST_REPLICATED,
@@ -40,8 +41,9 @@ class ReplicationPlan:
     replica_table: Table
     partitions_to_add: tuple[Partition, ...]
     partitions_to_alter: tuple[Partition, ...]
-    manifest: Manifest
-    #: The new snapshot folder (FULL) that a failed copy must remove again.
+    #: What the manifest holds (its files were streamed to the manifest while listing).
+    manifest: ManifestSummary
+    #: The new snapshot folder (FULL) that a failed run removes again, unless referenced.
     snapshot_location: str | None
     partition_filter: str | None
 
@@ -52,6 +54,13 @@ class ReplicationPlan:
     @property
     def replica_partitions(self) -> tuple[Partition, ...]:
         return self.partitions_to_add + self.partitions_to_alter
+
+    @property
+    def kind(self) -> str:
+        """ "partitioned table", "table" or "view", for people."""
+        if self.source_table.is_view:
+            return "view"
+        return "partitioned table" if self.source_table.is_partitioned else "table"
 
     @property
     def unchanged(self) -> bool:
@@ -75,7 +84,12 @@ def plan_replication(
     event_id: str,
     clock: Clock,
     list_threads: int = 8,
+    manifest: ManifestWriter | None = None,
 ) -> ReplicationPlan:
+    """Decide what one replication does; its files are listed into ``manifest``.
+
+    Without a manifest writer the files are only counted (a dry run).
+    """
     source_config = replication.source_table
     source_table = source.get_table(source_config.database_name, source_config.table_name)
     if source_table is None:
@@ -111,7 +125,7 @@ def plan_replication(
             extra=replication.transform_options.table_properties,
         )
 
-    tasks: list[CopyTask] = []
+    roots: list[CopyRoot] = []
     snapshot: str | None = None
     if mode is ReplicationMode.FULL:
         snapshot = fs.join(replication.replica_table.table_location or "", event_id)
@@ -119,15 +133,17 @@ def plan_replication(
         partition_locations = [
             fs.join(snapshot, _partition_subpath(source_table, p)) for p in source_partitions
         ]
-        copy_roots = (
+        roots = (
             [
-                (p.location, target)
+                CopyRoot(p.location, target)
                 for p, target in zip(source_partitions, partition_locations, strict=True)
+                if p.location
             ]
             if source_table.is_partitioned
-            else [(source_table.location, snapshot)]
+            else [CopyRoot(source_table.location, snapshot)]
+            if source_table.location
+            else []
         )
-        tasks = _copy_tasks(copy_roots, list_threads)
     else:
         table_location = source_table.location
         partition_locations = [p.location for p in source_partitions]
@@ -162,7 +178,9 @@ def plan_replication(
         replica_table=replica_table,
         partitions_to_add=tuple(p for p in replica_partitions if p.values not in existing),
         partitions_to_alter=tuple(p for p in replica_partitions if p.values in existing),
-        manifest=Manifest(event_id, tuple(tasks)),
+        manifest=list_files_into(
+            roots, manifest or ManifestWriter(None, event_id, 1000), list_threads
+        ),
         snapshot_location=snapshot,
         partition_filter=partition_filter,
     )
@@ -188,25 +206,34 @@ def _partition_subpath(table: Table, partition: Partition) -> str:
     return partition_name(table.partition_keys, partition.values)
 
 
-def _copy_tasks(roots: Sequence[tuple[str | None, str]], threads: int) -> list[CopyTask]:
-    """List every file below each source root, mapped below its target root."""
+def list_files_into(
+    roots: Sequence[CopyRoot], writer: ManifestWriter, threads: int
+) -> ManifestSummary:
+    """List every file below each root on a thread pool, streaming them to the manifest.
 
-    def tasks_for(root: tuple[str | None, str]) -> list[CopyTask]:
-        source_root, target_root = root
-        if not source_root:
-            return []
+    Listings run ahead of the writer by at most a few per thread, so memory holds a few
+    partitions' listings, never the whole table's.
+    """
+
+    def listing(root: CopyRoot) -> list[fs.FileEntry]:
         try:
-            files = fs.list_files(source_root)
+            return fs.list_files(root.source)
         except OSError as error:
-            raise CopyError(f"cannot list source files at {source_root}: {error}") from None
-        return [
-            CopyTask(
-                entry.uri,
-                fs.join(target_root, fs.relative_path(entry.uri, source_root) or ""),
-                entry.size,
-            )
-            for entry in files
-        ]
+            raise CopyError(f"cannot list source files at {root.source}: {error}") from None
 
-    with ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="ferry-list") as pool:
-        return [task for batch in pool.map(tasks_for, roots) for task in batch]
+    window = max(1, threads) * 4
+    try:
+        with ThreadPoolExecutor(max(1, threads), thread_name_prefix="ferry-list") as pool:
+            pending: deque = deque()
+            for root in roots:
+                pending.append((root, pool.submit(listing, root)))
+                if len(pending) >= window:
+                    done_root, future = pending.popleft()
+                    writer.add(done_root, future.result())
+            while pending:
+                done_root, future = pending.popleft()
+                writer.add(done_root, future.result())
+    except BaseException:
+        writer.abandon()
+        raise
+    return writer.close()

@@ -20,6 +20,9 @@ SOURCE_LOCATION = "ferry.source.location"
 REPLICATION_EVENT = "ferry.replication.event"
 REPLICATION_MODE = "ferry.replication.mode"
 LAST_REPLICATED = "ferry.last.replicated"
+#: On a replica database Ferry created: the event whose commit created it (a failed run
+#: drops such a database again while it holds no table).
+CREATED_BY_EVENT = "ferry.created.by.event"
 
 # A table replicated by Circus Train carries this; Ferry adopts such a replica.
 CIRCUS_TRAIN_REPLICATION_EVENT = "com.hotels.bdp.circustrain.replication.event"

@@ -26,7 +26,62 @@ FUNCTIONS = {
     "Summarize": "lambdas.summarize.handler",
 }
 
+#: The ``ferry.steps.Steps`` method each function runs (its handler calls exactly this one).
+STEPS = {
+    "ResolveTables": "resolve_tables",
+    "Plan": "plan",
+    "InlineCopy": "inline_copy",
+    "S3CopyBatch": "copy_batch",
+    "Commit": "commit",
+    "NotifySuccess": "notify_success",
+    "Abort": "abort",
+    "Summarize": "summarize",
+}
+
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z0-9]+)\}")
+
+
+#: Lambda's own transient errors (AWS's best practice is to retry them all).
+LAMBDA_SERVICE_ERRORS = (
+    "Lambda.ClientExecutionTimeoutException",
+    "Lambda.ServiceException",
+    "Lambda.AWSLambdaException",
+    "Lambda.SdkClientException",
+    "Lambda.TooManyRequestsException",
+)
+#: A function that ran out of time (newer runtimes report Sandbox.Timedout, older ones
+#: Lambda.Unknown). Every step is safe to run again for the same event, so all retry them.
+LAMBDA_TIMEOUT_ERRORS = ("Sandbox.Timedout", "Lambda.Unknown")
+
+
+def retry_policy() -> list[dict[str, Any]]:
+    """The one Retry policy of every Lambda step, derived from Ferry's transient errors."""
+    from ferry.errors import transient_errors
+
+    return [
+        {
+            "ErrorEquals": [*transient_errors(), *LAMBDA_SERVICE_ERRORS, *LAMBDA_TIMEOUT_ERRORS],
+            "IntervalSeconds": 1,
+            "MaxAttempts": 3,
+            "BackoffRate": 2.0,
+        }
+    ]
+
+
+def lambda_tasks(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {
+        name: state
+        for name, state in states(document).items()
+        if state.get("Resource") == "arn:aws:states:::lambda:invoke"
+    }
+
+
+def write_retry_policy(path: Path = DEFINITION_PATH) -> None:
+    """Rewrite every Lambda step's Retry in the definition file from ``retry_policy``."""
+    document = json.loads(path.read_text())
+    for state in lambda_tasks(document).values():
+        state["Retry"] = retry_policy()
+    path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
 
 
 def placeholders() -> set[str]:
@@ -57,3 +112,9 @@ def states(definition: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def load(substitutions: dict[str, str]) -> dict[str, Any]:
     return json.loads(render(substitutions))
+
+
+if __name__ == "__main__":
+    # python -m infra.definition: bring the definition's Retry blocks in line with the policy.
+    write_retry_policy()
+    print(f"wrote the retry policy into {DEFINITION_PATH}")

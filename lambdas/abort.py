@@ -1,4 +1,4 @@
-"""State `Abort table`: remove the partial snapshot, publish FAILURE, name the error."""
+"""State `Abort table`: remove what nothing references, publish FAILURE, name the error."""
 
 from __future__ import annotations
 
@@ -7,21 +7,14 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from lambdas.runtime import logger, metrics, pipeline, tracer
+from lambdas.runtime import logger, metrics, steps, tracer
 
 
 @logger.inject_lambda_context(correlation_id_path="eventId", clear_state=True, log_event=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    result = pipeline().abort_table(
-        event["configUri"],
-        event["sourceTable"],
-        event["eventId"],
-        event["startTime"],
-        event["error"],
-        event.get("plan"),
-    )
+    result = steps().abort(event)
     metrics.add_dimension(name="table", value=event["sourceTable"])
     metrics.add_metric(name="TablesFailed", unit=MetricUnit.Count, value=1)
     return result

@@ -1,4 +1,4 @@
-"""State `Commit`: verify the snapshot at the target, then point the replica catalog at it."""
+"""State `Commit`: check every batch was copied, then point the replica catalog at it."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from lambdas.runtime import logger, pipeline, tracer
+from lambdas.runtime import logger, steps, tracer
 
 
 @logger.inject_lambda_context(correlation_id_path="eventId", clear_state=True, log_event=True)
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return pipeline().commit_table(event["planUri"])
+    return steps().commit(event)

@@ -1,4 +1,4 @@
-"""State `Inline copy`: copy a small manifest inside the Lambda, every file verified."""
+"""State `Inline copy`: copy a small manifest inside the Lambda, batch by batch, verified."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from lambdas.runtime import logger, pipeline, tracer
+from lambdas.runtime import logger, steps, tracer
 
 
 @logger.inject_lambda_context(correlation_id_path="eventId", clear_state=True, log_event=True)
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return pipeline().inline_copy(event["planUri"])
+    return steps().inline_copy(event)

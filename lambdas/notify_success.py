@@ -7,14 +7,14 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from lambdas.runtime import logger, metrics, pipeline, tracer
+from lambdas.runtime import logger, metrics, steps, tracer
 
 
 @logger.inject_lambda_context(correlation_id_path="eventId", clear_state=True, log_event=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    result = pipeline().notify_success(event["planUri"])
+    result = steps().notify_success(event)
     metrics.add_dimension(name="table", value=result["sourceTable"])
     metrics.add_metric(name="FilesReplicated", unit=MetricUnit.Count, value=result["files"])
     metrics.add_metric(name="BytesReplicated", unit=MetricUnit.Bytes, value=result["bytes"])

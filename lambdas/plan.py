@@ -1,4 +1,4 @@
-"""State `Plan`: read both catalogs, list the files, write plan and manifest to S3."""
+"""State `Plan`: tell consumers START, read both catalogs, write the manifest and the plan."""
 
 from __future__ import annotations
 
@@ -6,12 +6,10 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from lambdas.runtime import logger, pipeline, tracer
+from lambdas.runtime import logger, steps, tracer
 
 
 @logger.inject_lambda_context(correlation_id_path="eventId", clear_state=True, log_event=True)
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return pipeline().plan_table(
-        event["configUri"], event["sourceTable"], event["eventId"], event["startTime"]
-    )
+    return steps().plan(event)

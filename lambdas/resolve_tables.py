@@ -6,12 +6,10 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from lambdas.runtime import logger, pipeline, settings, tracer
+from lambdas.runtime import logger, settings, steps, tracer
 
 
 @logger.inject_lambda_context(correlation_id_path="configUri", clear_state=True, log_event=True)
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return pipeline().resolve_tables(
-        event["configUri"], event.get("tables"), settings().max_concurrency
-    )
+    return steps().resolve_tables(event, settings().max_concurrency)

@@ -1,7 +1,7 @@
 """What every handler shares: Powertools, and the settings parsed once from the environment.
 
 Handlers never read the environment themselves and domain code never does: the settings
-model is built here, once per cold start, and handed to ``ferry.pipeline.Pipeline``.
+model is built here, once per cold start, and handed to ``ferry.steps.Steps``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from functools import cache
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from pydantic import BaseModel, ConfigDict, Field
 
-from ferry.pipeline import Pipeline
+from ferry.steps import Steps
 
 SERVICE = "ferry"
 NAMESPACE = "Ferry"
@@ -47,5 +47,5 @@ def settings() -> Settings:
 
 
 @cache
-def pipeline() -> Pipeline:
-    return Pipeline(settings().work_uri)
+def steps() -> Steps:
+    return Steps(settings().work_uri)

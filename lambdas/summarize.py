@@ -6,7 +6,7 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from lambdas.runtime import logger, pipeline, tracer
+from lambdas.runtime import logger, steps, tracer
 
 
 @logger.inject_lambda_context(
@@ -14,4 +14,4 @@ from lambdas.runtime import logger, pipeline, tracer
 )
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return pipeline().summarize(event["results"])
+    return steps().summarize(event)

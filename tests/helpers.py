@@ -50,3 +50,66 @@ def files_below(location: str) -> dict[str, int]:
 
 def _stable(parameters) -> dict[str, str]:
     return {k: v for k, v in parameters.items() if k not in VOLATILE}
+
+
+class Replicator:
+    """``ferry replicate``'s driver as tests use it: a config document, a fixed clock.
+
+    Runs the state machine's definition in this process (``ferry.replicate``) with Spark in
+    local mode, the plan and manifest under a fresh work folder.
+    """
+
+    def __init__(self, document: dict[str, Any], *, clock=None, event_ids=None, observer=None):
+        import tempfile
+        from pathlib import Path
+
+        import yaml
+
+        from tests.conftest import fixed_clock
+
+        self.folder = Path(tempfile.mkdtemp(prefix="ferry-test-"))
+        self.config_path = self.folder / "replication.yml"
+        self.config_path.write_text(yaml.safe_dump(document, sort_keys=False))
+        self.clock = clock or fixed_clock
+        self.event_ids = event_ids
+        self.observer = observer
+        self.execution = None
+
+    def run(self, tables: list[str] | None = None):
+        from ferry.replicate import InProcessDriver
+        from ferry.spark_job import LocalSpark
+        from ferry.steps import Steps
+
+        ids = self.event_ids
+        steps = Steps(
+            fs.local_uri(self.folder / "work"),
+            clock=self.clock,
+            event_ids=(lambda started: ids()) if ids else None,
+        )
+        outcomes = _Collect(self.observer)
+        driver = InProcessDriver(steps, LocalSpark(self.folder / "spark"), observer=outcomes)
+        self.execution = driver.run({"configUri": str(self.config_path), "tables": tables or []})
+        return outcomes.outcomes
+
+
+class _Collect:
+    """Collects each table's outcome; passes the rest on to the test's own observer."""
+
+    def __init__(self, inner=None):
+        self.inner = inner
+        self.outcomes = []
+
+    def state_entered(self, table, state):
+        if self.inner is not None and hasattr(self.inner, "state_entered"):
+            self.inner.state_entered(table, state)
+
+    def copy_progress(self, table, payload):
+        return None
+
+    def copy_finished(self, table):
+        pass
+
+    def table_finished(self, table, result, states, seconds):
+        from ferry.replicate import outcome_of
+
+        self.outcomes.append(outcome_of(result, states, seconds, None))

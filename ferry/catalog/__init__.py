@@ -61,6 +61,10 @@ class Catalog(ABC):
     def alter_partitions(self, table: Table, partitions: Sequence[Partition]) -> None: ...
 
     @abstractmethod
+    def list_table_names(self, database: str) -> list[str]:
+        """The names of the tables (and views) of ``database``; none if it does not exist."""
+
+    @abstractmethod
     def drop_table(self, database: str, name: str) -> None: ...
 
     @abstractmethod

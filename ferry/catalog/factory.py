@@ -12,6 +12,9 @@ from ferry.config import CatalogConfig
 def open_catalog(config: CatalogConfig, aws: AwsClients) -> Catalog:
     if config.glue is not None:
         return GlueCatalog(
-            config.name, aws.client("glue", config.glue.region), catalog_id=config.glue.catalog_id
+            config.name,
+            aws.client("glue", config.glue.region),
+            catalog_id=config.glue.catalog_id,
+            page_size=config.batch_size,
         )
-    return HiveMetastoreCatalog(config.name, config.metastore_uris)
+    return HiveMetastoreCatalog(config.name, config.metastore_uris, page_size=config.batch_size)

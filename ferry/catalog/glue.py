@@ -74,6 +74,21 @@ class GlueCatalog(Catalog):
             view_expanded_text=table.get("ViewExpandedText"),
         )
 
+    def list_table_names(self, database: str) -> list[str]:
+        arguments: dict[str, Any] = {"DatabaseName": database}
+        names: list[str] = []
+        try:
+            while True:
+                page = self._call("get_tables", **arguments)
+                names.extend(table["Name"] for table in page.get("TableList", []))
+                if not page.get("NextToken"):
+                    return names
+                arguments["NextToken"] = page["NextToken"]
+        except ClientError as error:
+            if _code(error) == "EntityNotFoundException":
+                return []
+            raise self._refused("list tables of", database, error) from None
+
     def _all_partitions(self, table: Table, expression: str | None) -> list[dict[str, Any]]:
         arguments: dict[str, Any] = {"DatabaseName": table.database, "TableName": table.name}
         if expression:

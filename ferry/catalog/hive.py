@@ -101,6 +101,12 @@ class HiveMetastoreCatalog(Catalog):
         except ttypes.NoSuchObjectException:
             return None
 
+    def list_table_names(self, database: str) -> list[str]:
+        try:
+            return list(self._call(lambda c: c.get_all_tables(database)))
+        except ttypes.MetaException:
+            return []
+
     def list_partition_values(self, table: Table) -> set[tuple[str, ...]]:
         return {
             _values_from_name(name)

@@ -20,9 +20,6 @@ from __future__ import annotations
 import importlib
 import json
 import logging
-import os
-import subprocess
-import sys
 import threading
 import time
 import traceback
@@ -30,6 +27,9 @@ import uuid
 from copy import copy
 from pathlib import Path
 from typing import Any
+
+from ferry import faults
+from ferry.spark_job import spark_submit
 
 logger = logging.getLogger(__name__)
 
@@ -40,11 +40,19 @@ _TERMINAL_JOB_STATES = {"SUCCESS", "FAILED", "CANCELLED"}
 _FAILED_JOB_STATES = {"FAILED", "CANCELLED"}
 
 
+#: Faults the tests arm for the in-process Lambdas (``ferry.faults``), by writing this file
+#: in the emulator's state folder.
+FAULTS_FILE = "faults.json"
+_fault_file: faults.FaultFile | None = None
+
+
 def install(state_dir: Path) -> None:
     """Patch moto (in this process) and switch on state machine execution."""
+    global _fault_file
     from moto.core.config import default_user_config
 
     default_user_config["stepfunctions"]["execute_state_machine"] = True
+    _fault_file = faults.FaultFile(state_dir / FAULTS_FILE)
     _install_in_process_lambda()
     _install_emr_serverless(state_dir)
     _install_eventbridge_to_step_functions()
@@ -76,14 +84,17 @@ def invoke_in_process(function: Any, event: Any) -> tuple[str, bool, str]:
     if isinstance(event, str | bytes):
         event = json.loads(event or "{}")
     try:
+        if _fault_file is not None:
+            _fault_file.refresh()
         handler = getattr(importlib.import_module(module_name), attribute)
         result = handler(event, LambdaContext(function))
         return json.dumps(result), False, ""
     except Exception as error:  # Lambda reports the error; it does not crash the service
-        logger.info("%s failed: %s: %s", function.function_name, type(error).__name__, error)
+        name = error.error_name if isinstance(error, faults.InjectedFault) else type(error).__name__
+        logger.info("%s failed: %s: %s", function.function_name, name, error)
         payload = {
             "errorMessage": str(error),
-            "errorType": type(error).__name__,
+            "errorType": name,
             "stackTrace": traceback.format_exception(error),
         }
         return json.dumps(payload), True, ""
@@ -125,23 +136,8 @@ def run_spark_job(job_driver: dict[str, Any], log_path: Path) -> tuple[bool, str
         entry_point = entry_point.removeprefix("file://")
     elif entry_point.startswith("s3://"):
         entry_point = _download(entry_point, log_path.parent)
-    command = [
-        str(Path(sys.executable).with_name("spark-submit")),
-        "--master",
-        os.environ.get("FERRY_SPARK_MASTER", "local[2]"),
-        "--conf",
-        "spark.ui.enabled=false",
-        entry_point,
-        *[str(argument) for argument in submit.get("entryPointArguments") or []],
-    ]
-    environment = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "wb") as log:
-        code = subprocess.call(command, stdout=log, stderr=subprocess.STDOUT, env=environment)
-    if code == 0:
-        return True, ""
-    tail = log_path.read_text(errors="replace").strip().splitlines()[-3:]
-    return False, f"spark-submit exited with {code}: {' | '.join(tail)} (log {log_path})"
+    arguments = [str(argument) for argument in submit.get("entryPointArguments") or []]
+    return spark_submit(entry_point, arguments, log_path)
 
 
 def _download(uri: str, folder: Path) -> str:

@@ -6,6 +6,7 @@ import pytest
 
 from ferry.copier import CopyTask, InlineCopier, Manifest, verify_all
 from ferry.errors import CopyError, TargetNotWritableError, VerificationError
+from ferry.manifest import batch_tasks, read_batches, read_manifest, write_manifest
 
 
 def make_files(root, sizes):
@@ -59,5 +60,8 @@ def test_a_size_mismatch_fails_verification(tmp_path):
 
 
 def test_manifest_round_trips_through_json(tmp_path):
-    manifest = make_files(tmp_path, [1, 2])
-    assert Manifest.from_json(manifest.to_json()) == manifest
+    manifest = make_files(tmp_path, [1, 2, 3, 4, 5])
+    uri = (tmp_path / "run" / "manifest.json").as_uri()
+    write_manifest(uri, manifest, batch_files=2)
+    assert read_manifest(uri) == manifest
+    assert [len(batch_tasks(b)) for b in read_batches(uri)] == [2, 2, 1]

@@ -11,6 +11,7 @@ import pytest
 
 from emr_jobs.copy_files import balance, build_report, copy_bins, copy_manifest, main
 from ferry.copier import CopyTask, Manifest, copy_file
+from ferry.manifest import recorded_batches, write_manifest
 
 pytestmark = pytest.mark.spark
 
@@ -135,8 +136,7 @@ def test_a_missing_source_fails_that_file_and_the_job(spark, tmp_path):
     missing = manifest.tasks[2]
     os.remove(path_of(missing.source))
     manifest_file = tmp_path / "run" / "manifest.json"
-    manifest_file.parent.mkdir()
-    manifest_file.write_text(manifest.to_json())
+    write_manifest(f"file://{manifest_file}", manifest, batch_files=2)
     report_file = tmp_path / "reports" / "nested" / "report.json"
 
     with pytest.raises(SystemExit) as exit_info:
@@ -163,13 +163,14 @@ def test_a_missing_source_fails_that_file_and_the_job(spark, tmp_path):
         if task != missing:
             assert read(task.target) == read(task.source)
     assert not os.path.exists(path_of(missing.target))
+    # A job with a failed file records no batch as copied: Commit will not run.
+    assert recorded_batches(f"file://{manifest_file}") == set()
 
 
 def test_main_copies_a_manifest_and_reports_beside_it(spark, tmp_path, capsys):
     manifest = make_files(tmp_path)
     manifest_file = tmp_path / "run" / "manifest.json"
-    manifest_file.parent.mkdir()
-    manifest_file.write_text(manifest.to_json())
+    write_manifest(f"file://{manifest_file}", manifest, batch_files=2)
 
     assert (
         main(["--manifest", f"file://{manifest_file}", "--tasks", "50", "--chunk-size-mib", "1"])
@@ -184,6 +185,8 @@ def test_main_copies_a_manifest_and_reports_beside_it(spark, tmp_path, capsys):
     assert report["tasks"] == len(SIZES)  # never more tasks than files
     assert report["durationSeconds"] >= 0
     assert f"copied {len(SIZES)} of {len(SIZES)} files" in capsys.readouterr().out
+    batches = (len(SIZES) + 1) // 2
+    assert recorded_batches(f"file://{manifest_file}") == set(range(batches))
 
 
 def test_an_unreadable_manifest_is_one_clear_line(tmp_path):

@@ -8,10 +8,11 @@ import pytest
 from ferry import fs
 from ferry.catalog import partition_sort_key
 from ferry.catalog.hive import value_range_filters
+from ferry.config import SnsEventListener
 from ferry.errors import ReplicationModeError
 from ferry.event_id import EVENT_ID_PATTERN, new_event_id
 from ferry.model import Column, escape_path_name, partition_name
-from ferry.notify import ReplicationEvent, message_body
+from ferry.notify import ReplicationEvent, SnsNotifier, message_body
 from ferry.views import rewrite_view_sql
 
 T0 = datetime(2026, 11, 21, 3, 4, 5, 678000, tzinfo=UTC)
@@ -54,22 +55,54 @@ def event(**changes):
     fields = dict(
         type="SUCCESS",
         event_id="e",
+        source_catalog="onprem",
+        replica_catalog="dr",
         source_table="a.b",
         replica_table="c.d",
-        replica_catalog_uris="thrift://x:1",
+        replica_metastore_uris="thrift://x:1",
+        replica_table_location="s3://dr/c/d/e",
         start_time=T0,
         end_time=T0,
-        partition_keys=(Column("dt", "string"),),
-        modified_partitions=[["2026-11-21"]],
+        partition_keys=(Column("dt", "string"), Column("hour", "int")),
+        modified_partitions=[["2026-11-21", "1"]],
         bytes_replicated=7,
     )
     return ReplicationEvent(**{**fields, **changes})
 
 
+COMMON = [
+    "protocolVersion", "type", "startTime", "endTime", "eventId", "sourceCatalog",
+    "replicaCatalog", "sourceTable", "replicaTable", "replicaTableLocation",
+    "replicaMetastoreUris",
+]  # fmt: skip
+
+
+def test_messages_have_circus_train_protocol_1_2_fields_in_its_cases():
+    success = json.loads(message_body(event(headers={"pipeline-id": "p1"})))
+    assert list(success) == [
+        "protocolVersion", "type", "headers", "startTime", "endTime", "eventId",
+        "sourceCatalog", "replicaCatalog", "sourceTable", "replicaTable",
+        "replicaTableLocation", "replicaMetastoreUris", "partitionKeys",
+        "modifiedPartitions", "bytesReplicated",
+    ]  # fmt: skip
+    assert success["protocolVersion"] == "1.2" and success["headers"] == {"pipeline-id": "p1"}
+    assert list(success["partitionKeys"].items()) == [("dt", "string"), ("hour", "int")]
+    assert success["modifiedPartitions"] == [["2026-11-21", "1"]]
+    assert success["startTime"] == "2026-11-21T03:04:05.678Z"
+    unpartitioned = json.loads(message_body(event(modified_partitions=None, partition_keys=())))
+    assert list(unpartitioned) == [*COMMON, "bytesReplicated"]
+    view = json.loads(message_body(event(modified_partitions=None, bytes_replicated=None)))
+    assert list(view) == COMMON
+    start = json.loads(message_body(event(type="START")))
+    assert list(start) == [k for k in COMMON if k != "endTime"]
+    failure = json.loads(message_body(event(type="FAILURE", error_message="boom")))
+    assert list(failure) == [*COMMON, "errorMessage"] and failure["errorMessage"] == "boom"
+
+
 def test_message_is_truncated_past_the_sns_limit():
     small = json.loads(message_body(event()))
-    assert small["modifiedPartitions"] == [["2026-11-21"]] and small["messageTruncated"] is False
-    many = [[f"2026-01-01-{i:06d}"] for i in range(20000)]
+    assert "messageTruncated" not in small
+    many = [[f"2026-01-01-{i:06d}", "1"] for i in range(20000)]
     big = message_body(event(modified_partitions=many))
     assert len(big.encode()) < 256 * 1024
     assert (
@@ -77,17 +110,35 @@ def test_message_is_truncated_past_the_sns_limit():
     )
 
 
-def test_start_message_has_no_result_fields():
-    start = json.loads(message_body(event(type="START")))
-    assert set(start) == {
-        "protocolVersion",
-        "type",
-        "startTime",
-        "eventId",
-        "sourceTable",
-        "replicaTable",
-        "replicaMetastoreUris",
-    }
+def test_each_message_type_goes_to_its_topic_in_the_listeners_region():
+    listener = SnsEventListener.model_validate(
+        {
+            "topic": "arn:aws:sns:eu-west-1:123456789012:all",
+            "fail-topic": "arn:aws:sns:eu-west-1:123456789012:failures",
+            "region": "eu-west-1",
+            "subject": "ChooChoo!",
+            "headers": {"pipeline-id": "p1"},
+        }
+    )
+    sent = []
+
+    class Client:
+        def __init__(self, region):
+            self.region = region
+
+        def publish(self, **arguments):
+            sent.append((self.region, arguments["TopicArn"], arguments["Subject"]))
+
+    notifier = SnsNotifier(listener, Client)
+    for kind in ("START", "SUCCESS", "FAILURE"):
+        notifier.publish(event(type=kind))
+    assert sent == [
+        ("eu-west-1", "arn:aws:sns:eu-west-1:123456789012:all", "ChooChoo!"),
+        ("eu-west-1", "arn:aws:sns:eu-west-1:123456789012:all", "ChooChoo!"),
+        ("eu-west-1", "arn:aws:sns:eu-west-1:123456789012:failures", "ChooChoo!"),
+    ]
+    with pytest.raises(ValueError, match="give 'topic', or all of"):
+        SnsEventListener.model_validate({"fail-topic": "arn:aws:sns:eu-west-1:1:x"})
 
 
 KEYS = (Column("region", "string"), Column("hour", "int"))

@@ -7,13 +7,14 @@ from moto.events.models import EventPattern
 from moto.events.utils import EventTemplateParser
 
 from ferry.config import CopierOptions, ReplicationMode, TableReplication
-from ferry.copier import CopyTask, Manifest
+from ferry.copier import CopyTask
 from ferry.errors import describe_error
 from ferry.local.deploy import s3_trigger_rule
 from ferry.local.extensions import _lower_first, invoke_in_process
+from ferry.manifest import ManifestSummary
 from ferry.model import Column, Partition, StorageDescriptor, Table, TableType
-from ferry.pipeline import CopierKind, Pipeline, choose_copier
 from ferry.plan import ReplicationPlan
+from ferry.steps import CopierKind, Steps, choose_copier
 
 EVENTS = Path(__file__).parents[2] / "events"
 
@@ -45,7 +46,13 @@ def plan_with(tasks, mode=ReplicationMode.FULL, partitions=ONE_PARTITION, before
         table,
         tuple(partitions),
         (),
-        Manifest("e", tuple(tasks)),
+        ManifestSummary(
+            len(tasks),
+            sum(t.size for t in tasks),
+            1 if tasks else 0,
+            tuple(sorted({t.source.split(":")[0] for t in tasks})),
+            tuple(sorted({t.target.split(":")[0] for t in tasks})),
+        ),
         None,
         None,
     )
@@ -89,7 +96,7 @@ def test_lambda_error_payloads_become_a_name_and_a_line():
 
 
 def test_summary_names_the_first_failed_table():
-    summary = Pipeline.summarize(json.loads((EVENTS / "summarize.json").read_text())["results"])
+    summary = Steps.summarize(json.loads((EVENTS / "summarize.json").read_text()))
     assert summary == {
         "succeeded": 1,
         "unchanged": 0,
@@ -97,7 +104,7 @@ def test_summary_names_the_first_failed_table():
         "error": "TargetNotWritableError",
         "cause": "sales.orders: cannot write s3://no-such-bucket/orders/...",
     }
-    assert Pipeline.summarize([{"status": "SUCCEEDED"}])["error"] is None
+    assert Steps.summarize({"results": [{"status": "SUCCEEDED"}]})["error"] is None
 
 
 def test_the_s3_trigger_matches_markers_only_and_builds_the_execution_input():

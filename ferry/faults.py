@@ -1,0 +1,125 @@
+"""Fail points: named places in the steps where a failure can be injected on purpose.
+
+Ferry's promise is about what happens when things break, so the tests break them: a raised
+error, a Lambda timeout or a killed process at a named point (``commit.partition-batch``,
+``copy.file``…), in either driver. Disarmed, a point costs one dictionary look-up.
+
+Points are armed by the edges only: the CLI from ``FERRY_FAULTS`` (a JSON list), the local
+emulator from a file it watches, tests directly with ``armed(...)``. Domain code only calls
+``point(name)``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+#: The error name a Lambda that ran out of time reports to Step Functions.
+LAMBDA_TIMEOUT = "Sandbox.Timedout"
+
+
+class InjectedFault(Exception):
+    """A failure injected at a fail point (named like the error it stands for)."""
+
+    def __init__(self, error_name: str, message: str):
+        super().__init__(message)
+        self.error_name = error_name
+
+
+@dataclass
+class Fault:
+    """What happens at a point: after ``skip`` hits, the next ``times`` hits fail.
+
+    ``action``: ``raise`` (an error named ``error``), ``timeout`` (as if the Lambda ran out
+    of time), ``kill`` (SIGKILL this process: a crash with no clean-up at all) or ``hang``
+    (sleep ``seconds``, e.g. to be killed from outside).
+    """
+
+    point: str
+    action: str = "raise"
+    error: str = "InjectedFault"
+    skip: int = 0
+    times: int = 1
+    seconds: float = 3600.0
+    hits: int = field(default=0, compare=False)
+
+
+_armed: dict[str, Fault] = {}
+_lock = threading.Lock()
+
+
+def point(name: str) -> None:
+    """A place where a failure may be injected; does nothing unless ``name`` is armed."""
+    if not _armed:
+        return
+    with _lock:
+        fault = _armed.get(name)
+        if fault is None:
+            return
+        fault.hits += 1
+        if not fault.skip < fault.hits <= fault.skip + fault.times:
+            return
+    if fault.action == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    if fault.action == "hang":
+        time.sleep(fault.seconds)
+        return
+    if fault.action == "timeout":
+        raise InjectedFault(LAMBDA_TIMEOUT, f"Task timed out (injected at {name})")
+    raise InjectedFault(fault.error, f"injected failure at {name}")
+
+
+def arm(*faults: Fault) -> None:
+    with _lock:
+        for fault in faults:
+            _armed[fault.point] = fault
+
+
+def disarm() -> None:
+    with _lock:
+        _armed.clear()
+
+
+@contextmanager
+def armed(*faults: Fault) -> Iterator[None]:
+    arm(*faults)
+    try:
+        yield
+    finally:
+        disarm()
+
+
+def parse(text: str) -> list[Fault]:
+    """Faults from JSON: a list of objects with Fault's fields (``point`` required)."""
+    data: Any = json.loads(text)
+    return [Fault(**item) for item in (data if isinstance(data, list) else [data])]
+
+
+class FaultFile:
+    """Arms the faults a JSON file lists, re-reading it whenever it changes (the emulator)."""
+
+    def __init__(self, path: os.PathLike[str] | str):
+        self.path = path
+        self._seen: float | None = None
+
+    def refresh(self) -> None:
+        try:
+            changed = os.stat(self.path).st_mtime_ns
+        except FileNotFoundError:
+            if self._seen is not None:
+                disarm()
+                self._seen = None
+            return
+        if changed != self._seen:
+            with open(self.path) as handle:
+                faults = parse(handle.read())
+            disarm()
+            arm(*faults)
+            self._seen = changed

@@ -1,0 +1,548 @@
+"""The replication of one table as steps, written once for both drivers.
+
+Each public method is one state of the state machine (``infra/statemachine/
+replication.asl.json``): it takes the state's payload (a small dict, as the definition's
+``Parameters`` build it) and returns the state's result (a small dict). The Lambda handlers
+in ``lambdas/`` call exactly these; ``ferry replicate`` (``ferry/replicate.py``) walks the
+same definition and calls the same methods with the same payloads. Nothing about a
+replication depends on which driver ran it.
+
+Large things never travel through payloads: the plan and the manifest are written once
+under ``<work>/runs/<event-id>/`` and each step reads only what it needs.
+
+The invariants every step keeps, whatever fails:
+
+- a location any replica table or partition references exists and holds a complete,
+  verified snapshot: Commit runs only when every batch of the manifest has its copy record,
+  and Abort removes a snapshot only when no replica metadata references it;
+- every step can run again for the same event and converge (see ``ferry/commit.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import TypeAdapter
+
+from ferry import faults, fs
+from ferry.aws import AwsClients
+from ferry.catalog import Catalog
+from ferry.catalog.factory import open_catalog
+from ferry.commit import commit, snapshot_references
+from ferry.config import (
+    CatalogConfig,
+    CopierOptions,
+    ReplicationConfig,
+    ReplicationMode,
+    TableReplication,
+    load_config_uri,
+)
+from ferry.copier import Progress
+from ferry.errors import (
+    CopyError,
+    CopyIncompleteError,
+    FerryError,
+    NotificationError,
+    describe_error,
+)
+from ferry.event_id import new_event_id
+from ferry.filters import Clock, utc_now
+from ferry.manifest import (
+    ManifestWriter,
+    batch_tasks,
+    read_batches,
+    recorded_batches,
+    write_copy_record,
+)
+from ferry.notify import FAILURE, START, SUCCESS, NoNotifier, ReplicationEvent, SnsNotifier
+from ferry.plan import ReplicationPlan, plan_replication
+from ferry.replica import CREATED_BY_EVENT
+
+logger = logging.getLogger(__name__)
+
+MIB = 1024 * 1024
+
+
+class CopierKind(StrEnum):
+    NONE = "none"  # nothing changed: skip to the end
+    METADATA = "metadata"  # METADATA_MIRROR, or no files to copy
+    INLINE = "inline"  # small: in the step's own process
+    S3 = "s3"  # S3 to S3: server-side copy
+    SPARK = "spark"  # everything else: the Spark job (EMR Serverless, or spark-submit)
+
+
+def choose_copier(plan: ReplicationPlan, options: CopierOptions) -> CopierKind:
+    """The cheapest copier that fits the plan.
+
+    S3 to S3 goes server-side whatever the size: no compute moves bytes, which beats even
+    an inline copy. Otherwise small copies stay in the step and large ones go to Spark.
+    """
+    if plan.unchanged:
+        return CopierKind.NONE
+    manifest = plan.manifest
+    if plan.mode is ReplicationMode.METADATA_MIRROR or not manifest.files:
+        return CopierKind.METADATA
+    s3 = set(fs.S3_SCHEMES)
+    if set(manifest.source_schemes) <= s3 and set(manifest.target_schemes) <= s3:
+        return CopierKind.S3
+    if manifest.bytes <= options.inline_threshold_mib * MIB:
+        return CopierKind.INLINE
+    return CopierKind.SPARK
+
+
+@dataclass(frozen=True)
+class PlanDocument:
+    """What Plan leaves for the later states: the config's location, the plan, the copier."""
+
+    config_uri: str
+    copier: CopierKind
+    started: datetime
+    plan: ReplicationPlan
+
+
+_PLAN_DOCUMENT = TypeAdapter(PlanDocument)
+
+
+@dataclass(frozen=True)
+class RunLocations:
+    """Where one table replication's documents live under the work location."""
+
+    root: str
+
+    @classmethod
+    def for_event(cls, work_uri: str, event_id: str) -> RunLocations:
+        return cls(fs.join(work_uri, "runs", event_id))
+
+    @property
+    def plan(self) -> str:
+        return fs.join(self.root, "plan.json")
+
+    @property
+    def manifest(self) -> str:
+        return fs.join(self.root, "manifest.json")
+
+    @property
+    def report(self) -> str:
+        return fs.join(self.root, "copy-report.json")
+
+    @property
+    def abort(self) -> str:
+        return fs.join(self.root, "abort.json")
+
+
+def read_plan(plan_uri: str) -> PlanDocument:
+    return _PLAN_DOCUMENT.validate_json(fs.read_bytes(plan_uri))
+
+
+CatalogOpener = Callable[[CatalogConfig, AwsClients], Catalog]
+
+
+class Steps:
+    """The steps, with their collaborators injected (work location, AWS clients, clock)."""
+
+    def __init__(
+        self,
+        work_uri: str,
+        aws: AwsClients | None = None,
+        clock: Clock = utc_now,
+        *,
+        event_ids: Callable[[datetime], str] | None = None,
+        catalogs: CatalogOpener = open_catalog,
+    ):
+        self.work_uri = work_uri.rstrip("/")
+        self.aws = aws or AwsClients()
+        self.clock = clock
+        self.event_ids = event_ids or (lambda started: new_event_id(lambda: started))
+        self.catalogs = catalogs
+
+    # -- shared pieces --------------------------------------------------------------------
+
+    def notifier(self, config: ReplicationConfig) -> SnsNotifier | NoNotifier:
+        listener = config.sns_event_listener
+        if listener is None:
+            return NoNotifier()
+        return SnsNotifier(listener, lambda region: self.aws.client("sns", region))
+
+    def event(
+        self,
+        config: ReplicationConfig,
+        replication: TableReplication,
+        kind: str,
+        event_id: str,
+        started: datetime,
+        plan: ReplicationPlan | None = None,
+        *,
+        copied: bool = True,
+        error_message: str | None = None,
+    ) -> ReplicationEvent:
+        """The one builder of what consumers are told, for every type and both drivers."""
+        data = plan is not None and plan.mode is not ReplicationMode.METADATA_MIRROR
+        partitioned = plan is not None and plan.source_table.is_partitioned
+        return ReplicationEvent(
+            type=kind,
+            event_id=event_id,
+            source_catalog=config.source_catalog.name,
+            replica_catalog=config.replica_catalog.name,
+            source_table=replication.source_table.qualified_name,
+            replica_table=replication.replica_qualified_name,
+            replica_metastore_uris=self.catalog_description(config.replica_catalog),
+            replica_table_location=(
+                plan.replica_table.location if plan else replication.replica_table.table_location
+            ),
+            start_time=started,
+            end_time=None if kind == START else self.clock(),
+            partition_keys=plan.source_table.partition_keys if plan else (),
+            modified_partitions=(
+                ([list(p.values) for p in plan.replica_partitions] if copied else [])
+                if partitioned and plan
+                else None
+            ),
+            bytes_replicated=(plan.manifest.bytes if copied else 0) if data and plan else None,
+            error_message=error_message,
+            headers=config.sns_event_listener.headers if config.sns_event_listener else {},
+        )
+
+    def catalog_description(self, catalog: CatalogConfig) -> str:
+        """``replicaMetastoreUris``: the metastore URIs, or ``glue:<region>`` (resolved)."""
+        if catalog.glue is not None:
+            return f"glue:{catalog.glue.region or self.aws.region}"
+        return catalog.hive_metastore_uris or ""
+
+    def _open(self, catalog: CatalogConfig) -> Catalog:
+        return self.catalogs(catalog, self.aws)
+
+    # -- Resolve tables -------------------------------------------------------------------
+
+    def resolve_tables(self, payload: dict[str, Any], max_concurrency: int) -> dict[str, Any]:
+        """Validate the config; one Map item per table, each with its own event id."""
+        config_uri = payload["configUri"]
+        config = load_config_uri(config_uri)
+        items = []
+        for replication in config.select(payload.get("tables") or []):
+            started = self.clock()
+            items.append(
+                {
+                    "configUri": config_uri,
+                    "sourceTable": replication.source_table.qualified_name,
+                    "eventId": self.event_ids(started),
+                    "startTime": started.isoformat(),
+                }
+            )
+        return {"tables": items, "maxConcurrency": max_concurrency}
+
+    # -- Plan -----------------------------------------------------------------------------
+
+    def plan(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """Tell consumers START, plan, stream the manifest, write the plan; choose the copier.
+
+        Planning only reads both catalogs and the source files; what it writes is under the
+        run's own folder of the work location, so running it again is harmless.
+        """
+        config_uri, event_id = payload["configUri"], payload["eventId"]
+        config = load_config_uri(config_uri)
+        [replication] = config.select([payload["sourceTable"]])
+        started = datetime.fromisoformat(payload["startTime"])
+        self.notifier(config).publish(self.event(config, replication, START, event_id, started))
+        options = config.copier_options_for(replication)
+        where = RunLocations.for_event(self.work_uri, event_id)
+        with (
+            self._open(config.source_catalog) as source,
+            self._open(config.replica_catalog) as replica,
+        ):
+            plan = plan_replication(
+                replication,
+                source,
+                replica,
+                event_id,
+                self.clock,
+                options.threads,
+                ManifestWriter(where.manifest, event_id, options.s3_batch_files),
+            )
+        faults.point("plan.planned")
+        copier = choose_copier(plan, options)
+        fs.write_bytes(
+            where.plan, _PLAN_DOCUMENT.dump_json(PlanDocument(config_uri, copier, started, plan))
+        )
+        bucket, _, key = where.manifest.split("://", 1)[1].partition("/")
+        return {
+            "eventId": event_id,
+            "planUri": where.plan,
+            "manifestUri": where.manifest,
+            "manifestBucket": bucket,
+            "manifestKey": key,
+            "reportUri": where.report,
+            "copier": copier.value,
+            "copierOptions": _batch_options(options),
+            "files": plan.manifest.files,
+            "bytes": plan.manifest.bytes,
+            "batches": plan.manifest.batches,
+            "partitions": len(plan.replica_partitions),
+            "partitionsToAdd": len(plan.partitions_to_add),
+            "partitionsToAlter": len(plan.partitions_to_alter),
+            "kind": plan.kind,
+            "replicaLocation": plan.replica_table.location,
+            "partitionFilter": plan.partition_filter,
+            "sourceTable": replication.source_table.qualified_name,
+            "replicaTable": replication.replica_qualified_name,
+        }
+
+    def preview(self, config_uri: str, source_table: str) -> dict[str, Any]:
+        """What Plan would decide, without notifying or writing anything (dry runs)."""
+        config = load_config_uri(config_uri)
+        [replication] = config.select([source_table])
+        options = config.copier_options_for(replication)
+        with (
+            self._open(config.source_catalog) as source,
+            self._open(config.replica_catalog) as replica,
+        ):
+            plan = plan_replication(
+                replication, source, replica, "dry-run", self.clock, options.threads
+            )
+        return {
+            "copier": choose_copier(plan, options).value,
+            "files": plan.manifest.files,
+            "bytes": plan.manifest.bytes,
+            "partitions": len(plan.replica_partitions),
+            "partitionsToAdd": len(plan.partitions_to_add),
+            "partitionsToAlter": len(plan.partitions_to_alter),
+            "kind": plan.kind,
+            "replicaLocation": plan.replica_table.location,
+            "partitionFilter": plan.partition_filter,
+        }
+
+    # -- copies ---------------------------------------------------------------------------
+
+    def inline_copy(
+        self, payload: dict[str, Any], progress: Progress | None = None
+    ) -> dict[str, Any]:
+        """Copy the manifest here, batch by batch; a retry skips batches already recorded."""
+        from ferry.copier import InlineCopier, Manifest
+
+        document = read_plan(payload["planUri"])
+        config = load_config_uri(document.config_uri)
+        options = config.copier_options_for(document.plan.replication)
+        where = RunLocations.for_event(self.work_uri, document.plan.event_id)
+        copier = InlineCopier(threads=options.threads, chunk_size=options.chunk_size_mib * MIB)
+        done = recorded_batches(where.manifest)
+        files = size = 0
+        for batch in read_batches(where.manifest):
+            tasks = batch_tasks(batch)
+            if batch["batch"] not in done:
+                copier.copy(Manifest(batch["eventId"], tuple(tasks)), progress)
+                write_copy_record(
+                    where.manifest, batch, len(tasks), sum(task.size for task in tasks)
+                )
+                faults.point("copy.batch")
+            elif progress is not None:
+                progress(sum(task.size for task in tasks))
+            files += len(tasks)
+            size += sum(task.size for task in tasks)
+        return {"files": files, "bytes": size}
+
+    def copy_batch(
+        self, payload: dict[str, Any], progress: Progress | None = None
+    ) -> dict[str, Any]:
+        """Server-side copy of one batch of the manifest (one item of the S3 copy Map)."""
+        from ferry.copier import Manifest
+        from ferry.s3_copy import S3ServerSideCopier
+
+        options = CopierOptions.model_validate(payload.get("copierOptions") or {})
+        batch = payload["batch"]
+        tasks = batch_tasks(batch)
+        region = self.aws.bucket_region(tasks[0].target) if tasks else None
+        copier = S3ServerSideCopier(
+            self.aws.client("s3", region),
+            threads=options.threads,
+            multipart_threshold=options.multipart_threshold_mib * MIB,
+            part_size=options.part_size_mib * MIB,
+        )
+        report = copier.copy(Manifest(batch["eventId"], tuple(tasks)), progress)
+        faults.point("copy.batch")
+        write_copy_record(payload["manifestUri"], batch, report.files, report.bytes)
+        return {"files": report.files, "bytes": report.bytes}
+
+    # -- Commit ---------------------------------------------------------------------------
+
+    def commit(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """Check every batch was copied and verified, then point the replica at the snapshot."""
+        document = read_plan(payload["planUri"])
+        plan = document.plan
+        config = load_config_uri(document.config_uri)
+        if document.copier is CopierKind.NONE:
+            raise FerryError(f"event {plan.event_id} has nothing to commit")
+        where = RunLocations.for_event(self.work_uri, plan.event_id)
+        if plan.manifest.batches:
+            missing = set(range(plan.manifest.batches)) - recorded_batches(where.manifest)
+            if missing:
+                raise CopyIncompleteError(
+                    f"{len(missing)} of {plan.manifest.batches} batches of event "
+                    f"{plan.event_id} have no copy record (first: batch {min(missing)}); "
+                    f"not committing"
+                )
+        with self._open(config.replica_catalog) as replica:
+            result = commit(plan, replica, config.replica_catalog.batch_size)
+        return {
+            "replicaLocation": plan.replica_table.location,
+            "partitionsAdded": result.partitions_added,
+            "partitionsAltered": result.partitions_altered,
+        }
+
+    # -- Notify success -------------------------------------------------------------------
+
+    def notify_success(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """Tell consumers SUCCESS; the table's outcome (UNCHANGED when nothing was done).
+
+        A message that cannot be published raises ``NotificationError``: the replica keeps
+        its new snapshot (Abort checks the catalog before removing anything) and the table
+        is reported as failed to notify.
+        """
+        document = read_plan(payload["planUri"])
+        plan = document.plan
+        config = load_config_uri(document.config_uri)
+        unchanged = document.copier is CopierKind.NONE
+        event = self.event(
+            config, plan.replication, SUCCESS, plan.event_id, document.started, plan,
+            copied=not unchanged,
+        )  # fmt: skip
+        self.notifier(config).publish(event)
+        return {
+            "status": "UNCHANGED" if unchanged else "SUCCEEDED",
+            "sourceTable": plan.source_table.qualified_name,
+            "replicaTable": plan.replication.replica_qualified_name,
+            "eventId": plan.event_id,
+            "replicaLocation": plan.replica_table.location,
+            "partitionFilter": plan.partition_filter,
+            "files": 0 if unchanged else plan.manifest.files,
+            "bytes": 0 if unchanged else plan.manifest.bytes,
+            "partitions": 0 if unchanged else len(plan.replica_partitions),
+            "durationSeconds": (
+                (event.end_time or document.started) - document.started
+            ).total_seconds(),
+        }
+
+    # -- Abort table ----------------------------------------------------------------------
+
+    def abort(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """A table failed: remove what nothing references, tell consumers, name the error.
+
+        The snapshot folder is removed only when no replica table or partition references
+        it (a failure after or part-way through Commit leaves it in place: readers may use
+        it). What was removed or kept is recorded in the run's ``abort.json``.
+        """
+        name, message = describe_error(payload["error"])
+        event_id, source_table = payload["eventId"], payload["sourceTable"]
+        plan_result = payload.get("plan") or {}
+        document = read_plan(plan_result["planUri"]) if plan_result.get("planUri") else None
+        if document is not None and document.copier is CopierKind.SPARK:
+            name, message = _spark_failure(plan_result.get("reportUri"), name, message)
+        try:
+            config: ReplicationConfig | None = load_config_uri(payload["configUri"])
+            [replication] = config.select([source_table])
+        except FerryError:
+            config, replication = None, None  # the config itself is what failed
+        outcome = {"snapshot": None, "removed": False, "referencedBy": []}
+        if document is not None and config is not None:
+            outcome = self._clean_up(document.plan, config)
+            if outcome["referencedBy"]:
+                message += f" (the replica references snapshot {outcome['snapshot']}; it was kept)"
+        notified = False
+        if config is not None and replication is not None:
+            started = datetime.fromisoformat(payload["startTime"])
+            event = self.event(
+                config, replication, FAILURE, event_id, started,
+                document.plan if document else None, copied=False, error_message=message,
+            )  # fmt: skip
+            try:
+                self.notifier(config).publish(event)
+                notified = True
+            except NotificationError as error:
+                logger.warning("%s", error)
+        return {
+            "status": "FAILED",
+            "sourceTable": source_table,
+            "replicaTable": replication.replica_qualified_name if replication else None,
+            "eventId": event_id,
+            "error": name,
+            "cause": message,
+            "snapshot": outcome["snapshot"],
+            "snapshotRemoved": outcome["removed"],
+            "notified": notified,
+        }
+
+    def _clean_up(self, plan: ReplicationPlan, config: ReplicationConfig) -> dict[str, Any]:
+        snapshot = plan.snapshot_location
+        outcome: dict[str, Any] = {"snapshot": snapshot, "removed": False, "referencedBy": []}
+        table = plan.replica_table
+        with self._open(config.replica_catalog) as replica:
+            if snapshot:
+                references = snapshot_references(snapshot, replica, table.database, table.name)
+                outcome["referencedBy"] = references
+                if not references:
+                    fs.delete_tree(snapshot)
+                    outcome["removed"] = True
+            database = replica.get_database(table.database)
+            if (
+                database is not None
+                and database.parameters.get(CREATED_BY_EVENT) == plan.event_id
+                and not replica.list_table_names(table.database)
+            ):
+                replica.drop_database(table.database)
+                outcome["droppedDatabase"] = table.database
+        where = RunLocations.for_event(self.work_uri, plan.event_id)
+        fs.write_bytes(where.abort, json.dumps(outcome).encode())
+        return outcome
+
+    # -- Summarize ------------------------------------------------------------------------
+
+    @staticmethod
+    def summarize(payload: dict[str, Any]) -> dict[str, Any]:
+        faults.point("summarize")
+        results = payload["results"]
+        # A table's outcome: Abort's result, or the whole iteration's data ending in Notify.
+        statuses = [r.get("status") or (r.get("notified") or {}).get("status") for r in results]
+        failed = [r for r, status in zip(results, statuses, strict=True) if status == "FAILED"]
+        first = failed[0] if failed else {}
+        return {
+            "succeeded": statuses.count("SUCCEEDED"),
+            "unchanged": statuses.count("UNCHANGED"),
+            "failed": len(failed),
+            "error": first.get("error"),
+            "cause": (
+                f"{first.get('sourceTable')}: {first.get('cause')}"
+                + (f" (and {len(failed) - 1} more failed tables)" if len(failed) > 1 else "")
+                if failed
+                else None
+            ),
+        }
+
+
+def _batch_options(options: CopierOptions) -> dict[str, Any]:
+    """What a copy batch needs of the copier options (travels through the Map's items)."""
+    return options.model_dump(
+        by_alias=True, include={"threads", "multipart_threshold_mib", "part_size_mib"}
+    )
+
+
+def _spark_failure(report_uri: str | None, name: str, message: str) -> tuple[str, str]:
+    """The copy job's own report names the files it could not copy; prefer it."""
+    if not report_uri:
+        return name, message
+    try:
+        report = json.loads(fs.read_bytes(report_uri))
+    except (OSError, ValueError):
+        return name, message
+    failed = report.get("failed") or []
+    if not failed:
+        return name, message
+    first = failed[0]
+    more = f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""
+    return (
+        CopyError.__name__,
+        f"{len(failed)} files not copied; first {first['source']}: {first['error']}{more}",
+    )
