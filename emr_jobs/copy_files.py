@@ -117,6 +117,7 @@ def copy_bin(
     backoff_seconds: float = DEFAULT_BACKOFF_SECONDS,
 ) -> Iterator[FileResult]:
     """Copy one bin's files one after another (this runs inside a Spark task), one result each."""
+    _arm_faults()
     for task in tasks:
         yield copy_with_retries(
             task,
@@ -290,6 +291,15 @@ def _parser() -> argparse.ArgumentParser:
         help=f"read and write size (default {DEFAULT_CHUNK_SIZE_MIB})",
     )
     return parser
+
+
+def _arm_faults() -> None:
+    """Fail points for failure drills, from ``FERRY_FAULTS`` (in each Python worker too)."""
+    text = os.environ.get("FERRY_FAULTS")
+    if text:
+        from ferry import faults
+
+        faults.arm(*faults.parse(text))
 
 
 def _positive(text: str) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -46,6 +47,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="ferry: %(levelname)s: %(message)s",
         stream=sys.stderr,
     )
+    # Fail points, armed only on purpose (tests, failure drills): see ferry/faults.py.
+    if os.environ.get("FERRY_FAULTS"):
+        from ferry import faults
+
+        faults.arm(*faults.parse(os.environ["FERRY_FAULTS"]))
     try:
         return args.handler(args)
     except (ConfigError, UsageError) as error:

@@ -21,7 +21,11 @@ TERMINAL_STATES = {"SUCCESS", "FAILED", "CANCELLED"}
 
 
 def spark_submit(
-    entry_point: str, arguments: list[str], log_path: Path, master: str | None = None
+    entry_point: str,
+    arguments: list[str],
+    log_path: Path,
+    master: str | None = None,
+    environment: dict[str, str] | None = None,
 ) -> tuple[bool, str]:
     """Run ``entry_point`` with spark-submit in local mode; (succeeded, details)."""
     command = [
@@ -33,7 +37,7 @@ def spark_submit(
         entry_point,
         *arguments,
     ]
-    environment = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    environment = {**os.environ, "PYSPARK_PYTHON": sys.executable, **(environment or {})}
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "wb") as log:
         code = subprocess.call(command, stdout=log, stderr=subprocess.STDOUT, env=environment)

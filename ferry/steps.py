@@ -410,6 +410,7 @@ class Steps:
             config, plan.replication, SUCCESS, plan.event_id, document.started, plan,
             copied=not unchanged,
         )  # fmt: skip
+        faults.point("notify.success")
         self.notifier(config).publish(event)
         return {
             "status": "UNCHANGED" if unchanged else "SUCCEEDED",

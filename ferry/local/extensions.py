@@ -20,6 +20,7 @@ from __future__ import annotations
 import importlib
 import json
 import logging
+import os
 import threading
 import time
 import traceback
@@ -137,7 +138,12 @@ def run_spark_job(job_driver: dict[str, Any], log_path: Path) -> tuple[bool, str
     elif entry_point.startswith("s3://"):
         entry_point = _download(entry_point, log_path.parent)
     arguments = [str(argument) for argument in submit.get("entryPointArguments") or []]
-    return spark_submit(entry_point, arguments, log_path)
+    environment = None
+    if _fault_file is not None and os.path.exists(_fault_file.path):
+        # The job's own fail points (``spark.*``), for failure drills of the Spark copier.
+        with open(_fault_file.path) as handle:
+            environment = {"FERRY_FAULTS": handle.read()}
+    return spark_submit(entry_point, arguments, log_path, environment=environment)
 
 
 def _download(uri: str, folder: Path) -> str:
