@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -45,6 +46,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="ferry: %(levelname)s: %(message)s",
         stream=sys.stderr,
     )
+    # Where S3 is gets decided here, once: the standard AWS variables, as boto3 reads them.
+    from ferry import fs  # here: a usage error needs no pyarrow
+
+    fs.configure(fs.S3Settings.from_environment(os.environ))
     try:
         return args.handler(args)
     except (ConfigError, UsageError) as error:

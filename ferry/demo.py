@@ -46,7 +46,8 @@ def run(home: Path, ports: dict[str, int]) -> int:
     for service in services:
         print(f"  {service.name:<8} {service.url}")
     settings = runtime.environment(services)
-    os.environ.update(settings)
+    os.environ.update(settings)  # for the AWS clients built below and by each command
+    fs.configure(fs.S3Settings.from_environment(settings))
     source_uri = settings["FERRY_SOURCE_METASTORE_URIS"]
     replica_uri = settings["FERRY_REPLICA_METASTORE_URIS"]
     aws = AwsClients()

@@ -16,6 +16,7 @@ import boto3
 import pytest
 import yaml
 
+from ferry import fs
 from ferry.catalog.glue import GlueCatalog
 from ferry.catalog.hive import HiveMetastoreCatalog
 from ferry.local import deploy, emulator, metastore, processes
@@ -51,7 +52,11 @@ def local_runtime(tmp_path_factory: pytest.TempPathFactory):
         runtime = LocalRuntime(state_dir, ports["source"], ports["replica"], ports["aws"])
         saved = {key: os.environ.get(key) for key in runtime.environment()}
         os.environ.update(runtime.environment())
+        file_systems = fs.set_default(
+            fs.FileSystems(fs.S3Settings.from_environment(runtime.environment()))
+        )
         yield runtime
+        fs.set_default(file_systems)
         for key, value in saved.items():
             if value is None:
                 os.environ.pop(key, None)
