@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import uuid
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -65,6 +66,29 @@ def local_runtime(tmp_path_factory: pytest.TempPathFactory):
     finally:
         for name in names:
             processes.stop_process(state_dir, name)
+
+
+@pytest.fixture(scope="module")
+def spark():
+    """A local SparkSession (two cores) whose Python workers run this interpreter."""
+    from pyspark.sql import SparkSession
+
+    saved = os.environ.get("PYSPARK_PYTHON")
+    os.environ["PYSPARK_PYTHON"] = sys.executable  # workers need this venv's interpreter
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("ferry-copy-files-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+    if saved is None:
+        os.environ.pop("PYSPARK_PYTHON", None)
+    else:
+        os.environ["PYSPARK_PYTHON"] = saved
 
 
 @pytest.fixture

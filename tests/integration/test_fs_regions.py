@@ -7,6 +7,7 @@ import os
 import boto3
 import pytest
 
+from emr_jobs.copy_files import CopyWithSettings, copy_manifest
 from ferry import fs
 from ferry.copier import CopyTask, InlineCopier, Manifest
 
@@ -62,3 +63,30 @@ def test_a_missing_bucket_gets_the_default_region_until_it_exists(local_runtime,
     assert file_systems.region_of(bucket) == WEST
     file_systems.write_bytes(f"s3://{bucket}/a", b"written through us-west-2")
     assert file_systems.read_bytes(f"s3://{bucket}/a") == b"written through us-west-2"
+
+
+@pytest.mark.spark
+def test_spark_workers_copy_between_regions_with_the_drivers_settings(local_runtime, spark, unique):
+    # Spark's Python workers never run the job's main(): the copy function carries the
+    # settings. Without them a worker would look for the buckets on AWS itself.
+    east_s3, west_s3 = boto3.client("s3", region_name=EAST), boto3.client("s3", region_name=WEST)
+    east, west = f"spark-landing-{unique}", f"spark-dr-west-{unique}"
+    east_s3.create_bucket(Bucket=east)
+    west_s3.create_bucket(Bucket=west, CreateBucketConfiguration={"LocationConstraint": WEST})
+    files = {f"dt=2026-11-2{day}/part-00000.parquet": os.urandom(70_001 * day) for day in (0, 1, 2)}
+    for key, data in files.items():
+        east_s3.put_object(Bucket=east, Key=f"orders/{key}", Body=data)
+    manifest = Manifest(
+        "e1",
+        tuple(
+            CopyTask(f"s3://{east}/orders/{key}", f"s3://{west}/orders/e1/{key}", len(data))
+            for key, data in files.items()
+        ),
+    )
+
+    settings = fs.S3Settings.from_environment(local_runtime.environment())
+    report = copy_manifest(spark, manifest, tasks=2, copy=CopyWithSettings(settings))
+
+    assert report["failed"] == [] and report["copied"] == len(files)
+    for key, data in files.items():
+        assert west_s3.get_object(Bucket=west, Key=f"orders/e1/{key}")["Body"].read() == data
