@@ -29,7 +29,7 @@ import boto3
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from emr_jobs.copy_files import copy_manifest  # noqa: E402
+from emr_jobs.copy_files import CopyWithSettings, copy_manifest  # noqa: E402
 from ferry import fs  # noqa: E402
 from ferry.copier import CopyTask, InlineCopier, Manifest  # noqa: E402
 from ferry.local import emulator, processes  # noqa: E402
@@ -129,7 +129,9 @@ def bench_dataset(dataset: Dataset, work: Path, endpoint: str, s3, spark, args) 
         return lambda attempt: copy(manifest_for(source_root, target(label, attempt)))
 
     def spark_copy(manifest: Manifest) -> None:
-        report = copy_manifest(spark, manifest, tasks=4)
+        report = copy_manifest(
+            spark, manifest, tasks=4, copy=CopyWithSettings(fs.default().settings)
+        )
         assert not report["failed"], report["failed"][:1]
 
     def with_spark(copiers, source_root, target, label):
@@ -186,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     emulator.start_emulator(work, port)
     endpoint = emulator.endpoint_url(port)
     os.environ.update({**emulator.EMULATOR_ENVIRONMENT, "AWS_ENDPOINT_URL": endpoint})
+    fs.configure(fs.S3Settings.from_environment(os.environ))
     s3 = boto3.client("s3", endpoint_url=endpoint)
     spark = None
     if not args.no_spark:

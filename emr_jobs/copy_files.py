@@ -81,6 +81,22 @@ def _weight(task: CopyTask) -> int:
     return max(task.size, MINIMUM_WEIGHT)
 
 
+@dataclass(frozen=True)
+class CopyWithSettings:
+    """``copy_file`` on a Spark worker, with the S3 settings the driver decided.
+
+    Spark's Python workers are processes of their own that never run ``main()``, so the copy
+    function carries the settings and configures each worker's file systems with them (the
+    first call does; later calls find them configured and keep their caches).
+    """
+
+    settings: fs.S3Settings
+
+    def __call__(self, task: CopyTask, chunk_size: int) -> None:
+        fs.configure(self.settings)
+        copy_file(task, chunk_size)
+
+
 def copy_with_retries(
     task: CopyTask,
     *,
@@ -245,6 +261,10 @@ def write_report(report: dict[str, Any], uri: str) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse arguments, read the manifest, copy, write the report; exit 1 if a file failed."""
     arguments = _parser().parse_args(argv)
+    # Where S3 is gets decided here, once, for the driver and (through the copy function)
+    # for the workers: the standard AWS variables, as boto3 reads them.
+    settings = fs.S3Settings.from_environment(os.environ)
+    fs.configure(settings)
     report_uri = arguments.report or default_report_uri(arguments.manifest)
     try:
         manifest, batches = read_manifest(arguments.manifest)
@@ -262,6 +282,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         tasks=arguments.tasks,
         attempts=arguments.retries,
         chunk_size=arguments.chunk_size_mib * 1024 * 1024,
+        copy=CopyWithSettings(settings),
     )
     write_report(report, report_uri)
     print(summary(report, report_uri))

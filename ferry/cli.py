@@ -1,4 +1,4 @@
-"""The ``ferry`` command line.
+"""The ``ferry`` command line: parse the arguments, run the command (``ferry.commands``).
 
 Exit codes: 0 every table succeeded; 1 any table failed; 2 bad config or usage (nothing
 was run). Mistakes get one line on stderr, never a stack trace.
@@ -7,36 +7,13 @@ was run). Mistakes get one line on stderr, never a stack trace.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from botocore.exceptions import BotoCoreError, ClientError
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TextColumn,
-    TimeRemainingColumn,
-    TransferSpeedColumn,
-)
-
-from ferry import fs
-from ferry.aws import AwsClients
-from ferry.errors import ConfigError, FerryError
-
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-
-logger = logging.getLogger("ferry")
-
-
-class UsageError(FerryError):
-    """The command line is wrong; nothing was run."""
+from ferry.commands import UsageError, run_command
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -47,28 +24,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="ferry: %(levelname)s: %(message)s",
         stream=sys.stderr,
     )
+    # Where S3 is gets decided here, once: the standard AWS variables, as boto3 reads them.
+    from ferry import fs  # here: a usage error needs no pyarrow
+
+    fs.configure(fs.S3Settings.from_environment(os.environ))
     # Fail points, armed only on purpose (tests, failure drills): see ferry/faults.py.
     if os.environ.get("FERRY_FAULTS"):
         from ferry import faults
 
         faults.arm(*faults.parse(os.environ["FERRY_FAULTS"]))
-    try:
-        return args.handler(args)
-    except (ConfigError, UsageError) as error:
-        print(f"ferry: error: {error}", file=sys.stderr)
-        return EXIT_USAGE
-    except FerryError as error:
-        print(f"ferry: error: {error}", file=sys.stderr)
-        return EXIT_FAILED
-    except (BotoCoreError, ClientError) as error:  # credentials, endpoint, permissions
-        print(f"ferry: error: AWS: {error}", file=sys.stderr)
-        return EXIT_FAILED
-    except RuntimeError as error:  # the local runtime's start-up problems
-        print(f"ferry: error: {error}", file=sys.stderr)
-        return EXIT_FAILED
-    except KeyboardInterrupt:
-        print("ferry: interrupted", file=sys.stderr)
-        return 130
+    return run_command(lambda: args.handler(args))
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -141,10 +106,12 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-# -- replicate ------------------------------------------------------------------------------
+# Each handler turns the arguments into one call of a command (imported when it runs).
 
 
 def _replicate(args: argparse.Namespace) -> int:
+    from ferry.commands.replicate import run_replicate
+
     return run_replicate(
         args.config,
         args.table,
@@ -155,362 +122,35 @@ def _replicate(args: argparse.Namespace) -> int:
     )
 
 
-def run_replicate(
-    config_path: Path,
-    tables: Sequence[str] = (),
-    dry_run: bool = False,
-    as_json: bool = False,
-    work_uri: str | None = None,
-    home: Path = Path(".ferry"),
-) -> int:
-    """Replicate the config's tables in this process: the state machine's steps, in order."""
-    from ferry.config import load_config
-    from ferry.replicate import InProcessDriver, preview_outcome
-    from ferry.steps import Steps
-
-    config = load_config(config_path)
-    try:
-        selected = config.select(list(tables))
-    except ConfigError as error:
-        raise UsageError(f"--table {error}") from None
-    home = home.resolve()
-    work = work_uri or fs.local_uri(home / "work")
-    if config.emr_serverless is not None and fs.scheme_of(work) not in fs.S3_SCHEMES:
-        raise UsageError(
-            "the config runs Spark on EMR Serverless, which reads the manifest from S3: "
-            "give --work-uri s3://bucket/prefix"
-        )
-    aws = AwsClients()
-    steps = Steps(work, aws)
-    out = Console(highlight=False, soft_wrap=True)
-    err = Console(stderr=True, highlight=False)
-    outcomes = []
-    if dry_run:
-        config_uri = str(config_path.resolve())
-        for replication in selected:
-            name = replication.source_table.qualified_name
-            try:
-                preview = steps.preview(config_uri, name)
-            except FerryError as error:
-                outcome = _failed_preview(replication, error)
-            else:
-                outcome = preview_outcome(
-                    name, replication.replica_qualified_name,
-                    replication.replication_mode.value, preview,
-                )  # fmt: skip
-            outcomes.append(outcome)
-            if not as_json:
-                _print_outcome(out, outcome)
-    else:
-        modes = {r.source_table.qualified_name: r.replication_mode.value for r in selected}
-        observer = _Observer(
-            out, err, modes, show=not as_json, bars=err.is_terminal and not as_json
-        )
-        driver = InProcessDriver(steps, _spark_runner(config, aws, home), observer=observer)
-        execution = driver.run(
-            {
-                "configUri": str(config_path.resolve()),
-                "tables": [r.source_table.qualified_name for r in selected],
-            }
-        )
-        outcomes = observer.outcomes
-        if execution.status != "SUCCEEDED" and not outcomes:
-            raise FerryError(f"{execution.error}: {execution.cause}")
-    failed = sum(1 for o in outcomes if not o.ok)
-    if as_json:
-        print(
-            json.dumps(
-                {
-                    "dryRun": dry_run,
-                    "workUri": work,
-                    "succeeded": len(outcomes) - failed,
-                    "failed": failed,
-                    "tables": [o.to_dict() for o in outcomes],
-                },
-                indent=2,
-            )
-        )
-    else:
-        _print_summary(out, outcomes, dry_run)
-    return EXIT_FAILED if failed else EXIT_OK
-
-
-def _failed_preview(replication, error: FerryError):
-    from ferry.replicate import TableOutcome
-
-    return TableOutcome(
-        source_table=replication.source_table.qualified_name,
-        replica_table=replication.replica_qualified_name,
-        status="FAILED",
-        event_id=None,
-        mode=replication.replication_mode.value,
-        error_type=type(error).__name__,
-        error=str(error),
-    )
-
-
-def _spark_runner(config, aws: AwsClients, home: Path):
-    from ferry.spark_job import EmrServerlessSpark, LocalSpark
-
-    settings = config.emr_serverless
-    if settings is None:
-        return LocalSpark(home / "spark")
-    return EmrServerlessSpark(
-        aws.client("emr-serverless", settings.region),
-        settings.application_id,
-        settings.execution_role_arn,
-        settings.entry_point,
-        settings.spark_submit_parameters or "",
-    )
-
-
-class _Observer:
-    """Prints each table as it finishes; a byte progress bar per copy, on a terminal only."""
-
-    def __init__(self, out: Console, err: Console, modes: dict[str, str], show: bool, bars: bool):
-        self.out, self.err, self.modes = out, err, modes
-        self.show, self.bars = show, bars
-        self.progress: Progress | None = None
-        self.outcomes: list = []
-
-    def state_entered(self, table: str | None, state: str) -> None:
-        logger.info("%s: %s", table or "run", state)
-
-    def copy_progress(self, table: str, payload: dict):
-        if not self.bars or self.progress is not None:
-            return None
-        self.progress = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            DownloadColumn(binary_units=True),
-            TransferSpeedColumn(),
-            TimeRemainingColumn(),
-            console=self.err,
-            transient=True,
-        )
-        self.progress.start()
-        task = self.progress.add_task(f"copying {table}", total=None)
-        progress = self.progress
-        return lambda n: progress.advance(task, n)
-
-    def copy_finished(self, table: str) -> None:
-        if self.progress is not None:
-            self.progress.stop()
-            self.progress = None
-
-    def table_finished(self, table: str, result, states, seconds: float) -> None:
-        from ferry.replicate import outcome_of
-
-        outcome = outcome_of(result, states, seconds, self.modes.get(table))
-        self.outcomes.append(outcome)
-        if self.show:
-            _print_outcome(self.out, outcome)
-
-
-def plural(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
-
-
-def human_bytes(size: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if size < 1024 or unit == "TiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{size} B"
-
-
-def _print_outcome(console: Console, outcome) -> None:
-    head = f"{outcome.source_table} → {outcome.replica_table}  [{outcome.mode}]"
-    if outcome.status == "FAILED":
-        console.print(f"[red]✗[/red] {head}  failed: {outcome.error_type}: {outcome.error}")
-        if outcome.snapshot:
-            kept = "removed" if outcome.snapshot_removed else "kept: the replica references it"
-            console.print(f"    snapshot {outcome.snapshot} {kept}")
-        return
-    if outcome.kind == "view":
-        counts = "view, metadata only"
-    elif outcome.kind == "partitioned table":
-        counts = (
-            f"{plural(outcome.partitions, 'partition')} ({outcome.partitions_added} new, "
-            f"{outcome.partitions_altered} updated), {plural(outcome.files, 'file')}, "
-            f"{human_bytes(outcome.bytes)}"
-        )
-    else:
-        counts = f"unpartitioned, {plural(outcome.files, 'file')}, {human_bytes(outcome.bytes)}"
-    where = outcome.replica_location
-    if outcome.status == "PLANNED":
-        console.print(f"[cyan]•[/cyan] {head}  would replicate {counts} ({outcome.copier} copy)")
-        if where:
-            console.print(f"    would point at {where}")
-        if outcome.partition_filter:
-            console.print(f"    partition filter: {outcome.partition_filter}")
-        return
-    if outcome.status == "UNCHANGED":
-        console.print(f"[green]=[/green] {head}  unchanged: nothing to copy or commit")
-        return
-    console.print(
-        f"[green]✓[/green] {head}  {counts} in {outcome.seconds:.1f} s ({outcome.copier} copy)"
-    )
-    console.print(
-        f"    event {outcome.event_id}" + (f", replica location {where}" if where else "")
-    )
-
-
-def _print_summary(console: Console, outcomes, dry_run: bool) -> None:
-    failed = sum(1 for o in outcomes if not o.ok)
-    done = len(outcomes) - failed
-    verb = "planned" if dry_run else "replicated"
-    unchanged = sum(1 for o in outcomes if o.status == "UNCHANGED")
-    partitions = plural(sum(o.partitions for o in outcomes), "partition")
-    files = plural(sum(o.files for o in outcomes), "file")
-    size = human_bytes(sum(o.bytes for o in outcomes))
-    console.print(
-        f"{plural(len(outcomes), 'table')}: {done - unchanged} {verb}, "
-        + (f"{unchanged} unchanged, " if unchanged else "")
-        + f"{failed} failed; "
-        f"{partitions}, {files}, {size} {'to copy' if dry_run else 'copied'}"
-    )
-
-
-# -- local ----------------------------------------------------------------------------------
-
-
 def _execute(args: argparse.Namespace) -> int:
-    from ferry.config import load_config
-    from ferry.execute import follow, start
-    from ferry.local import deploy
+    from ferry.commands.execute import run_execute
 
-    config = load_config(args.config)  # a bad config stops here, before anything starts
-    try:
-        config.select(list(args.table))
-    except ConfigError as error:
-        raise UsageError(f"--table {error}") from None
-    if args.state_machine_arn:
-        if not args.work_uri:
-            raise UsageError("--state-machine-arn needs --work-uri (the stack's work bucket)")
-        state_machine_arn, work_uri, aws = args.state_machine_arn, args.work_uri, AwsClients()
-    else:
-        state_machine_arn, work_uri, aws = _local_pipeline(args.home.resolve())
-    config_uri = deploy.upload_config(aws.client("s3"), work_uri, args.config)
-    sfn = aws.client("stepfunctions", aws.region_of_arn(state_machine_arn))
-    name = deploy.execution_name()
-    execution_input = {"configUri": config_uri, **({"tables": args.table} if args.table else {})}
-    execution_arn = start(sfn, state_machine_arn, name, execution_input)
-    if not args.wait:
-        print(json.dumps({"executionArn": execution_arn}) if args.json else execution_arn)
-        return EXIT_OK
-    if not args.json:
-        print(f"execution {name} started")
-    outcome = follow(
-        sfn,
-        execution_arn,
-        on_state=(lambda s: None) if args.json else (lambda s: print(f"  → {s}")),
+    return run_execute(
+        args.config,
+        args.table,
+        state_machine_arn=args.state_machine_arn,
+        work_uri=args.work_uri,
+        wait=args.wait,
+        as_json=args.json,
+        home=args.home.resolve(),
     )
-    if args.json:
-        print(json.dumps(outcome.to_dict(), indent=2))
-    elif outcome.status == "SUCCEEDED":
-        print(f"SUCCEEDED in {outcome.seconds:.1f} s")
-    else:
-        for state, error, cause in outcome.failed_states:
-            print(f"  ✗ {state} failed: {error}: {cause}")
-        print(f"{outcome.status} in {outcome.seconds:.1f} s: {outcome.error}: {outcome.cause}")
-    return EXIT_OK if outcome.status == "SUCCEEDED" else EXIT_FAILED
-
-
-def _local_pipeline(home: Path) -> tuple[str, str, AwsClients]:
-    """The local runtime's state machine, work location and clients, or a clear error."""
-    import boto3
-
-    from ferry.local import deploy, emulator, processes
-
-    process = processes.read_process(home, "aws")
-    pipeline = deploy.Pipeline.load(home)
-    if process is None or not process.is_running() or pipeline is None:
-        raise FerryError(
-            f"the local runtime is not running in {home}; start it with `ferry local up`"
-        )
-    session = boto3.session.Session(
-        aws_access_key_id=emulator.EMULATOR_ENVIRONMENT["AWS_ACCESS_KEY_ID"],
-        aws_secret_access_key=emulator.EMULATOR_ENVIRONMENT["AWS_SECRET_ACCESS_KEY"],
-        region_name=emulator.EMULATOR_ENVIRONMENT["AWS_DEFAULT_REGION"],
-    )
-    aws = AwsClients(emulator.endpoint_url(process.port), session=session)
-    return pipeline.state_machine_arn, pipeline.work_uri, aws
 
 
 def _local(args: argparse.Namespace) -> int:
-    from ferry.local import deploy, runtime
+    from ferry.commands.local import run_local, run_local_trigger
+    from ferry.local import runtime
 
     home = args.home.resolve()
     if args.action == "trigger":
-        return _local_trigger(args, home)
-    if args.action == "down":
-        stopped = runtime.down(home)
-        print(f"stopped: {', '.join(stopped)}" if stopped else "nothing was running")
-        return EXIT_OK
-    if args.action == "up":
-        ports = {
-            runtime.SOURCE: args.source_port,
-            runtime.REPLICA: args.replica_port,
-            runtime.AWS: args.aws_port,
-        }
-        started = time.monotonic()
-        services = runtime.up(home, ports)
-        if not args.json:
-            print(f"local runtime up in {time.monotonic() - started:.1f} s (state in {home})")
-    else:
-        services = runtime.status(home)
-    settings = runtime.environment(services)
-    if args.json:
-        print(
-            json.dumps(
-                {
-                    "services": [s.__dict__ | {"url": s.url} for s in services],
-                    "environment": settings,
-                },
-                indent=2,
-            )
-        )
-        return EXIT_OK
-    labels = {
-        runtime.SOURCE: "source metastore",
-        runtime.REPLICA: "replica metastore",
-        runtime.AWS: "AWS emulator",
+        if args.config is None or not args.bucket:
+            raise UsageError("local trigger needs CONFIG and --bucket")
+        return run_local_trigger(args.config, args.bucket, args.prefix, args.suffix, home)
+    ports = {
+        runtime.SOURCE: args.source_port,
+        runtime.REPLICA: args.replica_port,
+        runtime.AWS: args.aws_port,
     }
-    for service in services:
-        state = f"{service.url}  (pid {service.pid})" if service.running else "not running"
-        print(f"  {labels[service.name]:<18} {state}")
-    pipeline = deploy.Pipeline.load(home)
-    if pipeline is not None and all(s.running for s in services):
-        print(f"  {'state machine':<18} {pipeline.state_machine_arn}")
-        print(f"  {'work location':<18} {pipeline.work_uri}")
-    if settings:
-        print("\nsettings for your shell:")
-        for key, value in settings.items():
-            print(f"  export {key}={value}")
-    return EXIT_OK if args.action == "up" or all(s.running for s in services) else EXIT_FAILED
-
-
-def _local_trigger(args: argparse.Namespace, home: Path) -> int:
-    from ferry.config import load_config
-    from ferry.local import deploy
-
-    if args.config is None or not args.bucket:
-        raise UsageError("local trigger needs CONFIG and --bucket")
-    load_config(args.config)
-    state_machine_arn, work_uri, aws = _local_pipeline(home)
-    config_uri = deploy.upload_config(aws.client("s3"), work_uri, args.config)
-    rule = deploy.add_s3_trigger(
-        aws, state_machine_arn, config_uri, args.bucket, args.prefix, args.suffix
-    )
-    print(
-        f"an object s3://{args.bucket}/{args.prefix}…{args.suffix} now starts a replication "
-        f"of {args.config} (rule {rule})"
-    )
-    return EXIT_OK
-
-
-# -- demo -----------------------------------------------------------------------------------
+    return run_local(args.action, home, ports, as_json=args.json)
 
 
 def _demo(args: argparse.Namespace) -> int:

@@ -27,7 +27,10 @@ from ferry.aws import AwsClients
 from ferry.catalog import Catalog
 from ferry.catalog.glue import GlueCatalog
 from ferry.catalog.hive import HiveMetastoreCatalog
-from ferry.cli import EXIT_FAILED, EXIT_OK, main, run_replicate
+from ferry.commands import EXIT_FAILED, EXIT_OK, run_command
+from ferry.commands.execute import run_execute
+from ferry.commands.local import run_local_trigger
+from ferry.commands.replicate import run_replicate
 from ferry.execute import follow
 from ferry.local import deploy, runtime
 from ferry.local.samples import create_sample_tables, last_days, order_rows, write_parquet
@@ -46,7 +49,8 @@ def run(home: Path, ports: dict[str, int]) -> int:
     for service in services:
         print(f"  {service.name:<8} {service.url}")
     settings = runtime.environment(services)
-    os.environ.update(settings)
+    os.environ.update(settings)  # for the AWS clients built below and by each command
+    fs.configure(fs.S3Settings.from_environment(settings))
     source_uri = settings["FERRY_SOURCE_METASTORE_URIS"]
     replica_uri = settings["FERRY_REPLICA_METASTORE_URIS"]
     aws = AwsClients()
@@ -76,7 +80,7 @@ def run(home: Path, ports: dict[str, int]) -> int:
 
     _heading("3a. Through the state machine, to the replica Hive metastore")
     print(f"  $ ferry execute {configs['hive']} --wait")
-    full = main(["execute", str(configs["hive"]), "--wait", "--home", str(home)])
+    full = run_command(lambda: run_execute(configs["hive"], wait=True, home=home))
     with HiveMetastoreCatalog("dr", [replica_uri]) as replica:
         committed = replica.get_table(SALES_DR, "orders")
         location_after_full_run = committed.location if committed else None
@@ -90,13 +94,16 @@ def run(home: Path, ports: dict[str, int]) -> int:
         f"  $ ferry local trigger {configs['landing']} "
         f"--bucket {LANDING_BUCKET} --prefix warehouse/"
     )
-    main(["local", "trigger", str(configs["landing"]), "--bucket", LANDING_BUCKET,
-          "--prefix", "warehouse/", "--home", str(home)])  # fmt: skip
+    run_command(
+        lambda: run_local_trigger(
+            configs["landing"], LANDING_BUCKET, "warehouse/", "_SUCCESS", home
+        )
+    )
     triggered = _land_a_partition_and_follow(aws, pipeline, east)
 
     _heading("5. A replication that fails on purpose: its target bucket does not exist")
     print(f"  $ ferry execute {configs['broken']} --wait")
-    broken = main(["execute", str(configs["broken"]), "--wait", "--home", str(home)])
+    broken = run_command(lambda: run_execute(configs["broken"], wait=True, home=home))
     with HiveMetastoreCatalog("dr", [replica_uri]) as replica:
         after = replica.get_table(SALES_DR, "orders")
     unchanged = after is not None and after.location == location_after_full_run

@@ -1,20 +1,58 @@
 """One file-system layer for every scheme Ferry copies between (``pyarrow.fs``).
 
-``file://`` and ``s3://`` (also ``s3a://``, ``s3n://``) are built here so S3 honours the
-standard ``AWS_ENDPOINT_URL`` variables like boto3 does; other schemes (``hdfs://``, ``gs://``)
-go through ``pyarrow.fs.FileSystem.from_uri``.
+``file://`` and ``s3://`` (also ``s3a://``, ``s3n://``) are built here; other schemes
+(``hdfs://``, ``gs://``) go through ``pyarrow.fs.FileSystem.from_uri``.
+
+S3 is regional, so a process may need several S3 file systems: a ``FileSystems`` object
+looks each bucket's region up once (``HeadBucket``, whose answer names the region even on a
+redirect or a refusal), caches it, and keeps one ``pyarrow.fs.S3FileSystem`` per region. An
+inline copy from a bucket in us-east-1 to one in us-west-2 then reads and writes each
+bucket through its own region.
+
+Nothing here reads the environment. Where S3 is (AWS, or an emulator's endpoint) is decided
+at the program's edge -- the CLI's ``main``, the Lambda runtime's settings, the Spark job's
+``main`` -- which hands ``S3Settings`` to ``configure`` once. pyarrow cannot take that over:
+in pyarrow 26 ``S3FileSystem()`` ignores ``AWS_ENDPOINT_URL`` (only ``FileSystem.from_uri``
+honours it, and that takes none of the options below), and ``resolve_s3_region`` takes no
+endpoint, so it cannot reach an emulator; the region lookup goes through a boto3 client.
+
+The module's functions (``resolve``, ``read_bytes``, ``list_files``, ...) use the process
+default that ``configure`` sets, so the domain calls them with a URI and nothing else. Until
+an edge configures it, the default is AWS's own endpoints.
 """
 
 from __future__ import annotations
 
 import os
+import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import lru_cache
+from typing import Any
 from urllib.parse import urlparse
 
 from pyarrow import fs as pafs
 
 S3_SCHEMES = ("s3", "s3a", "s3n")
+
+
+@dataclass(frozen=True)
+class S3Settings:
+    """Where S3 is: ``endpoint`` None means AWS's own endpoints.
+
+    ``region`` is where bucket regions are looked up from, and the region of a bucket whose
+    region cannot be found (a missing bucket then fails on first use, as it would anyway).
+    """
+
+    endpoint: str | None = None
+    region: str | None = None
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str]) -> S3Settings:
+        """The standard AWS SDK variables, as boto3 reads them; for the edges to call."""
+        return cls(
+            endpoint=environ.get("AWS_ENDPOINT_URL_S3") or environ.get("AWS_ENDPOINT_URL") or None,
+            region=environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION") or None,
+        )
 
 
 @dataclass(frozen=True)
@@ -69,101 +107,206 @@ def _normalise(uri: str) -> str:
     return f"{scheme}://{parsed.netloc}{parsed.path}"
 
 
-def resolve(uri: str) -> tuple[pafs.FileSystem, str]:
-    """The file system and the path within it for ``uri``."""
-    parsed = urlparse(uri)
-    scheme = parsed.scheme.lower()
-    if scheme in ("", "file"):
-        return _local(), parsed.path
-    if scheme in S3_SCHEMES:
-        return _s3(_s3_endpoint(), _region()), f"{parsed.netloc}{parsed.path}".rstrip("/")
-    filesystem, path = pafs.FileSystem.from_uri(uri)
-    return filesystem, path
-
-
 def is_local(filesystem: pafs.FileSystem) -> bool:
     return filesystem.type_name == "local"
 
 
-def open_output(uri: str) -> pafs.NativeFile:
-    """A stream writing ``uri``; on a local file system its folder is created first.
+class FileSystems:
+    """The file systems of one process: local, and one S3 file system per bucket region.
 
-    (Object stores have no folders, and an empty "folder" marker object would only
-    clutter the bucket.)
+    ``s3_client`` (boto3) looks bucket regions up; by default one is built from ``settings``
+    on first need. Safe to share between threads.
     """
-    filesystem, path = resolve(uri)
-    if is_local(filesystem):
-        filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
-    return filesystem.open_output_stream(path)
+
+    def __init__(self, settings: S3Settings | None = None, s3_client: Any | None = None):
+        self.settings = settings or S3Settings()
+        self._s3_client = s3_client
+        self._lock = threading.Lock()
+        self._bucket_regions: dict[str, str] = {}
+        self._s3_by_region: dict[str | None, pafs.S3FileSystem] = {}
+        self._local: pafs.LocalFileSystem | None = None
+
+    def resolve(self, uri: str) -> tuple[pafs.FileSystem, str]:
+        """The file system and the path within it for ``uri``."""
+        parsed = urlparse(uri)
+        scheme = parsed.scheme.lower()
+        if scheme in ("", "file"):
+            return self.local(), parsed.path
+        if scheme in S3_SCHEMES:
+            return self.s3(parsed.netloc), f"{parsed.netloc}{parsed.path}".rstrip("/")
+        filesystem, path = pafs.FileSystem.from_uri(uri)
+        return filesystem, path
+
+    def local(self) -> pafs.LocalFileSystem:
+        if self._local is None:
+            self._local = pafs.LocalFileSystem()
+        return self._local
+
+    def s3(self, bucket: str) -> pafs.S3FileSystem:
+        """The S3 file system of ``bucket``'s region."""
+        region = self.region_of(bucket)
+        with self._lock:
+            if region not in self._s3_by_region:
+                self._s3_by_region[region] = self._new_s3(region)
+            return self._s3_by_region[region]
+
+    def region_of(self, bucket: str) -> str | None:
+        """``bucket``'s region, looked up once; the settings' region when it cannot be found.
+
+        Only a region found is remembered: a bucket missing now may be created later.
+        """
+        with self._lock:
+            # Under the lock: many copy threads starting on one bucket make one request.
+            if bucket not in self._bucket_regions:
+                found = self._look_up_region(bucket)
+                if found is None:
+                    return self.settings.region
+                self._bucket_regions[bucket] = found
+            return self._bucket_regions[bucket]
+
+    def _look_up_region(self, bucket: str) -> str | None:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            reply = self._client().head_bucket(Bucket=bucket)
+        except ClientError as error:
+            # A refusal (403) or a redirect still names the region; a missing bucket does not.
+            reply = error.response
+        except BotoCoreError:
+            return None
+        headers = reply.get("ResponseMetadata", {}).get("HTTPHeaders", {})
+        return reply.get("BucketRegion") or headers.get("x-amz-bucket-region") or None
+
+    def _client(self) -> Any:
+        if self._s3_client is None:
+            # Imported here: reading file:// locations (the CLI's config) needs no boto3.
+            from ferry.aws import AwsClients
+
+            self._s3_client = AwsClients(self.settings.endpoint).client("s3", self.settings.region)
+        return self._s3_client
+
+    def _new_s3(self, region: str | None) -> pafs.S3FileSystem:
+        options: dict[str, object] = {}
+        if region:
+            options["region"] = region
+        if self.settings.endpoint:
+            parsed = urlparse(self.settings.endpoint)
+            options["endpoint_override"] = parsed.netloc or parsed.path
+            options["scheme"] = parsed.scheme or "https"
+            # Emulators serve every bucket from one host; virtual-host addressing would not
+            # resolve.
+            options["force_virtual_addressing"] = False
+        # Open objects lazily: a small file becomes one PutObject instead of a multipart
+        # upload's three requests (errors such as a missing bucket then surface on write or
+        # close).
+        return pafs.S3FileSystem(allow_delayed_open=True, **options)
+
+    def open_output(self, uri: str) -> pafs.NativeFile:
+        """A stream writing ``uri``; on a local file system its folder is created first.
+
+        (Object stores have no folders, and an empty "folder" marker object would only
+        clutter the bucket.)
+        """
+        filesystem, path = self.resolve(uri)
+        if is_local(filesystem):
+            filesystem.create_dir(path.rsplit("/", 1)[0], recursive=True)
+        return filesystem.open_output_stream(path)
+
+    def write_bytes(self, uri: str, data: bytes) -> None:
+        with self.open_output(uri) as out:
+            out.write(data)
+
+    def read_bytes(self, uri: str) -> bytes:
+        filesystem, path = self.resolve(uri)
+        with filesystem.open_input_file(path) as handle:
+            return handle.read()
+
+    def list_files(self, location: str) -> list[FileEntry]:
+        """Every file below ``location`` (recursively); none when the location does not exist."""
+        filesystem, path = self.resolve(location)
+        selector = pafs.FileSelector(path, recursive=True, allow_not_found=True)
+        base = location.rstrip("/")
+        entries = []
+        for info in filesystem.get_file_info(selector):
+            if info.type != pafs.FileType.File:
+                continue
+            relative = info.path[len(path.rstrip("/")) + 1 :]
+            entries.append(FileEntry(join(base, relative), info.size, info.mtime_ns))
+        entries.sort(key=lambda entry: entry.uri)
+        return entries
+
+    def delete_tree(self, location: str) -> None:
+        """Delete ``location`` and everything below it; nothing when it does not exist."""
+        filesystem, path = self.resolve(location)
+        info = filesystem.get_file_info(path)
+        if info.type == pafs.FileType.Directory:
+            filesystem.delete_dir(path)
+        elif info.type == pafs.FileType.File:
+            filesystem.delete_file(path)
+        elif not is_local(filesystem):
+            # S3 has no directories: objects below the prefix may exist without a marker.
+            for entry in filesystem.get_file_info(
+                pafs.FileSelector(path, recursive=True, allow_not_found=True)
+            ):
+                if entry.type == pafs.FileType.File:
+                    filesystem.delete_file(entry.path)
+
+
+# -- the process default ---------------------------------------------------------------------
+
+_default: FileSystems | None = None
+_default_lock = threading.Lock()
+
+
+def default() -> FileSystems:
+    """The process's file systems: what ``configure`` set, else AWS's own endpoints."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = FileSystems()
+        return _default
+
+
+def set_default(file_systems: FileSystems | None) -> FileSystems | None:
+    """Make ``file_systems`` the process default (None: unconfigured); returns the one before."""
+    global _default
+    with _default_lock:
+        previous, _default = _default, file_systems
+        return previous
+
+
+def configure(settings: S3Settings) -> FileSystems:
+    """Point the process default at ``settings``; a no-op (caches kept) when it already is."""
+    global _default
+    with _default_lock:
+        if _default is None or _default.settings != settings:
+            _default = FileSystems(settings)
+        return _default
+
+
+def resolve(uri: str) -> tuple[pafs.FileSystem, str]:
+    """The file system and the path within it for ``uri`` (the process default's)."""
+    return default().resolve(uri)
+
+
+def open_output(uri: str) -> pafs.NativeFile:
+    """A stream writing ``uri``; on a local file system its folder is created first."""
+    return default().open_output(uri)
 
 
 def write_bytes(uri: str, data: bytes) -> None:
-    with open_output(uri) as out:
-        out.write(data)
+    default().write_bytes(uri, data)
 
 
 def read_bytes(uri: str) -> bytes:
-    filesystem, path = resolve(uri)
-    with filesystem.open_input_file(path) as handle:
-        return handle.read()
+    return default().read_bytes(uri)
 
 
 def list_files(location: str) -> list[FileEntry]:
     """Every file below ``location`` (recursively); none when the location does not exist."""
-    filesystem, path = resolve(location)
-    selector = pafs.FileSelector(path, recursive=True, allow_not_found=True)
-    base = location.rstrip("/")
-    entries = []
-    for info in filesystem.get_file_info(selector):
-        if info.type != pafs.FileType.File:
-            continue
-        relative = info.path[len(path.rstrip("/")) + 1 :]
-        entries.append(FileEntry(join(base, relative), info.size, info.mtime_ns))
-    entries.sort(key=lambda entry: entry.uri)
-    return entries
+    return default().list_files(location)
 
 
 def delete_tree(location: str) -> None:
     """Delete ``location`` and everything below it; nothing when it does not exist."""
-    filesystem, path = resolve(location)
-    info = filesystem.get_file_info(path)
-    if info.type == pafs.FileType.Directory:
-        filesystem.delete_dir(path)
-    elif info.type == pafs.FileType.File:
-        filesystem.delete_file(path)
-    elif not is_local(filesystem):
-        # S3 has no directories: objects below the prefix may exist without a marker.
-        for entry in filesystem.get_file_info(
-            pafs.FileSelector(path, recursive=True, allow_not_found=True)
-        ):
-            if entry.type == pafs.FileType.File:
-                filesystem.delete_file(entry.path)
-
-
-def _s3_endpoint() -> str | None:
-    return os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
-
-
-def _region() -> str | None:
-    return os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
-
-
-@lru_cache(maxsize=1)
-def _local() -> pafs.LocalFileSystem:
-    return pafs.LocalFileSystem()
-
-
-@lru_cache(maxsize=8)
-def _s3(endpoint: str | None, region: str | None) -> pafs.S3FileSystem:
-    options: dict[str, object] = {}
-    if region:
-        options["region"] = region
-    if endpoint:
-        parsed = urlparse(endpoint)
-        options["endpoint_override"] = parsed.netloc or parsed.path
-        options["scheme"] = parsed.scheme or "https"
-        # Emulators serve every bucket from one host; virtual-host addressing would not resolve.
-        options["force_virtual_addressing"] = False
-    # Open objects lazily: a small file becomes one PutObject instead of a multipart upload's
-    # three requests (errors such as a missing bucket then surface on write or close).
-    return pafs.S3FileSystem(allow_delayed_open=True, **options)
+    default().delete_tree(location)

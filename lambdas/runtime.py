@@ -10,8 +10,9 @@ import os
 from functools import cache
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
+from ferry import fs
 from ferry.steps import Steps
 
 SERVICE = "ferry"
@@ -28,6 +29,14 @@ class Settings(BaseModel):
     )
     max_concurrency: int = Field(
         default=4, ge=1, alias="FERRY_MAX_CONCURRENCY", description="tables replicated at once"
+    )
+    s3_endpoint: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"),
+        description="S3's endpoint when it is not AWS's own (the local runtime's emulator)",
+    )
+    region: str | None = Field(
+        default=None, validation_alias=AliasChoices("AWS_REGION", "AWS_DEFAULT_REGION")
     )
 
     @classmethod
@@ -48,4 +57,5 @@ def settings() -> Settings:
 
 @cache
 def steps() -> Steps:
+    fs.configure(fs.S3Settings(settings().s3_endpoint or None, settings().region or None))
     return Steps(settings().work_uri)

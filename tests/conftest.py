@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import uuid
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -16,6 +17,7 @@ import boto3
 import pytest
 import yaml
 
+from ferry import fs
 from ferry.catalog.glue import GlueCatalog
 from ferry.catalog.hive import HiveMetastoreCatalog
 from ferry.local import deploy, emulator, metastore, processes
@@ -51,7 +53,11 @@ def local_runtime(tmp_path_factory: pytest.TempPathFactory):
         runtime = LocalRuntime(state_dir, ports["source"], ports["replica"], ports["aws"])
         saved = {key: os.environ.get(key) for key in runtime.environment()}
         os.environ.update(runtime.environment())
+        file_systems = fs.set_default(
+            fs.FileSystems(fs.S3Settings.from_environment(runtime.environment()))
+        )
         yield runtime
+        fs.set_default(file_systems)
         for key, value in saved.items():
             if value is None:
                 os.environ.pop(key, None)
@@ -60,6 +66,33 @@ def local_runtime(tmp_path_factory: pytest.TempPathFactory):
     finally:
         for name in names:
             processes.stop_process(state_dir, name)
+
+
+@pytest.fixture(scope="module")
+def spark():
+    """A local SparkSession (two cores) whose Python workers run this interpreter."""
+    from pyspark.sql import SparkSession
+
+    saved = os.environ.get("PYSPARK_PYTHON")
+    os.environ["PYSPARK_PYTHON"] = sys.executable  # workers need this venv's interpreter
+    # The workers keep the environment the session started with, whichever test starts it
+    # first: give them the emulator's credentials from the start.
+    for key, value in emulator.EMULATOR_ENVIRONMENT.items():
+        os.environ.setdefault(key, value)
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("ferry-copy-files-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+    if saved is None:
+        os.environ.pop("PYSPARK_PYTHON", None)
+    else:
+        os.environ["PYSPARK_PYTHON"] = saved
 
 
 @pytest.fixture

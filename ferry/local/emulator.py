@@ -2,7 +2,7 @@
 
 Clients reach it through the standard ``AWS_ENDPOINT_URL`` variable, so Ferry's code has no
 branch for it. The pipeline's Lambda handlers run inside this server process
-(``ferry.local.extensions``), so its environment is theirs too.
+(``ferry.local.emulator_lambda``), so its environment is theirs too.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def start_emulator(
     }
     home = state_dir / name
     command = [
-        sys.executable, "-m", "ferry.local.extensions",
+        sys.executable, "-m", "ferry.local.emulator_server",
         "--port", str(port), "--state-dir", str(home),
     ]  # fmt: skip
     process = processes.start_process(

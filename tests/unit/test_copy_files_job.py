@@ -4,7 +4,6 @@ import json
 import os
 import random
 import re
-import sys
 from collections import Counter
 
 import pytest
@@ -17,28 +16,6 @@ pytestmark = pytest.mark.spark
 
 GIB = 1024**3
 SIZES = [0, 1, 4096, 70_001, 300_000, 1024 * 1024 + 3, 0, 17]
-
-
-@pytest.fixture(scope="module")
-def spark():
-    from pyspark.sql import SparkSession
-
-    saved = os.environ.get("PYSPARK_PYTHON")
-    os.environ["PYSPARK_PYTHON"] = sys.executable  # workers need this venv's interpreter
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("ferry-copy-files-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
-    if saved is None:
-        os.environ.pop("PYSPARK_PYTHON", None)
-    else:
-        os.environ["PYSPARK_PYTHON"] = saved
 
 
 def make_files(root, sizes=SIZES):

@@ -184,3 +184,47 @@ def test_uri_paths():
     assert fs.relative_path("s3a://b/w/t/dt=1", "s3://b/w/t/") == "dt=1"
     assert fs.relative_path("s3://b/w/tx/dt=1", "s3://b/w/t") is None
     assert fs.relative_path("s3://b/w/t", "s3://b/w/t") == ""
+
+
+def test_s3_settings_come_from_the_standard_aws_variables():
+    assert fs.S3Settings.from_environment({}) == fs.S3Settings(None, None)
+    assert fs.S3Settings.from_environment(
+        {
+            "AWS_ENDPOINT_URL": "http://127.0.0.1:5000",
+            "AWS_ENDPOINT_URL_S3": "http://127.0.0.1:5001",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_REGION": "eu-west-1",
+        }
+    ) == fs.S3Settings("http://127.0.0.1:5001", "eu-west-1")
+
+
+class RegionAnswers:
+    """HeadBucket as AWS answers it: a bucket one may not read still names its region."""
+
+    def __init__(self, answers):
+        self.answers = answers
+        self.asked = []
+
+    def head_bucket(self, Bucket):
+        from botocore.exceptions import ClientError
+
+        self.asked.append(Bucket)
+        status, region = self.answers[Bucket]
+        headers = {"x-amz-bucket-region": region} if region else {}
+        reply = {"ResponseMetadata": {"HTTPStatusCode": status, "HTTPHeaders": headers}}
+        if status != 200:
+            raise ClientError({**reply, "Error": {"Code": str(status)}}, "HeadBucket")
+        return {**reply, "BucketRegion": region}
+
+
+def test_each_bucket_gets_its_own_regions_file_system_and_is_looked_up_once():
+    answers = RegionAnswers(
+        {"west": (200, "us-west-2"), "forbidden": (403, "eu-central-1"), "missing": (404, None)}
+    )
+    file_systems = fs.FileSystems(fs.S3Settings(region="us-east-1"), s3_client=answers)
+    assert file_systems.resolve("s3://west/a/b")[0].region == "us-west-2"
+    assert file_systems.resolve("s3a://west/c")[0] is file_systems.resolve("s3://west/a")[0]
+    assert file_systems.resolve("s3://forbidden/a")[0].region == "eu-central-1"
+    assert file_systems.resolve("s3://missing/a")[0].region == "us-east-1"
+    file_systems.resolve("s3://missing/b")
+    assert answers.asked == ["west", "forbidden", "missing", "missing"]  # a missing one: again

@@ -10,7 +10,8 @@ from ferry.config import CopierOptions, ReplicationMode, TableReplication
 from ferry.copier import CopyTask
 from ferry.errors import describe_error
 from ferry.local.deploy import s3_trigger_rule
-from ferry.local.extensions import _lower_first, invoke_in_process
+from ferry.local.emulator_emr_serverless import api_parameters
+from ferry.local.emulator_lambda import invoke_in_process
 from ferry.manifest import ManifestSummary
 from ferry.model import Column, Partition, StorageDescriptor, Table, TableType
 from ferry.plan import ReplicationPlan
@@ -154,7 +155,7 @@ def test_step_functions_parameters_become_emr_serverless_api_names():
         "JobDriver": {"SparkSubmit": {"EntryPoint": "e", "EntryPointArguments": ["--x"]}},
         "Tags": {"Team": "dr"},
     }
-    assert _lower_first(request) == {
+    assert api_parameters(request) == {
         "applicationId": "a",
         "jobDriver": {"sparkSubmit": {"entryPoint": "e", "entryPointArguments": ["--x"]}},
         "tags": {"Team": "dr"},

@@ -1,0 +1,43 @@
+"""What each ``ferry`` command runs, one module per command.
+
+``ferry.cli`` parses the command line and calls them; ``ferry demo`` calls them as a person
+would type the commands. A command returns its exit code: 0 every table succeeded; 1 any
+table failed; 2 bad config or usage (nothing was run). ``run_command`` turns a mistake into
+one line on stderr and its exit code, never a stack trace.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from ferry.errors import ConfigError, FerryError
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(FerryError):
+    """The command line is wrong; nothing was run."""
+
+
+def run_command(command: Callable[[], int]) -> int:
+    """Run ``command``; a mistake or a failure becomes one line on stderr and an exit code."""
+    try:
+        return command()
+    except (ConfigError, UsageError) as error:
+        print(f"ferry: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except FerryError as error:
+        print(f"ferry: error: {error}", file=sys.stderr)
+        return EXIT_FAILED
+    except (BotoCoreError, ClientError) as error:  # credentials, endpoint, permissions
+        print(f"ferry: error: AWS: {error}", file=sys.stderr)
+        return EXIT_FAILED
+    except RuntimeError as error:  # the local runtime's start-up problems
+        print(f"ferry: error: {error}", file=sys.stderr)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        print("ferry: interrupted", file=sys.stderr)
+        return 130

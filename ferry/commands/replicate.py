@@ -1,0 +1,246 @@
+"""``ferry replicate``: replicate the tables of a config in this process, and say how it went.
+
+The replication runs the state machine's own definition with the in-process driver
+(``ferry.replicate``): the same steps, in the same order, choosing the same copier.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    TextColumn,
+    TimeRemainingColumn,
+    TransferSpeedColumn,
+)
+
+from ferry import fs
+from ferry.aws import AwsClients
+from ferry.commands import EXIT_FAILED, EXIT_OK, UsageError
+from ferry.errors import ConfigError, FerryError
+
+logger = logging.getLogger("ferry")
+
+
+def run_replicate(
+    config_path: Path,
+    tables: Sequence[str] = (),
+    dry_run: bool = False,
+    as_json: bool = False,
+    work_uri: str | None = None,
+    home: Path = Path(".ferry"),
+) -> int:
+    """Replicate the config's tables in this process: the state machine's steps, in order."""
+    from ferry.config import load_config
+    from ferry.replicate import InProcessDriver, preview_outcome
+    from ferry.steps import Steps
+
+    config = load_config(config_path)
+    try:
+        selected = config.select(list(tables))
+    except ConfigError as error:
+        raise UsageError(f"--table {error}") from None
+    home = home.resolve()
+    work = work_uri or fs.local_uri(home / "work")
+    if config.emr_serverless is not None and fs.scheme_of(work) not in fs.S3_SCHEMES:
+        raise UsageError(
+            "the config runs Spark on EMR Serverless, which reads the manifest from S3: "
+            "give --work-uri s3://bucket/prefix"
+        )
+    aws = AwsClients()
+    steps = Steps(work, aws)
+    out = Console(highlight=False, soft_wrap=True)
+    err = Console(stderr=True, highlight=False)
+    outcomes = []
+    if dry_run:
+        config_uri = str(config_path.resolve())
+        for replication in selected:
+            name = replication.source_table.qualified_name
+            try:
+                preview = steps.preview(config_uri, name)
+            except FerryError as error:
+                outcome = _failed_preview(replication, error)
+            else:
+                outcome = preview_outcome(
+                    name, replication.replica_qualified_name,
+                    replication.replication_mode.value, preview,
+                )  # fmt: skip
+            outcomes.append(outcome)
+            if not as_json:
+                _print_outcome(out, outcome)
+    else:
+        modes = {r.source_table.qualified_name: r.replication_mode.value for r in selected}
+        observer = _Observer(
+            out, err, modes, show=not as_json, bars=err.is_terminal and not as_json
+        )
+        driver = InProcessDriver(steps, _spark_runner(config, aws, home), observer=observer)
+        execution = driver.run(
+            {
+                "configUri": str(config_path.resolve()),
+                "tables": [r.source_table.qualified_name for r in selected],
+            }
+        )
+        outcomes = observer.outcomes
+        if execution.status != "SUCCEEDED" and not outcomes:
+            raise FerryError(f"{execution.error}: {execution.cause}")
+    failed = sum(1 for o in outcomes if not o.ok)
+    if as_json:
+        print(
+            json.dumps(
+                {
+                    "dryRun": dry_run,
+                    "workUri": work,
+                    "succeeded": len(outcomes) - failed,
+                    "failed": failed,
+                    "tables": [o.to_dict() for o in outcomes],
+                },
+                indent=2,
+            )
+        )
+    else:
+        _print_summary(out, outcomes, dry_run)
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+def _failed_preview(replication, error: FerryError):
+    from ferry.replicate import TableOutcome
+
+    return TableOutcome(
+        source_table=replication.source_table.qualified_name,
+        replica_table=replication.replica_qualified_name,
+        status="FAILED",
+        event_id=None,
+        mode=replication.replication_mode.value,
+        error_type=type(error).__name__,
+        error=str(error),
+    )
+
+
+def _spark_runner(config, aws: AwsClients, home: Path):
+    from ferry.spark_job import EmrServerlessSpark, LocalSpark
+
+    settings = config.emr_serverless
+    if settings is None:
+        return LocalSpark(home / "spark")
+    return EmrServerlessSpark(
+        aws.client("emr-serverless", settings.region),
+        settings.application_id,
+        settings.execution_role_arn,
+        settings.entry_point,
+        settings.spark_submit_parameters or "",
+    )
+
+
+class _Observer:
+    """Prints each table as it finishes; a byte progress bar per copy, on a terminal only."""
+
+    def __init__(self, out: Console, err: Console, modes: dict[str, str], show: bool, bars: bool):
+        self.out, self.err, self.modes = out, err, modes
+        self.show, self.bars = show, bars
+        self.progress: Progress | None = None
+        self.outcomes: list = []
+
+    def state_entered(self, table: str | None, state: str) -> None:
+        logger.info("%s: %s", table or "run", state)
+
+    def copy_progress(self, table: str, payload: dict):
+        if not self.bars or self.progress is not None:
+            return None
+        self.progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            DownloadColumn(binary_units=True),
+            TransferSpeedColumn(),
+            TimeRemainingColumn(),
+            console=self.err,
+            transient=True,
+        )
+        self.progress.start()
+        task = self.progress.add_task(f"copying {table}", total=None)
+        progress = self.progress
+        return lambda n: progress.advance(task, n)
+
+    def copy_finished(self, table: str) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+            self.progress = None
+
+    def table_finished(self, table: str, result, states, seconds: float) -> None:
+        from ferry.replicate import outcome_of
+
+        outcome = outcome_of(result, states, seconds, self.modes.get(table))
+        self.outcomes.append(outcome)
+        if self.show:
+            _print_outcome(self.out, outcome)
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def human_bytes(size: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if size < 1024 or unit == "TiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size} B"
+
+
+def _print_outcome(console: Console, outcome) -> None:
+    head = f"{outcome.source_table} → {outcome.replica_table}  [{outcome.mode}]"
+    if outcome.status == "FAILED":
+        console.print(f"[red]✗[/red] {head}  failed: {outcome.error_type}: {outcome.error}")
+        if outcome.snapshot:
+            kept = "removed" if outcome.snapshot_removed else "kept: the replica references it"
+            console.print(f"    snapshot {outcome.snapshot} {kept}")
+        return
+    if outcome.kind == "view":
+        counts = "view, metadata only"
+    elif outcome.kind == "partitioned table":
+        counts = (
+            f"{plural(outcome.partitions, 'partition')} ({outcome.partitions_added} new, "
+            f"{outcome.partitions_altered} updated), {plural(outcome.files, 'file')}, "
+            f"{human_bytes(outcome.bytes)}"
+        )
+    else:
+        counts = f"unpartitioned, {plural(outcome.files, 'file')}, {human_bytes(outcome.bytes)}"
+    where = outcome.replica_location
+    if outcome.status == "PLANNED":
+        console.print(f"[cyan]•[/cyan] {head}  would replicate {counts} ({outcome.copier} copy)")
+        if where:
+            console.print(f"    would point at {where}")
+        if outcome.partition_filter:
+            console.print(f"    partition filter: {outcome.partition_filter}")
+        return
+    if outcome.status == "UNCHANGED":
+        console.print(f"[green]=[/green] {head}  unchanged: nothing to copy or commit")
+        return
+    console.print(
+        f"[green]✓[/green] {head}  {counts} in {outcome.seconds:.1f} s ({outcome.copier} copy)"
+    )
+    console.print(
+        f"    event {outcome.event_id}" + (f", replica location {where}" if where else "")
+    )
+
+
+def _print_summary(console: Console, outcomes, dry_run: bool) -> None:
+    failed = sum(1 for o in outcomes if not o.ok)
+    done = len(outcomes) - failed
+    verb = "planned" if dry_run else "replicated"
+    unchanged = sum(1 for o in outcomes if o.status == "UNCHANGED")
+    partitions = plural(sum(o.partitions for o in outcomes), "partition")
+    files = plural(sum(o.files for o in outcomes), "file")
+    size = human_bytes(sum(o.bytes for o in outcomes))
+    console.print(
+        f"{plural(len(outcomes), 'table')}: {done - unchanged} {verb}, "
+        + (f"{unchanged} unchanged, " if unchanged else "")
+        + f"{failed} failed; "
+        f"{partitions}, {files}, {size} {'to copy' if dry_run else 'copied'}"
+    )

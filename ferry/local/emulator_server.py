@@ -1,0 +1,55 @@
+"""The AWS emulator's server: moto's, with what the pipeline needs beyond moto installed.
+
+``python -m ferry.local.emulator_server --port N --state-dir DIR`` (``ferry.local.emulator``
+starts it). moto 5.2 executes state machines; three pieces of the pipeline have no
+emulation, and a module each adds them into this process:
+
+- ``emulator_lambda``: this project's Lambda handlers run in-process (moto needs Docker);
+- ``emulator_emr_serverless``: ``startJobRun.sync`` runs the job with ``spark-submit``;
+- ``emulator_eventbridge``: rules start executions of state machine targets.
+
+Every patch is small and named; moto is pinned exactly because they touch its internals.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from ferry import faults
+from ferry.local import emulator_emr_serverless, emulator_eventbridge, emulator_lambda
+
+#: Fail points armed for failure drills (``ferry.faults``): a JSON list in this file of the
+#: emulator's state folder arms them in the in-process Lambdas and the Spark job.
+FAULTS_FILE = "faults.json"
+
+
+def install(state_dir: Path) -> None:
+    """Patch moto (in this process) and switch on state machine execution."""
+    from moto.core.config import default_user_config
+
+    default_user_config["stepfunctions"]["execute_state_machine"] = True
+    fault_file = faults.FaultFile(state_dir / FAULTS_FILE)
+    emulator_lambda.install(fault_file)
+    emulator_emr_serverless.install(state_dir, fault_file)
+    emulator_eventbridge.install()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m ferry.local.emulator_server --port N --state-dir DIR``: the extended server."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="ferry-aws-emulator")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--state-dir", type=Path, required=True)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    install(args.state_dir)
+    from moto.server import main as moto_server
+
+    moto_server(["-H", args.host, "-p", str(args.port)])
+
+
+if __name__ == "__main__":
+    main()
