@@ -24,6 +24,15 @@ class ExecutionOutcome:
     #: The states that failed, with their error: (state, error, cause).
     failed_states: list[tuple[str, str, str]] = field(default_factory=list)
     output: Any = None
+    #: Each state's last output, by state name (a failed execution has no output of its own:
+    #: the tables' results are in the output of the state that ran them).
+    state_outputs: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def results(self) -> list[dict[str, Any]]:
+        """The tables' outcomes (the output of the Map over the tables)."""
+        data = self.output or self.state_outputs.get("Replicate tables") or {}
+        return data.get("results", [])
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -82,7 +91,20 @@ def follow(
         cause=description.get("cause"),
         failed_states=_failed_states(events),
         output=json.loads(output) if output else None,
+        state_outputs=_state_outputs(events),
     )
+
+
+def _state_outputs(events: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    outputs: dict[str, Any] = {}
+    for event_id in sorted(events):
+        details = events[event_id].get("stateExitedEventDetails")
+        if details and details.get("output"):
+            try:
+                outputs[details["name"]] = json.loads(details["output"])
+            except ValueError:
+                continue
+    return outputs
 
 
 def _history(sfn: Any, execution_arn: str) -> list[dict[str, Any]]:

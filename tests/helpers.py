@@ -113,3 +113,35 @@ class _Collect:
         from ferry.replicate import outcome_of
 
         self.outcomes.append(outcome_of(result, states, seconds, None))
+
+
+def snapshot_of(location: str) -> dict[str, bytes]:
+    """Every file below ``location`` by its path relative to it, with its bytes."""
+    return {
+        fs.relative_path(entry.uri, location): read_bytes(entry.uri)
+        for entry in fs.list_files(location)
+    }
+
+
+def assert_replica_holds_source(
+    replica: Catalog, database: str, name: str, source: Catalog, source_table
+) -> None:
+    """The invariant: every location the replica references exists and holds the source's bytes.
+
+    Each replica partition (or the unpartitioned table) is compared file by file, by path
+    relative to its location, with the source partition of the same values.
+    """
+    table = replica.get_table(database, name)
+    assert table is not None, f"{database}.{name} is missing"
+    if not table.is_partitioned:
+        expected = snapshot_of(source_table.location)
+        assert expected, "the source has data"
+        assert snapshot_of(table.location) == expected, table.location
+        return
+    sources = {p.values: p for p in source.list_partitions(source_table)}
+    partitions = replica.list_partitions(table)
+    assert partitions, f"{database}.{name} has partitions"
+    for partition in partitions:
+        expected = snapshot_of(sources[partition.values].location)
+        assert expected, "the source partition has data"
+        assert snapshot_of(partition.location) == expected, partition.location

@@ -12,7 +12,7 @@ import pytest
 from ferry import fs
 from ferry.aws import AwsClients
 from ferry.catalog.glue import GlueCatalog
-from ferry.execute import ExecutionOutcome, follow, start
+from ferry.execute import follow
 from ferry.local import deploy
 from ferry.local.samples import create_sample_tables, last_days, order_rows, write_parquet
 from ferry.replica import REPLICATION_EVENT
@@ -22,30 +22,6 @@ from tests.helpers import catalog_state, config_document, files_below, read_byte
 pytestmark = pytest.mark.e2e
 
 WEST = "us-west-2"
-
-
-@pytest.fixture
-def sfn(local_runtime):
-    return boto3.client("stepfunctions", region_name="us-east-1")
-
-
-@pytest.fixture
-def run(pipeline, sfn, aws, write_config):
-    """Replicate a config document through the deployed state machine; the outcome."""
-
-    def execute(document: dict, name: str = "replication.yml") -> ExecutionOutcome:
-        config_uri = deploy.upload_config(
-            aws["s3"], pipeline.work_uri, write_config(document, name)
-        )
-        arn = start(
-            sfn,
-            pipeline.state_machine_arn,
-            deploy.execution_name("test"),
-            {"configUri": config_uri},
-        )
-        return follow(sfn, arn, poll_seconds=0.2, timeout_seconds=240)
-
-    return execute
 
 
 def table_entry(sample, table, location=None, **extra):

@@ -1,0 +1,232 @@
+"""Breaking every state of the local state machine on purpose, and what Ferry promises then.
+
+A fail point (``ferry.faults``) is armed in the emulator's Lambdas or in the Spark job: a
+raised error, a Lambda timeout part-way through a batch, a permanent failure. After each:
+
+- every location the replica table and its partitions reference exists and holds exactly
+  the source's bytes (or the replica is exactly as it was);
+- the execution ends with the named error (or, for a transient fault, is retried and
+  succeeds);
+- running the replication again converges to the source.
+"""
+
+from __future__ import annotations
+
+import boto3
+import pytest
+
+from ferry import fs
+from ferry.catalog.glue import GlueCatalog
+from ferry.local.samples import create_sample_tables, last_days
+from ferry.replica import REPLICATION_EVENT
+from tests.conftest import NOW
+from tests.e2e.test_pipeline import WEST, table_entry
+from tests.helpers import assert_replica_holds_source, catalog_state, config_document, files_below
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def hive(local_runtime, sample, tmp_path, source_catalog, replica_catalog, consumer):
+    """A Hive → Hive replication of the partitioned sample table, one partition per call."""
+    topic, messages = consumer
+    target = fs.local_uri(tmp_path / "replica")
+    replica_db = f"{sample.database}_dr"
+
+    def document(**entry_extra):
+        return config_document(
+            local_runtime,
+            [table_entry(sample, "orders", f"{target}/orders", **entry_extra)],
+            replica={
+                "name": "dr",
+                "hive-metastore-uris": local_runtime.replica_uri,
+                "batch-size": 1,
+            },
+            **{"sns-event-listener": {"topic": topic}},
+        )
+
+    def state():
+        return catalog_state(replica_catalog, replica_db, ["orders"]), files_below(target)
+
+    def holds_source():
+        assert_replica_holds_source(
+            replica_catalog, replica_db, "orders", source_catalog, sample.orders
+        )
+
+    return {
+        "document": document,
+        "state": state,
+        "holds_source": holds_source,
+        "messages": messages,
+        "target": target,
+        "replica_db": replica_db,
+    }
+
+
+def failed(outcome) -> set[tuple[str, str]]:
+    return {(state, error) for state, error, _ in outcome.failed_states}
+
+
+def table_result(outcome) -> dict:
+    [result] = outcome.results
+    return result
+
+
+def test_a_fault_in_plan_changes_nothing_and_a_rerun_converges(run, arm, hive):
+    assert run(hive["document"]()).status == "SUCCEEDED"
+    before = hive["state"]()
+    arm({"point": "plan.planned", "error": "CatalogError", "times": 99})
+    outcome = run(hive["document"]())
+    assert (outcome.status, outcome.error) == ("FAILED", "CatalogError")
+    assert ("Plan", "CatalogError") in failed(outcome)
+    assert hive["state"]() == before
+    arm()
+    assert run(hive["document"]()).status == "SUCCEEDED"
+    hive["holds_source"]()
+
+
+def test_a_timeout_part_way_through_an_inline_copy_is_retried_and_converges(run, arm, hive):
+    arm({"point": "copy.file", "action": "timeout", "skip": 1})
+    outcome = run(hive["document"]())
+    assert outcome.status == "SUCCEEDED", outcome
+    assert ("Inline copy", "Sandbox.Timedout") in failed(outcome)
+    hive["holds_source"]()
+
+
+def test_a_failed_inline_copy_removes_its_snapshot_and_leaves_the_replica(run, arm, hive):
+    assert run(hive["document"]()).status == "SUCCEEDED"
+    before = hive["state"]()
+    arm({"point": "copy.file", "error": "TargetNotWritableError", "skip": 1, "times": 99})
+    outcome = run(hive["document"]())
+    assert (outcome.status, outcome.error) == ("FAILED", "TargetNotWritableError")
+    result = table_result(outcome)
+    assert result["snapshotRemoved"] is True and not files_below(result["snapshot"])
+    assert hive["state"]() == before
+    arm()
+    assert run(hive["document"]()).status == "SUCCEEDED"
+    hive["holds_source"]()
+
+
+def test_a_failed_spark_copy_removes_its_snapshot_and_leaves_the_replica(run, arm, hive):
+    spark = {"copier-options": {"inline-threshold-mib": 0}}
+    assert run(hive["document"]()).status == "SUCCEEDED"
+    before = hive["state"]()
+    # In the job's own workers: every file fails (after the job's per-file retries).
+    arm({"point": "copy.file", "error": "CopyError", "times": 999})
+    outcome = run(hive["document"](**spark))
+    assert (outcome.status, outcome.error) == ("FAILED", "CopyError")
+    assert ("Spark copy", "States.TaskFailed") in failed(outcome)
+    assert "3 files not copied" in outcome.cause
+    assert hive["state"]() == before
+    arm()
+    retried = run(hive["document"](**spark))
+    assert retried.status == "SUCCEEDED" and table_result(retried)["plan"]["copier"] == "spark"
+    hive["holds_source"]()
+
+
+@pytest.mark.parametrize(
+    ("fault", "ends"),
+    [
+        ({"action": "timeout"}, ("SUCCEEDED", None)),
+        ({"error": "CatalogUnreachableError"}, ("SUCCEEDED", None)),
+        ({"error": "CatalogError", "times": 99}, ("FAILED", "CatalogError")),
+    ],
+    ids=["lambda-timeout", "metastore-unreachable", "metastore-refuses"],
+)
+def test_commit_broken_part_way_through_its_partition_batches(
+    run, arm, hive, replica_catalog, fault, ends
+):
+    first = run(hive["document"]())
+    assert first.status == "SUCCEEDED"
+    old_event = table_result(first)["eventId"]
+    # After the first of three one-partition batches.
+    arm({"point": "commit.partition-batch", "skip": 1, **fault})
+    outcome = run(hive["document"]())
+    assert (outcome.status, outcome.error) == ends
+    assert any(state == "Commit" for state, _ in failed(outcome))
+    result = table_result(outcome)
+    # Whatever happened, every partition points at a complete snapshot of the source.
+    hive["holds_source"]()
+    table = replica_catalog.get_table(hive["replica_db"], "orders")
+    events = {p.parameters[REPLICATION_EVENT] for p in replica_catalog.list_partitions(table)}
+    if ends[0] == "SUCCEEDED":
+        new_event = table_result(outcome)["eventId"]
+        assert table.parameters[REPLICATION_EVENT] == new_event and events == {new_event}
+    else:
+        # Part-way: one partition at the new snapshot, the rest and the table at the old.
+        new_event = result["eventId"]
+        assert table.parameters[REPLICATION_EVENT] == old_event
+        assert events == {old_event, new_event}
+        assert result["snapshotRemoved"] is False
+        assert "it was kept" in outcome.cause
+        arm()
+        assert run(hive["document"]()).status == "SUCCEEDED"
+        hive["holds_source"]()
+
+
+def test_a_failed_success_notification_keeps_the_committed_replica(run, arm, hive, replica_catalog):
+    arm({"point": "notify.success", "error": "NotificationError", "times": 99})
+    outcome = run(hive["document"]())
+    assert (outcome.status, outcome.error) == ("FAILED", "NotificationError")
+    result = table_result(outcome)
+    assert result["snapshotRemoved"] is False
+    table = replica_catalog.get_table(hive["replica_db"], "orders")
+    assert table.parameters[REPLICATION_EVENT] == result["eventId"]
+    hive["holds_source"]()
+    [failure] = [m["body"] for m in hive["messages"]() if m["body"]["type"] == "FAILURE"]
+    assert failure["eventId"] == result["eventId"]
+    assert f"the replica references snapshot {result['snapshot']}" in failure["errorMessage"]
+    arm()
+    assert run(hive["document"]()).status == "SUCCEEDED"
+    hive["holds_source"]()
+
+
+def test_a_failed_summary_is_reported_as_such_and_the_replicas_stand(run, arm, hive):
+    arm({"point": "summarize", "error": "KeyError", "times": 99})
+    outcome = run(hive["document"]())
+    assert (outcome.status, outcome.error) == ("FAILED", "KeyError")
+    assert ("Summarize", "KeyError") in failed(outcome)
+    assert [m["body"]["type"] for m in hive["messages"]()] == ["START", "SUCCESS"]
+    hive["holds_source"]()
+
+
+def test_a_timeout_in_an_s3_copy_batch_is_retried_and_a_failed_batch_removes_the_snapshot(
+    run, arm, aws, unique
+):
+    source_bucket, replica_bucket = f"src-{unique}", f"dr-west-{unique}"
+    aws["s3"].create_bucket(Bucket=source_bucket)
+    boto3.client("s3", region_name=WEST).create_bucket(
+        Bucket=replica_bucket, CreateBucketConfiguration={"LocationConstraint": WEST}
+    )
+    east = GlueCatalog("east", aws["glue"])
+    west = GlueCatalog("west", boto3.client("glue", region_name=WEST))
+    sample = create_sample_tables(
+        east, f"sales_{unique}", f"s3://{source_bucket}/warehouse", last_days(NOW.date(), 3)
+    )
+    document = {
+        "source-catalog": {"name": "east", "glue": {"region": "us-east-1"}},
+        "replica-catalog": {"name": "west", "glue": {"region": WEST}},
+        "copier-options": {"s3-batch-files": 1},
+        "table-replications": [table_entry(sample, "orders", f"s3://{replica_bucket}/orders")],
+    }
+    replica_db = f"{sample.database}_dr"
+
+    # The second batch's Lambda times out after copying, before recording: retried.
+    arm({"point": "copy.batch", "action": "timeout", "skip": 1})
+    outcome = run(document)
+    assert outcome.status == "SUCCEEDED", outcome
+    assert table_result(outcome)["plan"]["copier"] == "s3"
+    assert_replica_holds_source(west, replica_db, "orders", east, sample.orders)
+    before = catalog_state(west, replica_db, ["orders"])
+
+    # Batches fail for good. On AWS the distributed Map then fails
+    # (States.ExceedToleratedFailureThreshold); moto 5.2 lets it succeed, and Commit refuses
+    # for want of the failed batches' copy records. Either way nothing is committed.
+    arm({"point": "copy.batch", "error": "CopyError", "skip": 1, "times": 99})
+    outcome = run(document)
+    assert outcome.status == "FAILED"
+    assert outcome.error in {"States.ExceedToleratedFailureThreshold", "CopyIncompleteError"}
+    result = table_result(outcome)
+    assert result["snapshotRemoved"] is True and not files_below(result["snapshot"])
+    assert catalog_state(west, replica_db, ["orders"]) == before
+    assert_replica_holds_source(west, replica_db, "orders", east, sample.orders)
