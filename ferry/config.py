@@ -77,15 +77,16 @@ _BUCKET_SCHEMES = frozenset({"s3", "s3a", "s3n", "gs", "abfs", "abfss"})
 def check_location(location: str) -> str:
     """``location`` without its trailing slash when Ferry can write to it, else ``ValueError``.
 
-    A location that would be read differently than it is written is refused:
+    Hive's own spelling of a local path, ``file:/path``, is accepted. A location that would
+    be read differently than it is written is refused:
     ``file://tmp/x`` names the host ``tmp`` and the path ``/x`` (Ferry would write to
     ``/x``), ``s3:///x`` names no bucket, ``..`` segments are taken literally by object
     stores (so are empty ones: ``a//b``), and a query or fragment would be dropped.
     """
-    if "://" not in location:
-        raise ValueError(f"{location!r} is not a URI; write e.g. s3://bucket/path or file:///path")
     parsed = urlsplit(location)
     scheme = parsed.scheme.lower()
+    if not scheme:
+        raise ValueError(f"{location!r} is not a URI; write e.g. s3://bucket/path or file:///path")
     if scheme not in LOCATION_SCHEMES:
         raise ValueError(
             f"{location!r}: scheme '{scheme}' is not supported; use one of "

@@ -147,6 +147,7 @@ LOCATION = "table-replications[0].replica-table.table-location: "
         ("file:///data//orders", "e.g. file:///data/orders"),
         ("s3://dr/orders?versionId=1", "has a '?' or '#'"),
         ("/data/orders", "'/data/orders' is not a URI"),
+        ("file:data/orders", "'file:data/orders' is not an absolute path"),
     ],
     ids=lambda value: value if "://" in value or value.startswith("/") else "",
 )
@@ -161,6 +162,7 @@ def test_a_location_ferry_cannot_write_as_written_is_refused(tmp_path, location,
     "location",
     [
         "file:///data/orders",
+        "file:/data/orders",  # as Hive writes local locations
         "s3://dr/orders",
         "s3a://dr/orders",
         "S3N://dr/orders/",
