@@ -12,8 +12,27 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from ferry.commands import UsageError, run_command
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a mistake is one line (and exit code 2), like every other mistake."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}; see '{self.prog} --help'\n")
+
+
+def port(text: str) -> int:
+    """An argparse type: a TCP port number, 1-65535 (int() alone would accept 70000)."""
+    try:
+        number = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 1 <= number <= 65535:
+        raise argparse.ArgumentTypeError(f"{number} is not a port number (1-65535)")
+    return number
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -37,7 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="ferry", description="Replicate Hive tables, data and metadata, between catalogs."
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -89,9 +108,9 @@ def _parser() -> argparse.ArgumentParser:
     local.add_argument(
         "--home", type=Path, default=Path(".ferry"), help="state folder (default .ferry)"
     )
-    local.add_argument("--source-port", type=int, default=9083)
-    local.add_argument("--replica-port", type=int, default=9084)
-    local.add_argument("--aws-port", type=int, default=5000)
+    local.add_argument("--source-port", type=port, default=9083)
+    local.add_argument("--replica-port", type=port, default=9084)
+    local.add_argument("--aws-port", type=port, default=5000)
     local.add_argument("--json", action="store_true", help="print the settings as JSON")
     local.set_defaults(handler=_local)
 
@@ -99,9 +118,9 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--home", type=Path, default=Path(".ferry"), help="state folder (default .ferry)"
     )
-    demo.add_argument("--source-port", type=int, default=9083)
-    demo.add_argument("--replica-port", type=int, default=9084)
-    demo.add_argument("--aws-port", type=int, default=5000)
+    demo.add_argument("--source-port", type=port, default=9083)
+    demo.add_argument("--replica-port", type=port, default=9084)
+    demo.add_argument("--aws-port", type=port, default=5000)
     demo.set_defaults(handler=_demo)
     return parser
 

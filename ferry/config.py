@@ -6,12 +6,23 @@
 
 from __future__ import annotations
 
+import posixpath
+import re
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from ferry import filters
 from ferry.errors import ConfigError
@@ -36,9 +47,115 @@ class ReplicationStrategy(StrEnum):
     UPSERT = "UPSERT"
 
 
+# -- names and locations ---------------------------------------------------------------------
+
+# Hive's metastore accepts database and table names that match Java's [\w_]+ (ASCII letters,
+# digits, underscore: MetaStoreUtils.validateName); anything else fails only at commit.
+_HIVE_NAME = re.compile(r"[A-Za-z0-9_]+")
+# Hive 2.3's schema stores database names in 128 characters; Glue takes table names of 255.
+MAX_DATABASE_NAME = 128
+MAX_TABLE_NAME = 255
+
+
+def check_hive_name(name: str, limit: int) -> str:
+    """``name`` when the Hive metastore (and Glue) would accept it, else ``ValueError``."""
+    if not _HIVE_NAME.fullmatch(name):
+        raise ValueError(
+            f"{name!r} is not a valid Hive name: use only letters, digits and _ (A-Z, a-z, 0-9, _)"
+        )
+    if len(name) > limit:
+        raise ValueError(f"{name[:20]!r}… has {len(name)} characters; at most {limit} are allowed")
+    return name
+
+
+#: Schemes both Hive (Hadoop file systems) and Ferry's file layer (pyarrow.fs) understand.
+LOCATION_SCHEMES = ("file", "s3", "s3a", "s3n", "gs", "hdfs", "viewfs", "abfs", "abfss")
+# Object stores: the URI's authority is the bucket (or container@account) and is required.
+_BUCKET_SCHEMES = frozenset({"s3", "s3a", "s3n", "gs", "abfs", "abfss"})
+
+
+def check_location(location: str) -> str:
+    """``location`` without its trailing slash when Ferry can write to it, else ``ValueError``.
+
+    Hive's own spelling of a local path, ``file:/path``, is accepted. A location that would
+    be read differently than it is written is refused:
+    ``file://tmp/x`` names the host ``tmp`` and the path ``/x`` (Ferry would write to
+    ``/x``), ``s3:///x`` names no bucket, ``..`` segments are taken literally by object
+    stores (so are empty ones: ``a//b``), and a query or fragment would be dropped.
+    """
+    parsed = urlsplit(location)
+    scheme = parsed.scheme.lower()
+    if not scheme:
+        raise ValueError(f"{location!r} is not a URI; write e.g. s3://bucket/path or file:///path")
+    if scheme not in LOCATION_SCHEMES:
+        raise ValueError(
+            f"{location!r}: scheme '{scheme}' is not supported; use one of "
+            + ", ".join(f"{s}://" for s in LOCATION_SCHEMES)
+        )
+    if parsed.query or parsed.fragment or "?" in location or "#" in location:
+        raise ValueError(f"{location!r} has a '?' or '#': a location is a plain path")
+    if scheme == "file" and parsed.netloc:
+        raise ValueError(
+            f"{location!r} names the host '{parsed.netloc}'; a local path needs three slashes: "
+            f"file:///{parsed.netloc}{parsed.path}"
+        )
+    if scheme in _BUCKET_SCHEMES and not parsed.netloc:
+        raise ValueError(f"{location!r} names no bucket; write {scheme}://bucket/path")
+    path = parsed.path.rstrip("/")
+    if scheme not in _BUCKET_SCHEMES and not path:
+        raise ValueError(f"{location!r} is the root folder; give a folder below it")
+    if path and not path.startswith("/"):
+        raise ValueError(f"{location!r} is not an absolute path")
+    if any(segment in ("", ".", "..") for segment in path.split("/")[1:]):
+        raise ValueError(
+            f"{location!r} has an empty, '.' or '..' segment; write the folder itself, "
+            f"e.g. {scheme}://{parsed.netloc}{posixpath.normpath(path)}"
+        )
+    return location.rstrip("/")
+
+
+_THRIFT_URI = re.compile(r"thrift://(?P<host>\[[0-9A-Fa-f:.]+\]|[^:/\[\]\s]+):(?P<port>[^/]*)")
+_TOPIC_ARN = re.compile(
+    r"arn:(?P<partition>aws[a-z-]*):sns:(?P<region>[a-z]{2}(?:-[a-z]+)+-\d+):(?P<account>\d{12})"
+    r":(?P<name>[A-Za-z0-9_-]{1,256}(?:\.fifo)?)"
+)
+_REGION = re.compile(r"[a-z]{2}(?:-[a-z]+)+-\d+")
+
+
+def check_metastore_uri(uri: str) -> str:
+    """``uri`` when it is ``thrift://host:port`` with a port in 1-65535, else ``ValueError``."""
+    match = _THRIFT_URI.fullmatch(uri)
+    if match is None:
+        raise ValueError(f"{uri!r} is not thrift://host:port")
+    port = match["port"]
+    if not port.isdigit():
+        raise ValueError(f"{uri!r}: the port {port!r} is not a number")
+    if not 1 <= int(port) <= 65535:
+        raise ValueError(f"{uri!r}: the port {int(port)} is not in 1-65535")
+    return uri
+
+
+def _split_uris(value: str) -> list[str]:
+    return [uri.strip() for uri in value.split(",") if uri.strip()]
+
+
+def _check_region(region: str) -> str:
+    if not _REGION.fullmatch(region):
+        raise ValueError(f"{region!r} is not an AWS region, e.g. us-east-1")
+    return region
+
+
+# -- the config -------------------------------------------------------------------------------
+
+
 class GlueSettings(_Model):
     region: str | None = None
     catalog_id: str | None = None
+
+    @field_validator("region")
+    @classmethod
+    def _region(cls, value: str | None) -> str | None:
+        return None if value is None else _check_region(value)
 
 
 class CatalogConfig(_Model):
@@ -50,19 +167,44 @@ class CatalogConfig(_Model):
     #: Most partitions read or written by one catalog call (Glue writes at most 100 a call).
     batch_size: int = Field(default=1000, ge=1, le=1000)
 
+    @field_validator("hive_metastore_uris")
+    @classmethod
+    def _thrift_uris(cls, value: str | None) -> str | None:
+        if value is not None:
+            uris = _split_uris(value)
+            if not uris:
+                raise ValueError("no URI given; write thrift://host:port[,thrift://host:port…]")
+            for uri in uris:
+                check_metastore_uri(uri)
+        return value
+
     @model_validator(mode="after")
     def _one_kind(self) -> CatalogConfig:
         if (self.hive_metastore_uris is None) == (self.glue is None):
             raise ValueError("give exactly one of 'hive-metastore-uris' or 'glue'")
-        if self.hive_metastore_uris is not None:
-            for uri in self.metastore_uris:
-                if not uri.startswith("thrift://") or ":" not in uri.removeprefix("thrift://"):
-                    raise ValueError(f"hive-metastore-uris: {uri!r} is not thrift://host:port")
         return self
 
     @property
     def metastore_uris(self) -> list[str]:
-        return [uri.strip() for uri in (self.hive_metastore_uris or "").split(",") if uri.strip()]
+        return _split_uris(self.hive_metastore_uris or "")
+
+    def same_catalog_as(self, other: CatalogConfig) -> bool:
+        """True when both sections certainly name one catalog.
+
+        Hive: they share a metastore URI (host compared case-insensitively). Glue: the same
+        region and catalog id as written (an omitted region or id is the SDK's default, which
+        only the run knows, so it matches only another omitted one).
+        """
+        if self.glue is not None and other.glue is not None:
+            return (self.glue.region, self.glue.catalog_id) == (
+                other.glue.region,
+                other.glue.catalog_id,
+            )
+        if self.glue is None and other.glue is None:
+            return bool(
+                {u.lower() for u in self.metastore_uris} & {u.lower() for u in other.metastore_uris}
+            )
+        return False
 
     @property
     def description(self) -> str:
@@ -104,6 +246,32 @@ class SnsEventListener(_Model):
         }[message_type]
         return specific or self.topic  # type: ignore[return-value]
 
+    @field_validator("topic")
+    @classmethod
+    def _topic_arn(cls, value: str) -> str:
+        # A malformed ARN fails only when publishing, and a failed notification never fails
+        # a replication: consumers would silently hear nothing.
+        if not _TOPIC_ARN.fullmatch(value):
+            raise ValueError(
+                f"{value!r} is not an SNS topic ARN "
+                "(arn:aws:sns:<region>:<12-digit account>:<name>)"
+            )
+        return value
+
+    @field_validator("region")
+    @classmethod
+    def _region(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is None:
+            return None
+        _check_region(value)
+        topic = _TOPIC_ARN.fullmatch(info.data.get("topic", ""))
+        if topic is not None and topic["region"] != value:
+            raise ValueError(
+                f"{value!r} is not the topic's region {topic['region']!r} "
+                "(SNS publishes to a topic only in its own region)"
+            )
+        return value
+
 
 class CopierOptions(BaseModel):
     """How data is copied. Circus Train's own copier options are accepted and ignored."""
@@ -129,6 +297,16 @@ class SourceTableConfig(_Model):
     partition_filter: str | None = None
     partition_limit: int | None = Field(default=None, ge=1)
 
+    @field_validator("database_name")
+    @classmethod
+    def _database(cls, value: str) -> str:
+        return check_hive_name(value, MAX_DATABASE_NAME)
+
+    @field_validator("table_name")
+    @classmethod
+    def _table(cls, value: str) -> str:
+        return check_hive_name(value, MAX_TABLE_NAME)
+
     @field_validator("partition_filter")
     @classmethod
     def _renderable(cls, value: str | None) -> str | None:
@@ -146,16 +324,20 @@ class ReplicaTableConfig(_Model):
     table_name: str | None = None
     table_location: str | None = None
 
+    @field_validator("database_name")
+    @classmethod
+    def _database(cls, value: str | None) -> str | None:
+        return None if value is None else check_hive_name(value, MAX_DATABASE_NAME)
+
+    @field_validator("table_name")
+    @classmethod
+    def _table(cls, value: str | None) -> str | None:
+        return None if value is None else check_hive_name(value, MAX_TABLE_NAME)
+
     @field_validator("table_location")
     @classmethod
     def _uri(cls, value: str | None) -> str | None:
-        if value is not None:
-            if "://" not in value:
-                raise ValueError(
-                    f"{value!r} is not a URI; write e.g. s3://bucket/path or file:///path"
-                )
-            value = value.rstrip("/")
-        return value
+        return None if value is None else check_location(value)
 
 
 class TransformOptions(_Model):
@@ -211,12 +393,32 @@ class ReplicationConfig(_Model):
 
     @model_validator(mode="after")
     def _distinct_replicas(self) -> ReplicationConfig:
-        seen: set[str] = set()
-        for replication in self.table_replications:
+        """One replica table per replication, and never the source table itself.
+
+        Hive (and Glue) names are case-insensitive: ``Sales.Orders`` is ``sales.orders``.
+        """
+        seen: dict[str, int] = {}
+        for index, replication in enumerate(self.table_replications):
             name = replication.replica_qualified_name
-            if name in seen:
-                raise ValueError(f"two table-replications write the same replica table {name}")
-            seen.add(name)
+            first = seen.setdefault(name.lower(), index)
+            if first != index:
+                earlier = self.table_replications[first].replica_qualified_name
+                spelling = (
+                    "" if earlier == name else f" (as {earlier}; Hive names are case-insensitive)"
+                )
+                raise ValueError(
+                    f"two table-replications write the same replica table {name}{spelling}: "
+                    f"table-replications[{first}] and table-replications[{index}]"
+                )
+        if self.source_catalog.same_catalog_as(self.replica_catalog):
+            for index, replication in enumerate(self.table_replications):
+                source = replication.source_table.qualified_name
+                if source.lower() == replication.replica_qualified_name.lower():
+                    raise ValueError(
+                        f"table-replications[{index}].replica-table: the replica table {source} "
+                        "is the source table itself (source-catalog and replica-catalog are the "
+                        "same catalog); give replica-table another database-name or table-name"
+                    )
         return self
 
     def copier_options_for(self, replication: TableReplication) -> CopierOptions:
@@ -226,22 +428,25 @@ class ReplicationConfig(_Model):
         """The replications of the named source tables (all of them when none is named)."""
         if not tables:
             return list(self.table_replications)
-        known = {r.source_table.qualified_name: r for r in self.table_replications}
+        # Hive names are case-insensitive, so is the selection.
+        known = {r.source_table.qualified_name.lower(): r for r in self.table_replications}
         for name in tables:
-            if name not in known:
-                listed = ", ".join(sorted(known))
+            if name.lower() not in known:
+                listed = ", ".join(
+                    sorted(r.source_table.qualified_name for r in self.table_replications)
+                )
                 raise ConfigError(f"{name}: not in the config (its tables: {listed})")
-        return [known[name] for name in dict.fromkeys(tables)]
+        return [known[name] for name in dict.fromkeys(name.lower() for name in tables)]
 
 
 def load_config(path: str | Path) -> ReplicationConfig:
     """Read and validate the config file at ``path``."""
     path = Path(path)
     try:
-        text = path.read_text()
+        data = path.read_bytes()
     except OSError as error:
         raise ConfigError(f"{path}: cannot read config: {error.strerror}") from None
-    return parse_config_text(text, str(path))
+    return parse_config_text(_decode(data, str(path)), str(path))
 
 
 def load_config_uri(uri: str) -> ReplicationConfig:
@@ -251,10 +456,22 @@ def load_config_uri(uri: str) -> ReplicationConfig:
     if "://" not in uri:
         return load_config(uri)
     try:
-        text = fs.read_bytes(uri).decode()
+        data = fs.read_bytes(uri)
     except OSError as error:
         raise ConfigError(f"{uri}: cannot read config: {str(error).splitlines()[0]}") from None
-    return parse_config_text(text, uri)
+    return parse_config_text(_decode(data, uri), uri)
+
+
+def _decode(data: bytes, source: str) -> str:
+    """The config's text; YAML files are UTF-8 (a byte-order mark is allowed)."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise ConfigError(
+            f"{source}: not UTF-8 text: byte 0x{data[error.start]:02x} on line {line}; "
+            "save the config as UTF-8"
+        ) from None
 
 
 def parse_config_text(text: str, source: str) -> ReplicationConfig:
@@ -291,7 +508,8 @@ def describe_validation_error(error: ValidationError) -> str:
         line = f"unknown key '{loc[-1]}' in {_path(loc[:-1])}"
     else:
         message = first["msg"].removeprefix("Value error, ")
-        line = f"{_path(loc)}: {message}"
+        # A check of the whole config names its keys in its message.
+        line = f"{_path(loc)}: {message}" if loc else message
     if len(problems) > 1:
         line += f" (and {len(problems) - 1} more problem{'s' if len(problems) > 2 else ''})"
     return line

@@ -43,6 +43,10 @@ class ReplicaGuardError(FerryError):
     """The replica table exists but Ferry does not own it, so Ferry will not touch it."""
 
 
+class ReplicaLocationError(ReplicaGuardError):
+    """The replica location overlaps the source's data, so Ferry will not write there."""
+
+
 class ReplicaChangedError(FerryError):
     """The replica table changed between planning and commit; the commit was refused."""
 

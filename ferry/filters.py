@@ -12,12 +12,14 @@ import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
-from jinja2 import StrictUndefined, TemplateError
+from jinja2 import StrictUndefined, TemplateError, UndefinedError
 from jinja2.sandbox import SandboxedEnvironment
 
 from ferry.errors import ConfigError
 
 Clock = Callable[[], datetime]
+
+HELPER_NAMES = "now_utc(), days_ago(n, fmt), hours_ago(n, fmt)"
 
 _ENVIRONMENT = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False)
 
@@ -26,36 +28,62 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+# The clock a filter is rendered against once when the config loads, so that a wrong
+# argument to a helper is a config error then, not a failed table after the run started.
+CHECK_TIME = datetime(2000, 1, 1, tzinfo=UTC)
+
+
 def helpers(clock: Clock = utc_now) -> dict[str, Callable[..., object]]:
-    """The functions a partition-filter template may call."""
+    """The functions a partition-filter template may call.
+
+    They check their arguments themselves: Python's own errors (``unsupported type for
+    timedelta days component: str``) would not tell a person which call was wrong.
+    """
 
     def now_utc() -> datetime:
         return clock()
 
     def days_ago(days: int, fmt: str = "%Y-%m-%d") -> str:
+        _check_arguments("days_ago", days, fmt)
         return (clock() - timedelta(days=days)).strftime(fmt)
 
     def hours_ago(hours: int, fmt: str = "%Y-%m-%d-%H") -> str:
+        _check_arguments("hours_ago", hours, fmt)
         return (clock() - timedelta(hours=hours)).strftime(fmt)
 
     return {"now_utc": now_utc, "days_ago": days_ago, "hours_ago": hours_ago}
 
 
+def _check_arguments(helper: str, amount: object, fmt: object) -> None:
+    if not isinstance(amount, int) or isinstance(amount, bool):
+        raise ValueError(f"{helper}() takes a whole number first, not {amount!r}")
+    if not isinstance(fmt, str):
+        raise ValueError(f"{helper}() takes a strftime format second, not {fmt!r}")
+
+
 def check_template(template: str) -> None:
-    """Raise ``ValueError`` with a one-line reason when ``template`` cannot be rendered."""
+    """Raise ``ValueError`` with a one-line reason when ``template`` cannot be rendered.
+
+    The template is rendered once against a fixed clock: an undefined helper or a wrong
+    argument is found when the config loads, before anything runs.
+    """
     if "#{" in template:
         equivalent = spel_equivalent(template)
         hint = (
             f"write {equivalent!r} instead"
             if equivalent
-            else "use a Jinja2 template with now_utc(), days_ago(n, fmt) or hours_ago(n, fmt), "
-            "e.g. dt >= '{{ days_ago(1) }}'"
+            else f"use a Jinja2 template with {HELPER_NAMES}, e.g. dt >= '{{{{ days_ago(1) }}}}'"
         )
         raise ValueError(f"Circus Train SpEL expressions are not supported; {hint}")
     try:
         _ENVIRONMENT.parse(template)
     except TemplateError as error:
         raise ValueError(f"invalid template: {error}") from None
+    try:
+        _render(template, lambda: CHECK_TIME)
+    except Exception as error:  # any failure of a template is the config's
+        hint = f" (the helpers are {HELPER_NAMES})" if isinstance(error, UndefinedError) else ""
+        raise ValueError(f"cannot be rendered: {_one_line(error)}{hint}") from None
 
 
 def render_partition_filter(template: str | None, clock: Clock = utc_now) -> str | None:
@@ -63,9 +91,20 @@ def render_partition_filter(template: str | None, clock: Clock = utc_now) -> str
     if template is None or not template.strip():
         return None
     try:
-        return _ENVIRONMENT.from_string(template).render(**helpers(clock)).strip() or None
-    except TemplateError as error:
-        raise ConfigError(f"partition-filter {template!r} cannot be rendered: {error}") from None
+        return _render(template, clock)
+    except Exception as error:  # e.g. a date out of range at this clock
+        raise ConfigError(
+            f"partition-filter {template!r} cannot be rendered: {_one_line(error)}"
+        ) from None
+
+
+def _render(template: str, clock: Clock) -> str | None:
+    return _ENVIRONMENT.from_string(template).render(**helpers(clock)).strip() or None
+
+
+def _one_line(error: Exception) -> str:
+    text = str(error).splitlines()[0] if str(error) else ""
+    return text or type(error).__name__
 
 
 # Joda-Time pattern letters that Circus Train filters use, and their strftime equivalents.

@@ -23,6 +23,7 @@ from ferry.replica import (
     REPLICATION_EVENT,
     SERVER_MANAGED_PARAMETERS,
     check_replica_guard,
+    check_replica_location,
     replica_parameters,
     shape_replica_partition,
     shape_replica_table,
@@ -99,6 +100,7 @@ def plan_replication(
         )
     replica_before = replica.get_table(replication.replica_database, replication.replica_table_name)
     check_replica_guard(replica_before, replication)
+    check_replica_location(source_table, replication)
     mode = replication.replication_mode
     if source_table.is_view and mode is not ReplicationMode.METADATA_MIRROR:
         raise ReplicationModeError(

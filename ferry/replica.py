@@ -5,13 +5,14 @@ The parameter keys are named constants: consumers, housekeeping and the guard re
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 
+from ferry import fs
 from ferry.config import ReplicationMode, TableReplication
-from ferry.errors import ReplicaGuardError, ReplicationModeError
-from ferry.model import Partition, Table, TableType
+from ferry.errors import ReplicaGuardError, ReplicaLocationError, ReplicationModeError
+from ferry.model import Partition, Table, TableType, partition_name
 
 SOURCE_TABLE = "ferry.source.table"
 SOURCE_CATALOG = "ferry.source.catalog"
@@ -27,15 +28,20 @@ CREATED_BY_EVENT = "ferry.created.by.event"
 # A table replicated by Circus Train carries this; Ferry adopts such a replica.
 CIRCUS_TRAIN_REPLICATION_EVENT = "com.hotels.bdp.circustrain.replication.event"
 CIRCUS_TRAIN_REPLICATION_MODE = "com.hotels.bdp.circustrain.replication.mode"
+CIRCUS_TRAIN_SOURCE_TABLE = "com.hotels.bdp.circustrain.source.table"
 
 # Parameters the metastore maintains itself; copying them would only be overwritten.
 SERVER_MANAGED_PARAMETERS = frozenset({"transient_lastDdlTime"})
 
 
 def check_replica_guard(replica: Table | None, replication: TableReplication) -> None:
-    """Refuse to touch an existing table that is not a replica, or switch its kind.
+    """Refuse to touch an existing table that is not this source's replica, or switch its kind.
 
     A table with Ferry's event parameter is Ferry's; one with Circus Train's is adopted.
+    A replica of another source table (its ``ferry.source.table``, or Circus Train's
+    equivalent, names that table) belongs to another replication: overwriting it would
+    silently swap its data under its readers. Hive names are case-insensitive, so is the
+    comparison.
     Switching an existing replica between METADATA_MIRROR and FULL is refused: the first
     points at the source's data, the second owns copies, and mixing them leaves partitions
     of both kinds in one table.
@@ -45,12 +51,20 @@ def check_replica_guard(replica: Table | None, replication: TableReplication) ->
     parameters = replica.parameters
     if REPLICATION_EVENT in parameters:
         previous_mode = parameters.get(REPLICATION_MODE)
+        replicated_from = parameters.get(SOURCE_TABLE)
     elif CIRCUS_TRAIN_REPLICATION_EVENT in parameters:
         previous_mode = parameters.get(CIRCUS_TRAIN_REPLICATION_MODE)
+        replicated_from = parameters.get(CIRCUS_TRAIN_SOURCE_TABLE)
     else:
         raise ReplicaGuardError(
             f"replica table {replica.qualified_name} exists but is not a replica "
             f"(no {REPLICATION_EVENT} parameter); Ferry will not touch it"
+        )
+    source = replication.source_table.qualified_name
+    if replicated_from and replicated_from.lower() != source.lower():
+        raise ReplicaGuardError(
+            f"replica table {replica.qualified_name} is the replica of {replicated_from}, "
+            f"not of {source}; Ferry will not overwrite it"
         )
     mode = replication.replication_mode
     if previous_mode and _is_mirror(previous_mode) != (mode is ReplicationMode.METADATA_MIRROR):
@@ -58,6 +72,48 @@ def check_replica_guard(replica: Table | None, replication: TableReplication) ->
             f"replica table {replica.qualified_name} was replicated with {previous_mode}; "
             f"switching it to {mode.value} is not allowed"
         )
+
+
+def check_replica_location(
+    source_table: Table,
+    replication: TableReplication,
+    partitions: Sequence[Partition] = (),
+) -> None:
+    """Refuse a FULL replica whose ``table-location`` overlaps the source's data.
+
+    Snapshots go below ``table-location``. At or inside the source table's location they
+    would be written into the source, and the next run would copy them back as source data;
+    a source location inside ``table-location`` makes every run copy the replica's own
+    earlier snapshots. A partition stored outside its table's location is checked the same
+    way. Locations are compared normalised (``file:/x`` is ``file:///x``, ``s3a://`` is
+    ``s3://``). METADATA_MIRROR copies nothing, so it has nothing to refuse.
+    """
+    target = replication.replica_table.table_location
+    if replication.replication_mode is not ReplicationMode.FULL or not target:
+        return
+    name = source_table.qualified_name
+    locations = [(f"source table {name}", source_table.location)] + [
+        (
+            f"partition {partition_name(source_table.partition_keys, p.values)} of {name}",
+            p.location,
+        )
+        for p in partitions
+    ]
+    for what, location in locations:
+        if not location:
+            continue
+        below = fs.relative_path(target, location)
+        if below is not None:
+            where = "is" if below == "" else "is inside"
+            raise ReplicaLocationError(
+                f"replica-table.table-location {target} {where} the location of {what} "
+                f"({location}); Ferry would write its snapshots into the source"
+            )
+        if fs.relative_path(location, target) is not None:
+            raise ReplicaLocationError(
+                f"the location of {what} ({location}) is inside replica-table.table-location "
+                f"{target}; each run would copy the replica's earlier snapshots"
+            )
 
 
 def _is_mirror(mode: str) -> bool:

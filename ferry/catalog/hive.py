@@ -30,7 +30,13 @@ from ferry.model import (
 logger = logging.getLogger(__name__)
 
 CONNECT_TIMEOUT_MS = 10_000
+# A metastore answers its first, cheap call at once. Without this bound, a port that is not
+# a metastore (an HTTP server, a listener that never answers) would hold each table for
+# CALL_TIMEOUT_MS before failing.
+FIRST_RESPONSE_TIMEOUT_MS = 15_000
 CALL_TIMEOUT_MS = 600_000  # add_partitions of 1000 on a busy metastore can take minutes
+# Any key will do: a metastore answers getMetaConf with the value or with a MetaException.
+_PROBE_KEY = "hive.metastore.batch.retrieve.max"
 
 R = TypeVar("R")
 
@@ -48,10 +54,15 @@ class HiveMetastoreCatalog(Catalog):
     # -- connection ---------------------------------------------------------------------
 
     def _connect(self) -> hmsclient.HMSClient:
+        """A client of the first URI that answers like a Hive metastore.
+
+        An open port is not enough: the first call is a cheap one under a short timeout, and
+        only a Thrift reply (a value or a metastore error) counts as an answer.
+        """
         errors = []
         for uri in self.uris:
             host, _, port = uri.removeprefix("thrift://").rpartition(":")
-            socket = TSocket.TSocket(host, int(port))
+            socket = TSocket.TSocket(host.strip("[]"), int(port))  # [::1] is an IPv6 host
             socket.setTimeout(CONNECT_TIMEOUT_MS)
             client = hmsclient.HMSClient(
                 iprot=TBinaryProtocol.TBinaryProtocol(TTransport.TBufferedTransport(socket))
@@ -60,6 +71,15 @@ class HiveMetastoreCatalog(Catalog):
                 client.open()
             except TException as error:
                 errors.append(f"{uri} ({error})")
+                continue
+            socket.setTimeout(FIRST_RESPONSE_TIMEOUT_MS)
+            try:
+                client.getMetaConf(_PROBE_KEY)
+            except (ttypes.MetaException, TApplicationException):
+                pass  # a Thrift server's own error reply: it answered
+            except Exception as error:  # a timeout, or bytes that are not a Thrift reply
+                socket.close()
+                errors.append(f"{uri} ({_not_a_metastore(error)})")
                 continue
             socket.setTimeout(CALL_TIMEOUT_MS)
             return client
@@ -228,6 +248,20 @@ class HiveMetastoreCatalog(Catalog):
             raise CatalogError(
                 f"metastore '{self.name}' refused to write {table.qualified_name}: {message}"
             ) from None
+
+
+def _not_a_metastore(error: Exception) -> str:
+    """Why a port that accepted the connection is taken for something else."""
+    if (
+        isinstance(error, TTransport.TTransportException)
+        and error.type == TTransport.TTransportException.TIMED_OUT
+    ):
+        return (
+            "connected, but it did not answer like a Hive metastore within "
+            f"{FIRST_RESPONSE_TIMEOUT_MS // 1000} s"
+        )
+    reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+    return f"connected, but it did not answer like a Hive metastore: {reason}"
 
 
 # -- partition value ranges -----------------------------------------------------------------

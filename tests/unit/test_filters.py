@@ -55,3 +55,25 @@ def test_untranslatable_spel_gets_a_generic_hint():
     assert spel_equivalent("#{ #someOther() }") is None
     with pytest.raises(ValueError, match=r"use a Jinja2 template with now_utc\(\), days_ago"):
         check_template("dt = '#{ #someOther() }'")
+
+
+@pytest.mark.parametrize(
+    ("template", "message"),
+    [
+        ("dt = '{{ days_ago('x') }}'", "days_ago() takes a whole number first, not 'x'"),
+        ("dt = '{{ hours_ago(1, 2) }}'", "hours_ago() takes a strftime format second, not 2"),
+        ("dt = '{{ days_ago(10000000) }}'", "date value out of range"),
+    ],
+)
+def test_a_wrong_helper_argument_is_one_config_error_line(template, message):
+    with pytest.raises(ConfigError) as raised:
+        render_partition_filter(template, clock)
+    assert str(raised.value) == f"partition-filter {template!r} cannot be rendered: {message}"
+
+
+def test_check_template_renders_once_so_argument_errors_surface_at_load():
+    with pytest.raises(ValueError, match=r"cannot be rendered: days_ago\(\) takes a whole number"):
+        check_template("dt = '{{ days_ago('x') }}'")
+    with pytest.raises(ValueError, match=r"'weeks_ago' is undefined \(the helpers are now_utc\(\)"):
+        check_template("dt = '{{ weeks_ago(1) }}'")
+    check_template("dt >= '{{ days_ago(2) }}' AND hr = '{{ hours_ago(1, '%H') }}'")
