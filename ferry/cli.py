@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from ferry.commands import UsageError, run_command
+from ferry.commands import EXIT_USAGE, UsageError, run_command
 
 
 class _Parser(argparse.ArgumentParser):

@@ -429,14 +429,29 @@ class ReplicationConfig(_Model):
         if not tables:
             return list(self.table_replications)
         # Hive names are case-insensitive, so is the selection.
-        known = {r.source_table.qualified_name.lower(): r for r in self.table_replications}
+        wanted = {name.lower() for name in tables}
+        known = {r.source_table.qualified_name.lower() for r in self.table_replications}
         for name in tables:
             if name.lower() not in known:
                 listed = ", ".join(
-                    sorted(r.source_table.qualified_name for r in self.table_replications)
+                    sorted({r.source_table.qualified_name for r in self.table_replications})
                 )
                 raise ConfigError(f"{name}: not in the config (its tables: {listed})")
-        return [known[name] for name in dict.fromkeys(name.lower() for name in tables)]
+        # A source replicated to two replicas is two replications: both are selected.
+        return [
+            r for r in self.table_replications if r.source_table.qualified_name.lower() in wanted
+        ]
+
+    def replication_of(
+        self, source_table: str, replica_table: str | None = None
+    ) -> TableReplication:
+        """The one replication a pipeline state works on: its source (and replica) table."""
+        for replication in self.select([source_table]):
+            if replica_table is None or (
+                replication.replica_qualified_name.lower() == replica_table.lower()
+            ):
+                return replication
+        raise ConfigError(f"{source_table} → {replica_table}: not in the config")
 
 
 def load_config(path: str | Path) -> ReplicationConfig:

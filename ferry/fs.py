@@ -27,12 +27,15 @@ import os
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 from urllib.parse import urlparse
 
 from pyarrow import fs as pafs
 
 S3_SCHEMES = ("s3", "s3a", "s3n")
+#: How long Google Cloud Storage requests are retried before the error is reported.
+GCS_RETRY_SECONDS = 30
 
 
 @dataclass(frozen=True)
@@ -125,6 +128,7 @@ class FileSystems:
         self._bucket_regions: dict[str, str] = {}
         self._s3_by_region: dict[str | None, pafs.S3FileSystem] = {}
         self._local: pafs.LocalFileSystem | None = None
+        self._gcs: pafs.GcsFileSystem | None = None
 
     def resolve(self, uri: str) -> tuple[pafs.FileSystem, str]:
         """The file system and the path within it for ``uri``."""
@@ -134,8 +138,22 @@ class FileSystems:
             return self.local(), parsed.path
         if scheme in S3_SCHEMES:
             return self.s3(parsed.netloc), f"{parsed.netloc}{parsed.path}".rstrip("/")
+        if scheme in ("gs", "gcs"):
+            return self.gcs(), f"{parsed.netloc}{parsed.path}".rstrip("/")
         filesystem, path = pafs.FileSystem.from_uri(uri)
         return filesystem, path
+
+    def gcs(self) -> pafs.GcsFileSystem:
+        """Google Cloud Storage; retries give up after ``GCS_RETRY_SECONDS``.
+
+        Without a limit, a bucket without credentials retries (and hangs) for minutes.
+        """
+        with self._lock:
+            if self._gcs is None:
+                self._gcs = pafs.GcsFileSystem(
+                    retry_time_limit=timedelta(seconds=GCS_RETRY_SECONDS)
+                )
+            return self._gcs
 
     def local(self) -> pafs.LocalFileSystem:
         if self._local is None:

@@ -100,7 +100,6 @@ def plan_replication(
         )
     replica_before = replica.get_table(replication.replica_database, replication.replica_table_name)
     check_replica_guard(replica_before, replication)
-    check_replica_location(source_table, replication)
     mode = replication.replication_mode
     if source_table.is_view and mode is not ReplicationMode.METADATA_MIRROR:
         raise ReplicationModeError(
@@ -112,6 +111,7 @@ def plan_replication(
     source_partitions = source.list_partitions(
         source_table, partition_filter, source_config.partition_limit
     )
+    check_replica_location(source_table, replication, source_partitions)
     now = clock()
 
     def parameters_for(source_parameters, source_location: str | None) -> dict[str, str]:

@@ -62,6 +62,7 @@ from ferry.manifest import (
 )
 from ferry.notify import FAILURE, START, SUCCESS, NoNotifier, ReplicationEvent, SnsNotifier
 from ferry.plan import ReplicationPlan, plan_replication
+from ferry.preflight import check_writable
 from ferry.replica import CREATED_BY_EVENT
 
 logger = logging.getLogger(__name__)
@@ -230,6 +231,7 @@ class Steps:
                 {
                     "configUri": config_uri,
                     "sourceTable": replication.source_table.qualified_name,
+                    "replicaTable": replication.replica_qualified_name,
                     "eventId": self.event_ids(started),
                     "startTime": started.isoformat(),
                 }
@@ -246,7 +248,7 @@ class Steps:
         """
         config_uri, event_id = payload["configUri"], payload["eventId"]
         config = load_config_uri(config_uri)
-        [replication] = config.select([payload["sourceTable"]])
+        replication = config.replication_of(payload["sourceTable"], payload.get("replicaTable"))
         started = datetime.fromisoformat(payload["startTime"])
         self.notifier(config).publish(self.event(config, replication, START, event_id, started))
         options = config.copier_options_for(replication)
@@ -292,10 +294,15 @@ class Steps:
             "replicaTable": replication.replica_qualified_name,
         }
 
-    def preview(self, config_uri: str, source_table: str) -> dict[str, Any]:
-        """What Plan would decide, without notifying or writing anything (dry runs)."""
+    def preview(
+        self, config_uri: str, source_table: str, replica_table: str | None = None
+    ) -> dict[str, Any]:
+        """What Plan would decide, without notifying or copying anything (dry runs).
+
+        The replica location is checked writable with a probe file, written and deleted.
+        """
         config = load_config_uri(config_uri)
-        [replication] = config.select([source_table])
+        replication = config.replication_of(source_table, replica_table)
         options = config.copier_options_for(replication)
         with (
             self._open(config.source_catalog) as source,
@@ -304,6 +311,12 @@ class Steps:
             plan = plan_replication(
                 replication, source, replica, "dry-run", self.clock, options.threads
             )
+        location = replication.replica_table.table_location
+        if plan.snapshot_location and location:
+            s3 = None
+            if fs.scheme_of(location) in fs.S3_SCHEMES:
+                s3 = self.aws.client("s3", self.aws.bucket_region(location))
+            check_writable(location, s3)
         return {
             "copier": choose_copier(plan, options).value,
             "files": plan.manifest.files,
@@ -444,7 +457,7 @@ class Steps:
             name, message = _spark_failure(plan_result.get("reportUri"), name, message)
         try:
             config: ReplicationConfig | None = load_config_uri(payload["configUri"])
-            [replication] = config.select([source_table])
+            replication = config.replication_of(source_table, payload.get("replicaTable"))
         except FerryError:
             config, replication = None, None  # the config itself is what failed
         outcome = {"snapshot": None, "removed": False, "referencedBy": []}

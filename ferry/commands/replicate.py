@@ -64,7 +64,7 @@ def run_replicate(
         for replication in selected:
             name = replication.source_table.qualified_name
             try:
-                preview = steps.preview(config_uri, name)
+                preview = steps.preview(config_uri, name, replication.replica_qualified_name)
             except FerryError as error:
                 outcome = _failed_preview(replication, error)
             else:
