@@ -35,6 +35,10 @@ class CatalogError(FerryError):
     """A catalog refused an operation."""
 
 
+class NotAMetastoreError(CatalogError):
+    """Something answers at a metastore URI, but not as a Hive metastore (not retried)."""
+
+
 class SourceTableNotFoundError(FerryError):
     """The source table named in the config does not exist."""
 

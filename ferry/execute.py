@@ -27,6 +27,8 @@ class ExecutionOutcome:
     #: Each state's last output, by state name (a failed execution has no output of its own:
     #: the tables' results are in the output of the state that ran them).
     state_outputs: dict[str, Any] = field(default_factory=dict)
+    #: Every state entered, in order (Map iterations included; child executions not).
+    entered: list[str] = field(default_factory=list)
 
     @property
     def results(self) -> list[dict[str, Any]]:
@@ -92,6 +94,11 @@ def follow(
         failed_states=_failed_states(events),
         output=json.loads(output) if output else None,
         state_outputs=_state_outputs(events),
+        entered=[
+            events[i]["stateEnteredEventDetails"]["name"]
+            for i in sorted(events)
+            if events[i]["type"].endswith(_ENTERED)
+        ],
     )
 
 

@@ -253,10 +253,11 @@ class InProcessDriver:
             if reader["Resource"] != S3_GET_OBJECT:
                 raise NotImplementedError(f"state {name}: ItemReader {reader['Resource']}")
             where = _build(reader["Parameters"], data, context)
-            items = json.loads(fs.read_bytes(f"s3://{where['Bucket']}/{where['Key']}"))
+            # A local work folder (file://) has no bucket: the key is then the file's path.
+            bucket, key = where["Bucket"], where["Key"]
+            uri = f"s3://{bucket}/{key}" if bucket else f"file:///{key.lstrip('/')}"
+            items = json.loads(fs.read_bytes(uri))
             items = items if isinstance(items, list) else [items]
-            if not where["Bucket"]:
-                raise StateError("States.ItemReaderFailed", "no bucket")
         else:
             items = _get(data, state.get("ItemsPath", "$"))
         results = []

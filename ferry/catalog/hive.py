@@ -15,7 +15,7 @@ from thrift.Thrift import TApplicationException, TException
 from thrift.transport import TSocket, TTransport
 
 from ferry.catalog import PAGE_SIZE, Catalog, batched, is_integral, partition_sort_key
-from ferry.errors import CatalogError, CatalogUnreachableError
+from ferry.errors import CatalogError, CatalogUnreachableError, NotAMetastoreError
 from ferry.model import (
     Column,
     Database,
@@ -33,7 +33,7 @@ CONNECT_TIMEOUT_MS = 10_000
 # A metastore answers its first, cheap call at once. Without this bound, a port that is not
 # a metastore (an HTTP server, a listener that never answers) would hold each table for
 # CALL_TIMEOUT_MS before failing.
-FIRST_RESPONSE_TIMEOUT_MS = 15_000
+FIRST_RESPONSE_TIMEOUT_MS = 10_000
 CALL_TIMEOUT_MS = 600_000  # add_partitions of 1000 on a busy metastore can take minutes
 # Any key will do: a metastore answers getMetaConf with the value or with a MetaException.
 _PROBE_KEY = "hive.metastore.batch.retrieve.max"
@@ -59,7 +59,7 @@ class HiveMetastoreCatalog(Catalog):
         An open port is not enough: the first call is a cheap one under a short timeout, and
         only a Thrift reply (a value or a metastore error) counts as an answer.
         """
-        errors = []
+        errors, answered_wrongly = [], 0
         for uri in self.uris:
             host, _, port = uri.removeprefix("thrift://").rpartition(":")
             socket = TSocket.TSocket(host.strip("[]"), int(port))  # [::1] is an IPv6 host
@@ -80,12 +80,15 @@ class HiveMetastoreCatalog(Catalog):
             except Exception as error:  # a timeout, or bytes that are not a Thrift reply
                 socket.close()
                 errors.append(f"{uri} ({_not_a_metastore(error)})")
+                answered_wrongly += 1
                 continue
             socket.setTimeout(CALL_TIMEOUT_MS)
             return client
-        raise CatalogUnreachableError(
-            f"cannot reach Hive metastore '{self.name}' at {', '.join(errors)}"
-        )
+        message = f"cannot reach Hive metastore '{self.name}' at {', '.join(errors)}"
+        if answered_wrongly == len(self.uris):
+            # Something listens there, but not a metastore: a mistake, not worth retrying.
+            raise NotAMetastoreError(message)
+        raise CatalogUnreachableError(message)
 
     def _call(self, operation: Callable[[hmsclient.HMSClient], R]) -> R:
         if self._client is None:

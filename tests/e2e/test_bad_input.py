@@ -311,7 +311,7 @@ def test_a_metastore_uri_that_is_not_a_metastore(
     assert time.monotonic() - started < 60  # not the 600 s call timeout
     assert result.returncode == 1
     assert failed_line(result).endswith(
-        f"CatalogUnreachableError: cannot reach Hive metastore 'dr' at thrift://127.0.0.1:{port} "
-        "(connected, but it did not answer like a Hive metastore within 15 s)"
+        f"NotAMetastoreError: cannot reach Hive metastore 'dr' at thrift://127.0.0.1:{port} "
+        "(connected, but it did not answer like a Hive metastore within 10 s)"
     )
     assert setup["state"]() == before

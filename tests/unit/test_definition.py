@@ -1,11 +1,15 @@
 """The one state machine definition: complete, parseable by the emulator, and defensive."""
 
+import importlib
 import json
+import re
 from pathlib import Path
 
 import pytest
 from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
 
+from ferry.errors import error_names, transient_errors
+from ferry.steps import Steps
 from infra import definition
 
 EVENTS = Path(__file__).parents[2] / "events"
@@ -91,3 +95,40 @@ def test_sample_events_exist_for_every_state_and_trigger():
     assert handlers | {"manual-start", "scheduled", "s3-object-created"} <= names
     for path in EVENTS.glob("*.json"):
         json.loads(path.read_text())
+
+
+def test_every_lambda_step_retries_with_the_one_policy_derived_from_ferrys_errors(rendered):
+    policy = definition.retry_policy()
+    assert "CatalogUnreachableError" in policy[0]["ErrorEquals"]
+    assert "Sandbox.Timedout" in policy[0]["ErrorEquals"]  # every step is safe to run again
+    for name, state in definition.lambda_tasks(rendered).items():
+        assert state["Retry"] == policy, f"{name}: run `python -m infra.definition`"
+
+
+def test_the_definition_names_only_errors_that_exist(rendered):
+    aws_prefixes = ("States.", "Lambda.", "Sandbox.", "EMRServerless.")
+    named = {
+        error
+        for state in definition.states(rendered).values()
+        for block in state.get("Retry", []) + state.get("Catch", [])
+        for error in block["ErrorEquals"]
+    }
+    unknown = {e for e in named if not e.startswith(aws_prefixes)} - error_names()
+    assert unknown == set()
+    assert {e for e in named if not e.startswith(aws_prefixes)} >= set(transient_errors())
+
+
+def test_each_function_runs_the_step_its_handler_calls():
+    for function, handler in definition.FUNCTIONS.items():
+        module = handler.rsplit(".", 1)[0]
+        source = Path(importlib.import_module(module).__file__).read_text()
+        assert f"steps().{definition.STEPS[function]}(" in source, module
+        assert callable(getattr(Steps, definition.STEPS[function]))
+
+
+def test_the_in_process_driver_understands_every_path_the_definition_uses():
+    from ferry.replicate import _PATH, substitutions
+
+    text = json.dumps(definition.load(substitutions()))
+    for path in re.findall(r'"(\$\$?\.[^"]*|\$)"', text):
+        assert _PATH.match(path), path

@@ -1,0 +1,188 @@
+"""Two drivers, one set of steps: the state machine and ``ferry replicate`` agree exactly.
+
+For every copier path the in-process driver takes the states the definition prescribes, in
+the definition's order, and so does the deployed state machine; the same config gives
+replicas and SNS messages that are equal field by field (event ids and times aside).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import boto3
+import pytest
+
+from ferry import fs
+from ferry.catalog.glue import GlueCatalog
+from ferry.local.samples import create_sample_tables, last_days
+from ferry.replica import LAST_REPLICATED
+from ferry.replicate import substitutions
+from infra import definition
+from tests.conftest import NOW
+from tests.e2e.test_pipeline import WEST, table_entry
+from tests.helpers import Replicator, catalog_state, config_document
+
+pytestmark = pytest.mark.e2e
+
+DEFINITION = definition.load(substitutions())
+TOP_LEVEL = set(DEFINITION["States"])
+PER_TABLE = DEFINITION["States"]["Replicate tables"]["ItemProcessor"]
+
+
+def prescribed_states(copier: str, fails_at: str | None = None) -> list[str]:
+    """Walk the definition's per-table states from Plan as a table with this copier would."""
+    states, name, path = PER_TABLE["States"], PER_TABLE["StartAt"], []
+    while name:
+        path.append(name)
+        state = states[name]
+        if name == fails_at:
+            name = state["Catch"][0]["Next"]
+        elif state["Type"] == "Choice":
+            name = next(
+                (c["Next"] for c in state["Choices"] if c.get("StringEquals") == copier),
+                state["Default"],
+            )
+        else:
+            name = None if state.get("End") else state["Next"]
+    return path
+
+
+def machine_states(outcome) -> list[str]:
+    """The per-table states one execution of one table entered, from its history."""
+    return [state for state in outcome.entered if state not in TOP_LEVEL]
+
+
+def driver_states(replicator: Replicator, table: str) -> list[str]:
+    return [s for s in replicator.execution.table_states(table) if s in PER_TABLE["States"]]
+
+
+def normalised(value, event_ids: set[str]):
+    """``value`` with every event id replaced and Ferry's replication time dropped."""
+    if isinstance(value, dict):
+        return {
+            normalised(key, event_ids): normalised(item, event_ids)
+            for key, item in value.items()
+            if key != LAST_REPLICATED
+        }
+    if isinstance(value, list | tuple):
+        return type(value)(normalised(item, event_ids) for item in value)
+    if isinstance(value, str):
+        for event_id in event_ids:
+            value = value.replace(event_id, "<event>")
+        # The metastore qualifies file:///x to file:/x when it adds a partition, not when it
+        # alters one: the same location.
+        return value.replace("file:///", "file:/")
+    return value
+
+
+EVENT_ID = re.compile(r"ferry-\d{8}t\d{9}z-[0-9a-f]{8}")
+
+
+def message_fields(message: dict) -> dict:
+    body = {k: v for k, v in message.items() if k not in ("eventId", "startTime", "endTime")}
+    return json.loads(EVENT_ID.sub("<event>", json.dumps(body)))
+
+
+@pytest.mark.parametrize(
+    ("table", "extra", "copier"),
+    [
+        ("orders", {}, "inline"),
+        ("customers", {"copier-options": {"inline-threshold-mib": 0}}, "spark"),
+        ("big_orders", {"replication-mode": "METADATA_MIRROR"}, "metadata"),
+    ],
+)
+def test_both_drivers_take_the_prescribed_states_and_leave_equal_replicas_and_messages(
+    run, local_runtime, sample, replica_catalog, tmp_path, consumer, table, extra, copier
+):
+    topic, messages = consumer
+    target = fs.local_uri(tmp_path / "replica")
+    location = None if copier == "metadata" else f"{target}/{table}"
+    document = config_document(
+        local_runtime,
+        [table_entry(sample, table, location, **extra)],
+        **{"sns-event-listener": {"topic": topic}},
+    )
+    replica_db = f"{sample.database}_dr"
+
+    machine = run(document)
+    assert machine.status == "SUCCEEDED", machine
+    [machine_result] = machine.results
+    machine_replica = catalog_state(replica_catalog, replica_db, [table])
+    machine_messages = [m["body"] for m in messages()]
+
+    replicator = Replicator(document)
+    [outcome] = replicator.run()
+    assert outcome.status == "SUCCEEDED", outcome.error
+    driver_replica = catalog_state(replica_catalog, replica_db, [table])
+    driver_messages = [m["body"] for m in messages()]
+
+    assert machine_result["plan"]["copier"] == outcome.copier == copier
+    assert driver_states(replicator, sample.database + "." + table) == prescribed_states(copier)
+    assert machine_states(machine) == prescribed_states(copier)
+    events = {machine_result["eventId"], outcome.event_id}
+    assert normalised(driver_replica, events) == normalised(machine_replica, events)
+    assert [message_fields(m) for m in driver_messages] == [
+        message_fields(m) for m in machine_messages
+    ]
+    assert [m["type"] for m in driver_messages] == ["START", "SUCCESS"]
+
+
+def test_an_unchanged_table_and_a_failure_take_the_same_states_in_both_drivers(
+    run, local_runtime, sample, tmp_path, unique
+):
+    target = fs.local_uri(tmp_path / "replica")
+    entry = table_entry(sample, "orders", f"{target}/orders")
+    entry["source-table"]["partition-filter"] = "dt > '2999-01-01'"
+    document = config_document(local_runtime, [entry])
+    assert run(document).status == "SUCCEEDED"
+    unchanged = run(document)
+    replicator = Replicator(document)
+    [outcome] = replicator.run()
+    assert outcome.status == "UNCHANGED"
+    orders = f"{sample.database}.orders"
+    assert (
+        machine_states(unchanged) == driver_states(replicator, orders) == prescribed_states("none")
+    )
+
+    broken = config_document(
+        local_runtime, [table_entry(sample, "orders", f"s3://no-such-bucket-{unique}/orders")]
+    )
+    failed = run(broken)
+    replicator = Replicator(broken)
+    [outcome] = replicator.run()
+    assert failed.error == outcome.error_type == "TargetNotWritableError"
+    expected = prescribed_states("inline", fails_at="Inline copy")
+    assert machine_states(failed) == driver_states(replicator, orders) == expected
+
+
+def test_s3_to_s3_takes_the_server_side_path_in_both_drivers(run, aws, unique):
+    source_bucket, replica_bucket = f"src-{unique}", f"dr-west-{unique}"
+    aws["s3"].create_bucket(Bucket=source_bucket)
+    boto3.client("s3", region_name=WEST).create_bucket(
+        Bucket=replica_bucket, CreateBucketConfiguration={"LocationConstraint": WEST}
+    )
+    east = GlueCatalog("east", aws["glue"])
+    west = GlueCatalog("west", boto3.client("glue", region_name=WEST))
+    sample = create_sample_tables(
+        east, f"sales_{unique}", f"s3://{source_bucket}/warehouse", last_days(NOW.date(), 3)
+    )
+    document = {
+        "source-catalog": {"name": "east", "glue": {"region": "us-east-1"}},
+        "replica-catalog": {"name": "west", "glue": {"region": WEST}},
+        "copier-options": {"s3-batch-files": 2},
+        "table-replications": [table_entry(sample, "orders", f"s3://{replica_bucket}/orders")],
+    }
+    machine = run(document)
+    assert machine.status == "SUCCEEDED", machine
+    [machine_result] = machine.results
+    machine_replica = catalog_state(west, f"{sample.database}_dr", ["orders"])
+    replicator = Replicator(document)
+    [outcome] = replicator.run()
+    assert machine_result["plan"]["copier"] == outcome.copier == "s3"
+    orders = f"{sample.database}.orders"
+    assert machine_states(machine) == driver_states(replicator, orders) == prescribed_states("s3")
+    events = {machine_result["eventId"], outcome.event_id}
+    assert normalised(catalog_state(west, f"{sample.database}_dr", ["orders"]), events) == (
+        normalised(machine_replica, events)
+    )
