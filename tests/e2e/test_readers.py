@@ -126,6 +126,7 @@ def replicate_while_reading(local_runtime, database, location, replicate_once) -
         stop.set()
         for thread in threads:
             thread.join()
+    print(f"{generation} replications, {reads.complete} complete partition reads")
     return reads
 
 
