@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
+from typing import Any
 
 import boto3
 import pytest
 
+from ferry.catalog.glue import GlueCatalog
 from ferry.execute import ExecutionOutcome, follow, start
 from ferry.local import deploy
 from ferry.local.emulator_server import FAULTS_FILE
+from ferry.local.samples import SampleTables, create_sample_tables, last_days
+from tests.conftest import NOW
 
 
 @pytest.fixture
@@ -46,3 +51,48 @@ def arm(local_runtime):
 
     yield arm_faults
     path.unlink(missing_ok=True)
+
+
+WEST = "us-west-2"
+
+
+@dataclass(frozen=True)
+class CrossRegion:
+    """Sample tables in Glue us-east-1 on S3, and an empty replica bucket in us-west-2."""
+
+    east: GlueCatalog
+    west: GlueCatalog
+    sample: SampleTables
+    replica_bucket: str
+
+    def document(self, **extra: Any) -> dict[str, Any]:
+        """A Glue → Glue, S3 → S3 replication of the sample ``orders`` across regions."""
+        return {
+            "source-catalog": {"name": "east", "glue": {"region": "us-east-1"}},
+            "replica-catalog": {"name": "west", "glue": {"region": WEST}},
+            **extra,
+            "table-replications": [
+                {
+                    "source-table": {"database-name": self.sample.database, "table-name": "orders"},
+                    "replica-table": {
+                        "database-name": f"{self.sample.database}_dr",
+                        "table-location": f"s3://{self.replica_bucket}/orders",
+                    },
+                }
+            ],
+        }
+
+
+@pytest.fixture
+def cross_region(aws, unique) -> CrossRegion:
+    source_bucket, replica_bucket = f"src-{unique}", f"dr-west-{unique}"
+    aws["s3"].create_bucket(Bucket=source_bucket)
+    boto3.client("s3", region_name=WEST).create_bucket(
+        Bucket=replica_bucket, CreateBucketConfiguration={"LocationConstraint": WEST}
+    )
+    east = GlueCatalog("east", aws["glue"])
+    sample = create_sample_tables(
+        east, f"sales_{unique}", f"s3://{source_bucket}/warehouse", last_days(NOW.date(), 3)
+    )
+    west = GlueCatalog("west", boto3.client("glue", region_name=WEST))
+    return CrossRegion(east, west, sample, replica_bucket)

@@ -10,17 +10,13 @@ from __future__ import annotations
 import json
 import re
 
-import boto3
 import pytest
 
 from ferry import fs
-from ferry.catalog.glue import GlueCatalog
-from ferry.local.samples import create_sample_tables, last_days
 from ferry.replica import LAST_REPLICATED
 from ferry.replicate import substitutions
 from infra import definition
-from tests.conftest import NOW
-from tests.e2e.test_pipeline import WEST, table_entry
+from tests.e2e.test_pipeline import table_entry
 from tests.helpers import Replicator, catalog_state, config_document
 
 pytestmark = pytest.mark.e2e
@@ -156,23 +152,9 @@ def test_an_unchanged_table_and_a_failure_take_the_same_states_in_both_drivers(
     assert machine_states(failed) == driver_states(replicator, orders) == expected
 
 
-def test_s3_to_s3_takes_the_server_side_path_in_both_drivers(run, aws, unique):
-    source_bucket, replica_bucket = f"src-{unique}", f"dr-west-{unique}"
-    aws["s3"].create_bucket(Bucket=source_bucket)
-    boto3.client("s3", region_name=WEST).create_bucket(
-        Bucket=replica_bucket, CreateBucketConfiguration={"LocationConstraint": WEST}
-    )
-    east = GlueCatalog("east", aws["glue"])
-    west = GlueCatalog("west", boto3.client("glue", region_name=WEST))
-    sample = create_sample_tables(
-        east, f"sales_{unique}", f"s3://{source_bucket}/warehouse", last_days(NOW.date(), 3)
-    )
-    document = {
-        "source-catalog": {"name": "east", "glue": {"region": "us-east-1"}},
-        "replica-catalog": {"name": "west", "glue": {"region": WEST}},
-        "copier-options": {"s3-batch-files": 2},
-        "table-replications": [table_entry(sample, "orders", f"s3://{replica_bucket}/orders")],
-    }
+def test_s3_to_s3_takes_the_server_side_path_in_both_drivers(run, cross_region):
+    west, sample = cross_region.west, cross_region.sample
+    document = cross_region.document(**{"copier-options": {"s3-batch-files": 2}})
     machine = run(document)
     assert machine.status == "SUCCEEDED", machine
     [machine_result] = machine.results

@@ -12,15 +12,11 @@ raised error, a Lambda timeout part-way through a batch, a permanent failure. Af
 
 from __future__ import annotations
 
-import boto3
 import pytest
 
 from ferry import fs
-from ferry.catalog.glue import GlueCatalog
-from ferry.local.samples import create_sample_tables, last_days
 from ferry.replica import REPLICATION_EVENT
-from tests.conftest import NOW
-from tests.e2e.test_pipeline import WEST, table_entry
+from tests.e2e.test_pipeline import table_entry
 from tests.helpers import assert_replica_holds_source, catalog_state, config_document, files_below
 
 pytestmark = pytest.mark.e2e
@@ -191,24 +187,10 @@ def test_a_failed_summary_is_reported_as_such_and_the_replicas_stand(run, arm, h
 
 
 def test_a_timeout_in_an_s3_copy_batch_is_retried_and_a_failed_batch_removes_the_snapshot(
-    run, arm, aws, unique
+    run, arm, cross_region
 ):
-    source_bucket, replica_bucket = f"src-{unique}", f"dr-west-{unique}"
-    aws["s3"].create_bucket(Bucket=source_bucket)
-    boto3.client("s3", region_name=WEST).create_bucket(
-        Bucket=replica_bucket, CreateBucketConfiguration={"LocationConstraint": WEST}
-    )
-    east = GlueCatalog("east", aws["glue"])
-    west = GlueCatalog("west", boto3.client("glue", region_name=WEST))
-    sample = create_sample_tables(
-        east, f"sales_{unique}", f"s3://{source_bucket}/warehouse", last_days(NOW.date(), 3)
-    )
-    document = {
-        "source-catalog": {"name": "east", "glue": {"region": "us-east-1"}},
-        "replica-catalog": {"name": "west", "glue": {"region": WEST}},
-        "copier-options": {"s3-batch-files": 1},
-        "table-replications": [table_entry(sample, "orders", f"s3://{replica_bucket}/orders")],
-    }
+    east, west, sample = cross_region.east, cross_region.west, cross_region.sample
+    document = cross_region.document(**{"copier-options": {"s3-batch-files": 1}})
     replica_db = f"{sample.database}_dr"
 
     # The second batch's Lambda times out after copying, before recording: retried.

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import time
 
-import boto3
 import pytest
 
 from ferry import fs
@@ -131,26 +130,17 @@ def test_spark_copy_through_emr_serverless(
     assert b'"failed": []' in report
 
 
-def test_s3_to_s3_cross_region_uses_server_side_copy(run, local_runtime, aws, unique, consumer):
+def test_s3_to_s3_cross_region_uses_server_side_copy(run, cross_region, consumer):
     topic, messages = consumer
-    source_bucket, replica_bucket = f"src-{unique}", f"dr-west-{unique}"
-    aws["s3"].create_bucket(Bucket=source_bucket)
-    boto3.client("s3", region_name=WEST).create_bucket(
-        Bucket=replica_bucket, CreateBucketConfiguration={"LocationConstraint": WEST}
-    )
-    east = GlueCatalog("east", aws["glue"])
-    west = GlueCatalog("west", boto3.client("glue", region_name=WEST))
-    sample = create_sample_tables(
-        east, f"sales_{unique}", f"s3://{source_bucket}/warehouse", last_days(NOW.date(), 3)
+    west, sample, replica_bucket = (
+        cross_region.west,
+        cross_region.sample,
+        cross_region.replica_bucket,
     )
     outcome = run(
-        {
-            "source-catalog": {"name": "east", "glue": {"region": "us-east-1"}},
-            "replica-catalog": {"name": "west", "glue": {"region": WEST}},
-            "sns-event-listener": {"topic": topic},
-            "copier-options": {"s3-batch-files": 2},
-            "table-replications": [table_entry(sample, "orders", f"s3://{replica_bucket}/orders")],
-        }
+        cross_region.document(
+            **{"sns-event-listener": {"topic": topic}, "copier-options": {"s3-batch-files": 2}}
+        )
     )
     assert outcome.status == "SUCCEEDED", outcome
     [result] = outcome.output["results"]
