@@ -129,8 +129,14 @@ def run(home: Path, ports: dict[str, int]) -> int:
     for message in _drain(aws):
         line = f"  {message['type']:<8} {message['replicaTable']:<22} {message['eventId']}"
         if message["type"] == "SUCCESS":
-            partitions = len(message["modifiedPartitions"])
-            line += f"  {partitions} partitions, {message['bytesReplicated']} bytes"
+            # Circus Train's protocol: partitions only for partitioned tables, bytes only
+            # for tables with data (a view has neither).
+            what = []
+            if "modifiedPartitions" in message:
+                what.append(f"{len(message['modifiedPartitions'])} partitions")
+            if "bytesReplicated" in message:
+                what.append(f"{message['bytesReplicated']} bytes")
+            line += "  " + (", ".join(what) or "metadata only")
         if message["type"] == "FAILURE":
             line += f"  {message['errorMessage'][:70]}…"
         print(line)

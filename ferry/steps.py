@@ -309,7 +309,7 @@ class Steps:
             self._open(config.replica_catalog) as replica,
         ):
             plan = plan_replication(
-                replication, source, replica, "dry-run", self.clock, options.threads
+                replication, source, replica, "<event-id>", self.clock, options.threads
             )
         location = replication.replica_table.table_location
         if plan.snapshot_location and location:

@@ -213,7 +213,7 @@ def _print_outcome(console: Console, outcome) -> None:
         counts = f"unpartitioned, {plural(outcome.files, 'file')}, {human_bytes(outcome.bytes)}"
     where = outcome.replica_location
     if outcome.status == "PLANNED":
-        console.print(f"[cyan]•[/cyan] {head}  would replicate {counts} ({outcome.copier} copy)")
+        console.print(f"[cyan]•[/cyan] {head}  would replicate {counts}{_by(outcome.copier)}")
         if where:
             console.print(f"    would point at {where}")
         if outcome.partition_filter:
@@ -223,11 +223,17 @@ def _print_outcome(console: Console, outcome) -> None:
         console.print(f"[green]=[/green] {head}  unchanged: nothing to copy or commit")
         return
     console.print(
-        f"[green]✓[/green] {head}  {counts} in {outcome.seconds:.1f} s ({outcome.copier} copy)"
+        f"[green]✓[/green] {head}  {counts} in {outcome.seconds:.1f} s{_by(outcome.copier)}"
     )
     console.print(
         f"    event {outcome.event_id}" + (f", replica location {where}" if where else "")
     )
+
+
+def _by(copier: str | None) -> str:
+    """Which copier moved the data, for people."""
+    names = {"inline": "inline copy", "s3": "S3 server-side copy", "spark": "Spark copy"}
+    return f" ({names[copier]})" if copier in names else ""
 
 
 def _print_summary(console: Console, outcomes, dry_run: bool) -> None:
