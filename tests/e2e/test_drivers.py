@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 
+import boto3
 import pytest
 
 from ferry import fs
@@ -168,3 +171,58 @@ def test_s3_to_s3_takes_the_server_side_path_in_both_drivers(run, cross_region):
     assert normalised(catalog_state(west, f"{sample.database}_dr", ["orders"]), events) == (
         normalised(machine_replica, events)
     )
+
+
+def test_ferry_replicate_runs_spark_on_emr_serverless_when_the_config_names_an_application(
+    pipeline, local_runtime, sample, replica_catalog, tmp_path, write_config
+):
+    # The emulator's EMR Serverless records a job run and reports it succeeded without
+    # running anything: Commit then finds no copy record and refuses. That is the point —
+    # a copy that claims success without copying can never be committed.
+    emr = boto3.client("emr-serverless", region_name="us-east-1")
+    target = fs.local_uri(tmp_path / "replica")
+    document = config_document(
+        local_runtime,
+        [
+            table_entry(
+                sample,
+                "orders",
+                f"{target}/orders",
+                **{"copier-options": {"inline-threshold-mib": 0}},
+            )
+        ],
+        **{
+            "emr-serverless": {
+                "application-id": pipeline.spark_application_id,
+                "execution-role-arn": "arn:aws:iam::123456789012:role/ferry-local-role",
+                "entry-point": "s3://ferry-local-work/assets/copy_files.py",
+                "region": "us-east-1",
+            }
+        },
+    )
+    config = str(write_config(document))
+    local = subprocess.run(
+        [sys.executable, "-m", "ferry.cli", "replicate", config, "--json"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert local.returncode == 2 and "give --work-uri s3://" in local.stderr
+
+    result = subprocess.run(
+        [sys.executable, "-m", "ferry.cli", "replicate", config, "--json",
+         "--work-uri", f"{pipeline.work_uri}/cli", "--home", str(tmp_path / "home")],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    [table] = json.loads(result.stdout)["tables"]
+    assert result.returncode == 1
+    assert table["copier"] is None and table["error_type"] == "CopyIncompleteError"
+    assert table["states"] == ["Plan", "Choose copier", "Spark copy", "Commit", "Abort table"]
+    runs = emr.list_job_runs(applicationId=pipeline.spark_application_id)["jobRuns"]
+    [run] = [r for r in runs if r["name"] == table["event_id"]]
+    job = emr.get_job_run(applicationId=pipeline.spark_application_id, jobRunId=run["id"])
+    arguments = job["jobRun"]["jobDriver"]["sparkSubmit"]["entryPointArguments"]
+    assert arguments[:2] == [
+        "--manifest",
+        f"{pipeline.work_uri}/cli/runs/{table['event_id']}/manifest.json",
+    ]
+    assert replica_catalog.get_database(f"{sample.database}_dr") is None
+    assert fs.list_files(target) == []
