@@ -55,6 +55,15 @@ class ReplicaChangedError(FerryError):
     """The replica table changed between planning and commit; the commit was refused."""
 
 
+class ReplicaLockedError(FerryError):
+    """Another replication of the same replica table holds its lock; this one did nothing.
+
+    Not transient: retrying within seconds would only meet the same holder. The message
+    names the holder's event and when its lease expires (a crashed run's lease is taken
+    over after that).
+    """
+
+
 class ReplicationModeError(FerryError):
     """The replication mode does not fit the table (e.g. FULL for a view)."""
 

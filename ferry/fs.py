@@ -110,6 +110,11 @@ def _normalise(uri: str) -> str:
     return f"{scheme}://{parsed.netloc}{parsed.path}"
 
 
+def normalise(uri: str) -> str:
+    """One spelling per location: ``file:/p`` and ``file:///p`` agree, ``s3a://`` is ``s3://``."""
+    return _normalise(uri)
+
+
 def is_local(filesystem: pafs.FileSystem) -> bool:
     return filesystem.type_name == "local"
 
@@ -253,6 +258,29 @@ class FileSystems:
         entries.sort(key=lambda entry: entry.uri)
         return entries
 
+    def exists(self, uri: str) -> bool:
+        """True when a file or a folder (on S3: any object below the prefix) is at ``uri``."""
+        filesystem, path = self.resolve(uri)
+        if filesystem.get_file_info(path).type != pafs.FileType.NotFound:
+            return True
+        return not is_local(filesystem) and bool(self.list_files(uri))
+
+    def list_folders(self, location: str) -> list[FileEntry]:
+        """The folders directly below ``location`` (on S3: common prefixes), by URI.
+
+        Each entry's ``mtime_ns`` is the folder's own where the file system has one, else
+        None; ``size`` is 0.
+        """
+        filesystem, path = self.resolve(location)
+        selector = pafs.FileSelector(path, recursive=False, allow_not_found=True)
+        base = location.rstrip("/")
+        folders = [
+            FileEntry(join(base, info.path.rstrip("/").rsplit("/", 1)[-1]), 0, info.mtime_ns)
+            for info in filesystem.get_file_info(selector)
+            if info.type == pafs.FileType.Directory
+        ]
+        return sorted(folders, key=lambda entry: entry.uri)
+
     def delete_tree(self, location: str) -> None:
         """Delete ``location`` and everything below it; nothing when it does not exist."""
         filesystem, path = self.resolve(location)
@@ -328,3 +356,13 @@ def list_files(location: str) -> list[FileEntry]:
 def delete_tree(location: str) -> None:
     """Delete ``location`` and everything below it; nothing when it does not exist."""
     default().delete_tree(location)
+
+
+def exists(uri: str) -> bool:
+    """True when a file or folder is at ``uri``."""
+    return default().exists(uri)
+
+
+def list_folders(location: str) -> list[FileEntry]:
+    """The folders directly below ``location``; none when it does not exist."""
+    return default().list_folders(location)

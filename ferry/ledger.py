@@ -1,0 +1,452 @@
+"""Where Ferry keeps what outlives one run: the snapshot ledger and the replica locks.
+
+Two ports, one store:
+
+- the **ledger** (``Ledger``) lists every location a commit superseded — the replica table's
+  or a partition's previous snapshot below its managed table location — with the event that
+  superseded it and when. Housekeeping (``ferry.housekeeping``) deletes them after the grace
+  period, never one the replica still references.
+- the **locks** (``Locks``) let one replication at a time work on a replica table: a lease
+  with an expiry, taken with a conditional write (free, expired, or already ours), so a
+  crashed run's lease is taken over once it expires.
+
+Adapters: ``DynamoDbStateStore`` (the pipeline; the local runtime's emulator) and
+``SqliteStateStore`` (``ferry replicate`` with no AWS at all: a file under ``--home``).
+
+Keys, in one DynamoDB table (``pk`` string hash key, ``sk`` string range key, on-demand):
+
+=========================  ==================================  ===============================
+item                       pk                                  sk
+=========================  ==================================  ===============================
+ledger entry               the replica (``replica_key``)       ``snapshot#<path>``
+lock (lease)               the replica                         ``lock``
+=========================  ==================================  ===============================
+
+A replica is named by its catalog and table, ``<catalog>/<database>.<table>`` (lower case;
+the catalog is its metastore URIs, or ``glue:<region>[:<catalog id>]``), so one table's
+ledger is one ``Query`` and its lock one item. Recording a path again overwrites its entry
+(the same path, event and table: a retried commit records the same entries).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, Protocol
+
+from ferry.errors import ReplicaLockedError
+
+LEDGER_PREFIX = "snapshot#"
+LOCK_KEY = "lock"
+#: DynamoDB's BatchWriteItem takes at most 25 items per call.
+_BATCH = 25
+
+
+def replica_key(catalog: str, replica_table: str) -> str:
+    """The partition key of a replica: ``<catalog>/<database>.<table>`` (Hive names: lower case)."""
+    return f"{catalog}/{replica_table.lower()}"
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    """A location a commit superseded; housekeeping deletes it once its grace period is over."""
+
+    replica: str
+    path: str
+    #: The event whose commit superseded the location.
+    event_id: str
+    #: ``database.table`` of the replica, for people.
+    replica_table: str
+    recorded_at: datetime
+
+
+@dataclass(frozen=True)
+class Lease:
+    """Who replicates a replica table now, and until when at the latest."""
+
+    replica: str
+    #: The event id of the replication holding the lock.
+    holder: str
+    acquired_at: datetime
+    expires_at: datetime
+    #: The process holding it when that can be told (``ferry replicate``: host/pid/start).
+    owner: str | None = None
+
+    def expired(self, now: datetime) -> bool:
+        return self.expires_at <= now
+
+
+class Ledger(Protocol):
+    def record(self, entries: Sequence[LedgerEntry]) -> None:
+        """Add or overwrite entries (keyed by replica and path)."""
+
+    def entries(self, replica: str) -> list[LedgerEntry]:
+        """Every entry of one replica, in path order."""
+
+    def forget(self, replica: str, path: str) -> None:
+        """Remove one entry (its location was deleted); nothing if there is none."""
+
+
+class Locks(Protocol):
+    def acquire(
+        self,
+        replica: str,
+        holder: str,
+        now: datetime,
+        lease: timedelta,
+        owner: str | None = None,
+        stale: Callable[[Lease], bool] = lambda lease: False,
+    ) -> Lease:
+        """Take the replica's lock for ``holder`` if it is free, expired, already the
+        holder's, or ``stale`` (its owner is known to be gone); else ``ReplicaLockedError``."""
+
+    def release(self, replica: str, holder: str) -> bool:
+        """Release the lock if ``holder`` holds it (never another's); True when released."""
+
+    def lease(self, replica: str) -> Lease | None:
+        """The replica's current lease (possibly expired), or None."""
+
+
+class StateStore(Ledger, Locks, Protocol):
+    """Ledger and locks: what ``Steps`` is given (``ferry.lifecycle.ReplicaState``)."""
+
+    #: Where the state lives, for people (``dynamodb:<table>``, ``sqlite:<path>``).
+    description: str
+
+
+def locked_error(lease: Lease) -> ReplicaLockedError:
+    catalog, _, table = lease.replica.rpartition("/")
+    return ReplicaLockedError(
+        f"replica table {table} ({catalog}) is being replicated by event {lease.holder} "
+        f"(its lock expires at {lease.expires_at.isoformat(timespec='seconds')}); "
+        f"not replicating it at the same time"
+    )
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat()
+
+
+def _moment(text: str) -> datetime:
+    parsed = datetime.fromisoformat(text)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+# -- DynamoDB -----------------------------------------------------------------------------------
+
+
+class DynamoDbStateStore:
+    """Ledger and locks in one DynamoDB table (see the module's key design)."""
+
+    def __init__(self, client: Any, table_name: str):
+        self.client = client
+        self.table_name = table_name
+        self.description = f"dynamodb:{table_name}"
+
+    @staticmethod
+    def create_table(client: Any, table_name: str) -> None:
+        """Create the table if it does not exist (the local runtime; the CDK stack on AWS)."""
+        if table_name in _all_tables(client):
+            return
+        client.create_table(
+            TableName=table_name,
+            AttributeDefinitions=[
+                {"AttributeName": "pk", "AttributeType": "S"},
+                {"AttributeName": "sk", "AttributeType": "S"},
+            ],
+            KeySchema=[
+                {"AttributeName": "pk", "KeyType": "HASH"},
+                {"AttributeName": "sk", "KeyType": "RANGE"},
+            ],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        client.get_waiter("table_exists").wait(TableName=table_name)
+
+    # -- ledger
+
+    def record(self, entries: Sequence[LedgerEntry]) -> None:
+        requests = [
+            {
+                "PutRequest": {
+                    "Item": {
+                        "pk": {"S": entry.replica},
+                        "sk": {"S": LEDGER_PREFIX + entry.path},
+                        "path": {"S": entry.path},
+                        "eventId": {"S": entry.event_id},
+                        "replicaTable": {"S": entry.replica_table},
+                        "recordedAt": {"S": _iso(entry.recorded_at)},
+                    }
+                }
+            }
+            for entry in entries
+        ]
+        for start in range(0, len(requests), _BATCH):
+            self._write_batch(requests[start : start + _BATCH])
+
+    def _write_batch(self, requests: list[dict[str, Any]]) -> None:
+        pending, delay = requests, 0.05
+        while pending:
+            reply = self.client.batch_write_item(RequestItems={self.table_name: pending})
+            pending = reply.get("UnprocessedItems", {}).get(self.table_name, [])
+            if pending:  # throttled: back off and send what was not written
+                time.sleep(delay)
+                delay = min(delay * 2, 2.0)
+
+    def entries(self, replica: str) -> list[LedgerEntry]:
+        found = []
+        arguments: dict[str, Any] = {
+            "TableName": self.table_name,
+            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
+            "ExpressionAttributeValues": {":pk": {"S": replica}, ":prefix": {"S": LEDGER_PREFIX}},
+            "ConsistentRead": True,
+        }
+        while True:
+            page = self.client.query(**arguments)
+            found.extend(
+                LedgerEntry(
+                    replica=item["pk"]["S"],
+                    path=item["path"]["S"],
+                    event_id=item["eventId"]["S"],
+                    replica_table=item["replicaTable"]["S"],
+                    recorded_at=_moment(item["recordedAt"]["S"]),
+                )
+                for item in page.get("Items", [])
+            )
+            if "LastEvaluatedKey" not in page:
+                return sorted(found, key=lambda entry: entry.path)
+            arguments["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def forget(self, replica: str, path: str) -> None:
+        self.client.delete_item(
+            TableName=self.table_name,
+            Key={"pk": {"S": replica}, "sk": {"S": LEDGER_PREFIX + path}},
+        )
+
+    # -- locks
+
+    def acquire(
+        self,
+        replica: str,
+        holder: str,
+        now: datetime,
+        lease: timedelta,
+        owner: str | None = None,
+        stale: Callable[[Lease], bool] = lambda lease: False,
+    ) -> Lease:
+        taken = Lease(replica, holder, now, now + lease, owner)
+        if self._put_lease(
+            taken,
+            "attribute_not_exists(pk) OR expiresAt <= :now OR holder = :holder",
+            {":now": {"N": _epoch(now)}, ":holder": {"S": holder}},
+        ):
+            return taken
+        current = self.lease(replica)
+        if current is None:  # released meanwhile: try once more
+            return self.acquire(replica, holder, now, lease, owner, stale)
+        if stale(current) and self._put_lease(
+            taken,
+            "holder = :previous AND expiresAt = :expires",
+            {":previous": {"S": current.holder}, ":expires": {"N": _epoch(current.expires_at)}},
+        ):
+            return taken
+        raise locked_error(current)
+
+    def _put_lease(self, lease: Lease, condition: str, values: dict[str, Any]) -> bool:
+        item = {
+            "pk": {"S": lease.replica},
+            "sk": {"S": LOCK_KEY},
+            "holder": {"S": lease.holder},
+            "acquiredAt": {"S": _iso(lease.acquired_at)},
+            "expiresAt": {"N": _epoch(lease.expires_at)},
+            "expires": {"S": _iso(lease.expires_at)},
+        }
+        if lease.owner:
+            item["owner"] = {"S": lease.owner}
+        try:
+            self.client.put_item(
+                TableName=self.table_name,
+                Item=item,
+                ConditionExpression=condition,
+                ExpressionAttributeValues=values,
+            )
+        except self.client.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
+
+    def release(self, replica: str, holder: str) -> bool:
+        try:
+            self.client.delete_item(
+                TableName=self.table_name,
+                Key={"pk": {"S": replica}, "sk": {"S": LOCK_KEY}},
+                ConditionExpression="holder = :holder",
+                ExpressionAttributeValues={":holder": {"S": holder}},
+            )
+        except self.client.exceptions.ConditionalCheckFailedException:
+            return False  # free, or another replication's: not ours to release
+        return True
+
+    def lease(self, replica: str) -> Lease | None:
+        item = self.client.get_item(
+            TableName=self.table_name,
+            Key={"pk": {"S": replica}, "sk": {"S": LOCK_KEY}},
+            ConsistentRead=True,
+        ).get("Item")
+        if item is None:
+            return None
+        return Lease(
+            replica=replica,
+            holder=item["holder"]["S"],
+            acquired_at=_moment(item["acquiredAt"]["S"]),
+            expires_at=datetime.fromtimestamp(float(item["expiresAt"]["N"]), UTC),
+            owner=item.get("owner", {}).get("S"),
+        )
+
+
+def _epoch(moment: datetime) -> str:
+    return f"{moment.timestamp():.6f}"
+
+
+def _all_tables(client: Any) -> set[str]:
+    names: set[str] = set()
+    arguments: dict[str, Any] = {}
+    while True:
+        page = client.list_tables(**arguments)
+        names.update(page.get("TableNames", []))
+        if "LastEvaluatedTableName" not in page:
+            return names
+        arguments["ExclusiveStartTableName"] = page["LastEvaluatedTableName"]
+
+
+# -- SQLite -------------------------------------------------------------------------------------
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS ledger (
+    replica TEXT NOT NULL,
+    path TEXT NOT NULL,
+    event_id TEXT NOT NULL,
+    replica_table TEXT NOT NULL,
+    recorded_at TEXT NOT NULL,
+    PRIMARY KEY (replica, path)
+);
+CREATE TABLE IF NOT EXISTS locks (
+    replica TEXT PRIMARY KEY,
+    holder TEXT NOT NULL,
+    acquired_at TEXT NOT NULL,
+    expires_at REAL NOT NULL,
+    owner TEXT
+);
+"""
+
+
+class SqliteStateStore:
+    """Ledger and locks in a SQLite file: ``ferry replicate`` and ``ferry housekeeping`` with
+    no AWS at all (default ``<home>/state.sqlite3``).
+
+    The same rows as the DynamoDB items; SQLite's write lock (``BEGIN IMMEDIATE``) makes the
+    lease's check-and-take one step across threads and processes of this machine.
+    """
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.description = f"sqlite:{self.path}"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._connect() as connection:
+            connection.executescript(_SCHEMA)
+
+    def _connect(self) -> _Closing:
+        # One connection per call: threads never share one; autocommit unless BEGIN.
+        return _Closing(sqlite3.connect(self.path, timeout=30, isolation_level=None))
+
+    # -- ledger
+
+    def record(self, entries: Sequence[LedgerEntry]) -> None:
+        with self._connect() as connection:
+            connection.execute("BEGIN IMMEDIATE")
+            connection.executemany(
+                "INSERT OR REPLACE INTO ledger VALUES (?, ?, ?, ?, ?)",
+                [
+                    (e.replica, e.path, e.event_id, e.replica_table, _iso(e.recorded_at))
+                    for e in entries
+                ],
+            )
+            connection.execute("COMMIT")
+
+    def entries(self, replica: str) -> list[LedgerEntry]:
+        with self._connect() as connection:
+            rows = connection.execute(
+                "SELECT replica, path, event_id, replica_table, recorded_at FROM ledger "
+                "WHERE replica = ? ORDER BY path",
+                (replica,),
+            ).fetchall()
+        return [LedgerEntry(r[0], r[1], r[2], r[3], _moment(r[4])) for r in rows]
+
+    def forget(self, replica: str, path: str) -> None:
+        with self._connect() as connection:
+            connection.execute("DELETE FROM ledger WHERE replica = ? AND path = ?", (replica, path))
+
+    # -- locks
+
+    def acquire(
+        self,
+        replica: str,
+        holder: str,
+        now: datetime,
+        lease: timedelta,
+        owner: str | None = None,
+        stale: Callable[[Lease], bool] = lambda lease: False,
+    ) -> Lease:
+        taken = Lease(replica, holder, now, now + lease, owner)
+        with self._connect() as connection:
+            connection.execute("BEGIN IMMEDIATE")
+            current = _lease_row(connection, replica)
+            if (
+                current is None
+                or current.expired(now)
+                or current.holder == holder
+                or stale(current)
+            ):
+                connection.execute(
+                    "INSERT OR REPLACE INTO locks VALUES (?, ?, ?, ?, ?)",
+                    (replica, holder, _iso(now), taken.expires_at.timestamp(), owner),
+                )
+                connection.execute("COMMIT")
+                return taken
+            connection.execute("ROLLBACK")
+        raise locked_error(current)
+
+    def release(self, replica: str, holder: str) -> bool:
+        with self._connect() as connection:
+            cursor = connection.execute(
+                "DELETE FROM locks WHERE replica = ? AND holder = ?", (replica, holder)
+            )
+            return cursor.rowcount > 0
+
+    def lease(self, replica: str) -> Lease | None:
+        with self._connect() as connection:
+            return _lease_row(connection, replica)
+
+
+def _lease_row(connection: sqlite3.Connection, replica: str) -> Lease | None:
+    row = connection.execute(
+        "SELECT holder, acquired_at, expires_at, owner FROM locks WHERE replica = ?", (replica,)
+    ).fetchone()
+    if row is None:
+        return None
+    return Lease(replica, row[0], _moment(row[1]), datetime.fromtimestamp(row[2], UTC), row[3])
+
+
+class _Closing:
+    """A connection that closes when its ``with`` block ends (sqlite3's only commits)."""
+
+    def __init__(self, connection: sqlite3.Connection):
+        self.connection = connection
+
+    def __enter__(self) -> sqlite3.Connection:
+        return self.connection
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.connection.close()

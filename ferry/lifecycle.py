@@ -1,0 +1,222 @@
+"""The snapshot lifecycle around one replication: its lock, and what its commit supersedes.
+
+``ferry.steps.Steps`` is given a ``ReplicaState`` (the store of ``ferry.ledger`` plus the
+lease length) and calls the functions here at four points:
+
+- **Plan**, first thing: ``take_lock`` — one replication per replica table at a time; a
+  second one fails fast with ``ReplicaLockedError``;
+- **Commit**: ``locations_before_commit`` reads every location the replica references
+  before anything is written (kept in the run's folder, so a retried commit uses the first
+  attempt's), and ``committed`` records in the ledger each one no longer referenced
+  afterwards — the superseded snapshots below the managed table location — then releases
+  the lock;
+- **Notify success** (the nothing-to-do path) and **Abort**: ``release_lock``, which never
+  releases another replication's lock.
+
+Without a state (``None``) every function does nothing: no lock, no ledger, today's
+behaviour.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from ferry import fs
+from ferry.catalog import Catalog
+from ferry.config import CatalogConfig, TableReplication
+from ferry.ledger import (
+    DynamoDbStateStore,
+    Lease,
+    LedgerEntry,
+    SqliteStateStore,
+    StateStore,
+    replica_key,
+)
+from ferry.plan import ReplicationPlan
+
+#: How long a replication holds its replica table's lock at most; a crashed run's lock is
+#: taken over after it. Longer than the slowest replication (Plan to Commit) should take.
+DEFAULT_LEASE = timedelta(hours=1)
+#: The local store's file under ``--home``.
+LOCAL_STATE_FILE = "state.sqlite3"
+#: In the run's folder: every location the replica referenced before the commit wrote.
+BEFORE_COMMIT = "locations-before-commit.json"
+
+
+@dataclass(frozen=True)
+class ReplicaState:
+    """What ``Steps`` is given to lock replicas and keep the snapshot ledger."""
+
+    store: StateStore
+    lease: timedelta = DEFAULT_LEASE
+    #: This process, when a holder that died can be recognised (``ferry replicate``, which
+    #: runs a whole replication in one process). None in Lambda: there a lock belongs to an
+    #: execution, not to a process, and only its expiry frees it.
+    owner: str | None = None
+
+
+def open_state(
+    *,
+    home: Path | None = None,
+    state_table: str | None = None,
+    dynamodb: Any = None,
+    lease: timedelta = DEFAULT_LEASE,
+    owner: str | None = None,
+) -> ReplicaState:
+    """The DynamoDB table ``state_table`` (with its client), else the SQLite file in ``home``."""
+    if state_table:
+        return ReplicaState(DynamoDbStateStore(dynamodb, state_table), lease, owner)
+    if home is None:
+        raise ValueError("a state store needs a DynamoDB table or a home folder")
+    return ReplicaState(SqliteStateStore(Path(home) / LOCAL_STATE_FILE), lease, owner)
+
+
+def catalog_identity(catalog: CatalogConfig, default_region: str | None) -> str:
+    """The replica catalog as keys name it: its metastore URIs, or ``glue:<region>[:<id>]``."""
+    if catalog.glue is not None:
+        parts = ["glue", catalog.glue.region or default_region or "default"]
+        return ":".join(parts + ([catalog.glue.catalog_id] if catalog.glue.catalog_id else []))
+    return ",".join(sorted(uri.lower() for uri in catalog.metastore_uris))
+
+
+def replica_of(
+    catalog: CatalogConfig, replication: TableReplication, default_region: str | None
+) -> str:
+    """The key of one replication's replica table in the ledger and the locks."""
+    return replica_key(
+        catalog_identity(catalog, default_region), replication.replica_qualified_name
+    )
+
+
+# -- the lock ---------------------------------------------------------------------------------
+
+
+def take_lock(state: ReplicaState | None, replica: str, event_id: str, now: datetime) -> None:
+    """Hold the replica's lock for ``event_id`` (again, on a retry); else ReplicaLockedError."""
+    if state is not None:
+        state.store.acquire(replica, event_id, now, state.lease, state.owner, holder_is_gone)
+
+
+def release_lock(state: ReplicaState | None, replica: str, event_id: str) -> None:
+    """Release the replica's lock if ``event_id`` holds it; another's lock stays."""
+    if state is not None:
+        state.store.release(replica, event_id)
+
+
+def this_process() -> str:
+    """``host/pid/start-ticks``: this process, told apart from a later one with its PID."""
+    return f"{socket.gethostname()}/{os.getpid()}/{_start_ticks(os.getpid())}"
+
+
+def holder_is_gone(lease: Lease) -> bool:
+    """True when the lease's owner is a process of this machine that no longer runs.
+
+    Only ``ferry replicate`` records an owner; a run killed with SIGKILL then does not block
+    the next run for a whole lease. Elsewhere (Lambda, another host, no ``/proc``) nothing
+    can be told, and only the expiry frees the lock.
+    """
+    if not lease.owner or not Path("/proc/self/stat").exists():
+        return False
+    host, _, rest = lease.owner.partition("/")
+    pid, _, ticks = rest.partition("/")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    return str(_start_ticks(int(pid))) != ticks
+
+
+def _start_ticks(pid: int) -> int | None:
+    """The kernel's start time of ``pid`` (clock ticks), or None when it does not run."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return None if fields[0] == "Z" else int(fields[19])
+
+
+# -- what a commit supersedes -----------------------------------------------------------------
+
+
+def referenced_locations(catalog: Catalog, database: str, name: str) -> list[str]:
+    """Every location the replica table and its partitions reference, normalised."""
+    table = catalog.get_table(database, name)
+    if table is None:
+        return []
+    locations = [table.location] + (
+        [p.location for p in catalog.list_partitions(table)] if table.is_partitioned else []
+    )
+    return sorted({fs.normalise(location) for location in locations if location})
+
+
+def locations_before_commit(
+    state: ReplicaState | None, plan: ReplicationPlan, replica: Catalog, run_root: str
+) -> list[str] | None:
+    """What the replica references before this commit writes anything (None: not needed).
+
+    Kept under the run's folder the first time: a commit retried after it wrote part of the
+    replica must compare with what was there before its first attempt, not with that part.
+    """
+    if state is None or not plan.replication.replica_table.table_location:
+        return None
+    where = fs.join(run_root, BEFORE_COMMIT)
+    if fs.exists(where):
+        return json.loads(fs.read_bytes(where))
+    table = plan.replica_table
+    locations = referenced_locations(replica, table.database, table.name)
+    fs.write_bytes(where, json.dumps(locations).encode())
+    return locations
+
+
+def superseded_locations(before: list[str], after: list[str], managed_root: str) -> list[str]:
+    """Locations referenced before and not after, strictly below the managed location.
+
+    Only those are Ferry's snapshots (``<table-location>/<event-id>/…``); a location outside
+    (a mirrored table's source data, a location someone else set) is never the ledger's.
+    """
+    still = set(after)
+    return sorted(
+        location
+        for location in set(before) - still
+        if fs.relative_path(location, managed_root) not in (None, "")
+    )
+
+
+def committed(
+    state: ReplicaState | None,
+    replica_key_: str,
+    plan: ReplicationPlan,
+    replica: Catalog,
+    before: list[str] | None,
+    now: datetime,
+) -> list[str]:
+    """After a successful commit: ledger what it superseded, release the lock; the paths.
+
+    Recording the same paths again (a retried commit) overwrites the same entries.
+    """
+    if state is None:
+        return []
+    superseded: list[str] = []
+    root = plan.replication.replica_table.table_location
+    if before is not None and root:
+        table = plan.replica_table
+        after = referenced_locations(replica, table.database, table.name)
+        superseded = superseded_locations(before, after, root)
+        state.store.record(
+            [
+                LedgerEntry(
+                    replica=replica_key_,
+                    path=path,
+                    event_id=plan.event_id,
+                    replica_table=plan.replication.replica_qualified_name,
+                    recorded_at=now,
+                )
+                for path in superseded
+            ]
+        )
+    state.store.release(replica_key_, plan.event_id)
+    return superseded

@@ -1,0 +1,193 @@
+"""The snapshot ledger and the replica locks, on both adapters: DynamoDB (moto in-process)
+and the local SQLite file. Both must behave alike: they are one port."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from datetime import UTC, datetime, timedelta
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from ferry import lifecycle
+from ferry.duration import format_duration, parse_duration
+from ferry.errors import ReplicaLockedError
+from ferry.ledger import DynamoDbStateStore, Lease, LedgerEntry, SqliteStateStore, replica_key
+
+NOW = datetime(2026, 11, 21, 8, 30, tzinfo=UTC)
+HOUR = timedelta(hours=1)
+REPLICA = replica_key("thrift://dr:9083", "Sales_DR.Orders")
+
+
+@pytest.fixture(params=["sqlite", "dynamodb"])
+def store(request, tmp_path, monkeypatch):
+    if request.param == "sqlite":
+        yield SqliteStateStore(tmp_path / "state.sqlite3")
+        return
+    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        DynamoDbStateStore.create_table(client, "ferry-state")
+        DynamoDbStateStore.create_table(client, "ferry-state")  # again: nothing happens
+        yield DynamoDbStateStore(client, "ferry-state")
+
+
+def entry(path: str, event: str = "ferry-b", at: datetime = NOW) -> LedgerEntry:
+    return LedgerEntry(REPLICA, path, event, "sales_dr.orders", at)
+
+
+def test_the_key_names_catalog_and_table_in_lower_case():
+    assert REPLICA == "thrift://dr:9083/sales_dr.orders"
+
+
+def test_the_ledger_records_lists_and_forgets_entries_of_one_replica(store):
+    other = LedgerEntry(replica_key("glue:us-east-1", "x.y"), "s3://b/y/1", "e", "x.y", NOW)
+    store.record([entry("s3://dr/orders/ferry-a/dt=2"), entry("s3://dr/orders/ferry-a"), other])
+    assert store.entries(REPLICA) == [
+        entry("s3://dr/orders/ferry-a"),
+        entry("s3://dr/orders/ferry-a/dt=2"),
+    ]
+    # A retried commit records the same entries again: still one per path.
+    store.record([entry("s3://dr/orders/ferry-a", at=NOW + HOUR)])
+    assert [(e.path, e.recorded_at) for e in store.entries(REPLICA)] == [
+        ("s3://dr/orders/ferry-a", NOW + HOUR),
+        ("s3://dr/orders/ferry-a/dt=2", NOW),
+    ]
+    store.forget(REPLICA, "s3://dr/orders/ferry-a")
+    store.forget(REPLICA, "s3://dr/orders/never-recorded")
+    assert [e.path for e in store.entries(REPLICA)] == ["s3://dr/orders/ferry-a/dt=2"]
+    assert store.entries(other.replica) == [other]
+
+
+def test_many_entries_are_written_in_batches(store):
+    paths = [f"s3://dr/orders/ferry-a/dt={day:03d}" for day in range(60)]
+    store.record([entry(path) for path in paths])
+    assert [e.path for e in store.entries(REPLICA)] == paths
+
+
+def test_one_holder_at_a_time_and_the_error_names_the_holder_and_its_expiry(store):
+    lease = store.acquire(REPLICA, "ferry-a", NOW, HOUR)
+    assert (lease.holder, lease.expires_at) == ("ferry-a", NOW + HOUR)
+    with pytest.raises(ReplicaLockedError) as raised:
+        store.acquire(REPLICA, "ferry-b", NOW + timedelta(minutes=5), HOUR)
+    message = str(raised.value)
+    assert "sales_dr.orders" in message and "ferry-a" in message
+    assert (NOW + HOUR).isoformat(timespec="seconds") in message
+    # The holder again (a retried Plan): renewed.
+    assert store.acquire(REPLICA, "ferry-a", NOW + HOUR / 2, HOUR).expires_at == NOW + 1.5 * HOUR
+    assert store.lease(REPLICA).holder == "ferry-a"
+
+
+def test_an_expired_lease_is_taken_over(store):
+    store.acquire(REPLICA, "ferry-crashed", NOW, HOUR)
+    taken = store.acquire(REPLICA, "ferry-b", NOW + HOUR, HOUR)
+    assert store.lease(REPLICA) == taken and taken.holder == "ferry-b"
+
+
+def test_release_frees_only_the_holders_own_lock(store):
+    assert store.release(REPLICA, "ferry-a") is False  # nothing held
+    store.acquire(REPLICA, "ferry-a", NOW, HOUR)
+    assert store.release(REPLICA, "ferry-b") is False  # an abort of another run
+    assert store.lease(REPLICA).holder == "ferry-a"
+    assert store.release(REPLICA, "ferry-a") is True
+    assert store.lease(REPLICA) is None
+    store.acquire(REPLICA, "ferry-b", NOW, HOUR)
+
+
+def test_a_stale_holder_is_taken_over_before_its_expiry(store):
+    store.acquire(REPLICA, "ferry-killed", NOW, HOUR, owner="host/1/2")
+    with pytest.raises(ReplicaLockedError):
+        store.acquire(REPLICA, "ferry-b", NOW, HOUR)
+    taken = store.acquire(
+        REPLICA, "ferry-b", NOW, HOUR, stale=lambda lease: lease.owner == "host/1/2"
+    )
+    assert store.lease(REPLICA).holder == taken.holder == "ferry-b"
+
+
+def test_concurrent_takers_get_one_lock(tmp_path):
+    """Threads with their own connections race for one lock: exactly one wins."""
+    store = SqliteStateStore(tmp_path / "state.sqlite3")
+    won, lost = [], []
+    barrier = threading.Barrier(8)
+
+    def take(index: int) -> None:
+        barrier.wait()
+        try:
+            won.append(store.acquire(REPLICA, f"ferry-{index}", NOW, HOUR).holder)
+        except ReplicaLockedError:
+            lost.append(index)
+
+    threads = [threading.Thread(target=take, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(won) == 1 and len(lost) == 7
+    assert store.lease(REPLICA).holder == won[0]
+
+
+def test_a_holder_process_that_died_is_recognised():
+    finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                              capture_output=True, text=True, check=True)  # fmt: skip
+    me = lifecycle.this_process()
+    host, pid, ticks = me.split("/")
+
+    def lease(owner):
+        return Lease(REPLICA, "ferry-a", NOW, NOW + HOUR, owner)
+
+    assert lifecycle.holder_is_gone(lease(me)) is False
+    assert lifecycle.holder_is_gone(lease(f"{host}/{finished.stdout.strip()}/1")) is True
+    assert lifecycle.holder_is_gone(lease(f"{host}/{pid}/{int(ticks) + 1}")) is True  # PID reused
+    assert lifecycle.holder_is_gone(lease(f"elsewhere/{finished.stdout.strip()}/1")) is False
+    assert lifecycle.holder_is_gone(lease(None)) is False  # Lambda: only the expiry frees it
+
+
+def test_superseded_locations_are_below_the_managed_location_and_no_longer_referenced():
+    root = "s3://dr/orders"
+    before = [
+        "s3://dr/orders/ferry-a",
+        "s3://dr/orders/ferry-a/dt=1",
+        "s3://dr/orders/ferry-a/dt=2",
+        "s3://src/orders/dt=3",  # a location someone else set: never Ferry's to delete
+        "s3://dr/orders",  # the managed location itself: never
+    ]
+    after = ["s3://dr/orders/ferry-b", "s3://dr/orders/ferry-a/dt=1", "s3://dr/orders/ferry-b/dt=2"]
+    assert lifecycle.superseded_locations(before, after, root) == [
+        "s3://dr/orders/ferry-a",
+        "s3://dr/orders/ferry-a/dt=2",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("P3D", timedelta(days=3)),
+        ("PT1H30M", timedelta(minutes=90)),
+        ("PT0.5S", timedelta(milliseconds=500)),
+        ("P1W", timedelta(days=7)),
+        ("p2dt3h", timedelta(days=2, hours=3)),
+    ],
+)
+def test_iso_durations(text, expected):
+    assert parse_duration(text) == expected
+
+
+@pytest.mark.parametrize("text", ["P1M", "P1Y", "3 days", "P", "PT", "P1DT", ""])
+def test_durations_with_no_fixed_length_or_no_sense_are_refused(text):
+    with pytest.raises(ValueError, match="ISO-8601 duration"):
+        parse_duration(text)
+
+
+def test_durations_are_written_back_shortest():
+    assert [format_duration(parse_duration(t)) for t in ("P3D", "PT72H", "PT90M", "PT0S")] == [
+        "P3D",
+        "P3D",
+        "PT1H30M",
+        "PT0S",
+    ]
