@@ -30,7 +30,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from ferry import faults, fs
+from ferry import faults, fs, lifecycle
 from ferry.aws import AwsClients
 from ferry.catalog import Catalog
 from ferry.catalog.factory import open_catalog
@@ -155,8 +155,11 @@ class Steps:
         *,
         event_ids: Callable[[datetime], str] | None = None,
         catalogs: CatalogOpener = open_catalog,
+        state: lifecycle.ReplicaState | None = None,
     ):
         self.work_uri = work_uri.rstrip("/")
+        #: Replica locks and the snapshot ledger (``ferry.lifecycle``); None: neither.
+        self.state = state
         self.aws = aws or AwsClients()
         self.clock = clock
         self.event_ids = event_ids or (lambda started: new_event_id(lambda: started))
@@ -218,6 +221,10 @@ class Steps:
     def _open(self, catalog: CatalogConfig) -> Catalog:
         return self.catalogs(catalog, self.aws)
 
+    def _replica_key(self, config: ReplicationConfig, replication: TableReplication) -> str:
+        """The replica table's key in the locks and the ledger (``ferry.ledger``)."""
+        return lifecycle.replica_of(config.replica_catalog, replication, self.aws.region)
+
     # -- Resolve tables -------------------------------------------------------------------
 
     def resolve_tables(self, payload: dict[str, Any], max_concurrency: int) -> dict[str, Any]:
@@ -249,6 +256,9 @@ class Steps:
         config_uri, event_id = payload["configUri"], payload["eventId"]
         config = load_config_uri(config_uri)
         replication = config.replication_of(payload["sourceTable"], payload.get("replicaTable"))
+        lifecycle.take_lock(
+            self.state, self._replica_key(config, replication), event_id, self.clock()
+        )
         started = datetime.fromisoformat(payload["startTime"])
         self.notifier(config).publish(self.event(config, replication, START, event_id, started))
         options = config.copier_options_for(replication)
@@ -399,7 +409,10 @@ class Steps:
                     f"not committing"
                 )
         with self._open(config.replica_catalog) as replica:
+            before = lifecycle.locations_before_commit(self.state, plan, replica, where.root)
             result = commit(plan, replica, config.replica_catalog.batch_size)
+            key = self._replica_key(config, plan.replication)
+            lifecycle.committed(self.state, key, plan, replica, before, self.clock())
         return {
             "replicaLocation": plan.replica_table.location,
             "partitionsAdded": result.partitions_added,
@@ -425,6 +438,9 @@ class Steps:
         )  # fmt: skip
         faults.point("notify.success")
         self.notifier(config).publish(event)
+        lifecycle.release_lock(
+            self.state, self._replica_key(config, plan.replication), plan.event_id
+        )
         return {
             "status": "UNCHANGED" if unchanged else "SUCCEEDED",
             "sourceTable": plan.source_table.qualified_name,
@@ -465,6 +481,8 @@ class Steps:
             outcome = self._clean_up(document.plan, config)
             if outcome["referencedBy"]:
                 message += f" (the replica references snapshot {outcome['snapshot']}; it was kept)"
+        if config is not None and replication is not None:  # never another run's lock
+            lifecycle.release_lock(self.state, self._replica_key(config, replication), event_id)
         notified = False
         if config is not None and replication is not None:
             started = datetime.fromisoformat(payload["startTime"])

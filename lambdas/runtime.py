@@ -7,12 +7,14 @@ model is built here, once per cold start, and handed to ``ferry.steps.Steps``.
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from functools import cache
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
-from ferry import fs
+from ferry import fs, lifecycle
+from ferry.aws import AwsClients
 from ferry.steps import Steps
 
 SERVICE = "ferry"
@@ -38,6 +40,16 @@ class Settings(BaseModel):
     region: str | None = Field(
         default=None, validation_alias=AliasChoices("AWS_REGION", "AWS_DEFAULT_REGION")
     )
+    state_table: str | None = Field(
+        default=None,
+        alias="FERRY_STATE_TABLE",
+        description="DynamoDB table of replica locks and the snapshot ledger (none: neither)",
+    )
+    lock_lease: timedelta = Field(
+        default=lifecycle.DEFAULT_LEASE,
+        alias="FERRY_LOCK_LEASE",
+        description="how long a replication holds its replica table's lock at most (ISO-8601)",
+    )
 
     @classmethod
     def from_environment(cls, environ: dict[str, str] | None = None) -> Settings:
@@ -58,4 +70,12 @@ def settings() -> Settings:
 @cache
 def steps() -> Steps:
     fs.configure(fs.S3Settings(settings().s3_endpoint or None, settings().region or None))
-    return Steps(settings().work_uri)
+    aws = AwsClients()
+    state = None
+    if settings().state_table:
+        state = lifecycle.open_state(
+            state_table=settings().state_table,
+            dynamodb=aws.client("dynamodb"),
+            lease=settings().lock_lease,
+        )
+    return Steps(settings().work_uri, aws, state=state)

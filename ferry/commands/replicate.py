@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
+from datetime import timedelta
 from pathlib import Path
 
 from rich.console import Console
@@ -36,8 +37,14 @@ def run_replicate(
     as_json: bool = False,
     work_uri: str | None = None,
     home: Path = Path(".ferry"),
+    state_table: str | None = None,
+    lock_lease: timedelta | None = None,
 ) -> int:
-    """Replicate the config's tables in this process: the state machine's steps, in order."""
+    """Replicate the config's tables in this process: the state machine's steps, in order.
+
+    Replica locks and the snapshot ledger live in the DynamoDB table ``state_table``, else
+    in ``<home>/state.sqlite3`` (``ferry.lifecycle``).
+    """
     from ferry.config import load_config
     from ferry.replicate import InProcessDriver, preview_outcome
     from ferry.steps import Steps
@@ -55,7 +62,9 @@ def run_replicate(
             "give --work-uri s3://bucket/prefix"
         )
     aws = AwsClients()
-    steps = Steps(work, aws)
+    steps = Steps(
+        work, aws, state=None if dry_run else open_state(home, state_table, aws, lock_lease)
+    )
     out = Console(highlight=False, soft_wrap=True)
     err = Console(stderr=True, highlight=False)
     outcomes = []
@@ -107,6 +116,25 @@ def run_replicate(
     else:
         _print_summary(out, outcomes, dry_run)
     return EXIT_FAILED if failed else EXIT_OK
+
+
+def open_state(
+    home: Path, state_table: str | None, aws: AwsClients, lock_lease: timedelta | None = None
+):
+    """The CLI's state store: DynamoDB when a table is named, else a file under ``home``.
+
+    The lock's owner is this process: a run killed with SIGKILL does not hold the replica
+    for a whole lease (``ferry.lifecycle.holder_is_gone``).
+    """
+    from ferry import lifecycle
+
+    return lifecycle.open_state(
+        home=home,
+        state_table=state_table,
+        dynamodb=aws.client("dynamodb") if state_table else None,
+        lease=lock_lease or lifecycle.DEFAULT_LEASE,
+        owner=lifecycle.this_process(),
+    )
 
 
 def _failed_preview(replication, error: FerryError):
