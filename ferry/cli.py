@@ -35,6 +35,16 @@ def port(text: str) -> int:
     return number
 
 
+def duration(text: str):
+    """An argparse type: an ISO-8601 duration (``PT1H``, ``P3D``)."""
+    from ferry.duration import parse_duration
+
+    try:
+        return parse_duration(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
@@ -80,8 +90,62 @@ def _parser() -> argparse.ArgumentParser:
     replicate.add_argument(
         "--home", type=Path, default=Path(".ferry"), help="local state (default .ferry)"
     )
+    replicate.add_argument(
+        "--state-table",
+        metavar="NAME",
+        help="DynamoDB table of replica locks and the snapshot ledger "
+        "(default: a local file, <home>/state.sqlite3)",
+    )
+    replicate.add_argument(
+        "--lock-lease",
+        type=duration,
+        metavar="DURATION",
+        help="how long a run holds its replica table's lock at most, ISO-8601 (default PT1H)",
+    )
     replicate.add_argument("-v", "--verbose", action="store_true", help="log what happens")
     replicate.set_defaults(handler=_replicate)
+
+    housekeeping = commands.add_parser(
+        "housekeeping",
+        help="delete superseded snapshots past their grace period; find unknown folders",
+    )
+    housekeeping.add_argument("config", type=Path, help="the replication config (YAML)")
+    housekeeping.add_argument(
+        "--table",
+        action="append",
+        default=[],
+        metavar="DB.TABLE",
+        help="only the replica of this source table (repeatable)",
+    )
+    housekeeping.add_argument(
+        "--dry-run", action="store_true", help="list what would be deleted; delete nothing"
+    )
+    housekeeping.add_argument(
+        "--vacuum",
+        action="store_true",
+        help="also list folders below the table locations that neither the catalog nor the "
+        "ledger knows",
+    )
+    housekeeping.add_argument(
+        "--delete-orphans",
+        action="store_true",
+        help="with --vacuum (implied): hand those folders to the ledger, so that housekeeping "
+        "deletes them once a grace period has passed (and nothing references them)",
+    )
+    housekeeping.add_argument("--json", action="store_true", help="print the report as JSON")
+    housekeeping.add_argument(
+        "--work-uri", help="where the report goes (default: file://<home>/work)"
+    )
+    housekeeping.add_argument(
+        "--home", type=Path, default=Path(".ferry"), help="local state (default .ferry)"
+    )
+    housekeeping.add_argument(
+        "--state-table",
+        metavar="NAME",
+        help="DynamoDB table holding the ledger (default: the local file ferry replicate keeps)",
+    )
+    housekeeping.add_argument("-v", "--verbose", action="store_true", help="log what happens")
+    housekeeping.set_defaults(handler=_housekeeping)
 
     execute = commands.add_parser(
         "execute", help="replicate a config through the state machine (local by default)"
@@ -138,6 +202,24 @@ def _replicate(args: argparse.Namespace) -> int:
         as_json=args.json,
         work_uri=args.work_uri,
         home=args.home,
+        state_table=args.state_table,
+        lock_lease=args.lock_lease,
+    )
+
+
+def _housekeeping(args: argparse.Namespace) -> int:
+    from ferry.commands.housekeeping import run_housekeeping
+
+    return run_housekeeping(
+        args.config,
+        args.table,
+        dry_run=args.dry_run,
+        vacuum=args.vacuum,
+        delete_orphans=args.delete_orphans,
+        as_json=args.json,
+        work_uri=args.work_uri,
+        home=args.home,
+        state_table=args.state_table,
     )
 
 

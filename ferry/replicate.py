@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 from copy import deepcopy
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from ferry import fs
@@ -102,7 +103,7 @@ class Execution:
 
 def substitutions(entry_point: str = "emr_jobs/copy_files.py") -> dict[str, str]:
     """Placeholders filled so that each Task names the step it runs."""
-    values = {f"{name}FunctionArn": f"{_STEP_PREFIX}{name}" for name in definition.FUNCTIONS}
+    values = {f"{name}FunctionArn": f"{_STEP_PREFIX}{name}" for name in definition.ALL_FUNCTIONS}
     values.update(
         {
             "SparkApplicationId": "in-process",
@@ -115,21 +116,26 @@ def substitutions(entry_point: str = "emr_jobs/copy_files.py") -> dict[str, str]
 
 
 class InProcessDriver:
-    """Runs the replication definition with ``steps``, here, one table after another."""
+    """Runs a definition with ``steps``, here, one table after another.
+
+    The replication definition by default; ``definition_path`` names another (the
+    housekeeping definition, ``ferry housekeeping``), which needs no Spark runner.
+    """
 
     def __init__(
         self,
         steps: Steps,
-        spark: SparkRunner,
+        spark: SparkRunner | None,
         *,
         observer: Observer | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        definition_path: Path = definition.DEFINITION_PATH,
     ):
         self.steps = steps
         self.spark = spark
         self.observer = observer or _Silent()
         self.sleep = sleep
-        self.definition = definition.load(substitutions())
+        self.definition = definition.load(substitutions(), definition_path)
         self._table: str | None = None
         self._current: Any = None
         self._top: Any = None
@@ -213,14 +219,14 @@ class InProcessDriver:
             if not function.startswith(_STEP_PREFIX):
                 raise NotImplementedError(f"state {name}: function {function} is not a step")
             return {"Payload": self._step(function.removeprefix(_STEP_PREFIX), parameters)}
-        if resource == EMR_SERVERLESS_SYNC:
+        if resource == EMR_SERVERLESS_SYNC and self.spark is not None:
             submit = parameters["JobDriver"]["SparkSubmit"]
             return self.spark.run(parameters["Name"], list(submit["EntryPointArguments"]))
         raise NotImplementedError(f"state {name}: resource {resource} is not driven in process")
 
     def _step(self, function: str, parameters: dict[str, Any]) -> Any:
         payload = parameters["Payload"]
-        method = definition.STEPS[function]
+        method = definition.ALL_STEPS[function]
         progress_for = None
         if method in ("inline_copy", "copy_batch") and self._table is not None:
             progress_for = self.observer.copy_progress

@@ -530,6 +530,28 @@ class Steps:
         fs.write_bytes(where.abort, json.dumps(outcome).encode())
         return outcome
 
+    # -- Housekeeping (its own state machine) --------------------------------------------
+
+    def housekeeping(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """Delete superseded snapshots past their grace period; the vacuum when asked.
+
+        Writes the full report under ``<work>/housekeeping/``; returns counts, the first
+        paths and the report's URI (``ferry/housekeeping.py``).
+        """
+        from ferry import housekeeping
+
+        config = load_config_uri(payload["configUri"])
+        now = self.clock()
+        with self._open(config.replica_catalog) as replica:
+            report = housekeeping.housekeep(
+                config, replica, self.state, now,
+                lambda replication: self._replica_key(config, replication),
+                housekeeping.Request.from_payload(payload),
+            )  # fmt: skip
+        where = fs.join(self.work_uri, "housekeeping", f"{self.event_ids(now)}.json")
+        fs.write_bytes(where, json.dumps(report.to_dict(), indent=2).encode())
+        return report.result(where)
+
     # -- Summarize ------------------------------------------------------------------------
 
     @staticmethod

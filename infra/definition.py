@@ -2,7 +2,8 @@
 
 ``replication.asl.json`` is plain Amazon States Language (JSONPath) with ``${Name}``
 placeholders for resource ARNs and settings, as the CDK's ``DefinitionSubstitutions``
-fill them.
+fill them. ``housekeeping.asl.json`` is the second, small definition: one Task that
+deletes superseded snapshots, run on a schedule (``HOUSEKEEPING_FUNCTIONS``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 DEFINITION_PATH = Path(__file__).parent / "statemachine" / "replication.asl.json"
+HOUSEKEEPING_PATH = Path(__file__).parent / "statemachine" / "housekeeping.asl.json"
 
 #: Lambda functions by the placeholder prefix the definition uses, and their handlers.
 FUNCTIONS = {
@@ -37,6 +39,15 @@ STEPS = {
     "Abort": "abort",
     "Summarize": "summarize",
 }
+
+#: The housekeeping definition's functions, and their steps, as above.
+HOUSEKEEPING_FUNCTIONS = {"Housekeeping": "lambdas.housekeeping.handler"}
+HOUSEKEEPING_STEPS = {"Housekeeping": "housekeeping"}
+
+#: Every function of both definitions (what a deployment creates), and their steps.
+ALL_FUNCTIONS = {**FUNCTIONS, **HOUSEKEEPING_FUNCTIONS}
+ALL_STEPS = {**STEPS, **HOUSEKEEPING_STEPS}
+DEFINITIONS = (DEFINITION_PATH, HOUSEKEEPING_PATH)
 
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z0-9]+)\}")
 
@@ -84,14 +95,14 @@ def write_retry_policy(path: Path = DEFINITION_PATH) -> None:
     path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
 
 
-def placeholders() -> set[str]:
-    return set(_PLACEHOLDER.findall(DEFINITION_PATH.read_text()))
+def placeholders(path: Path = DEFINITION_PATH) -> set[str]:
+    return set(_PLACEHOLDER.findall(path.read_text()))
 
 
-def render(substitutions: dict[str, str]) -> str:
+def render(substitutions: dict[str, str], path: Path = DEFINITION_PATH) -> str:
     """The definition with every placeholder filled; a missing one is an error."""
-    text = DEFINITION_PATH.read_text()
-    missing = placeholders() - set(substitutions)
+    text = path.read_text()
+    missing = placeholders(path) - set(substitutions)
     if missing:
         raise KeyError(f"no value for placeholders {sorted(missing)}")
     return _PLACEHOLDER.sub(lambda m: substitutions[m.group(1)], text)
@@ -110,11 +121,12 @@ def states(definition: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return found
 
 
-def load(substitutions: dict[str, str]) -> dict[str, Any]:
-    return json.loads(render(substitutions))
+def load(substitutions: dict[str, str], path: Path = DEFINITION_PATH) -> dict[str, Any]:
+    return json.loads(render(substitutions, path))
 
 
 if __name__ == "__main__":
-    # python -m infra.definition: bring the definition's Retry blocks in line with the policy.
-    write_retry_policy()
-    print(f"wrote the retry policy into {DEFINITION_PATH}")
+    # python -m infra.definition: bring the definitions' Retry blocks in line with the policy.
+    for definition_path in DEFINITIONS:
+        write_retry_policy(definition_path)
+        print(f"wrote the retry policy into {definition_path}")

@@ -59,7 +59,9 @@ class Replicator:
     local mode, the plan and manifest under a fresh work folder.
     """
 
-    def __init__(self, document: dict[str, Any], *, clock=None, event_ids=None, observer=None):
+    def __init__(
+        self, document: dict[str, Any], *, clock=None, event_ids=None, observer=None, state=None
+    ):
         import tempfile
         from pathlib import Path
 
@@ -73,23 +75,47 @@ class Replicator:
         self.clock = clock or fixed_clock
         self.event_ids = event_ids
         self.observer = observer
+        #: Replica locks and the snapshot ledger (``ferry.lifecycle.ReplicaState``), if any.
+        self.state = state
         self.execution = None
+
+    @property
+    def work_uri(self) -> str:
+        return fs.local_uri(self.folder / "work")
+
+    def steps(self, clock=None):
+        from ferry.steps import Steps
+
+        ids = self.event_ids
+        return Steps(
+            self.work_uri,
+            clock=clock or self.clock,
+            event_ids=(lambda started: ids()) if ids else None,
+            state=self.state,
+        )
 
     def run(self, tables: list[str] | None = None):
         from ferry.replicate import InProcessDriver
         from ferry.spark_job import LocalSpark
-        from ferry.steps import Steps
 
-        ids = self.event_ids
-        steps = Steps(
-            fs.local_uri(self.folder / "work"),
-            clock=self.clock,
-            event_ids=(lambda started: ids()) if ids else None,
-        )
+        steps = self.steps()
         outcomes = _Collect(self.observer)
         driver = InProcessDriver(steps, LocalSpark(self.folder / "spark"), observer=outcomes)
         self.execution = driver.run({"configUri": str(self.config_path), "tables": tables or []})
         return outcomes.outcomes
+
+    def housekeeping(self, *, clock=None, **request):
+        """Run the housekeeping definition here, as ``ferry housekeeping`` does; the execution.
+
+        ``request``: ``dryRun``, ``vacuum``, ``deleteOrphans``, ``tables``.
+        """
+        from ferry.replicate import InProcessDriver
+        from infra import definition
+
+        driver = InProcessDriver(
+            self.steps(clock), None, definition_path=definition.HOUSEKEEPING_PATH
+        )
+        return driver.run({"configUri": str(self.config_path), **request})
 
 
 class _Collect:

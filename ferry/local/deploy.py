@@ -1,9 +1,10 @@
 """Deploy the replication pipeline into the local AWS emulator (``ferry local up``).
 
-The same resources the CDK stack creates, with the same state machine definition: a work
-bucket, the notification topic, one Lambda function per state (their handlers run
-in-process in the emulator), an EMR Serverless application for the Spark copy, and the
-state machine. Deploying again updates what exists.
+The same resources the CDK stack creates, with the same state machine definitions: a work
+bucket, the notification topic, the DynamoDB table of replica locks and the snapshot ledger,
+one Lambda function per state (their handlers run in-process in the emulator), an EMR
+Serverless application for the Spark copy, the replication state machine and the
+housekeeping state machine. Deploying again updates what exists.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import boto3
 from botocore.exceptions import ClientError
 
 from ferry import fs
+from ferry.ledger import DynamoDbStateStore
 from infra import definition
 
 ACCOUNT = "123456789012"
@@ -30,6 +32,8 @@ PREFIX = "ferry-local"
 WORK_BUCKET = f"{PREFIX}-work"
 WORK_URI = f"s3://{WORK_BUCKET}"
 STATE_MACHINE = f"{PREFIX}-replication"
+HOUSEKEEPING_STATE_MACHINE = f"{PREFIX}-housekeeping"
+STATE_TABLE = f"{PREFIX}-state"
 TOPIC = f"{PREFIX}-replication-events"
 ROLE = f"{PREFIX}-role"
 SPARK_APPLICATION = f"{PREFIX}-copy"
@@ -45,6 +49,9 @@ class Pipeline:
     work_uri: str
     topic_arn: str
     spark_application_id: str
+    #: Recorded since housekeeping exists; a record written before has neither.
+    housekeeping_state_machine_arn: str | None = None
+    state_table: str | None = None
 
     def save(self, state_dir: Path) -> None:
         (state_dir / RECORD).write_text(json.dumps(asdict(self), indent=2))
@@ -60,6 +67,7 @@ def lambda_environment() -> dict[str, str]:
     return {
         "FERRY_WORK_URI": WORK_URI,
         "FERRY_MAX_CONCURRENCY": "4",
+        "FERRY_STATE_TABLE": STATE_TABLE,
         "POWERTOOLS_SERVICE_NAME": "ferry",
         "POWERTOOLS_METRICS_NAMESPACE": "Ferry",
     }
@@ -77,10 +85,11 @@ def deploy(endpoint: str, state_dir: Path) -> Pipeline:
     if WORK_BUCKET not in {b["Name"] for b in s3.list_buckets().get("Buckets", [])}:
         s3.create_bucket(Bucket=WORK_BUCKET)
     topic_arn = sns.create_topic(Name=TOPIC)["TopicArn"]
+    DynamoDbStateStore.create_table(client("dynamodb"), STATE_TABLE)
     role_arn = _role(iam)
     functions = {
         name: _function(client("lambda"), name, handler, role_arn)
-        for name, handler in definition.FUNCTIONS.items()
+        for name, handler in definition.ALL_FUNCTIONS.items()
     }
     application_id = _spark_application(client("emr-serverless"))
     substitutions = {
@@ -91,9 +100,17 @@ def deploy(endpoint: str, state_dir: Path) -> Pipeline:
         "SparkSubmitParameters": "--conf spark.executor.cores=1",
     }
     state_machine_arn = _state_machine(
-        client("stepfunctions"), definition.render(substitutions), role_arn
+        client("stepfunctions"), STATE_MACHINE, definition.render(substitutions), role_arn
     )
-    pipeline = Pipeline(state_machine_arn, WORK_URI, topic_arn, application_id)
+    housekeeping_arn = _state_machine(
+        client("stepfunctions"),
+        HOUSEKEEPING_STATE_MACHINE,
+        definition.render(substitutions, definition.HOUSEKEEPING_PATH),
+        role_arn,
+    )
+    pipeline = Pipeline(
+        state_machine_arn, WORK_URI, topic_arn, application_id, housekeeping_arn, STATE_TABLE
+    )
     pipeline.save(state_dir)
     return pipeline
 
@@ -149,14 +166,12 @@ def _spark_application(emr: Any) -> str:
     ]
 
 
-def _state_machine(sfn: Any, text: str, role_arn: str) -> str:
+def _state_machine(sfn: Any, name: str, text: str, role_arn: str) -> str:
     for machine in sfn.list_state_machines()["stateMachines"]:
-        if machine["name"] == STATE_MACHINE:
+        if machine["name"] == name:
             sfn.update_state_machine(stateMachineArn=machine["stateMachineArn"], definition=text)
             return machine["stateMachineArn"]
-    return sfn.create_state_machine(name=STATE_MACHINE, definition=text, roleArn=role_arn)[
-        "stateMachineArn"
-    ]
+    return sfn.create_state_machine(name=name, definition=text, roleArn=role_arn)["stateMachineArn"]
 
 
 def upload_config(s3: Any, work_uri: str, config_path: Path) -> str:

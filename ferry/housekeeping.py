@@ -1,0 +1,504 @@
+"""Housekeeping: delete superseded snapshots once no reader can still be using them.
+
+Every commit records the locations it superseded in the ledger (``ferry.lifecycle``).
+Housekeeping, per replica table of the config, deletes an entry's location when all of:
+
+- its grace period is over: it was superseded longer ago than the table's
+  ``housekeeping.expired-path-duration`` (ISO-8601, default ``P3D``): a reader that
+  resolved the old location just before the commit has had that long to finish;
+- the replica catalog, asked right before, references nothing at or below it (nor a
+  location it lies in: an unpartitioned table's data folder);
+- no other ledger entry below it is still in its grace period;
+- it lies strictly below the table's managed location (the config's
+  ``replica-table.table-location``): Ferry deletes nothing it does not own;
+- the table's ``orphaned-data-strategy`` is not ``NONE`` (which keeps everything).
+
+A dry run deletes nothing and reports what it would delete. The **vacuum** lists the
+folders directly below each managed location (``<table-location>/<event-id>/``) that
+neither the catalog nor the ledger knows — what a run killed part-way through its copy
+leaves behind, or a snapshot whose ledger entries a crash lost — and deletes them only when
+asked: it then hands them to the ledger, so they are deleted like any superseded snapshot,
+once a grace period has passed since Ferry first saw them unreferenced. A folder whose
+event holds the table's lock (a copy still running) is never handed over.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+from ferry import fs
+from ferry.catalog import Catalog
+from ferry.config import ReplicationConfig, TableReplication
+from ferry.duration import format_duration, parse_duration
+from ferry.errors import ConfigError, FerryError
+from ferry.ledger import LedgerEntry
+from ferry.lifecycle import ReplicaState
+
+#: Circus Train's default ``housekeeping.expired-path-duration``.
+DEFAULT_EXPIRED_PATH_DURATION = timedelta(days=3)
+#: Circus Train's ``orphaned-data-strategy`` values.
+HOUSEKEEPING, NONE = "HOUSEKEEPING", "NONE"
+#: The event id of ledger entries the vacuum recorded (folders it found unknown).
+VACUUM_EVENT = "vacuum"
+#: At most this many paths per list travel in the step's result; the report has them all.
+RESULT_PATHS = 100
+
+# An event id's time: Ferry's ``ferry-20261121t083000123z-…`` and Circus Train's
+# ``ctt-20161207t155219.461z-…`` alike.
+_EVENT_TIME = re.compile(r"(\d{8})t(\d{6})")
+
+
+class Action(StrEnum):
+    DELETED = "deleted"
+    WOULD_DELETE = "would delete"  # a dry run
+    KEPT = "kept"
+    FOUND = "found"  # the vacuum found it; deleting was not asked for
+    LEDGERED = "ledgered"  # the vacuum handed it to the ledger: deleted after the grace period
+    WOULD_LEDGER = "would ledger"  # a dry run
+
+
+@dataclass(frozen=True)
+class HousekeepingPolicy:
+    """One table's housekeeping settings, from the config."""
+
+    expired_path_duration: timedelta = DEFAULT_EXPIRED_PATH_DURATION
+    orphaned_data_strategy: str = HOUSEKEEPING
+
+    @property
+    def keeps_everything(self) -> bool:
+        return self.orphaned_data_strategy == NONE
+
+
+def policy_of(config: ReplicationConfig, replication: TableReplication) -> HousekeepingPolicy:
+    """The table's housekeeping settings: its own, else the config's, else Circus Train's.
+
+    Read defensively, by name, so that the config model may place them per table
+    (``table-replications[].housekeeping``, ``…orphaned-data-strategy``) or at the top
+    (``housekeeping.expired-path-duration``), as a parsed duration or as ISO-8601 text.
+    """
+    table_section = getattr(replication, "housekeeping", None)
+    config_section = getattr(config, "housekeeping", None)
+    duration = _first(
+        _setting(table_section, "expired_path_duration"),
+        _setting(config_section, "expired_path_duration"),
+    )
+    strategy = _first(
+        getattr(replication, "orphaned_data_strategy", None),
+        _setting(table_section, "orphaned_data_strategy"),
+        getattr(config, "orphaned_data_strategy", None),
+        _setting(config_section, "orphaned_data_strategy"),
+    )
+    return HousekeepingPolicy(
+        expired_path_duration=_duration(duration)
+        if duration is not None
+        else DEFAULT_EXPIRED_PATH_DURATION,
+        orphaned_data_strategy=str(getattr(strategy, "value", strategy) or HOUSEKEEPING).upper(),
+    )
+
+
+def _setting(section: Any, name: str) -> Any:
+    if section is None:
+        return None
+    if isinstance(section, dict):
+        return section.get(name.replace("_", "-"), section.get(name))
+    return getattr(section, name, None)
+
+
+def _first(*values: Any) -> Any:
+    return next((value for value in values if value is not None), None)
+
+
+def _duration(value: Any) -> timedelta:
+    if isinstance(value, timedelta):
+        return value
+    if isinstance(value, int | float):
+        return timedelta(seconds=value)
+    try:
+        return parse_duration(str(value))
+    except ValueError as error:
+        raise ConfigError(f"housekeeping.expired-path-duration: {error}") from None
+
+
+# -- what housekeeping did ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PathOutcome:
+    """One location housekeeping looked at, and what it did with it."""
+
+    path: str
+    action: Action
+    reason: str
+    #: Ledger entries: the event that superseded the path, and when.
+    event_id: str | None = None
+    recorded_at: str | None = None
+
+
+@dataclass
+class TableHousekeeping:
+    source_table: str
+    replica_table: str
+    location: str | None
+    grace_period: str
+    strategy: str
+    ledger: list[PathOutcome] = field(default_factory=list)
+    orphans: list[PathOutcome] = field(default_factory=list)
+    skipped: str | None = None
+
+    def count(self, outcomes: Iterable[PathOutcome], *actions: Action) -> int:
+        return sum(1 for outcome in outcomes if outcome.action in actions)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "sourceTable": self.source_table,
+            "replicaTable": self.replica_table,
+            "location": self.location,
+            "gracePeriod": self.grace_period,
+            "strategy": self.strategy,
+            "skipped": self.skipped,
+            "deleted": self.count(self.ledger, Action.DELETED, Action.WOULD_DELETE),
+            "kept": self.count(self.ledger, Action.KEPT),
+            "orphans": len(self.orphans),
+            "orphansLedgered": self.count(self.orphans, Action.LEDGERED, Action.WOULD_LEDGER),
+        }
+
+
+@dataclass
+class HousekeepingReport:
+    dry_run: bool
+    vacuum: bool
+    delete_orphans: bool
+    started: str
+    state: str
+    tables: list[TableHousekeeping] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "dryRun": self.dry_run,
+            "vacuum": self.vacuum,
+            "deleteOrphans": self.delete_orphans,
+            "started": self.started,
+            "state": self.state,
+            "tables": [
+                {
+                    **table.summary(),
+                    "ledger": [_outcome_dict(o) for o in table.ledger],
+                    "orphanFolders": [_outcome_dict(o) for o in table.orphans],
+                }
+                for table in self.tables
+            ],
+        }
+
+    def result(self, report_uri: str) -> dict[str, Any]:
+        """The step's result: counts per table, the first paths of each list, the report."""
+        tables = []
+        for table in self.tables:
+            summary = table.summary()
+            summary["paths"] = {
+                action.value: [o.path for o in table.ledger if o.action is action][:RESULT_PATHS]
+                for action in (Action.DELETED, Action.WOULD_DELETE)
+            }
+            summary["orphanPaths"] = [o.path for o in table.orphans][:RESULT_PATHS]
+            tables.append(summary)
+        return {
+            "dryRun": self.dry_run,
+            "vacuum": self.vacuum,
+            "deleted": sum(t["deleted"] for t in tables),
+            "kept": sum(t["kept"] for t in tables),
+            "orphans": sum(t["orphans"] for t in tables),
+            "orphansLedgered": sum(t["orphansLedgered"] for t in tables),
+            "tables": tables,
+            "reportUri": report_uri,
+        }
+
+
+def _outcome_dict(outcome: PathOutcome) -> dict[str, Any]:
+    data = asdict(outcome)
+    data["action"] = outcome.action.value
+    data["eventId"], data["recordedAt"] = data.pop("event_id"), data.pop("recorded_at")
+    return data
+
+
+# -- the request ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Request:
+    """What the step (and ``ferry housekeeping``) was asked to do."""
+
+    tables: tuple[str, ...] = ()
+    dry_run: bool = False
+    vacuum: bool = False
+    delete_orphans: bool = False
+
+    @classmethod
+    def from_payload(cls, payload: dict[str, Any]) -> Request:
+        delete_orphans = bool(payload.get("deleteOrphans"))
+        return cls(
+            tables=tuple(payload.get("tables") or ()),
+            dry_run=bool(payload.get("dryRun")),
+            vacuum=bool(payload.get("vacuum")) or delete_orphans,
+            delete_orphans=delete_orphans,
+        )
+
+
+# -- housekeeping ------------------------------------------------------------------------------
+
+
+def housekeep(
+    config: ReplicationConfig,
+    replica: Catalog,
+    state: ReplicaState | None,
+    now: datetime,
+    key_of: Callable[[TableReplication], str],
+    request: Request,
+) -> HousekeepingReport:
+    """Housekeeping (and the vacuum, if asked) of the config's selected replica tables."""
+    if state is None:
+        raise FerryError(
+            "housekeeping needs the state store that holds the snapshot ledger "
+            "(FERRY_STATE_TABLE for the pipeline; --state-table or --home for the CLI)"
+        )
+    report = HousekeepingReport(
+        dry_run=request.dry_run,
+        vacuum=request.vacuum,
+        delete_orphans=request.delete_orphans,
+        started=now.isoformat(),
+        state=state.store.description,
+    )
+    for replication in config.select(list(request.tables)):
+        report.tables.append(
+            _housekeep_table(config, replication, replica, state, now, key_of(replication), request)
+        )
+    return report
+
+
+def _housekeep_table(
+    config: ReplicationConfig,
+    replication: TableReplication,
+    replica: Catalog,
+    state: ReplicaState,
+    now: datetime,
+    key: str,
+    request: Request,
+) -> TableHousekeeping:
+    policy = policy_of(config, replication)
+    root = replication.replica_table.table_location
+    outcome = TableHousekeeping(
+        source_table=replication.source_table.qualified_name,
+        replica_table=replication.replica_qualified_name,
+        location=root,
+        grace_period=format_duration(policy.expired_path_duration),
+        strategy=policy.orphaned_data_strategy,
+    )
+    entries = state.store.entries(key)
+    if not root:
+        outcome.skipped = "no replica-table.table-location: Ferry manages no data of this table"
+        return outcome
+    # The catalog, asked right before deleting: nothing it references is ever deleted.
+    live = LiveLocations.read(replica, replication.replica_database, replication.replica_table_name)
+    outcome.ledger = housekeep_ledger(entries, root, live, policy, now, request, state, key)
+    if request.vacuum:
+        remaining = [e.path for e in entries if e.path not in _deleted(outcome.ledger)]
+        lease = state.store.lease(key)
+        holder = lease.holder if lease is not None and not lease.expired(now) else None
+        outcome.orphans = _vacuum(
+            root, live, remaining, holder, policy, now, request,
+            state, key, replication.replica_qualified_name,
+        )  # fmt: skip
+    return outcome
+
+
+def _deleted(outcomes: Sequence[PathOutcome]) -> set[str]:
+    return {o.path for o in outcomes if o.action is Action.DELETED}
+
+
+def housekeep_ledger(
+    entries: Sequence[LedgerEntry],
+    root: str,
+    live: LiveLocations,
+    policy: HousekeepingPolicy,
+    now: datetime,
+    request: Request,
+    state: ReplicaState,
+    key: str,
+) -> list[PathOutcome]:
+    """Decide, entry by entry, and delete (unless a dry run) what may go; the outcomes."""
+    grace = policy.expired_path_duration
+    waiting = _Paths(e.path for e in entries if now < e.recorded_at + grace)
+    outcomes = []
+    # Deepest first: a partition's folder goes before the snapshot folder that holds it.
+    for entry in sorted(entries, key=lambda e: (-e.path.count("/"), e.path)):
+
+        def kept(reason: str, entry: LedgerEntry = entry) -> PathOutcome:
+            return PathOutcome(
+                entry.path, Action.KEPT, reason, entry.event_id, entry.recorded_at.isoformat()
+            )
+
+        expires = entry.recorded_at + grace
+        if fs.relative_path(entry.path, root) in (None, ""):
+            outcomes.append(kept(f"outside the managed table location {root}"))
+        elif policy.keeps_everything:
+            outcomes.append(kept("orphaned-data-strategy is NONE: housekeeping keeps everything"))
+        elif now < expires:
+            outcomes.append(
+                kept(f"in its grace period until {expires.isoformat(timespec='seconds')}")
+            )
+        elif references := live.referencing(entry.path):
+            more = f" and {len(references) - 1} more" if len(references) > 1 else ""
+            outcomes.append(kept(f"the replica references {references[0]}{more}"))
+        elif below := waiting.at_or_below(entry.path, exclude=entry.path):
+            outcomes.append(kept(f"{below[0]} below it is still in its grace period"))
+        else:
+            superseded = entry.recorded_at.isoformat(timespec="seconds")
+            reason = f"superseded by {entry.event_id} at {superseded}"
+            if not request.dry_run:
+                fs.delete_tree(entry.path)
+                state.store.forget(key, entry.path)
+            outcomes.append(
+                PathOutcome(
+                    entry.path,
+                    Action.WOULD_DELETE if request.dry_run else Action.DELETED,
+                    reason,
+                    entry.event_id,
+                    entry.recorded_at.isoformat(),
+                )
+            )
+    return sorted(outcomes, key=lambda o: o.path)
+
+
+def _vacuum(
+    root: str,
+    live: LiveLocations,
+    ledgered: Iterable[str],
+    holder: str | None,
+    policy: HousekeepingPolicy,
+    now: datetime,
+    request: Request,
+    state: ReplicaState,
+    key: str,
+    replica_table: str,
+) -> list[PathOutcome]:
+    """Folders below ``root`` that neither the catalog nor the ledger knows.
+
+    Asked to delete them, the vacuum hands them to the ledger, recorded now: housekeeping
+    deletes them once a grace period has passed since Ferry first saw them unreferenced,
+    asking the catalog again first. Neither a folder's name nor its files' times tell when
+    a reader last resolved it (a commit whose ledger entries were lost to a crash right
+    after it leaves an old snapshot that readers used until a moment ago).
+    """
+    known = _Paths(ledgered)
+    orphans, handed = [], []
+    for folder in fs.list_folders(root):
+        path = fs.normalise(folder.uri)
+        if live.referencing(path) or known.at_or_below(path) or known.holds(path):
+            continue
+        name = path.rsplit("/", 1)[-1]
+        written = _written_at(path, name, folder.mtime_ns)
+        age = f"written {written.isoformat(timespec='seconds')}" if written else "age unknown"
+        unknown = f"unknown to the catalog and the ledger ({age})"
+        if not request.delete_orphans:
+            orphans.append(PathOutcome(path, Action.FOUND, unknown))
+        elif name == holder:
+            orphans.append(
+                PathOutcome(path, Action.KEPT, "a replication holding the lock writes it")
+            )
+        elif policy.keeps_everything:
+            orphans.append(PathOutcome(path, Action.KEPT, "orphaned-data-strategy is NONE: kept"))
+        else:
+            until = (now + policy.expired_path_duration).isoformat(timespec="seconds")
+            action = Action.WOULD_LEDGER if request.dry_run else Action.LEDGERED
+            orphans.append(PathOutcome(path, action, f"{unknown}; deleted after {until}"))
+            handed.append(LedgerEntry(key, path, VACUUM_EVENT, replica_table, now))
+    if handed and not request.dry_run:
+        state.store.record(handed)
+    return orphans
+
+
+def _written_at(path: str, name: str, mtime_ns: int | None) -> datetime | None:
+    """When a snapshot folder was written: its event id's time, else its newest file's."""
+    match = _EVENT_TIME.search(name)
+    if match:
+        try:
+            return datetime.strptime("".join(match.groups()), "%Y%m%d%H%M%S").replace(tzinfo=UTC)
+        except ValueError:
+            pass
+    times = [entry.mtime_ns for entry in fs.list_files(path) if entry.mtime_ns] or (
+        [mtime_ns] if mtime_ns else []
+    )
+    return datetime.fromtimestamp(max(times) / 1e9, UTC) if times else None
+
+
+# -- what the catalog references -----------------------------------------------------------
+
+
+class _Paths:
+    """Normalised locations, sorted, to find those at or below a path without a scan."""
+
+    def __init__(self, paths: Iterable[str]):
+        self.paths = sorted({fs.normalise(p) for p in paths})
+        self._set = set(self.paths)
+
+    def at_or_below(self, path: str, exclude: str | None = None) -> list[str]:
+        path = fs.normalise(path)
+        found = [path] if path in self._set and path != exclude else []
+        prefix = path + "/"
+        index = bisect.bisect_left(self.paths, prefix)
+        while index < len(self.paths) and self.paths[index].startswith(prefix):
+            found.append(self.paths[index])
+            index += 1
+        return found
+
+    def holds(self, path: str) -> bool:
+        """True when one of the paths is an ancestor of ``path``."""
+        parts = fs.normalise(path).split("/")
+        return any("/".join(parts[:end]) in self._set for end in range(3, len(parts)))
+
+
+@dataclass(frozen=True)
+class LiveLocations:
+    """Every location a replica table references, read from its catalog."""
+
+    #: Every location: the table's and its partitions'.
+    every: _Paths
+    #: Locations whose whole subtree is data a reader uses: partitions, or an
+    #: unpartitioned table's location (a partitioned table's own location is not read).
+    data: _Paths
+
+    @classmethod
+    def of(
+        cls, table_location: str | None, partition_locations: Sequence[str], partitioned: bool
+    ) -> LiveLocations:
+        own = [table_location] if table_location else []
+        partitions = list(partition_locations) if partitioned else []
+        return cls(_Paths(own + partitions), _Paths(partitions if partitioned else own))
+
+    @classmethod
+    def read(cls, catalog: Catalog, database: str, name: str) -> LiveLocations:
+        table = catalog.get_table(database, name)
+        if table is None:
+            return cls.of(None, (), False)
+        partitions = (
+            [p.location for p in catalog.list_partitions(table) if p.location]
+            if table.is_partitioned
+            else []
+        )
+        return cls.of(table.location, partitions, table.is_partitioned)
+
+    def referencing(self, path: str) -> list[str]:
+        """The referenced locations at or below ``path``, or the one holding it."""
+        below = self.every.at_or_below(path)
+        if below:
+            return below
+        parts = fs.normalise(path).split("/")
+        return [
+            "/".join(parts[:end])
+            for end in range(3, len(parts))
+            if "/".join(parts[:end]) in self.data._set
+        ]

@@ -1,0 +1,175 @@
+"""Housekeeping's decisions on local folders: what it deletes, what it keeps and why, and the
+settings it reads from the config."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
+
+import pytest
+
+from ferry import fs
+from ferry.config import parse_config
+from ferry.errors import ConfigError
+from ferry.housekeeping import (
+    HousekeepingPolicy,
+    LiveLocations,
+    Request,
+    housekeep_ledger,
+    policy_of,
+)
+from ferry.ledger import LedgerEntry, SqliteStateStore
+from ferry.lifecycle import ReplicaState
+
+NOW = datetime(2026, 11, 21, 8, 30, tzinfo=UTC)
+DAY = timedelta(days=1)
+KEY = "thrift://dr:9083/sales_dr.orders"
+
+
+@pytest.fixture
+def root(tmp_path):
+    return fs.local_uri(tmp_path / "orders")
+
+
+@pytest.fixture
+def state(tmp_path):
+    return ReplicaState(SqliteStateStore(tmp_path / "state.sqlite3"))
+
+
+def folder(root: str, *parts: str) -> str:
+    """A snapshot folder with a file in it; its normalised URI."""
+    path = fs.normalise(fs.join(root, *parts))
+    fs.write_bytes(f"{path}/part-00000.parquet", b"rows")
+    return path
+
+
+def ledgered(state, *paths: str, at: datetime) -> list[LedgerEntry]:
+    entries = [LedgerEntry(KEY, p, "ferry-b", "sales_dr.orders", at) for p in paths]
+    state.store.record(entries)
+    return state.store.entries(KEY)
+
+
+def decide(state, root, live, policy=None, **request):
+    outcomes = housekeep_ledger(
+        state.store.entries(KEY), root, live, policy or HousekeepingPolicy(), NOW,
+        Request(**request), state, KEY,
+    )  # fmt: skip
+    return {o.path: (o.action.value, o.reason) for o in outcomes}
+
+
+def test_an_expired_ancestor_waits_while_a_location_below_it_is_in_its_grace_period(state, root):
+    old = folder(root, "ferry-a")
+    part = folder(root, "ferry-a", "dt=1")
+    state.store.record([LedgerEntry(KEY, old, "ferry-b", "t", NOW - 5 * DAY)])
+    state.store.record([LedgerEntry(KEY, part, "ferry-c", "t", NOW - DAY)])
+    live = LiveLocations.of(fs.join(root, "ferry-c"), [fs.join(root, "ferry-c", "dt=1")], True)
+    outcomes = decide(state, root, live)
+    assert outcomes[part][0] == "kept" and "grace period until" in outcomes[part][1]
+    assert outcomes[old] == ("kept", f"{part} below it is still in its grace period")
+    assert fs.list_files(old)
+
+
+def test_a_dropped_partition_below_the_tables_own_location_is_deleted(state, root):
+    kept_partition = folder(root, "ferry-c", "dt=1")
+    dropped = folder(root, "ferry-c", "dt=2")
+    ledgered(state, dropped, at=NOW - 4 * DAY)
+    live = LiveLocations.of(fs.join(root, "ferry-c"), [kept_partition], True)
+    assert decide(state, root, live)[dropped][0] == "deleted"
+    assert fs.list_files(dropped) == [] and fs.list_files(kept_partition)
+    assert state.store.entries(KEY) == []
+
+
+def test_a_path_inside_an_unpartitioned_tables_data_is_referenced(state, root):
+    table = folder(root, "ferry-c")
+    inside = folder(root, "ferry-c", "nested")
+    ledgered(state, inside, at=NOW - 4 * DAY)
+    outcomes = decide(state, root, LiveLocations.of(table, [], False))
+    assert outcomes[inside] == ("kept", f"the replica references {table}")
+    assert fs.list_files(inside)
+
+
+def test_orphaned_data_strategy_none_keeps_everything(state, root):
+    old = folder(root, "ferry-a")
+    ledgered(state, old, at=NOW - 30 * DAY)
+    policy = HousekeepingPolicy(orphaned_data_strategy="NONE")
+    assert decide(state, root, LiveLocations.of(None, [], False), policy)[old][0] == "kept"
+    assert fs.list_files(old)
+
+
+def test_a_dry_run_deletes_nothing_and_keeps_the_ledger(state, root):
+    old = folder(root, "ferry-a")
+    entries = ledgered(state, old, at=NOW - 4 * DAY)
+    outcomes = decide(state, root, LiveLocations.of(None, [], False), dry_run=True)
+    assert outcomes[old][0] == "would delete"
+    assert fs.list_files(old) and state.store.entries(KEY) == entries
+
+
+def test_a_location_already_gone_leaves_the_ledger(state, root):
+    gone = fs.normalise(fs.join(root, "ferry-a"))
+    ledgered(state, gone, at=NOW - 4 * DAY)
+    assert decide(state, root, LiveLocations.of(None, [], False))[gone][0] == "deleted"
+    assert state.store.entries(KEY) == []
+
+
+# -- the settings -----------------------------------------------------------------------------
+
+
+def config(**extra):
+    return parse_config(
+        {
+            "source-catalog": {"name": "a", "hive-metastore-uris": "thrift://a:9083"},
+            "replica-catalog": {"name": "b", "hive-metastore-uris": "thrift://b:9083"},
+            "table-replications": [
+                {
+                    "source-table": {"database-name": "s", "table-name": "t"},
+                    "replica-table": {"table-location": "s3://dr/t"},
+                }
+            ],
+            **extra,
+        }
+    )
+
+
+def test_circus_trains_defaults_without_settings():
+    document = config()
+    policy = policy_of(document, document.table_replications[0])
+    assert policy == HousekeepingPolicy(timedelta(days=3), "HOUSEKEEPING")
+
+
+@pytest.mark.parametrize(
+    ("config_like", "table_like", "expected"),
+    [
+        (
+            SimpleNamespace(housekeeping=SimpleNamespace(expired_path_duration="PT12H")),
+            SimpleNamespace(orphaned_data_strategy="none"),
+            HousekeepingPolicy(timedelta(hours=12), "NONE"),
+        ),
+        (
+            SimpleNamespace(housekeeping={"expired-path-duration": "P1D"}),
+            SimpleNamespace(),
+            HousekeepingPolicy(timedelta(days=1), "HOUSEKEEPING"),
+        ),
+        (  # a table's own setting wins; an already parsed duration and an enum are taken
+            SimpleNamespace(housekeeping=SimpleNamespace(expired_path_duration="P1D")),
+            SimpleNamespace(
+                housekeeping=SimpleNamespace(expired_path_duration=timedelta(hours=2)),
+                orphaned_data_strategy=SimpleNamespace(value="HOUSEKEEPING"),
+            ),
+            HousekeepingPolicy(timedelta(hours=2), "HOUSEKEEPING"),
+        ),
+    ],
+    ids=["top-level", "mapping", "per-table"],
+)
+def test_settings_are_read_wherever_the_config_model_puts_them(config_like, table_like, expected):
+    assert policy_of(config_like, table_like) == expected
+
+
+def test_a_duration_with_no_fixed_length_is_a_config_error():
+    document = SimpleNamespace(housekeeping=SimpleNamespace(expired_path_duration="P1M"))
+    with pytest.raises(ConfigError, match="expired-path-duration"):
+        policy_of(document, SimpleNamespace())
+
+
+def test_deleting_orphans_implies_the_vacuum():
+    request = Request.from_payload({"configUri": "x", "deleteOrphans": True})
+    assert (request.vacuum, request.delete_orphans, request.dry_run) == (True, True, False)
