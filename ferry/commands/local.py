@@ -52,6 +52,10 @@ def run_local(action: str, home: Path, ports: dict[str, int], as_json: bool = Fa
     if pipeline is not None and all(s.running for s in services):
         print(f"  {'state machine':<18} {pipeline.state_machine_arn}")
         print(f"  {'work location':<18} {pipeline.work_uri}")
+        if pipeline.housekeeping_state_machine_arn:
+            print(f"  {'housekeeping':<18} {pipeline.housekeeping_state_machine_arn}")
+        if pipeline.state_table:
+            print(f"  {'state table':<18} {pipeline.state_table} (locks and snapshot ledger)")
     if settings:
         print("\nsettings for your shell:")
         for key, value in settings.items():

@@ -103,6 +103,30 @@ def test_the_pipeline_ledgers_superseded_snapshots_and_its_housekeeping_deletes_
     assert {o["action"] for o in report["tables"][0]["ledger"]} == {"deleted"}
 
 
+def test_a_commit_retried_part_way_through_ledgers_exactly_the_snapshot_it_superseded(
+    run, arm, local_runtime, sample, orders, store
+):
+    """A Lambda timeout after the first of three one-partition batches: the retried commit
+    compares with what the replica referenced before the first attempt, not after it."""
+    document = config_document(
+        local_runtime,
+        [table_entry(sample, "orders", orders["root"])],
+        replica={"name": "dr", "hive-metastore-uris": local_runtime.replica_uri, "batch-size": 1},
+    )
+    first = run(document)
+    assert first.status == "SUCCEEDED"
+    arm({"point": "commit.partition-batch", "action": "timeout", "skip": 1})
+    retried = run(document)
+    assert retried.status == "SUCCEEDED", retried
+    assert ("Commit", "Sandbox.Timedout") in {(s, e) for s, e, _ in retried.failed_states}
+    entries = store.entries(orders["key"])
+    assert {e.path for e in entries} == snapshot_paths(
+        orders["root"], event_of(first), orders["days"]
+    )
+    assert {e.event_id for e in entries} == {event_of(retried)}
+    orders["holds_source"]()
+
+
 def test_housekeeping_that_fails_ends_in_its_fail_state_with_the_named_error(pipeline, sfn):
     arn = start(
         sfn,
