@@ -39,12 +39,15 @@ class _Model(BaseModel):
 
 
 class ReplicationMode(StrEnum):
-    FULL = "FULL"
-    METADATA_MIRROR = "METADATA_MIRROR"
+    FULL = "FULL"  # copy the data into a new snapshot, then the metadata
+    FULL_OVERWRITE = "FULL_OVERWRITE"  # replace the replica table (schema changes Hive refuses)
+    METADATA_MIRROR = "METADATA_MIRROR"  # metadata only, pointing at the source's data
+    METADATA_UPDATE = "METADATA_UPDATE"  # refresh the metadata, keep the replicated locations
 
 
 class ReplicationStrategy(StrEnum):
-    UPSERT = "UPSERT"
+    UPSERT = "UPSERT"  # never deletes
+    PROPAGATE_DELETES = "PROPAGATE_DELETES"  # drops what the source dropped
 
 
 # -- names and locations ---------------------------------------------------------------------
@@ -296,6 +299,10 @@ class SourceTableConfig(_Model):
     table_name: str
     partition_filter: str | None = None
     partition_limit: int | None = Field(default=None, ge=1)
+    #: Circus Train's switch for its diff. Ferry always diffs (a partition whose data and
+    #: metadata are unchanged is never copied again), so this only lifts the need for a
+    #: partition-filter.
+    generate_partition_filter: bool = False
 
     @field_validator("database_name")
     @classmethod
@@ -355,8 +362,12 @@ class TableReplication(_Model):
 
     @model_validator(mode="after")
     def _location_for_full(self) -> TableReplication:
-        if self.replication_mode is ReplicationMode.FULL and not self.replica_table.table_location:
-            raise ValueError("replica-table.table-location is required for replication-mode FULL")
+        copies = (ReplicationMode.FULL, ReplicationMode.FULL_OVERWRITE)
+        if self.replication_mode in copies and not self.replica_table.table_location:
+            raise ValueError(
+                "replica-table.table-location is required for replication-mode "
+                f"{self.replication_mode.value}"
+            )
         return self
 
     @property

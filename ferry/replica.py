@@ -21,6 +21,10 @@ SOURCE_LOCATION = "ferry.source.location"
 REPLICATION_EVENT = "ferry.replication.event"
 REPLICATION_MODE = "ferry.replication.mode"
 LAST_REPLICATED = "ferry.last.replicated"
+#: The data fingerprint (``ferry/fingerprint.py``) of what a partition, or an unpartitioned
+#: table, was copied from: the next run compares the source's with it.
+PARTITION_FINGERPRINT = "ferry.partition.fingerprint"
+TABLE_FINGERPRINT = "ferry.table.fingerprint"
 #: On a replica database Ferry created: the event whose commit created it (a failed run
 #: drops such a database again while it holds no table).
 CREATED_BY_EVENT = "ferry.created.by.event"

@@ -295,11 +295,17 @@ class Steps:
         }
 
     def preview(
-        self, config_uri: str, source_table: str, replica_table: str | None = None
+        self,
+        config_uri: str,
+        source_table: str,
+        replica_table: str | None = None,
+        *,
+        probe: bool = True,
     ) -> dict[str, Any]:
-        """What Plan would decide, without notifying or copying anything (dry runs).
+        """What Plan would decide, and why, without notifying, locking or copying anything.
 
-        The replica location is checked writable with a probe file, written and deleted.
+        ``ferry plan`` shows it; ``ferry replicate --dry-run`` also checks (``probe``) that
+        the replica location is writable, with a probe file written and deleted.
         """
         config = load_config_uri(config_uri)
         replication = config.replication_of(source_table, replica_table)
@@ -312,7 +318,7 @@ class Steps:
                 replication, source, replica, "<event-id>", self.clock, options.threads
             )
         location = replication.replica_table.table_location
-        if plan.snapshot_location and location:
+        if probe and plan.snapshot_location and location:
             s3 = None
             if fs.scheme_of(location) in fs.S3_SCHEMES:
                 s3 = self.aws.client("s3", self.aws.bucket_region(location))
@@ -327,6 +333,20 @@ class Steps:
             "kind": plan.kind,
             "replicaLocation": plan.replica_table.location,
             "partitionFilter": plan.partition_filter,
+            "partitionsUnchanged": plan.partitions_unchanged,
+            "partitionsToDrop": len(plan.partitions_to_drop),
+            "dropTable": plan.drop_table,
+            "overwrite": plan.overwrite,
+            "unchanged": plan.unchanged,
+            "changes": [
+                {
+                    "values": list(change.values),
+                    "change": change.change.value,
+                    "files": change.files,
+                    "bytes": change.bytes,
+                }
+                for change in plan.changes
+            ],
         }
 
     # -- copies ---------------------------------------------------------------------------

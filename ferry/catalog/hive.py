@@ -224,6 +224,17 @@ class HiveMetastoreCatalog(Catalog):
                 lambda c, t=thrift: c.alter_partitions(table.database, table.name, t), table
             )
 
+    def drop_partitions(self, table: Table, values: Sequence[tuple[str, ...]]) -> None:
+        for partition_values in values:
+            try:
+                self._call(
+                    lambda c, v=partition_values: c.drop_partition(
+                        table.database, table.name, list(v), False
+                    )
+                )
+            except ttypes.NoSuchObjectException:
+                pass  # already dropped (an earlier attempt of the same commit)
+
     def drop_table(self, database: str, name: str) -> None:
         try:
             self._call(lambda c: c.drop_table(database, name, False))

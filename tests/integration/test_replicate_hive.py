@@ -8,6 +8,7 @@ from dataclasses import replace
 import pytest
 
 from ferry import fs
+from ferry.local.samples import order_rows, write_parquet
 from ferry.model import StorageDescriptor, Table, TableType
 from ferry.reader import read_rows
 from ferry.replica import (
@@ -230,6 +231,11 @@ def test_second_run_writes_a_new_snapshot_and_leaves_the_first_intact(
     replicator = Replicator(config, event_ids=event_ids())
     [first] = replicator.run()
     first_files = {uri: read_bytes(uri) for uri in files_below(f"{target}/orders/{first.event_id}")}
+    # Every partition's data is rewritten in place at the source.
+    for day in sample.days:
+        write_parquet(
+            f"{sample.orders.location}/dt={day}", "part-00000.parquet", order_rows(day)[:2]
+        )
     [second] = replicator.run()
 
     assert second.status == "SUCCEEDED" and first.event_id != second.event_id
