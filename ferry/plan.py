@@ -40,6 +40,7 @@ class Change(StrEnum):
     NEW = "new"  # not on the replica
     DATA_CHANGED = "data changed"  # its data fingerprint differs: copied again
     METADATA_CHANGED = "metadata changed"  # same data, other metadata: altered in place
+    MOVED = "table-location changed"  # the replica lives elsewhere now: copied there
     DELETED = "deleted at the source"  # PROPAGATE_DELETES: dropped from the replica
 
 
@@ -211,14 +212,12 @@ def plan_replication(
             if printed is not None:
                 parameters[PARTITION_FINGERPRINT] = str(printed)
             target = fs.join(snapshot or "", _partition_subpath(source_table, partition))
-            if old is None or old.parameters.get(PARTITION_FINGERPRINT) != parameters.get(
-                PARTITION_FINGERPRINT
-            ):
+            change = _data_change(old, parameters, replication)
+            if change is not None:
                 shaped = shape_replica_partition(partition, target, parameters)
                 (to_add if old is None else to_alter).append(shaped)
                 if partition.location:
                     roots.append(CopyRoot(partition.location, target))
-                change = Change.NEW if old is None else Change.DATA_CHANGED
                 changes.append(
                     PartitionChange(
                         partition.values,
@@ -275,6 +274,7 @@ def plan_replication(
             replica_before is None
             or overwrite
             or replica_before.parameters.get(TABLE_FINGERPRINT) != str(printed)
+            or not _below_table_location(replica_before.location, replication)
         )
         if table_data_changed:
             table_location = snapshot
@@ -311,6 +311,24 @@ def plan_replication(
         overwrite=overwrite,
         table_data_changed=table_data_changed,
     )
+
+
+def _data_change(
+    old: Partition | None, parameters: dict[str, str], replication: TableReplication
+) -> Change | None:
+    """Why a partition's data must be copied (None: the replica already holds it)."""
+    if old is None:
+        return Change.NEW
+    if old.parameters.get(PARTITION_FINGERPRINT) != parameters.get(PARTITION_FINGERPRINT):
+        return Change.DATA_CHANGED
+    if not _below_table_location(old.location, replication):
+        return Change.MOVED
+    return None
+
+
+def _below_table_location(location: str | None, replication: TableReplication) -> bool:
+    root = replication.replica_table.table_location
+    return bool(location and root and fs.relative_path(location, root) is not None)
 
 
 def _drop_replica_table(
