@@ -60,6 +60,7 @@ from ferry.manifest import (
     recorded_batches,
     write_copy_record,
 )
+from ferry.model import partition_name
 from ferry.notify import FAILURE, START, SUCCESS, NoNotifier, ReplicationEvent, SnsNotifier
 from ferry.plan import ReplicationPlan, plan_replication
 from ferry.preflight import check_writable
@@ -341,6 +342,7 @@ class Steps:
             "changes": [
                 {
                     "values": list(change.values),
+                    "name": partition_name(plan.source_table.partition_keys, change.values),
                     "change": change.change.value,
                     "files": change.files,
                     "bytes": change.bytes,

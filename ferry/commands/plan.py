@@ -96,8 +96,7 @@ def _print(console: Console, entry: dict[str, Any]) -> None:
             for item in values[:SHOWN]:
                 size = f"  {plural(item['files'], 'file')}, {human_bytes(item['bytes'])}"
                 console.print(
-                    f"      {change:<17} {escape('/'.join(item['values']))}"
-                    + (size if item["files"] else "")
+                    f"      {change:<17} {escape(item['name'])}" + (size if item["files"] else "")
                 )
             if len(values) > SHOWN:
                 console.print(f"      … and {len(values) - SHOWN} more {change}")

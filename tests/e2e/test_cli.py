@@ -276,3 +276,38 @@ def test_local_runtime_up_status_down(tmp_path):
     after = json.loads(ferry("local", "status", "--home", str(home), "--json").stdout)
     assert not any(s["running"] for s in after["services"])
     assert ferry("local", "down", "--home", str(home)).stdout.strip() == "nothing was running"
+
+
+def test_plan_says_what_would_be_copied_and_why_and_changes_nothing(setup, write_config, sample):
+    config = str(write_config(setup["document"]()))
+    assert ferry("replicate", config).returncode == 0
+    day = sample.days[-1]
+    rewrite = sample.orders.location + f"/dt={day}/part-00000.parquet"
+    from ferry.local.samples import order_rows, write_parquet
+
+    write_parquet(rewrite.rsplit("/", 1)[0], "part-00000.parquet", order_rows(day, count=9))
+    before = setup["state"]()
+    result = ferry("plan", config)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith(
+        f"• {sample.database}.orders → {setup['replica_db']}.orders  [FULL]  would copy 1 file,"
+    )
+    assert "partitions: 1 data changed; 2 unchanged" in result.stdout
+    assert f"data changed      dt={day}  1 file," in result.stdout
+    assert (
+        f"= {sample.database}.customers → {setup['replica_db']}.customers  [FULL]  unchanged"
+        in result.stdout
+    )
+    report = json.loads(ferry("plan", config, "--json").stdout)
+    orders = next(t for t in report["tables"] if t["sourceTable"].endswith(".orders"))
+    assert orders["copier"] == "inline" and orders["changes"] == [
+        {
+            "values": [day],
+            "name": f"dt={day}",
+            "change": "data changed",
+            "files": 1,
+            "bytes": orders["bytes"],
+        }
+    ]
+    assert setup["state"]() == before
