@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -30,7 +30,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from ferry import faults, fs
+from ferry import faults, fs, selection
 from ferry.aws import AwsClients
 from ferry.catalog import Catalog
 from ferry.catalog.factory import open_catalog
@@ -221,11 +221,15 @@ class Steps:
     # -- Resolve tables -------------------------------------------------------------------
 
     def resolve_tables(self, payload: dict[str, Any], max_concurrency: int) -> dict[str, Any]:
-        """Validate the config; one Map item per table, each with its own event id."""
+        """Validate the config; one Map item per table, each with its own event id.
+
+        A ``table-name-pattern`` is expanded here, against the source catalog: each table
+        it matches is an item of its own (``ferry.selection``).
+        """
         config_uri = payload["configUri"]
         config = load_config_uri(config_uri)
         items = []
-        for replication in config.select(payload.get("tables") or []):
+        for replication in self.select_tables(config, payload.get("tables") or [], config_uri):
             started = self.clock()
             items.append(
                 {
@@ -237,6 +241,15 @@ class Steps:
                 }
             )
         return {"tables": items, "maxConcurrency": max_concurrency}
+
+    def select_tables(
+        self, config: ReplicationConfig, tables: Sequence[str] = (), source: str = "config"
+    ) -> list[TableReplication]:
+        """The run's table replications, patterns expanded (the source catalog read if needed)."""
+        if not selection.needs_catalog(config, tables):
+            return selection.expand(config, tables, source=source)
+        with self._open(config.source_catalog) as catalog:
+            return selection.expand(config, tables, catalog.list_table_names, source)
 
     # -- Plan -----------------------------------------------------------------------------
 
