@@ -527,3 +527,31 @@ def test_an_empty_topic_is_a_one_line_error_not_a_crash():
     text = SOURCE_AND_REPLICA + "sns-event-listener: {topic: , fail-topic: x}\n"
     with pytest.raises(ConfigError, match="sns-event-listener.fail-topic: 'x' is not an SNS topic"):
         parse_config_text(text, "c.yml", {})
+
+
+def test_every_circus_train_key_is_in_the_documentation_table():
+    import re
+    from pathlib import Path
+
+    from ferry import config as config_module
+
+    document = (Path(__file__).parents[2] / "docs" / "CONFIGURATION.md").read_text()
+    section = document.split("## Circus Train's keys: what Ferry does with each")[1]
+    documented = {
+        segment
+        for token in re.findall(r"`([^`]+)`", section)
+        for segment in re.split(r"[.\s(),*\[\]]+", token)
+        if segment
+    }
+    models = [
+        value
+        for value in vars(config_module).values()
+        if isinstance(value, type) and issubclass(value, config_module._Model)
+    ]
+    keys = {
+        key
+        for model in models
+        for key in (*model.circus_train_keys, *getattr(model, "circus_train_translations", {}))
+    }
+    assert keys, "the models list Circus Train's keys"
+    assert sorted(keys - documented) == []
