@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ferry import faults, fs
+from ferry.avro import copy_schema
 from ferry.catalog import Catalog, batched
 from ferry.errors import ReplicaChangedError
 from ferry.model import Database, Table
@@ -65,6 +66,8 @@ def commit(plan: ReplicationPlan, replica: Catalog, batch_size: int) -> CommitRe
     table = plan.replica_table
     current = replica.get_table(table.database, table.name)
     check_unchanged_since_plan(plan, current)
+    for schema in plan.schema_copies:
+        copy_schema(schema.source_url, schema.target_url)  # the same bytes again on a retry
     if plan.drop_table:
         # PROPAGATE_DELETES: the source table is gone. The replica is EXTERNAL, so its data
         # stays for housekeeping to retire.

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from ferry import fingerprint, fs
+from ferry.avro import AVRO_SCHEMA_URL, SchemaCopy, point_at_replica_schema
 from ferry.catalog import Catalog
 from ferry.config import ReplicationMode, ReplicationStrategy, TableReplication
 from ferry.errors import CopyError, ReplicationModeError, SourceTableNotFoundError
@@ -83,6 +84,8 @@ class ReplicationPlan:
     overwrite: bool = False
     #: Unpartitioned: whether the table's data changed (else it keeps its location).
     table_data_changed: bool = True
+    #: Avro schema files to copy before the commit; the replica points at the copies.
+    schema_copies: tuple[SchemaCopy, ...] = ()
 
     @property
     def mode(self) -> ReplicationMode:
@@ -292,6 +295,19 @@ def plan_replication(
     replica_table = shape_replica_table(
         source_table, replication, table_location, table_parameters, view_texts
     )
+    schema_copies: list[SchemaCopy] = []
+    if snapshot is not None and roots:
+        # Avro: what this event writes points at this event's own copy of its schema file.
+        base_url = replication.transform_options.avro_base_url
+        root = replication.replica_table.table_location
+        replica_table, copy = point_at_replica_schema(replica_table, base_url, event_id, root)
+        pointed_add = [point_at_replica_schema(p, base_url, event_id, root) for p in to_add]
+        pointed_alter = [point_at_replica_schema(p, base_url, event_id, root) for p in to_alter]
+        to_add = [p for p, _ in pointed_add]
+        to_alter = [p for p, _ in pointed_alter]
+        schema_copies = [
+            c for c in [copy, *(c for _, c in pointed_add + pointed_alter)] if c is not None
+        ]
     return ReplicationPlan(
         event_id=event_id,
         replication=replication,
@@ -310,6 +326,7 @@ def plan_replication(
         partitions_unchanged=unchanged,
         overwrite=overwrite,
         table_data_changed=table_data_changed,
+        schema_copies=tuple(dict.fromkeys(schema_copies)),
     )
 
 
@@ -374,7 +391,8 @@ _NOT_METADATA = frozenset(
 
 
 def _comparable(parameters) -> dict[str, str]:
-    return {k: v for k, v in parameters.items() if k not in _NOT_METADATA}
+    # An Avro schema URL names the event whose copy it points at: never a difference.
+    return {k: v for k, v in parameters.items() if k not in _NOT_METADATA | {AVRO_SCHEMA_URL}}
 
 
 def _same_partition(shaped: Partition, old: Partition) -> bool:
@@ -394,12 +412,19 @@ def _same_partition(shaped: Partition, old: Partition) -> bool:
     )
 
 
+def _comparable_storage(storage):
+    return replace(
+        storage,
+        location=None,
+        parameters=_comparable(storage.parameters),
+        serde_parameters=_comparable(storage.serde_parameters),
+    )
+
+
 def _definition(table: Table) -> Table:
     """The table as readers see it, without location and per-run bookkeeping."""
     return replace(
-        table,
-        storage=table.storage.with_location(None),
-        parameters=_comparable(table.parameters),
+        table, storage=_comparable_storage(table.storage), parameters=_comparable(table.parameters)
     )
 
 

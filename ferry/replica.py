@@ -93,7 +93,8 @@ def check_replica_location(
     ``s3://``). METADATA_MIRROR copies nothing, so it has nothing to refuse.
     """
     target = replication.replica_table.table_location
-    if replication.replication_mode is not ReplicationMode.FULL or not target:
+    copying = (ReplicationMode.FULL, ReplicationMode.FULL_OVERWRITE)
+    if replication.replication_mode not in copying or not target:
         return
     name = source_table.qualified_name
     locations = [(f"source table {name}", source_table.location)] + [

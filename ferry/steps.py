@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -30,7 +30,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from ferry import faults, fs
+from ferry import faults, fs, selection
 from ferry.aws import AwsClients
 from ferry.catalog import Catalog
 from ferry.catalog.factory import open_catalog
@@ -62,7 +62,7 @@ from ferry.manifest import (
 )
 from ferry.model import partition_name
 from ferry.notify import FAILURE, START, SUCCESS, NoNotifier, ReplicationEvent, SnsNotifier
-from ferry.plan import ReplicationPlan, plan_replication
+from ferry.plan import COPYING_MODES, ReplicationPlan, plan_replication
 from ferry.preflight import check_writable
 from ferry.replica import CREATED_BY_EVENT
 
@@ -184,7 +184,7 @@ class Steps:
         error_message: str | None = None,
     ) -> ReplicationEvent:
         """The one builder of what consumers are told, for every type and both drivers."""
-        data = plan is not None and plan.mode is not ReplicationMode.METADATA_MIRROR
+        data = plan is not None and plan.mode in COPYING_MODES
         partitioned = plan is not None and plan.source_table.is_partitioned
         return ReplicationEvent(
             type=kind,
@@ -222,11 +222,15 @@ class Steps:
     # -- Resolve tables -------------------------------------------------------------------
 
     def resolve_tables(self, payload: dict[str, Any], max_concurrency: int) -> dict[str, Any]:
-        """Validate the config; one Map item per table, each with its own event id."""
+        """Validate the config; one Map item per table, each with its own event id.
+
+        A ``table-name-pattern`` is expanded here, against the source catalog: each table
+        it matches is an item of its own (``ferry.selection``).
+        """
         config_uri = payload["configUri"]
         config = load_config_uri(config_uri)
         items = []
-        for replication in config.select(payload.get("tables") or []):
+        for replication in self.select_tables(config, payload.get("tables") or [], config_uri):
             started = self.clock()
             items.append(
                 {
@@ -238,6 +242,15 @@ class Steps:
                 }
             )
         return {"tables": items, "maxConcurrency": max_concurrency}
+
+    def select_tables(
+        self, config: ReplicationConfig, tables: Sequence[str] = (), source: str = "config"
+    ) -> list[TableReplication]:
+        """The run's table replications, patterns expanded (the source catalog read if needed)."""
+        if not selection.needs_catalog(config, tables):
+            return selection.expand(config, tables, source=source)
+        with self._open(config.source_catalog) as catalog:
+            return selection.expand(config, tables, catalog.list_table_names, source)
 
     # -- Plan -----------------------------------------------------------------------------
 

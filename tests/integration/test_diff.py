@@ -288,3 +288,27 @@ def test_switching_between_mirror_and_copies_is_a_named_error(
     [outcome] = run(then)
     assert outcome.status == "FAILED" and outcome.error_type == "ReplicationModeError"
     assert catalog_state(replica_catalog, f"{sample.database}_dr", ["orders"]) == before
+
+
+def test_an_avro_replica_points_at_its_own_copy_of_the_schema(
+    local_runtime, source_catalog, replica_catalog, sample, target, tmp_path
+):
+    schema = tmp_path / "schemas" / "orders.avsc"
+    schema.parent.mkdir()
+    schema.write_text('{"type": "record", "name": "orders", "fields": []}')
+    source_catalog.alter_table(
+        replace(
+            sample.orders,
+            parameters={**sample.orders.parameters, "avro.schema.url": fs.local_uri(schema)},
+        )
+    )
+    replicator = Replicator(config_document(local_runtime, [entry(sample, target)]))
+    [outcome] = replicator.run()
+    assert outcome.status == "SUCCEEDED", outcome.error
+    replica = replica_catalog.get_table(f"{sample.database}_dr", "orders")
+    copy = replica.parameters["avro.schema.url"]
+    assert copy == f"{target}/orders/{outcome.event_id}/.schema/orders.avsc"
+    assert fs.read_bytes(copy) == schema.read_bytes()
+    # Nothing changed: the next run is a no-op, the schema URL naming an event is no change.
+    [again] = replicator.run()
+    assert again.status == "UNCHANGED"
