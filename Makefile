@@ -42,11 +42,12 @@ test-fast: setup
 lint: setup
 	$(BIN)/ruff check ferry infra lambdas emr_jobs bench tests
 
-# Copy throughput of each copier against cp -r / aws s3 cp, and planning a million files
-# against a bare listing: ratios measured in one run.
+# Copy throughput of each copier against cp -r / aws s3 cp; planning a million files
+# against a bare listing; the diff against one call per partition: ratios in one run.
 bench: setup
 	$(BIN)/python bench/copy_throughput.py
 	$(BIN)/python bench/plan_scale.py
+	$(BIN)/python bench/diff_scale.py
 
 # The CloudFormation template of each environment, into cdk.out/ (no AWS account needed).
 synth: setup

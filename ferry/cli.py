@@ -71,6 +71,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
+    plan = commands.add_parser(
+        "plan", help="what would be copied and why (changes and locks nothing)"
+    )
+    plan.add_argument("config", type=Path, help="the replication config (YAML)")
+    plan.add_argument(
+        "--table", action="append", default=[], metavar="DB.TABLE", help="only this source table"
+    )
+    plan.add_argument("--json", action="store_true", help="print the plan as JSON")
+    plan.add_argument("-v", "--verbose", action="store_true", help="log what happens")
+    plan.set_defaults(handler=_plan)
+
     replicate = commands.add_parser("replicate", help="replicate the tables of a config file")
     replicate.add_argument("config", type=Path, help="the replication config (YAML)")
     replicate.add_argument(
@@ -190,6 +201,12 @@ def _parser() -> argparse.ArgumentParser:
 
 
 # Each handler turns the arguments into one call of a command (imported when it runs).
+
+
+def _plan(args: argparse.Namespace) -> int:
+    from ferry.commands.plan import run_plan
+
+    return run_plan(args.config, args.table, as_json=args.json)
 
 
 def _replicate(args: argparse.Namespace) -> int:

@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ferry import faults, fs
+from ferry.avro import copy_schema
 from ferry.catalog import Catalog, batched
 from ferry.errors import ReplicaChangedError
 from ferry.model import Database, Table
@@ -35,6 +36,8 @@ class CommitResult:
     created_table: bool
     partitions_added: int
     partitions_altered: int
+    partitions_dropped: int = 0
+    dropped_table: bool = False
 
 
 def check_unchanged_since_plan(plan: ReplicationPlan, current: Table | None) -> None:
@@ -49,6 +52,8 @@ def check_unchanged_since_plan(plan: ReplicationPlan, current: Table | None) -> 
     found = current.parameters.get(REPLICATION_EVENT) if current else None
     if found == plan.event_id:
         return
+    if current is None and (plan.overwrite or plan.drop_table):
+        return  # an earlier attempt of this commit already dropped it
     if (current is None) != (before is None) or found != expected:
         raise ReplicaChangedError(
             f"replica table {plan.replica_table.qualified_name} changed since event "
@@ -61,6 +66,24 @@ def commit(plan: ReplicationPlan, replica: Catalog, batch_size: int) -> CommitRe
     table = plan.replica_table
     current = replica.get_table(table.database, table.name)
     check_unchanged_since_plan(plan, current)
+    for schema in plan.schema_copies:
+        copy_schema(schema.source_url, schema.target_url)  # the same bytes again on a retry
+    if plan.drop_table:
+        # PROPAGATE_DELETES: the source table is gone. The replica is EXTERNAL, so its data
+        # stays for housekeeping to retire.
+        if current is not None:
+            replica.drop_table(table.database, table.name)
+        return CommitResult(False, 0, 0, dropped_table=True)
+    if (
+        plan.overwrite
+        and current is not None
+        and current.parameters.get(REPLICATION_EVENT) != plan.event_id
+    ):
+        # FULL_OVERWRITE: a schema change Hive cannot alter. Readers see no table until it
+        # is created again below; its old snapshots stay (the table is EXTERNAL).
+        replica.drop_table(table.database, table.name)
+        faults.point("commit.table-dropped")
+        current = None
     if current is None and replica.get_database(table.database) is None:
         replica.create_database(
             Database(
@@ -75,7 +98,7 @@ def commit(plan: ReplicationPlan, replica: Catalog, batch_size: int) -> CommitRe
     partitions = plan.replica_partitions
     existing = (
         replica.list_partition_values(table)
-        if partitions and (current is not None or plan.replica_before is not None)
+        if (partitions or plan.partitions_to_drop) and current is not None
         else set()
     )
     to_add = [p for p in partitions if p.values not in existing]
@@ -86,9 +109,13 @@ def commit(plan: ReplicationPlan, replica: Catalog, batch_size: int) -> CommitRe
     for batch in batched(to_alter, batch_size):
         replica.alter_partitions(table, batch)
         faults.point("commit.partition-batch")
+    dropping = [p for p in plan.partitions_to_drop if p.values in existing]
+    for batch in batched(dropping, batch_size):
+        replica.drop_partitions(table, [p.values for p in batch])
+        faults.point("commit.partition-batch")
     if current is not None:
         replica.alter_table(table)
-    return CommitResult(current is None, len(to_add), len(to_alter))
+    return CommitResult(current is None, len(to_add), len(to_alter), len(dropping))
 
 
 def snapshot_references(snapshot: str, replica: Catalog, database: str, name: str) -> list[str]:

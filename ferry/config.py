@@ -2,29 +2,43 @@
 
 ``load_config`` is the only entry point; every problem it finds becomes one
 ``ConfigError`` line that names the file and the key.
+
+Circus Train's files load as they are. Each of its keys is either implemented or accepted
+with one warning (``ReplicationConfig.warnings``) that says what Ferry does instead: each
+model lists those keys in ``circus_train_keys``. A key that is neither Ferry's nor Circus
+Train's is an error, with the closest known key as a suggestion. Spring's profile documents
+and ``${NAME}`` placeholders are resolved first (``ferry.config_text``).
 """
 
 from __future__ import annotations
 
+import difflib
+import os
 import posixpath
 import re
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     ValidationError,
     ValidationInfo,
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
-from ferry import filters
+from ferry import config_text, filters
 from ferry.errors import ConfigError
 
 
@@ -37,14 +51,59 @@ class _Model(BaseModel):
         alias_generator=_kebab, populate_by_name=True, extra="forbid", frozen=True
     )
 
+    #: Circus Train's keys at this level that Ferry accepts without using them, each with
+    #: what Ferry does instead (the warning a person reads).
+    circus_train_keys: ClassVar[Mapping[str, str]] = {}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _empty_means_default(cls, data: Any) -> Any:
+        """A key with no value (``copier-options:``) means its default, as in Spring.
+
+        Only where None is not itself a value: an empty ``subject:`` stays "no subject".
+        """
+        if not isinstance(data, dict):
+            return data
+        fields = _fields_by_key(cls)
+        return {
+            key: value
+            for key, value in data.items()
+            if value is not None
+            or key not in fields
+            or fields[key].is_required()
+            or _admits_none(fields[key].annotation)
+        }
+
 
 class ReplicationMode(StrEnum):
-    FULL = "FULL"
-    METADATA_MIRROR = "METADATA_MIRROR"
+    FULL = "FULL"  # copy the data into a new snapshot, then the metadata
+    FULL_OVERWRITE = "FULL_OVERWRITE"  # replace the replica table (schema changes Hive refuses)
+    METADATA_MIRROR = "METADATA_MIRROR"  # metadata only, pointing at the source's data
+    METADATA_UPDATE = "METADATA_UPDATE"  # refresh the metadata, keep the replicated locations
 
 
 class ReplicationStrategy(StrEnum):
-    UPSERT = "UPSERT"
+    UPSERT = "UPSERT"  # never deletes
+    PROPAGATE_DELETES = "PROPAGATE_DELETES"  # drops what the source dropped
+
+
+class OrphanedDataStrategy(StrEnum):
+    """What happens to replica data that a replication replaced (or a delete orphaned)."""
+
+    HOUSEKEEPING = "HOUSEKEEPING"  # recorded in the ledger, deleted after expired-path-duration
+    NONE = "NONE"  # left where it is
+
+
+@dataclass(frozen=True)
+class ConfigWarning:
+    """A Circus Train key Ferry accepts without using it, and what Ferry does instead."""
+
+    source: str
+    key: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.source}: {self.key}: {self.message}"
 
 
 # -- names and locations ---------------------------------------------------------------------
@@ -145,6 +204,56 @@ def _check_region(region: str) -> str:
     return region
 
 
+# -- what Ferry does instead of Circus Train's keys -------------------------------------------
+
+_NO_HADOOP_CONFIGURATION = (
+    "Ferry reads no Hadoop configuration: metastores are the catalog's hive-metastore-uris "
+    "(or glue), S3 settings come from the AWS SDK's environment"
+)
+_NO_SSH_TUNNEL = (
+    "Ferry opens no SSH tunnel: forward a port yourself (ssh -L 9083:metastore:9083 bastion) "
+    "and point hive-metastore-uris at it, or run Ferry inside the metastore's network"
+)
+_METRICS = (
+    "Ferry sends no metrics to Graphite: the pipeline publishes each table's metrics (bytes and "
+    "files replicated, failures) to CloudWatch, namespace Ferry"
+)
+_PARTITION_PAGES = (
+    "Ferry reads partitions in pages of the catalog's batch-size (default 1000) and never holds "
+    "a whole table's partitions"
+)
+_LEDGER = (
+    "Ferry's housekeeping ledger is a DynamoDB table of the pipeline: there is no database to "
+    "configure"
+)
+_NO_BANDWIDTH_LIMIT = "Ferry does not throttle copies: lower copier-options.threads instead"
+_SPARK_BALANCES = (
+    "Ferry's Spark copy balances files by size over the job's executors; the EMR Serverless "
+    "application's capacity sets how many"
+)
+_SDK_CREDENTIALS = (
+    "Ferry reads no Hadoop credential provider (JCEKS): AWS access comes from the AWS SDK's "
+    "credentials (the Lambda's or Spark job's IAM role, the environment, a profile); keep other "
+    "secrets in AWS Secrets Manager"
+)
+_ASSUME_ROLE = (
+    "Ferry copies with the credentials of the process that runs the copy (in the pipeline, the "
+    "Lambda's or Spark job's IAM role): grant that role the target bucket, e.g. with a bucket "
+    "policy for cross-account replicas"
+)
+_S3_MULTIPART_UPLOAD = (
+    "Ferry's uploads to S3 (inline and Spark copies) are multipart as the file layer decides; "
+    "S3 to S3 copies use copier-options.multipart-threshold-mib and part-size-mib"
+)
+_RETRIES = (
+    "Ferry retries each failed S3 request 3 times with backoff, then the state machine retries "
+    "the step; files of batches already copied are not copied again"
+)
+_COPIER_CHOSEN = (
+    "Ferry chooses the copier itself: none, metadata only, inline, S3 server-side or Spark "
+    "(copier-options.inline-threshold-mib)"
+)
+
 # -- the config -------------------------------------------------------------------------------
 
 
@@ -160,6 +269,16 @@ class GlueSettings(_Model):
 
 class CatalogConfig(_Model):
     """A Hive metastore (``hive-metastore-uris``) or the Glue Data Catalog (``glue``)."""
+
+    circus_train_keys: ClassVar[Mapping[str, str]] = {
+        "disable-snapshots": (
+            "Ferry takes no HDFS snapshots: it lists the source files once, into the manifest, "
+            "and verifies every copied file"
+        ),
+        "site-xml": _NO_HADOOP_CONFIGURATION,
+        "configuration-properties": _NO_HADOOP_CONFIGURATION,
+        "metastore-tunnel": _NO_SSH_TUNNEL,
+    }
 
     name: str
     hive_metastore_uris: str | None = None
@@ -221,6 +340,10 @@ class SnsEventListener(_Model):
     it per message type. ``headers`` are copied into every message.
     """
 
+    circus_train_keys: ClassVar[Mapping[str, str]] = {
+        "queue-size": "Ferry publishes each message when its table reaches it, with no queue",
+    }
+
     topic: str | None = None
     start_topic: str | None = None
     success_topic: str | None = None
@@ -246,12 +369,12 @@ class SnsEventListener(_Model):
         }[message_type]
         return specific or self.topic  # type: ignore[return-value]
 
-    @field_validator("topic")
+    @field_validator("topic", "start_topic", "success_topic", "fail_topic")
     @classmethod
-    def _topic_arn(cls, value: str) -> str:
+    def _topic_arn(cls, value: str | None) -> str | None:
         # A malformed ARN fails only when publishing, and a failed notification never fails
         # a replication: consumers would silently hear nothing.
-        if not _TOPIC_ARN.fullmatch(value):
+        if value is not None and not _TOPIC_ARN.fullmatch(value):
             raise ValueError(
                 f"{value!r} is not an SNS topic ARN "
                 "(arn:aws:sns:<region>:<12-digit account>:<name>)"
@@ -264,7 +387,7 @@ class SnsEventListener(_Model):
         if value is None:
             return None
         _check_region(value)
-        topic = _TOPIC_ARN.fullmatch(info.data.get("topic", ""))
+        topic = _TOPIC_ARN.fullmatch(info.data.get("topic") or "")
         if topic is not None and topic["region"] != value:
             raise ValueError(
                 f"{value!r} is not the topic's region {topic['region']!r} "
@@ -273,12 +396,77 @@ class SnsEventListener(_Model):
         return value
 
 
-class CopierOptions(BaseModel):
-    """How data is copied. Circus Train's own copier options are accepted and ignored."""
+MIB = 1024 * 1024
 
-    model_config = ConfigDict(
-        alias_generator=_kebab, populate_by_name=True, extra="allow", frozen=True
-    )
+
+class CopierOptions(_Model):
+    """How data is copied: Ferry's options, and Circus Train's S3 to S3 options translated.
+
+    Circus Train's ``s3s3-*`` sizes are bytes; Ferry's are MiB (rounded up). Its other
+    copier options (DistCp's, S3MapReduceCp's) are accepted with a warning.
+    """
+
+    circus_train_keys: ClassVar[Mapping[str, str]] = {
+        # DistCp (to HDFS)
+        "file-attribute": (
+            "Ferry copies file contents only: the replica's owner, permissions and times are "
+            "the writer's (object stores keep none)"
+        ),
+        "preserve-raw-xattrs": "Ferry copies file contents only, never extended attributes",
+        "atomic-commit": (
+            "every Ferry run writes a new snapshot folder and points the replica at it only "
+            "after every file is verified: readers never see a partial copy"
+        ),
+        "atomic-work-path": "Ferry writes straight into the run's new snapshot folder",
+        "blocking": "Ferry's copies always finish (and are verified) before the commit",
+        "copy-strategy": _SPARK_BALANCES,
+        "max-maps": _SPARK_BALANCES,
+        "num-of-workers-per-map": _SPARK_BALANCES,
+        "filters-file": "Ferry copies every file of a selected partition",
+        "ignore-failures": (
+            "a file Ferry cannot copy fails its table (its new snapshot is removed unless "
+            "referenced); the other tables go on"
+        ),
+        "log-path": "Ferry writes each copy's report under the work location, runs/<event-id>/",
+        "task-bandwidth": _NO_BANDWIDTH_LIMIT,
+        "skip-crc": "Ferry verifies every copied file's size at the target",
+        "ssl-configuration-file": "Ferry reaches S3 and GCS over TLS by default; no hftps://",
+        "ignore-missing-partition-folder-errors": (
+            "Ferry lists each partition's folder; a missing folder has no files to copy"
+        ),
+        "copier-factory-class": _COPIER_CHOSEN,
+        "data-manipulator-factory-class": "Ferry deletes replica data through its own file layer",
+        "tmp-dir": "Ferry stages nothing: files stream into the snapshot folder",
+        # S3MapReduceCp (HDFS to S3) and S3 to S3
+        "credential-provider": _SDK_CREDENTIALS,
+        "storage-class": (
+            "Ferry writes objects in the bucket's default storage class; an S3 lifecycle rule "
+            "can move them to another"
+        ),
+        "s3-server-side-encryption": (
+            "Ferry's objects get the target bucket's default encryption (SSE-S3, or SSE-KMS "
+            "when the bucket sets it)"
+        ),
+        "canned-acl": (
+            "Ferry sets no ACL: the bucket owner owns the objects (S3's default, ACLs disabled)"
+        ),
+        "region": "Ferry looks each bucket's region up (HeadBucket)",
+        "s3-endpoint-uri": "Ferry's S3 endpoint is AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL",
+        "multipart-upload-chunk-size": _S3_MULTIPART_UPLOAD,
+        "multipart-upload-threshold": _S3_MULTIPART_UPLOAD,
+        "upload-retry-count": _RETRIES,
+        "upload-retry-delay-ms": _RETRIES,
+        "s3s3-retry-max-copy-attempts": _RETRIES,
+        "upload-buffer-size": "Ferry's streaming buffer is copier-options.chunk-size-mib",
+        "assume-role": _ASSUME_ROLE,
+        "assume-role-session-duration-seconds": _ASSUME_ROLE,
+    }
+    #: Circus Train's S3 to S3 options and the Ferry option each sets (sizes: bytes → MiB).
+    circus_train_translations: ClassVar[Mapping[str, tuple[str, bool]]] = {
+        "s3s3-max-thread-pool-size": ("threads", False),
+        "s3s3-multipart-copy-threshold-in-bytes": ("multipart-threshold-mib", True),
+        "s3s3-multipart-copy-part-size-in-bytes": ("part-size-mib", True),
+    }
 
     threads: int = Field(default=8, ge=1, le=256)
     chunk_size_mib: int = Field(default=8, ge=1, le=1024)
@@ -290,12 +478,52 @@ class CopierOptions(BaseModel):
     multipart_threshold_mib: int = Field(default=5120, ge=5, le=5120)
     part_size_mib: int = Field(default=512, ge=5, le=5120)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _translate_circus_train(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        for key, (ferry_key, in_bytes) in cls.circus_train_translations.items():
+            if key not in data:
+                continue
+            value = data.pop(key)
+            if ferry_key in data or ferry_key.replace("-", "_") in data:
+                raise ValueError(f"give '{ferry_key}' or Circus Train's '{key}', not both")
+            if isinstance(value, bool) or not isinstance(value, int | str):
+                raise ValueError(f"{key}: {value!r} is not a whole number")
+            try:
+                number = int(value)
+            except ValueError:
+                raise ValueError(f"{key}: {value!r} is not a whole number") from None
+            data[ferry_key] = -(-number // MIB) if in_bytes else number
+        return data
+
 
 class SourceTableConfig(_Model):
+    """The source: one table (``table-name``), or every table matching ``table-name-pattern``.
+
+    A pattern is a Python regular expression matched against the whole table name, ignoring
+    case (Hive names are case-insensitive); ``exclude`` lists names or patterns to leave out.
+    """
+
+    circus_train_keys: ClassVar[Mapping[str, str]] = {
+        "table-location": (
+            "Ferry takes the source table's location from the catalog; a partition stored "
+            "outside it is copied under its partition name (e.g. dt=2026-11-20)"
+        ),
+    }
+
     database_name: str
-    table_name: str
+    table_name: str | None = None
+    table_name_pattern: str | None = None
+    exclude: tuple[str, ...] = ()
     partition_filter: str | None = None
     partition_limit: int | None = Field(default=None, ge=1)
+    #: Circus Train's switch for its diff. Ferry always diffs (a partition whose data and
+    #: metadata are unchanged is never copied again), so this only lifts the need for a
+    #: partition-filter.
+    generate_partition_filter: bool = False
 
     @field_validator("database_name")
     @classmethod
@@ -304,8 +532,29 @@ class SourceTableConfig(_Model):
 
     @field_validator("table_name")
     @classmethod
-    def _table(cls, value: str) -> str:
-        return check_hive_name(value, MAX_TABLE_NAME)
+    def _table(cls, value: str | None) -> str | None:
+        return None if value is None else check_hive_name(value, MAX_TABLE_NAME)
+
+    @field_validator("table_name_pattern")
+    @classmethod
+    def _pattern(cls, value: str | None) -> str | None:
+        if value is not None:
+            if not value.strip():
+                raise ValueError("an empty pattern; write e.g. '.*' for every table")
+            _compile(value)
+        return value
+
+    @field_validator("exclude", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+    @field_validator("exclude")
+    @classmethod
+    def _patterns(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for pattern in value:
+            _compile(pattern)
+        return value
 
     @field_validator("partition_filter")
     @classmethod
@@ -314,9 +563,47 @@ class SourceTableConfig(_Model):
             filters.check_template(value)
         return value
 
+    @model_validator(mode="after")
+    def _one_selection(self) -> SourceTableConfig:
+        if self.table_name is None and self.table_name_pattern is None:
+            raise PydanticCustomError(
+                "missing_key",
+                "missing key '{key}'",
+                {"key": "table-name", "hint": " (or 'table-name-pattern' for many tables)"},
+            )
+        if self.table_name is not None and self.table_name_pattern is not None:
+            raise ValueError("give 'table-name' or 'table-name-pattern', not both")
+        if self.exclude and self.table_name_pattern is None:
+            raise ValueError("'exclude' goes with 'table-name-pattern' only")
+        return self
+
+    @property
+    def is_pattern(self) -> bool:
+        return self.table_name_pattern is not None
+
     @property
     def qualified_name(self) -> str:
+        """``db.table``; for a pattern, what it selects (for messages)."""
+        if self.table_name_pattern is not None:
+            return f"{self.database_name}.{self.table_name_pattern!r}"
         return f"{self.database_name}.{self.table_name}"
+
+    def matches(self, database: str, table: str) -> bool:
+        """True when this source selects ``database.table`` (case-insensitively)."""
+        if database.lower() != self.database_name.lower():
+            return False
+        if self.table_name_pattern is None:
+            return table.lower() == (self.table_name or "").lower()
+        if not _compile(self.table_name_pattern).fullmatch(table):
+            return False
+        return not any(_compile(pattern).fullmatch(table) for pattern in self.exclude)
+
+
+def _compile(pattern: str) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern, re.IGNORECASE)
+    except re.error as error:
+        raise ValueError(f"{pattern!r} is not a regular expression: {error}") from None
 
 
 class ReplicaTableConfig(_Model):
@@ -340,23 +627,166 @@ class ReplicaTableConfig(_Model):
         return None if value is None else check_location(value)
 
 
+class AvroSerdeOptions(_Model):
+    """Circus Train's ``avro-serde-options``: where the replica's copy of an Avro schema goes.
+
+    The schema file a table's ``avro.schema.url`` names is copied to
+    ``<base-url>/<event-id>/<file>`` (``…/<event-id>/.schema/<file>`` when ``base-url`` is the
+    replica's ``table-location``, so Hive never reads it as data); the replica's
+    ``avro.schema.url`` points at the copy (``ferry/avro.py``).
+    """
+
+    base_url: str | None = None
+
+    @field_validator("base_url")
+    @classmethod
+    def _uri(cls, value: str | None) -> str | None:
+        return None if value is None or not value.strip() else check_location(value)
+
+
 class TransformOptions(_Model):
+    """What the replica gets that the source does not have.
+
+    At the top level they apply to every table; a table's own ``transform-options`` override
+    them option by option, as in Circus Train (a table's ``table-properties`` replace the
+    top-level ones whole).
+    """
+
     table_properties: dict[str, str] = Field(default_factory=dict)
+    avro_serde_options: AvroSerdeOptions | None = None
+
+    @field_validator("table_properties", mode="before")
+    @classmethod
+    def _as_strings(cls, value: Any) -> Any:
+        """Spring's ``'[a.b]'`` key escape is the key ``a.b``; scalar values are text."""
+        if not isinstance(value, dict):
+            return value
+        properties = {}
+        for key, item in value.items():
+            name = str(key)
+            if name.startswith("[") and name.endswith("]"):
+                name = name[1:-1]
+            if isinstance(item, bool):
+                item = "true" if item else "false"  # as Java writes booleans
+            elif isinstance(item, int | float):
+                item = str(item)
+            properties[name] = item
+        return properties
+
+    @property
+    def avro_base_url(self) -> str | None:
+        return self.avro_serde_options.base_url if self.avro_serde_options else None
+
+    def over(self, defaults: TransformOptions) -> TransformOptions:
+        """These options, each one not given here taken from ``defaults``."""
+        return TransformOptions(
+            table_properties=self.table_properties or defaults.table_properties,
+            avro_serde_options=(
+                self.avro_serde_options
+                if self.avro_base_url is not None
+                else defaults.avro_serde_options
+            ),
+        )
+
+
+def _parse_iso_duration(value: Any) -> timedelta:
+    """An ISO-8601 duration of days, hours, minutes and seconds (``P3D``, ``PT12H``).
+
+    As Java's ``Duration.parse``, which Circus Train's housekeeping uses: no years, months or
+    weeks (their length varies).
+    """
+    if isinstance(value, timedelta):
+        return value
+    match = _ISO_DURATION.fullmatch(str(value).strip()) if isinstance(value, str) else None
+    if match is None or not any(match.groups()):
+        raise ValueError(
+            f"{value!r} is not an ISO-8601 duration of days, hours, minutes and seconds, "
+            "e.g. P3D, PT12H, P1DT6H"
+        )
+    days, hours, minutes, seconds = (float(group or 0) for group in match.groups())
+    return timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds)
+
+
+_ISO_DURATION = re.compile(
+    r"P(?:(\d+)D)?(?:T(?=\d)(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?", re.IGNORECASE
+)
+
+
+class HousekeepingSettings(_Model):
+    """Circus Train's ``housekeeping``: how long replaced replica data is kept.
+
+    Data a replication replaced is recorded in the ledger and deleted once
+    ``expired-path-duration`` has passed, so that readers that resolved the old location
+    can finish. Circus Train's database settings are accepted with a warning.
+    """
+
+    circus_train_keys: ClassVar[Mapping[str, str]] = {
+        "schema-name": _LEDGER,
+        "db-init-script": _LEDGER,
+        "data-source": _LEDGER,
+        "h2": _LEDGER,
+        "fetch-legacy-replica-path-page-size": "Ferry's housekeeping pages its ledger itself",
+        "cleanup-threads": "Ferry's housekeeping deletes with its own thread pool",
+    }
+
+    expired_path_duration: timedelta = timedelta(days=3)
+
+    @field_validator("expired_path_duration", mode="before")
+    @classmethod
+    def _iso_duration(cls, value: Any) -> timedelta:
+        duration = _parse_iso_duration(value)
+        if duration <= timedelta(0):
+            raise ValueError(
+                f"{value!r}: give a positive duration; readers of replaced data need time to finish"
+            )
+        return duration
+
+
+@dataclass(frozen=True)
+class Housekeeping:
+    """The housekeeping settings that apply to one table replication."""
+
+    orphaned_data_strategy: OrphanedDataStrategy
+    expired_path_duration: timedelta
+
+    @property
+    def enabled(self) -> bool:
+        return self.orphaned_data_strategy is OrphanedDataStrategy.HOUSEKEEPING
 
 
 class TableReplication(_Model):
+    circus_train_keys: ClassVar[Mapping[str, str]] = {
+        "partition-iterator-batch-size": _PARTITION_PAGES,
+        "partition-fetcher-buffer-size": _PARTITION_PAGES,
+    }
+
     source_table: SourceTableConfig
     replica_table: ReplicaTableConfig = Field(default_factory=ReplicaTableConfig)
     replication_mode: ReplicationMode = ReplicationMode.FULL
     replication_strategy: ReplicationStrategy = ReplicationStrategy.UPSERT
+    orphaned_data_strategy: OrphanedDataStrategy = OrphanedDataStrategy.HOUSEKEEPING
     copier_options: CopierOptions | None = None
     transform_options: TransformOptions = Field(default_factory=TransformOptions)
     table_mappings: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _location_for_full(self) -> TableReplication:
-        if self.replication_mode is ReplicationMode.FULL and not self.replica_table.table_location:
-            raise ValueError("replica-table.table-location is required for replication-mode FULL")
+        mode = self.replication_mode
+        copies = mode in (ReplicationMode.FULL, ReplicationMode.FULL_OVERWRITE)
+        if copies and not self.replica_table.table_location:
+            raise ValueError(
+                f"replica-table.table-location is required for replication-mode {mode}"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _pattern_keeps_names(self) -> TableReplication:
+        if self.source_table.is_pattern and self.replica_table.table_name is not None:
+            raise ValueError(
+                "replica-table.table-name cannot go with source-table.table-name-pattern: each "
+                "matched table keeps its name (replica-table.database-name may rename the "
+                "database)"
+            )
         return self
 
     @property
@@ -365,11 +795,38 @@ class TableReplication(_Model):
 
     @property
     def replica_table_name(self) -> str:
-        return self.replica_table.table_name or self.source_table.table_name
+        return self.replica_table.table_name or self.source_table.table_name or ""
 
     @property
     def replica_qualified_name(self) -> str:
         return f"{self.replica_database}.{self.replica_table_name}"
+
+    def selects(self, qualified_name: str) -> bool:
+        """True when this replication replicates the source table ``db.table``."""
+        database, _, table = qualified_name.partition(".")
+        return bool(table) and self.source_table.matches(database, table)
+
+    def for_table(self, table: str) -> TableReplication:
+        """The replication of one table this one selects: a pattern's, made concrete.
+
+        The table keeps its name; a ``table-location`` is the root under which each matched
+        table gets ``<table-location>/<table>``. A replication of one table is itself.
+        """
+        if not self.source_table.is_pattern:
+            return self
+        try:
+            check_hive_name(table, MAX_TABLE_NAME)
+        except ValueError as error:
+            raise ConfigError(f"{self.source_table.database_name}.{table}: {error}") from None
+        source = self.source_table.model_copy(
+            update={"table_name": table, "table_name_pattern": None, "exclude": ()}
+        )
+        replica = self.replica_table
+        if replica.table_location:
+            replica = replica.model_copy(
+                update={"table_location": f"{replica.table_location}/{table}"}
+            )
+        return self.model_copy(update={"source_table": source, "replica_table": replica})
 
 
 class EmrServerlessSettings(_Model):
@@ -384,21 +841,75 @@ class EmrServerlessSettings(_Model):
 
 
 class ReplicationConfig(_Model):
+    """A whole config file.
+
+    Top-level ``copier-options``, ``transform-options`` and ``orphaned-data-strategy`` apply
+    to every table replication; a table's own override them (copier options key by key),
+    as in Circus Train. Each ``TableReplication`` of a loaded config holds the settings that
+    apply to it, so the steps read them from the replication alone.
+    """
+
+    circus_train_keys: ClassVar[Mapping[str, str]] = {
+        "graphite": _METRICS,
+        "metrics-reporter": (
+            "Ferry reports no metrics periodically: the pipeline publishes each table's "
+            "metrics to CloudWatch (namespace Ferry) when the table finishes"
+        ),
+        "security": _SDK_CREDENTIALS,
+        "gcp-security": (
+            "Ferry reads gs:// locations with Google's default credentials "
+            "(GOOGLE_APPLICATION_CREDENTIALS)"
+        ),
+        "extension-packages": (
+            "Ferry loads no Java extensions: SNS notifications are built in "
+            "(sns-event-listener), Avro schemas too (transform-options.avro-serde-options)"
+        ),
+        "spring": (
+            "Spring Boot's settings do not apply to Ferry; profile documents are chosen with "
+            "SPRING_PROFILES_ACTIVE"
+        ),
+        "instance": (
+            "Ferry keeps its local state under --home (default .ferry) and its plans under "
+            "--work-uri"
+        ),
+        "logging": "Ferry logs to stderr (-v for more); in the pipeline to CloudWatch Logs",
+    }
+
     source_catalog: CatalogConfig
     replica_catalog: CatalogConfig
     sns_event_listener: SnsEventListener | None = None
     emr_serverless: EmrServerlessSettings | None = None
+    housekeeping: HousekeepingSettings = Field(default_factory=HousekeepingSettings)
+    # The defaults of every table: declared before table-replications, which they shape.
     copier_options: CopierOptions = Field(default_factory=CopierOptions)
+    transform_options: TransformOptions = Field(default_factory=TransformOptions)
+    orphaned_data_strategy: OrphanedDataStrategy = OrphanedDataStrategy.HOUSEKEEPING
     table_replications: list[TableReplication] = Field(min_length=1)
+
+    _warnings: tuple[ConfigWarning, ...] = PrivateAttr(default=())
+
+    @field_validator("table_replications")
+    @classmethod
+    def _apply_top_level_defaults(
+        cls, replications: list[TableReplication], info: ValidationInfo
+    ) -> list[TableReplication]:
+        copier = info.data.get("copier_options") or CopierOptions()
+        transform = info.data.get("transform_options") or TransformOptions()
+        orphaned = info.data.get("orphaned_data_strategy") or OrphanedDataStrategy.HOUSEKEEPING
+        return [_with_defaults(r, copier, transform, orphaned) for r in replications]
 
     @model_validator(mode="after")
     def _distinct_replicas(self) -> ReplicationConfig:
         """One replica table per replication, and never the source table itself.
 
         Hive (and Glue) names are case-insensitive: ``Sales.Orders`` is ``sales.orders``.
+        Which tables a pattern selects is known only once the source catalog is read: its
+        replicas are checked then (``ferry.selection.expand``).
         """
         seen: dict[str, int] = {}
         for index, replication in enumerate(self.table_replications):
+            if replication.source_table.is_pattern:
+                continue
             name = replication.replica_qualified_name
             first = seen.setdefault(name.lower(), index)
             if first != index:
@@ -412,69 +923,139 @@ class ReplicationConfig(_Model):
                 )
         if self.source_catalog.same_catalog_as(self.replica_catalog):
             for index, replication in enumerate(self.table_replications):
-                source = replication.source_table.qualified_name
-                if source.lower() == replication.replica_qualified_name.lower():
+                source = replication.source_table
+                if source.is_pattern:
+                    if source.database_name.lower() == replication.replica_database.lower():
+                        raise ValueError(
+                            f"table-replications[{index}].replica-table: each table matching "
+                            f"{source.table_name_pattern!r} would be its own replica "
+                            "(source-catalog and replica-catalog are the same catalog, and "
+                            "matched tables keep their names); give replica-table another "
+                            "database-name"
+                        )
+                elif source.qualified_name.lower() == replication.replica_qualified_name.lower():
                     raise ValueError(
-                        f"table-replications[{index}].replica-table: the replica table {source} "
-                        "is the source table itself (source-catalog and replica-catalog are the "
-                        "same catalog); give replica-table another database-name or table-name"
+                        f"table-replications[{index}].replica-table: the replica table "
+                        f"{source.qualified_name} is the source table itself (source-catalog "
+                        "and replica-catalog are the same catalog); give replica-table another "
+                        "database-name or table-name"
                     )
         return self
+
+    @property
+    def warnings(self) -> tuple[ConfigWarning, ...]:
+        """Circus Train's keys that Ferry accepted without using them, in file order."""
+        return self._warnings
 
     def copier_options_for(self, replication: TableReplication) -> CopierOptions:
         return replication.copier_options or self.copier_options
 
-    def select(self, tables: list[str] | tuple[str, ...] = ()) -> list[TableReplication]:
-        """The replications of the named source tables (all of them when none is named)."""
+    def housekeeping_for(self, replication: TableReplication) -> Housekeeping:
+        """What housekeeping does with the data this replication replaces."""
+        return Housekeeping(
+            orphaned_data_strategy=replication.orphaned_data_strategy,
+            expired_path_duration=self.housekeeping.expired_path_duration,
+        )
+
+    def select(self, tables: Sequence[str] = ()) -> list[TableReplication]:
+        """The replications (as written) of the named source tables; all when none is named.
+
+        A name a ``table-name-pattern`` matches selects that replication; which tables it
+        selects when none is named is known only from the source catalog
+        (``ferry.selection.expand``).
+        """
         if not tables:
             return list(self.table_replications)
         # Hive names are case-insensitive, so is the selection.
-        wanted = {name.lower() for name in tables}
-        known = {r.source_table.qualified_name.lower() for r in self.table_replications}
         for name in tables:
-            if name.lower() not in known:
+            if not any(r.selects(name) for r in self.table_replications):
                 listed = ", ".join(
                     sorted({r.source_table.qualified_name for r in self.table_replications})
                 )
                 raise ConfigError(f"{name}: not in the config (its tables: {listed})")
         # A source replicated to two replicas is two replications: both are selected.
-        return [
-            r for r in self.table_replications if r.source_table.qualified_name.lower() in wanted
-        ]
+        return [r for r in self.table_replications if any(r.selects(n) for n in tables)]
 
     def replication_of(
         self, source_table: str, replica_table: str | None = None
     ) -> TableReplication:
-        """The one replication a pipeline state works on: its source (and replica) table."""
-        for replication in self.select([source_table]):
+        """The one replication a pipeline state works on: its source (and replica) table.
+
+        A table a pattern selected gets that replication, made concrete for it.
+        """
+        table = source_table.partition(".")[2]
+        for replication in self.table_replications:
+            if not replication.selects(source_table):
+                continue
+            concrete = replication.for_table(table)
             if replica_table is None or (
-                replication.replica_qualified_name.lower() == replica_table.lower()
+                concrete.replica_qualified_name.lower() == replica_table.lower()
             ):
-                return replication
+                return concrete
         raise ConfigError(f"{source_table} → {replica_table}: not in the config")
 
 
-def load_config(path: str | Path) -> ReplicationConfig:
-    """Read and validate the config file at ``path``."""
+def _with_defaults(
+    replication: TableReplication,
+    copier: CopierOptions,
+    transform: TransformOptions,
+    orphaned: OrphanedDataStrategy,
+) -> TableReplication:
+    """``replication`` with the top-level settings it does not override itself."""
+    own_copier = replication.copier_options
+    merged_copier = (
+        CopierOptions.model_validate(
+            {
+                **copier.model_dump(by_alias=True, exclude_unset=True),
+                **own_copier.model_dump(by_alias=True, exclude_unset=True),
+            }
+        )
+        if own_copier is not None
+        else copier
+    )
+    fields = replication.model_fields_set
+    return replication.model_copy(
+        update={
+            "copier_options": merged_copier,
+            "transform_options": (
+                replication.transform_options.over(transform)
+                if "transform_options" in fields
+                else transform
+            ),
+            "orphaned_data_strategy": (
+                replication.orphaned_data_strategy
+                if "orphaned_data_strategy" in fields
+                else orphaned
+            ),
+        }
+    )
+
+
+def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> ReplicationConfig:
+    """Read and validate the config file at ``path``.
+
+    ``${NAME}`` placeholders are resolved from ``environ`` (default: this process's
+    environment, read now).
+    """
     path = Path(path)
     try:
         data = path.read_bytes()
     except OSError as error:
         raise ConfigError(f"{path}: cannot read config: {error.strerror}") from None
-    return parse_config_text(_decode(data, str(path)), str(path))
+    return parse_config_text(_decode(data, str(path)), str(path), environ)
 
 
-def load_config_uri(uri: str) -> ReplicationConfig:
+def load_config_uri(uri: str, environ: Mapping[str, str] | None = None) -> ReplicationConfig:
     """Read and validate the config at a URI (``s3://``, ``file://``), as the pipeline does."""
     from ferry import fs  # the CLI reads local files without pyarrow
 
     if "://" not in uri:
-        return load_config(uri)
+        return load_config(uri, environ)
     try:
         data = fs.read_bytes(uri)
     except OSError as error:
         raise ConfigError(f"{uri}: cannot read config: {str(error).splitlines()[0]}") from None
-    return parse_config_text(_decode(data, uri), uri)
+    return parse_config_text(_decode(data, uri), uri, environ)
 
 
 def _decode(data: bytes, source: str) -> str:
@@ -489,26 +1070,154 @@ def _decode(data: bytes, source: str) -> str:
         ) from None
 
 
-def parse_config_text(text: str, source: str) -> ReplicationConfig:
-    """Validate YAML text; ``source`` names it in errors (a path or a URI)."""
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(error, "problem", None) or str(error)
-        raise ConfigError(f"{source}: invalid YAML{where}: {problem}") from None
-    return parse_config(data, source=source)
+def parse_config_text(
+    text: str, source: str, environ: Mapping[str, str] | None = None
+) -> ReplicationConfig:
+    """Validate YAML text; ``source`` names it in errors (a path or a URI).
+
+    A file of several YAML documents is Circus Train's Spring profiles: the documents of the
+    active profiles (``SPRING_PROFILES_ACTIVE``) are merged first (``ferry.config_text``).
+    """
+    environ = os.environ if environ is None else environ
+    documents = config_text.read_documents(text, source)
+    return parse_config(config_text.apply_profiles(documents, environ, source), source, environ)
 
 
-def parse_config(data: Any, source: str = "config") -> ReplicationConfig:
-    """Validate an already parsed config document."""
+def parse_config(
+    data: Any, source: str = "config", environ: Mapping[str, str] | None = None
+) -> ReplicationConfig:
+    """Validate an already parsed config document.
+
+    In order: ``${NAME}`` placeholders are resolved (from ``environ``, default this process's
+    environment); Circus Train's keys that Ferry does not use become warnings; an unset
+    placeholder is an error unless it sits under such a key (its value is never used); then
+    the models check the rest.
+    """
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: the config must be a mapping with 'table-replications'")
+    environ = os.environ if environ is None else environ
+    data, unresolved = config_text.resolve_placeholders(data, environ)
+    warnings: list[ConfigWarning] = []
+    data = _set_aside_circus_train_keys(data, ReplicationConfig, (), source, warnings)
+    ignored = [_path_of(w.key) for w in warnings]
+    for placeholder in unresolved:
+        if not any(placeholder.path[: len(path)] == path for path in ignored):
+            raise ConfigError(
+                f"{source}: {_path(list(placeholder.path))}: {placeholder.placeholder} is not "
+                f"set in the environment (write ${{NAME:default}} for a default)"
+            )
     try:
-        return ReplicationConfig.model_validate(data)
+        config = ReplicationConfig.model_validate(data)
     except ValidationError as error:
         raise ConfigError(f"{source}: {describe_validation_error(error)}") from None
+    config._warnings = tuple(warnings)
+    return config
+
+
+# -- Circus Train's keys ----------------------------------------------------------------------
+
+
+def _set_aside_circus_train_keys(
+    data: Any,
+    model: type[BaseModel],
+    path: config_text.KeyPath,
+    source: str,
+    warnings: list[ConfigWarning],
+) -> Any:
+    """``data`` without the Circus Train keys ``model`` does not use, each one a warning.
+
+    Walks the document along the models' fields; anything unknown is left for the model to
+    refuse (with a suggestion, ``describe_validation_error``).
+    """
+    if not isinstance(data, dict):
+        return data
+    known = _fields_by_key(model)
+    set_aside: Mapping[str, str] = getattr(model, "circus_train_keys", {})
+    kept = {}
+    for key, value in data.items():
+        field = known.get(key) if isinstance(key, str) else None
+        if field is not None:
+            inner = _model_of(field.annotation)
+            if inner is not None and isinstance(value, list):
+                value = [
+                    _set_aside_circus_train_keys(item, inner, (*path, key, index), source, warnings)
+                    for index, item in enumerate(value)
+                ]
+            elif inner is not None:
+                value = _set_aside_circus_train_keys(value, inner, (*path, key), source, warnings)
+            kept[key] = value
+        elif isinstance(key, str) and key in set_aside:
+            warnings.append(ConfigWarning(source, _path([*path, key]), set_aside[key]))
+        else:
+            kept[key] = value
+    return kept
+
+
+def _fields_by_key(model: type[BaseModel]) -> dict[str, Any]:
+    """A model's fields by every spelling it accepts: ``table-name`` and ``table_name``."""
+    fields = {}
+    for name, field in model.model_fields.items():
+        fields[name] = field
+        fields[field.alias or name] = field
+    return fields
+
+
+def _admits_none(annotation: Any) -> bool:
+    return typing.get_origin(annotation) in (typing.Union, types.UnionType) and type(
+        None
+    ) in typing.get_args(annotation)
+
+
+def _model_of(annotation: Any) -> type[BaseModel] | None:
+    """The model inside ``X``, ``X | None``, ``list[X]`` or ``tuple[X, ...]``, if any."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType, list, tuple, Sequence):
+        for argument in typing.get_args(annotation):
+            found = _model_of(argument)
+            if found is not None:
+                return found
+    return None
+
+
+def _model_at(loc: Sequence[Any]) -> type[BaseModel] | None:
+    """The model whose keys are at ``loc`` of the document (list indexes skipped)."""
+    model: type[BaseModel] | None = ReplicationConfig
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        field = _fields_by_key(model).get(part) if model is not None else None
+        model = _model_of(field.annotation) if field is not None else None
+        if model is None:
+            return None
+    return model
+
+
+def known_keys(model: type[BaseModel]) -> list[str]:
+    """Every key ``model`` accepts: its own (kebab-case) and Circus Train's it sets aside."""
+    own = [field.alias or name for name, field in model.model_fields.items()]
+    translated = list(getattr(model, "circus_train_translations", {}))
+    return own + translated + list(getattr(model, "circus_train_keys", {}))
+
+
+def _suggestion(key: Any, loc: Sequence[Any]) -> str:
+    model = _model_at(loc)
+    if model is None or not isinstance(key, str):
+        return ""
+    close = difflib.get_close_matches(key, known_keys(model), n=1)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
+def _path_of(text: str) -> config_text.KeyPath:
+    """``a.b[0].c`` as a key path (the inverse of ``_path``)."""
+    parts: list[str | int] = []
+    for piece in re.findall(r"[^.\[\]]+|\[\d+\]", text):
+        parts.append(int(piece[1:-1]) if piece.startswith("[") else piece)
+    return tuple(parts)
+
+
+# -- errors -----------------------------------------------------------------------------------
 
 
 def describe_validation_error(error: ValidationError) -> str:
@@ -519,8 +1228,11 @@ def describe_validation_error(error: ValidationError) -> str:
     kind = first["type"]
     if kind == "missing":
         line = f"missing key '{loc[-1]}' in {_path(loc[:-1])}"
+    elif kind == "missing_key":  # a key the model requires one of several of
+        context = first.get("ctx") or {}
+        line = f"missing key '{context['key']}' in {_path(loc)}{context.get('hint', '')}"
     elif kind == "extra_forbidden":
-        line = f"unknown key '{loc[-1]}' in {_path(loc[:-1])}"
+        line = f"unknown key '{loc[-1]}' in {_path(loc[:-1])}{_suggestion(loc[-1], loc[:-1])}"
     else:
         message = first["msg"].removeprefix("Value error, ")
         # A check of the whole config names its keys in its message.
@@ -530,7 +1242,7 @@ def describe_validation_error(error: ValidationError) -> str:
     return line
 
 
-def _path(loc: list[Any]) -> str:
+def _path(loc: Sequence[Any]) -> str:
     text = ""
     for part in loc:
         if isinstance(part, int):

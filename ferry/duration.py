@@ -1,8 +1,8 @@
-"""ISO-8601 durations, as Circus Train's ``expired-path-duration`` writes them (``P3D``).
+"""ISO-8601 durations (``P3D``, ``PT1H``): the lock's lease, and the grace period's spelling.
 
-Only exact units are accepted — weeks, days, hours, minutes, seconds (Java's
-``Duration.parse`` takes the same, except weeks) — because years and months have no fixed
-length: ``P1M`` is refused rather than guessed.
+Days, hours, minutes and seconds only, as Java's ``Duration.parse`` (which Circus Train's
+``expired-path-duration`` goes through) and the config's own parser take them: years,
+months and weeks are refused rather than guessed.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import re
 from datetime import timedelta
 
 _DURATION = re.compile(
-    r"P(?:(?P<weeks>\d+)W)?(?:(?P<days>\d+)D)?"
+    r"P(?:(?P<days>\d+)D)?"
     r"(?:T(?:(?P<hours>\d+)H)?(?:(?P<minutes>\d+)M)?(?:(?P<seconds>\d+(?:[.,]\d+)?)S)?)?",
     re.IGNORECASE,
 )
@@ -23,7 +23,7 @@ def parse_duration(text: str) -> timedelta:
     match = _DURATION.fullmatch(value)
     if match is None or value.upper() in ("P", "PT") or value.upper().endswith("T"):
         raise ValueError(
-            f"{text!r} is not an ISO-8601 duration of weeks, days, hours, minutes or seconds "
+            f"{text!r} is not an ISO-8601 duration of days, hours, minutes or seconds "
             "(e.g. P3D, PT12H, PT90M)"
         )
     parts = {

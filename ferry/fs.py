@@ -60,11 +60,16 @@ class S3Settings:
 
 @dataclass(frozen=True)
 class FileEntry:
-    """A file found under a location: its full URI, size and modification time."""
+    """A file found under a location: its full URI, size, modification time, change marker.
+
+    ``marker`` is the store's own sign that the content changed: the ETag on S3, the
+    modification time elsewhere (what a listing gives without reading a byte).
+    """
 
     uri: str
     size: int
     mtime_ns: int | None
+    marker: str | None = None
 
 
 def local_uri(path: str | os.PathLike[str]) -> str:
@@ -133,6 +138,7 @@ class FileSystems:
         self._bucket_regions: dict[str, str] = {}
         self._s3_by_region: dict[str | None, pafs.S3FileSystem] = {}
         self._local: pafs.LocalFileSystem | None = None
+        self._s3_clients: dict[str | None, Any] = {}
         self._gcs: pafs.GcsFileSystem | None = None
 
     def resolve(self, uri: str) -> tuple[pafs.FileSystem, str]:
@@ -246,6 +252,8 @@ class FileSystems:
 
     def list_files(self, location: str) -> list[FileEntry]:
         """Every file below ``location`` (recursively); none when the location does not exist."""
+        if scheme_of(location) in S3_SCHEMES:
+            return sorted(self._list_s3(location), key=lambda entry: entry.uri)
         filesystem, path = self.resolve(location)
         selector = pafs.FileSelector(path, recursive=True, allow_not_found=True)
         base = location.rstrip("/")
@@ -254,7 +262,9 @@ class FileSystems:
             if info.type != pafs.FileType.File:
                 continue
             relative = info.path[len(path.rstrip("/")) + 1 :]
-            entries.append(FileEntry(join(base, relative), info.size, info.mtime_ns))
+            entries.append(
+                FileEntry(join(base, relative), info.size, info.mtime_ns, str(info.mtime_ns))
+            )
         entries.sort(key=lambda entry: entry.uri)
         return entries
 
@@ -280,6 +290,49 @@ class FileSystems:
             if info.type == pafs.FileType.Directory
         ]
         return sorted(folders, key=lambda entry: entry.uri)
+
+    def _list_s3(self, location: str) -> list[FileEntry]:
+        """S3's own listing (ListObjectsV2, 1000 keys a page): it gives each object's ETag.
+
+        Folder marker objects (keys ending in ``/``) are not files.
+        """
+        parsed = urlparse(location)
+        bucket, prefix = parsed.netloc, parsed.path.lstrip("/").rstrip("/")
+        base = location.rstrip("/")
+        client = self._client_in(self.region_of(bucket))
+        entries = []
+        pages = client.get_paginator("list_objects_v2").paginate(
+            Bucket=bucket, Prefix=f"{prefix}/" if prefix else ""
+        )
+        try:
+            for page in pages:
+                for item in page.get("Contents", []):
+                    key = item["Key"]
+                    if key.endswith("/"):
+                        continue
+                    relative = key[len(prefix) + 1 :] if prefix else key
+                    modified = item.get("LastModified")
+                    entries.append(
+                        FileEntry(
+                            join(base, relative),
+                            item["Size"],
+                            int(modified.timestamp() * 1e9) if modified else None,
+                            item.get("ETag", "").strip('"') or None,
+                        )
+                    )
+        except Exception as error:  # botocore's errors, as the OSError pyarrow would raise
+            if getattr(error, "response", {}).get("Error", {}).get("Code") == "NoSuchBucket":
+                raise FileNotFoundError(f"no bucket {bucket}") from None
+            raise OSError(str(error).splitlines()[0]) from None
+        return entries
+
+    def _client_in(self, region: str | None) -> Any:
+        with self._lock:
+            if region not in self._s3_clients:
+                from ferry.aws import AwsClients
+
+                self._s3_clients[region] = AwsClients(self.settings.endpoint).client("s3", region)
+            return self._s3_clients[region]
 
     def delete_tree(self, location: str) -> None:
         """Delete ``location`` and everything below it; nothing when it does not exist."""

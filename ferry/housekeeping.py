@@ -78,10 +78,19 @@ class HousekeepingPolicy:
 def policy_of(config: ReplicationConfig, replication: TableReplication) -> HousekeepingPolicy:
     """The table's housekeeping settings: its own, else the config's, else Circus Train's.
 
-    Read defensively, by name, so that the config model may place them per table
-    (``table-replications[].housekeeping``, ``…orphaned-data-strategy``) or at the top
-    (``housekeeping.expired-path-duration``), as a parsed duration or as ISO-8601 text.
+    The config model answers for a table (``ReplicationConfig.housekeeping_for``); without
+    that, the settings are read by name, per table (``table-replications[].housekeeping``,
+    ``…orphaned-data-strategy``) or at the top (``housekeeping.expired-path-duration``), as a
+    parsed duration or as ISO-8601 text.
     """
+    housekeeping_for = getattr(config, "housekeeping_for", None)
+    if callable(housekeeping_for):
+        settings = housekeeping_for(replication)
+        strategy = settings.orphaned_data_strategy
+        return HousekeepingPolicy(
+            expired_path_duration=_duration(settings.expired_path_duration),
+            orphaned_data_strategy=str(getattr(strategy, "value", strategy)).upper(),
+        )
     table_section = getattr(replication, "housekeeping", None)
     config_section = getattr(config, "housekeeping", None)
     duration = _first(
@@ -232,7 +241,6 @@ def _outcome_dict(outcome: PathOutcome) -> dict[str, Any]:
 class Request:
     """What the step (and ``ferry housekeeping``) was asked to do."""
 
-    tables: tuple[str, ...] = ()
     dry_run: bool = False
     vacuum: bool = False
     delete_orphans: bool = False
@@ -241,7 +249,6 @@ class Request:
     def from_payload(cls, payload: dict[str, Any]) -> Request:
         delete_orphans = bool(payload.get("deleteOrphans"))
         return cls(
-            tables=tuple(payload.get("tables") or ()),
             dry_run=bool(payload.get("dryRun")),
             vacuum=bool(payload.get("vacuum")) or delete_orphans,
             delete_orphans=delete_orphans,
@@ -253,13 +260,15 @@ class Request:
 
 def housekeep(
     config: ReplicationConfig,
+    replications: Sequence[TableReplication],
     replica: Catalog,
     state: ReplicaState | None,
     now: datetime,
     key_of: Callable[[TableReplication], str],
     request: Request,
 ) -> HousekeepingReport:
-    """Housekeeping (and the vacuum, if asked) of the config's selected replica tables."""
+    """Housekeeping (and the vacuum, if asked) of the replica tables of ``replications``
+    (the config's, patterns expanded, as the run selected them)."""
     if state is None:
         raise FerryError(
             "housekeeping needs the state store that holds the snapshot ledger "
@@ -272,7 +281,7 @@ def housekeep(
         started=now.isoformat(),
         state=state.store.description,
     )
-    for replication in config.select(list(request.tables)):
+    for replication in replications:
         report.tables.append(
             _housekeep_table(config, replication, replica, state, now, key_of(replication), request)
         )

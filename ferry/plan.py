@@ -10,18 +10,22 @@ from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from enum import StrEnum
 
-from ferry import fs
+from ferry import fingerprint, fs
+from ferry.avro import AVRO_SCHEMA_URL, SchemaCopy, point_at_replica_schema
 from ferry.catalog import Catalog
-from ferry.config import ReplicationMode, TableReplication
+from ferry.config import ReplicationMode, ReplicationStrategy, TableReplication
 from ferry.errors import CopyError, ReplicationModeError, SourceTableNotFoundError
 from ferry.filters import Clock, render_partition_filter
 from ferry.manifest import CopyRoot, ManifestSummary, ManifestWriter
 from ferry.model import Partition, Table, partition_name
 from ferry.replica import (
     LAST_REPLICATED,
+    PARTITION_FINGERPRINT,
     REPLICATION_EVENT,
     SERVER_MANAGED_PARAMETERS,
+    TABLE_FINGERPRINT,
     check_replica_guard,
     check_replica_location,
     replica_parameters,
@@ -29,6 +33,26 @@ from ferry.replica import (
     shape_replica_table,
 )
 from ferry.views import rewrite_view_sql
+
+
+class Change(StrEnum):
+    """Why a partition (or the table) is in a plan."""
+
+    NEW = "new"  # not on the replica
+    DATA_CHANGED = "data changed"  # its data fingerprint differs: copied again
+    METADATA_CHANGED = "metadata changed"  # same data, other metadata: altered in place
+    MOVED = "table-location changed"  # the replica lives elsewhere now: copied there
+    DELETED = "deleted at the source"  # PROPAGATE_DELETES: dropped from the replica
+
+
+@dataclass(frozen=True)
+class PartitionChange:
+    """One partition of the plan, and why; files and bytes are what will be copied."""
+
+    values: tuple[str, ...]
+    change: Change
+    files: int = 0
+    bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -44,9 +68,24 @@ class ReplicationPlan:
     partitions_to_alter: tuple[Partition, ...]
     #: What the manifest holds (its files were streamed to the manifest while listing).
     manifest: ManifestSummary
-    #: The new snapshot folder (FULL) that a failed run removes again, unless referenced.
+    #: The new snapshot folder that a failed run removes again, unless referenced; None
+    #: when this event copies no data.
     snapshot_location: str | None
     partition_filter: str | None
+    #: PROPAGATE_DELETES: replica partitions whose source partition is gone.
+    partitions_to_drop: tuple[Partition, ...] = ()
+    #: Every partition in the plan, and why (``ferry plan`` shows them).
+    changes: tuple[PartitionChange, ...] = ()
+    #: Selected partitions that are already replicated as they are.
+    partitions_unchanged: int = 0
+    #: PROPAGATE_DELETES of a dropped source table: the replica table is dropped.
+    drop_table: bool = False
+    #: FULL_OVERWRITE of an existing replica: it is dropped and created anew.
+    overwrite: bool = False
+    #: Unpartitioned: whether the table's data changed (else it keeps its location).
+    table_data_changed: bool = True
+    #: Avro schema files to copy before the commit; the replica points at the copies.
+    schema_copies: tuple[SchemaCopy, ...] = ()
 
     @property
     def mode(self) -> ReplicationMode:
@@ -67,15 +106,20 @@ class ReplicationPlan:
     def unchanged(self) -> bool:
         """True when writing would change nothing a reader sees.
 
-        That is: no partition is selected, and the replica table already has the
-        definition this plan would give it (schema, storage, parameters), ignoring the
-        bookkeeping of when and by which event it was written.
+        That is: no partition to add, alter or drop, the table's data (unpartitioned) is the
+        same, and the replica table already has the definition this plan would give it
+        (schema, storage, parameters), ignoring when and by which event it was written.
         """
-        if self.replica_partitions or self.replica_before is None:
+        if self.replica_partitions or self.partitions_to_drop or self.drop_table:
             return False
-        if not self.source_table.is_partitioned:
-            return False  # an unpartitioned table's data is the table: always copied
+        if self.replica_before is None or self.overwrite:
+            return False
+        if not self.source_table.is_partitioned and self.table_data_changed:
+            return False
         return _definition(self.replica_before) == _definition(self.replica_table)
+
+
+COPYING_MODES = (ReplicationMode.FULL, ReplicationMode.FULL_OVERWRITE)
 
 
 def plan_replication(
@@ -87,31 +131,47 @@ def plan_replication(
     list_threads: int = 8,
     manifest: ManifestWriter | None = None,
 ) -> ReplicationPlan:
-    """Decide what one replication does; its files are listed into ``manifest``.
+    """Decide what one replication does: the diff of source and replica.
 
-    Without a manifest writer the files are only counted (a dry run).
+    A selected source partition is replicated when it is missing on the replica, when its
+    data fingerprint (``ferry/fingerprint.py``) differs from the one stored on the replica
+    partition, or — altered in place, with no copy — when only its metadata differs. The
+    files to copy are streamed into ``manifest``; without one they are only counted.
     """
     source_config = replication.source_table
+    mode, strategy = replication.replication_mode, replication.replication_strategy
+    replica_before = replica.get_table(replication.replica_database, replication.replica_table_name)
     source_table = source.get_table(source_config.database_name, source_config.table_name)
     if source_table is None:
+        if strategy is ReplicationStrategy.PROPAGATE_DELETES and replica_before is not None:
+            check_replica_guard(replica_before, replication)
+            return _drop_replica_table(replication, replica_before, event_id, manifest)
         raise SourceTableNotFoundError(
             f"source table {source_config.qualified_name} not found in catalog "
             f"'{source.name}' ({source.description})"
         )
-    replica_before = replica.get_table(replication.replica_database, replication.replica_table_name)
     check_replica_guard(replica_before, replication)
-    mode = replication.replication_mode
     if source_table.is_view and mode is not ReplicationMode.METADATA_MIRROR:
         raise ReplicationModeError(
             f"{source_table.qualified_name} is a view; views replicate with "
             f"replication-mode METADATA_MIRROR only"
         )
+    if mode is ReplicationMode.METADATA_UPDATE and replica_before is None:
+        raise ReplicationModeError(
+            f"replication-mode METADATA_UPDATE refreshes an existing replica, and "
+            f"{replication.replica_qualified_name} does not exist; replicate it with FULL first"
+        )
+    overwrite = mode is ReplicationMode.FULL_OVERWRITE and replica_before is not None
+    copies = mode in COPYING_MODES
 
     partition_filter = render_partition_filter(source_config.partition_filter, clock)
     source_partitions = source.list_partitions(
         source_table, partition_filter, source_config.partition_limit
     )
     check_replica_location(source_table, replication, source_partitions)
+    existing: dict[tuple[str, ...], Partition] = {}
+    if replica_before is not None and replica_before.is_partitioned and not overwrite:
+        existing = {p.values: p for p in replica.list_partitions(replica_before)}
     now = clock()
 
     def parameters_for(source_parameters, source_location: str | None) -> dict[str, str]:
@@ -127,28 +187,104 @@ def plan_replication(
             extra=replication.transform_options.table_properties,
         )
 
-    roots: list[CopyRoot] = []
-    snapshot: str | None = None
-    if mode is ReplicationMode.FULL:
-        snapshot = fs.join(replication.replica_table.table_location or "", event_id)
-        table_location = snapshot
-        partition_locations = [
-            fs.join(snapshot, _partition_subpath(source_table, p)) for p in source_partitions
-        ]
-        roots = (
-            [
-                CopyRoot(p.location, target)
-                for p, target in zip(source_partitions, partition_locations, strict=True)
-                if p.location
-            ]
+    snapshot = fs.join(replication.replica_table.table_location or "", event_id) if copies else None
+    fingerprints: dict[str, fingerprint.Fingerprint] = {}
+    if copies:
+        locations = (
+            [p.location for p in source_partitions if p.location]
             if source_table.is_partitioned
-            else [CopyRoot(source_table.location, snapshot)]
+            else [source_table.location]
             if source_table.location
             else []
         )
-    else:
+        whole_table = partition_filter is None and source_config.partition_limit is None
+        fingerprints = fingerprint.of_locations(
+            locations, list_threads, root=source_table.location if whole_table else None
+        )
+
+    roots: list[CopyRoot] = []
+    to_add: list[Partition] = []
+    to_alter: list[Partition] = []
+    changes: list[PartitionChange] = []
+    unchanged = 0
+    for partition in source_partitions:
+        parameters = parameters_for(partition.parameters, partition.location)
+        old = existing.get(partition.values)
+        if copies:
+            printed = fingerprints.get(partition.location or "")
+            if printed is not None:
+                parameters[PARTITION_FINGERPRINT] = str(printed)
+            target = fs.join(snapshot or "", _partition_subpath(source_table, partition))
+            change = _data_change(old, parameters, replication)
+            if change is not None:
+                shaped = shape_replica_partition(partition, target, parameters)
+                (to_add if old is None else to_alter).append(shaped)
+                if partition.location:
+                    roots.append(CopyRoot(partition.location, target))
+                changes.append(
+                    PartitionChange(
+                        partition.values,
+                        change,
+                        printed.files if printed else 0,
+                        printed.bytes if printed else 0,
+                    )
+                )
+                continue
+            shaped = shape_replica_partition(partition, old.location, parameters)
+        elif mode is ReplicationMode.METADATA_UPDATE:
+            if old is None:
+                continue  # never replicated: METADATA_UPDATE adds no data
+            if PARTITION_FINGERPRINT in old.parameters:
+                parameters[PARTITION_FINGERPRINT] = old.parameters[PARTITION_FINGERPRINT]
+            shaped = shape_replica_partition(partition, old.location, parameters)
+        else:  # METADATA_MIRROR: the replica points at the source's own data
+            shaped = shape_replica_partition(partition, partition.location, parameters)
+            if old is None:
+                to_add.append(shaped)
+                changes.append(PartitionChange(partition.values, Change.NEW))
+                continue
+        if _same_partition(shaped, old):  # type: ignore[arg-type]
+            unchanged += 1
+            continue
+        to_alter.append(shaped)
+        changes.append(PartitionChange(partition.values, Change.METADATA_CHANGED))
+
+    to_drop: list[Partition] = []
+    if strategy is ReplicationStrategy.PROPAGATE_DELETES and existing:
+        at_source = source.list_partition_values(source_table)
+        to_drop = [old for values, old in sorted(existing.items()) if values not in at_source]
+        changes.extend(PartitionChange(p.values, Change.DELETED) for p in to_drop)
+
+    table_parameters = parameters_for(source_table.parameters, source_table.location)
+    table_data_changed = True
+    if mode is ReplicationMode.METADATA_MIRROR:
         table_location = source_table.location
-        partition_locations = [p.location for p in source_partitions]
+    elif mode is ReplicationMode.METADATA_UPDATE:
+        table_location = replica_before.location  # type: ignore[union-attr]
+        if replica_before and TABLE_FINGERPRINT in replica_before.parameters:
+            table_parameters[TABLE_FINGERPRINT] = replica_before.parameters[TABLE_FINGERPRINT]
+        table_data_changed = False
+    elif source_table.is_partitioned:
+        # The table's location moves to this event's folder only when data was copied below
+        # it: a location must always exist.
+        keep = replica_before is not None and not overwrite and not roots
+        table_location = replica_before.location if keep else snapshot  # type: ignore[union-attr]
+    else:
+        printed = fingerprints.get(source_table.location or "")
+        if printed is not None:
+            table_parameters[TABLE_FINGERPRINT] = str(printed)
+        table_data_changed = (
+            replica_before is None
+            or overwrite
+            or replica_before.parameters.get(TABLE_FINGERPRINT) != str(printed)
+            or not _below_table_location(replica_before.location, replication)
+        )
+        if table_data_changed:
+            table_location = snapshot
+            if source_table.location:
+                roots.append(CopyRoot(source_table.location, snapshot or ""))
+        else:
+            table_location = replica_before.location  # type: ignore[union-attr]
 
     view_texts = None
     if source_table.is_view:
@@ -157,42 +293,139 @@ def plan_replication(
             for text in (source_table.view_original_text, source_table.view_expanded_text)
         )
     replica_table = shape_replica_table(
-        source_table,
-        replication,
-        table_location,
-        parameters_for(source_table.parameters, source_table.location),
-        view_texts,
+        source_table, replication, table_location, table_parameters, view_texts
     )
-    replica_partitions = [
-        shape_replica_partition(p, location, parameters_for(p.parameters, p.location))
-        for p, location in zip(source_partitions, partition_locations, strict=True)
-    ]
-    existing = (
-        replica.list_partition_values(replica_before)
-        if replica_before and replica_before.is_partitioned
-        else set()
-    )
+    schema_copies: list[SchemaCopy] = []
+    if snapshot is not None and roots:
+        # Avro: what this event writes points at this event's own copy of its schema file.
+        base_url = replication.transform_options.avro_base_url
+        root = replication.replica_table.table_location
+        replica_table, copy = point_at_replica_schema(replica_table, base_url, event_id, root)
+        pointed_add = [point_at_replica_schema(p, base_url, event_id, root) for p in to_add]
+        pointed_alter = [point_at_replica_schema(p, base_url, event_id, root) for p in to_alter]
+        to_add = [p for p, _ in pointed_add]
+        to_alter = [p for p, _ in pointed_alter]
+        schema_copies = [
+            c for c in [copy, *(c for _, c in pointed_add + pointed_alter)] if c is not None
+        ]
     return ReplicationPlan(
         event_id=event_id,
         replication=replication,
         source_table=source_table,
         replica_before=replica_before,
         replica_table=replica_table,
-        partitions_to_add=tuple(p for p in replica_partitions if p.values not in existing),
-        partitions_to_alter=tuple(p for p in replica_partitions if p.values in existing),
+        partitions_to_add=tuple(to_add),
+        partitions_to_alter=tuple(to_alter),
         manifest=list_files_into(
             roots, manifest or ManifestWriter(None, event_id, 1000), list_threads
         ),
-        snapshot_location=snapshot,
+        snapshot_location=snapshot if roots else None,
         partition_filter=partition_filter,
+        partitions_to_drop=tuple(to_drop),
+        changes=tuple(changes),
+        partitions_unchanged=unchanged,
+        overwrite=overwrite,
+        table_data_changed=table_data_changed,
+        schema_copies=tuple(dict.fromkeys(schema_copies)),
+    )
+
+
+def _data_change(
+    old: Partition | None, parameters: dict[str, str], replication: TableReplication
+) -> Change | None:
+    """Why a partition's data must be copied (None: the replica already holds it)."""
+    if old is None:
+        return Change.NEW
+    if old.parameters.get(PARTITION_FINGERPRINT) != parameters.get(PARTITION_FINGERPRINT):
+        return Change.DATA_CHANGED
+    if not _below_table_location(old.location, replication):
+        return Change.MOVED
+    return None
+
+
+def _below_table_location(location: str | None, replication: TableReplication) -> bool:
+    root = replication.replica_table.table_location
+    return bool(location and root and fs.relative_path(location, root) is not None)
+
+
+def _drop_replica_table(
+    replication: TableReplication,
+    replica_before: Table,
+    event_id: str,
+    manifest: ManifestWriter | None,
+) -> ReplicationPlan:
+    """PROPAGATE_DELETES, and the source table is gone: drop the replica table (Ferry's)."""
+    return ReplicationPlan(
+        event_id=event_id,
+        replication=replication,
+        source_table=replace(replica_before, parameters={}),
+        replica_before=replica_before,
+        replica_table=replica_before,
+        partitions_to_add=(),
+        partitions_to_alter=(),
+        manifest=list_files_into([], manifest or ManifestWriter(None, event_id, 1000), 1),
+        snapshot_location=None,
+        partition_filter=None,
+        drop_table=True,
+        table_data_changed=False,
+    )
+
+
+#: Parameters that describe when, or by which event, something was written, or that the
+#: metastore maintains itself: ignored when deciding whether metadata differs.
+_NOT_METADATA = frozenset(
+    {
+        REPLICATION_EVENT,
+        LAST_REPLICATED,
+        *SERVER_MANAGED_PARAMETERS,
+        "numFiles",
+        "totalSize",
+        "numRows",
+        "rawDataSize",
+        "COLUMN_STATS_ACCURATE",
+        "numFilesErasureCoded",
+        "last_modified_by",
+        "last_modified_time",
+    }
+)
+
+
+def _comparable(parameters) -> dict[str, str]:
+    # An Avro schema URL names the event whose copy it points at: never a difference.
+    return {k: v for k, v in parameters.items() if k not in _NOT_METADATA | {AVRO_SCHEMA_URL}}
+
+
+def _same_partition(shaped: Partition, old: Partition) -> bool:
+    """Whether the replica partition already reads as ``shaped`` would."""
+    same_location = shaped.location == old.location or (
+        shaped.location is not None
+        and old.location is not None
+        and fs.relative_path(shaped.location, old.location) == ""
+    )
+    return (
+        same_location
+        and _comparable(shaped.parameters) == _comparable(old.parameters)
+        and replace(
+            shaped.storage, location=None, parameters=_comparable(shaped.storage.parameters)
+        )
+        == replace(old.storage, location=None, parameters=_comparable(old.storage.parameters))
+    )
+
+
+def _comparable_storage(storage):
+    return replace(
+        storage,
+        location=None,
+        parameters=_comparable(storage.parameters),
+        serde_parameters=_comparable(storage.serde_parameters),
     )
 
 
 def _definition(table: Table) -> Table:
     """The table as readers see it, without location and per-run bookkeeping."""
-    bookkeeping = {REPLICATION_EVENT, LAST_REPLICATED, *SERVER_MANAGED_PARAMETERS}
-    parameters = {k: v for k, v in table.parameters.items() if k not in bookkeeping}
-    return replace(table, storage=table.storage.with_location(None), parameters=parameters)
+    return replace(
+        table, storage=_comparable_storage(table.storage), parameters=_comparable(table.parameters)
+    )
 
 
 def _partition_subpath(table: Table, partition: Partition) -> str:

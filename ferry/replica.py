@@ -21,6 +21,10 @@ SOURCE_LOCATION = "ferry.source.location"
 REPLICATION_EVENT = "ferry.replication.event"
 REPLICATION_MODE = "ferry.replication.mode"
 LAST_REPLICATED = "ferry.last.replicated"
+#: The data fingerprint (``ferry/fingerprint.py``) of what a partition, or an unpartitioned
+#: table, was copied from: the next run compares the source's with it.
+PARTITION_FINGERPRINT = "ferry.partition.fingerprint"
+TABLE_FINGERPRINT = "ferry.table.fingerprint"
 #: On a replica database Ferry created: the event whose commit created it (a failed run
 #: drops such a database again while it holds no table).
 CREATED_BY_EVENT = "ferry.created.by.event"
@@ -89,7 +93,8 @@ def check_replica_location(
     ``s3://``). METADATA_MIRROR copies nothing, so it has nothing to refuse.
     """
     target = replication.replica_table.table_location
-    if replication.replication_mode is not ReplicationMode.FULL or not target:
+    copying = (ReplicationMode.FULL, ReplicationMode.FULL_OVERWRITE)
+    if replication.replication_mode not in copying or not target:
         return
     name = source_table.qualified_name
     locations = [(f"source table {name}", source_table.location)] + [

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -30,7 +30,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from ferry import faults, fs, lifecycle
+from ferry import faults, fs, lifecycle, selection
 from ferry.aws import AwsClients
 from ferry.catalog import Catalog
 from ferry.catalog.factory import open_catalog
@@ -60,8 +60,9 @@ from ferry.manifest import (
     recorded_batches,
     write_copy_record,
 )
+from ferry.model import partition_name
 from ferry.notify import FAILURE, START, SUCCESS, NoNotifier, ReplicationEvent, SnsNotifier
-from ferry.plan import ReplicationPlan, plan_replication
+from ferry.plan import COPYING_MODES, ReplicationPlan, plan_replication
 from ferry.preflight import check_writable
 from ferry.replica import CREATED_BY_EVENT
 
@@ -186,7 +187,7 @@ class Steps:
         error_message: str | None = None,
     ) -> ReplicationEvent:
         """The one builder of what consumers are told, for every type and both drivers."""
-        data = plan is not None and plan.mode is not ReplicationMode.METADATA_MIRROR
+        data = plan is not None and plan.mode in COPYING_MODES
         partitioned = plan is not None and plan.source_table.is_partitioned
         return ReplicationEvent(
             type=kind,
@@ -228,11 +229,15 @@ class Steps:
     # -- Resolve tables -------------------------------------------------------------------
 
     def resolve_tables(self, payload: dict[str, Any], max_concurrency: int) -> dict[str, Any]:
-        """Validate the config; one Map item per table, each with its own event id."""
+        """Validate the config; one Map item per table, each with its own event id.
+
+        A ``table-name-pattern`` is expanded here, against the source catalog: each table
+        it matches is an item of its own (``ferry.selection``).
+        """
         config_uri = payload["configUri"]
         config = load_config_uri(config_uri)
         items = []
-        for replication in config.select(payload.get("tables") or []):
+        for replication in self.select_tables(config, payload.get("tables") or [], config_uri):
             started = self.clock()
             items.append(
                 {
@@ -244,6 +249,15 @@ class Steps:
                 }
             )
         return {"tables": items, "maxConcurrency": max_concurrency}
+
+    def select_tables(
+        self, config: ReplicationConfig, tables: Sequence[str] = (), source: str = "config"
+    ) -> list[TableReplication]:
+        """The run's table replications, patterns expanded (the source catalog read if needed)."""
+        if not selection.needs_catalog(config, tables):
+            return selection.expand(config, tables, source=source)
+        with self._open(config.source_catalog) as catalog:
+            return selection.expand(config, tables, catalog.list_table_names, source)
 
     # -- Plan -----------------------------------------------------------------------------
 
@@ -305,11 +319,17 @@ class Steps:
         }
 
     def preview(
-        self, config_uri: str, source_table: str, replica_table: str | None = None
+        self,
+        config_uri: str,
+        source_table: str,
+        replica_table: str | None = None,
+        *,
+        probe: bool = True,
     ) -> dict[str, Any]:
-        """What Plan would decide, without notifying or copying anything (dry runs).
+        """What Plan would decide, and why, without notifying, locking or copying anything.
 
-        The replica location is checked writable with a probe file, written and deleted.
+        ``ferry plan`` shows it; ``ferry replicate --dry-run`` also checks (``probe``) that
+        the replica location is writable, with a probe file written and deleted.
         """
         config = load_config_uri(config_uri)
         replication = config.replication_of(source_table, replica_table)
@@ -322,7 +342,7 @@ class Steps:
                 replication, source, replica, "<event-id>", self.clock, options.threads
             )
         location = replication.replica_table.table_location
-        if plan.snapshot_location and location:
+        if probe and plan.snapshot_location and location:
             s3 = None
             if fs.scheme_of(location) in fs.S3_SCHEMES:
                 s3 = self.aws.client("s3", self.aws.bucket_region(location))
@@ -337,6 +357,21 @@ class Steps:
             "kind": plan.kind,
             "replicaLocation": plan.replica_table.location,
             "partitionFilter": plan.partition_filter,
+            "partitionsUnchanged": plan.partitions_unchanged,
+            "partitionsToDrop": len(plan.partitions_to_drop),
+            "dropTable": plan.drop_table,
+            "overwrite": plan.overwrite,
+            "unchanged": plan.unchanged,
+            "changes": [
+                {
+                    "values": list(change.values),
+                    "name": partition_name(plan.source_table.partition_keys, change.values),
+                    "change": change.change.value,
+                    "files": change.files,
+                    "bytes": change.bytes,
+                }
+                for change in plan.changes
+            ],
         }
 
     # -- copies ---------------------------------------------------------------------------
@@ -541,10 +576,11 @@ class Steps:
         from ferry import housekeeping
 
         config = load_config_uri(payload["configUri"])
+        replications = self.select_tables(config, payload.get("tables") or [], payload["configUri"])
         now = self.clock()
         with self._open(config.replica_catalog) as replica:
             report = housekeeping.housekeep(
-                config, replica, self.state, now,
+                config, replications, replica, self.state, now,
                 lambda replication: self._replica_key(config, replication),
                 housekeeping.Request.from_payload(payload),
             )  # fmt: skip

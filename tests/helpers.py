@@ -174,3 +174,40 @@ def assert_replica_holds_source(
         expected = snapshot_of(sources[partition.values].location)
         assert expected, "the source partition has data"
         assert snapshot_of(partition.location) == expected, partition.location
+
+
+def rewrite_orders(sample, generation: int = 1) -> None:
+    """Rewrite every partition file of the sample ``orders`` in place: same paths, new data.
+
+    A run after this copies every partition again (their data fingerprints changed).
+    """
+    from ferry.local.samples import order_rows, write_parquet
+
+    for day in sample.days:
+        rows = order_rows(day, count=5 + generation)
+        write_parquet(f"{sample.orders.location}/dt={day}", "part-00000.parquet", rows)
+
+
+def partition_snapshots(
+    catalog: Catalog, database: str, name: str
+) -> dict[tuple, dict[str, bytes]]:
+    """Each partition's files (relative path → bytes), by partition values."""
+    table = catalog.get_table(database, name)
+    return {p.values: snapshot_of(p.location) for p in catalog.list_partitions(table)}
+
+
+def assert_each_partition_is_complete(
+    replica: Catalog, database: str, name: str, *versions: dict[tuple, dict[str, bytes]]
+) -> None:
+    """Every replica partition holds exactly one complete version of its source partition.
+
+    Part-way through a commit some partitions hold the new version and some the old; none
+    may hold a mix, a part, or nothing.
+    """
+    table = replica.get_table(database, name)
+    partitions = replica.list_partitions(table)
+    assert partitions
+    for partition in partitions:
+        found = snapshot_of(partition.location)
+        assert found, f"{partition.location} is empty or missing"
+        assert any(found == version[partition.values] for version in versions), partition.location

@@ -61,6 +61,10 @@ class Catalog(ABC):
     def alter_partitions(self, table: Table, partitions: Sequence[Partition]) -> None: ...
 
     @abstractmethod
+    def drop_partitions(self, table: Table, values: Sequence[tuple[str, ...]]) -> None:
+        """Drop these partitions (metadata only: replicas are EXTERNAL); missing ones are fine."""
+
+    @abstractmethod
     def list_table_names(self, database: str) -> list[str]:
         """The names of the tables (and views) of ``database``; none if it does not exist."""
 

@@ -17,6 +17,8 @@ from ferry.model import Column, Database, Partition, SortColumn, StorageDescript
 
 # Glue's BatchCreatePartition and BatchUpdatePartition take at most 100 entries a call.
 GLUE_WRITE_BATCH = 100
+# BatchDeletePartition takes at most 25.
+GLUE_DELETE_BATCH = 25
 
 
 class GlueCatalog(Catalog):
@@ -185,6 +187,26 @@ class GlueCatalog(Catalog):
             except ClientError as error:
                 raise self._refused(action, table.qualified_name, error) from None
             self._raise_batch_errors(reply, action, table)
+
+    def drop_partitions(self, table: Table, values: Sequence[tuple[str, ...]]) -> None:
+        # BatchDeletePartition takes at most 25 entries a call; a missing one is an error
+        # entry, not a failure, and is fine here (an earlier attempt dropped it).
+        for batch in batched(values, GLUE_DELETE_BATCH):
+            try:
+                reply = self._call(
+                    "batch_delete_partition",
+                    DatabaseName=table.database,
+                    TableName=table.name,
+                    PartitionsToDelete=[{"Values": list(v)} for v in batch],
+                )
+            except ClientError as error:
+                raise self._refused("drop partitions of", table.qualified_name, error) from None
+            errors = [
+                e
+                for e in reply.get("Errors") or []
+                if e.get("ErrorDetail", {}).get("ErrorCode") != "EntityNotFoundException"
+            ]
+            self._raise_batch_errors({"Errors": errors}, "drop partitions of", table)
 
     def drop_table(self, database: str, name: str) -> None:
         try:

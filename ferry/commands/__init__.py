@@ -10,16 +10,29 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ferry.errors import ConfigError, FerryError
+
+if TYPE_CHECKING:
+    from ferry.config import ReplicationConfig
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 class UsageError(FerryError):
     """The command line is wrong; nothing was run."""
+
+
+def print_warnings(config: ReplicationConfig) -> None:
+    """Each Circus Train key the config sets that Ferry does not use: one line, once.
+
+    ``ferry: warning: <file>: <key>: <what Ferry does instead>`` on stderr.
+    """
+    for warning in config.warnings:
+        print(f"ferry: warning: {warning}", file=sys.stderr)
 
 
 def run_command(command: Callable[[], int]) -> int:

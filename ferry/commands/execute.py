@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ferry.aws import AwsClients
-from ferry.commands import EXIT_FAILED, EXIT_OK, UsageError
+from ferry.commands import EXIT_FAILED, EXIT_OK, UsageError, print_warnings
 from ferry.commands.local import local_pipeline
 from ferry.config import load_config
 from ferry.errors import ConfigError
@@ -27,6 +27,7 @@ def run_execute(
 ) -> int:
     """Start a replication of ``config_path`` on a state machine (default: the local runtime's)."""
     config = load_config(config_path)  # a bad config stops here, before anything starts
+    print_warnings(config)
     try:
         config.select(list(tables))
     except ConfigError as error:

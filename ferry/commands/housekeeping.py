@@ -17,7 +17,7 @@ from rich.markup import escape
 
 from ferry import fs
 from ferry.aws import AwsClients
-from ferry.commands import EXIT_OK, UsageError
+from ferry.commands import EXIT_OK, UsageError, print_warnings
 from ferry.errors import ConfigError, FerryError, describe_error
 
 
@@ -45,8 +45,9 @@ def run_housekeeping(
     from infra import definition
 
     config = load_config(config_path)
+    print_warnings(config)
     try:
-        selected = config.select(list(tables))
+        config.select(list(tables))
     except ConfigError as error:
         raise UsageError(f"--table {error}") from None
     home = home.resolve()
@@ -60,15 +61,17 @@ def run_housekeeping(
     execution = driver.run(
         {
             "configUri": str(config_path.resolve()),
-            "tables": [r.source_table.qualified_name for r in selected],
+            "tables": list(tables),
             "dryRun": dry_run,
             "vacuum": vacuum or delete_orphans,
             "deleteOrphans": delete_orphans,
         }
     )
     if execution.status != "SUCCEEDED":
-        _, line = describe_error({"Error": execution.error, "Cause": execution.cause})
-        raise FerryError(f"housekeeping failed: {execution.error}: {line}")
+        name, line = describe_error({"Error": execution.error, "Cause": execution.cause})
+        if name == ConfigError.__name__:
+            raise ConfigError(line)
+        raise FerryError(f"housekeeping failed: {name}: {line}")
     result = execution.output["housekeeping"]
     report = json.loads(fs.read_bytes(result["reportUri"]))
     report["reportUri"] = result["reportUri"]

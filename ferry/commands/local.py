@@ -9,7 +9,7 @@ from pathlib import Path
 import boto3
 
 from ferry.aws import AwsClients
-from ferry.commands import EXIT_FAILED, EXIT_OK
+from ferry.commands import EXIT_FAILED, EXIT_OK, print_warnings
 from ferry.config import load_config
 from ferry.errors import FerryError
 from ferry.local import deploy, emulator, processes, runtime
@@ -65,7 +65,7 @@ def run_local(action: str, home: Path, ports: dict[str, int], as_json: bool = Fa
 
 def run_local_trigger(config_path: Path, bucket: str, prefix: str, suffix: str, home: Path) -> int:
     """Make a marker object in ``bucket`` start a replication of ``config_path`` (S3 event)."""
-    load_config(config_path)
+    print_warnings(load_config(config_path))
     state_machine_arn, work_uri, aws = local_pipeline(home)
     config_uri = deploy.upload_config(aws.client("s3"), work_uri, config_path)
     rule = deploy.add_s3_trigger(aws, state_machine_arn, config_uri, bucket, prefix, suffix)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from pathlib import Path
 
@@ -24,8 +24,8 @@ from rich.progress import (
 
 from ferry import fs
 from ferry.aws import AwsClients
-from ferry.commands import EXIT_FAILED, EXIT_OK, UsageError
-from ferry.errors import ConfigError, FerryError
+from ferry.commands import EXIT_FAILED, EXIT_OK, UsageError, print_warnings
+from ferry.errors import ConfigError, FerryError, describe_error
 
 logger = logging.getLogger("ferry")
 
@@ -50,8 +50,9 @@ def run_replicate(
     from ferry.steps import Steps
 
     config = load_config(config_path)
+    print_warnings(config)
     try:
-        selected = config.select(list(tables))
+        config.select(list(tables))
     except ConfigError as error:
         raise UsageError(f"--table {error}") from None
     home = home.resolve()
@@ -70,7 +71,8 @@ def run_replicate(
     outcomes = []
     if dry_run:
         config_uri = str(config_path.resolve())
-        for replication in selected:
+        # Resolve tables' own expansion: a pattern's tables are listed from the source catalog.
+        for replication in steps.select_tables(config, list(tables), str(config_path)):
             name = replication.source_table.qualified_name
             try:
                 preview = steps.preview(config_uri, name, replication.replica_qualified_name)
@@ -85,20 +87,18 @@ def run_replicate(
             if not as_json:
                 _print_outcome(out, outcome)
     else:
-        modes = {r.source_table.qualified_name: r.replication_mode.value for r in selected}
         observer = _Observer(
-            out, err, modes, show=not as_json, bars=err.is_terminal and not as_json
+            out, err, _mode_of(config), show=not as_json, bars=err.is_terminal and not as_json
         )
         driver = InProcessDriver(steps, _spark_runner(config, aws, home), observer=observer)
-        execution = driver.run(
-            {
-                "configUri": str(config_path.resolve()),
-                "tables": [r.source_table.qualified_name for r in selected],
-            }
-        )
+        execution = driver.run({"configUri": str(config_path.resolve()), "tables": list(tables)})
         outcomes = observer.outcomes
         if execution.status != "SUCCEEDED" and not outcomes:
-            raise FerryError(f"{execution.error}: {execution.cause}")
+            # Resolve tables failed: its error, as one line (a config mistake exits with 2).
+            name, message = describe_error({"Error": execution.error, "Cause": execution.cause})
+            if name == ConfigError.__name__:
+                raise ConfigError(message)
+            raise FerryError(f"{name}: {message}")
     failed = sum(1 for o in outcomes if not o.ok)
     if as_json:
         print(
@@ -116,6 +116,18 @@ def run_replicate(
     else:
         _print_summary(out, outcomes, dry_run)
     return EXIT_FAILED if failed else EXIT_OK
+
+
+def _mode_of(config) -> Callable[[str], str | None]:
+    """The replication mode of a source table of the run (one a pattern selected, too)."""
+
+    def mode_of(table: str) -> str | None:
+        try:
+            return config.replication_of(table).replication_mode.value
+        except ConfigError:
+            return None
+
+    return mode_of
 
 
 def open_state(
@@ -169,8 +181,15 @@ def _spark_runner(config, aws: AwsClients, home: Path):
 class _Observer:
     """Prints each table as it finishes; a byte progress bar per copy, on a terminal only."""
 
-    def __init__(self, out: Console, err: Console, modes: dict[str, str], show: bool, bars: bool):
-        self.out, self.err, self.modes = out, err, modes
+    def __init__(
+        self,
+        out: Console,
+        err: Console,
+        mode_of: Callable[[str], str | None],
+        show: bool,
+        bars: bool,
+    ):
+        self.out, self.err, self.mode_of = out, err, mode_of
         self.show, self.bars = show, bars
         self.progress: Progress | None = None
         self.outcomes: list = []
@@ -203,7 +222,7 @@ class _Observer:
     def table_finished(self, table: str, result, states, seconds: float) -> None:
         from ferry.replicate import outcome_of
 
-        outcome = outcome_of(result, states, seconds, self.modes.get(table))
+        outcome = outcome_of(result, states, seconds, self.mode_of(table))
         self.outcomes.append(outcome)
         if self.show:
             _print_outcome(self.out, outcome)

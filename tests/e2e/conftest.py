@@ -65,7 +65,7 @@ class CrossRegion:
     sample: SampleTables
     replica_bucket: str
 
-    def document(self, **extra: Any) -> dict[str, Any]:
+    def document(self, replica_database: str | None = None, **extra: Any) -> dict[str, Any]:
         """A Glue → Glue, S3 → S3 replication of the sample ``orders`` across regions."""
         return {
             "source-catalog": {"name": "east", "glue": {"region": "us-east-1"}},
@@ -75,7 +75,7 @@ class CrossRegion:
                 {
                     "source-table": {"database-name": self.sample.database, "table-name": "orders"},
                     "replica-table": {
-                        "database-name": f"{self.sample.database}_dr",
+                        "database-name": replica_database or f"{self.sample.database}_dr",
                         "table-location": f"s3://{self.replica_bucket}/orders",
                     },
                 }

@@ -108,6 +108,98 @@ def test_dry_run_reports_and_writes_nothing(setup, write_config):
     assert setup["state"]() == before
 
 
+def test_circus_train_keys_ferry_does_not_use_are_one_warning_each(setup, write_config, sample):
+    replications = setup["replications"]()
+    replications[0]["copier-options"] = {"file-attribute": "replication, blocksize"}
+    replications[0]["replica-table"]["table-location"] = "${DR_ROOT}/orders"
+    path = write_config(
+        setup["document"](
+            replications,
+            security={"credential-provider": "jceks://hdfs/etl/aws.jceks"},
+            graphite={"host": "graphite:2003", "namespace": "com.company.ct"},
+        )
+    )
+    result = ferry("replicate", str(path), "--dry-run", env={"DR_ROOT": setup["target"]})
+    assert result.returncode == 0, result.stderr
+    lines = result.stderr.splitlines()
+    assert [line.split(": ")[3] for line in lines] == [
+        "security",
+        "graphite",
+        "table-replications[0].copier-options.file-attribute",
+    ]
+    assert all(line.startswith(f"ferry: warning: {path}: ") for line in lines)
+    assert lines[1].endswith("to CloudWatch, namespace Ferry")
+    assert f"would point at {setup['target']}/orders/<event-id>" in result.stdout
+    assert "2 tables: 2 planned, 0 failed" in result.stdout
+
+
+def pattern_replication(sample, setup, pattern=".*", exclude=("big_orders",)):
+    return {
+        "source-table": {
+            "database-name": sample.database,
+            "table-name-pattern": pattern,
+            "exclude": list(exclude),
+        },
+        "replica-table": {
+            "database-name": setup["replica_db"],
+            "table-location": f"{setup['target']}/{sample.database}",
+        },
+    }
+
+
+def test_a_table_name_pattern_in_dry_runs_and_table_selection(setup, write_config, sample):
+    path = write_config(setup["document"]([pattern_replication(sample, setup)]))
+    before = setup["state"]()
+    dry = ferry("replicate", str(path), "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    heads = [line.split("  ")[0] for line in dry.stdout.splitlines() if line.startswith("•")]
+    assert heads == [
+        f"• {sample.database}.customers → {setup['replica_db']}.customers",
+        f"• {sample.database}.orders → {setup['replica_db']}.orders",
+    ]
+    assert "2 tables: 2 planned, 0 failed" in dry.stdout
+    assert setup["state"]() == before
+
+    one = ferry("replicate", str(path), "--table", f"{sample.database}.ORDERS")
+    assert one.returncode == 0, one.stderr
+    assert one.stdout.startswith(
+        f"✓ {sample.database}.orders → {setup['replica_db']}.orders  [FULL]  3 partitions"
+    )
+    assert "1 table: 1 replicated, 0 failed" in one.stdout
+    assert all(
+        uri.startswith(f"{setup['target']}/{sample.database}/orders/ferry-")
+        for uri in files_below(setup["target"])
+    )
+
+    excluded = ferry("replicate", str(path), "--table", f"{sample.database}.big_orders")
+    assert excluded.returncode == 2
+    assert f"--table {sample.database}.big_orders: not in the config" in excluded.stderr
+
+
+def test_two_patterns_writing_one_replica_are_refused_before_anything_runs(
+    setup, write_config, sample
+):
+    path = write_config(
+        setup["document"](
+            [
+                pattern_replication(sample, setup, "orders|customers", ()),
+                pattern_replication(sample, setup, ".*orders", ()),
+            ]
+        )
+    )
+    before = setup["state"]()
+    expected = (
+        f"ferry: error: {path}: table-replications[0] and table-replications[1] both write the "
+        f"replica table {setup['replica_db']}.orders (from {sample.database}.orders); exclude "
+        "the table from one of them"
+    )
+    for arguments in (["--dry-run"], []):
+        result = ferry("replicate", str(path), *arguments)
+        assert result.returncode == 2, result.stdout + result.stderr
+        assert result.stderr.splitlines() == [expected]
+    assert setup["state"]() == before
+
+
 @pytest.mark.parametrize(
     ("mutate", "expected"),
     [
@@ -276,3 +368,38 @@ def test_local_runtime_up_status_down(tmp_path):
     after = json.loads(ferry("local", "status", "--home", str(home), "--json").stdout)
     assert not any(s["running"] for s in after["services"])
     assert ferry("local", "down", "--home", str(home)).stdout.strip() == "nothing was running"
+
+
+def test_plan_says_what_would_be_copied_and_why_and_changes_nothing(setup, write_config, sample):
+    config = str(write_config(setup["document"]()))
+    assert ferry("replicate", config).returncode == 0
+    day = sample.days[-1]
+    rewrite = sample.orders.location + f"/dt={day}/part-00000.parquet"
+    from ferry.local.samples import order_rows, write_parquet
+
+    write_parquet(rewrite.rsplit("/", 1)[0], "part-00000.parquet", order_rows(day, count=9))
+    before = setup["state"]()
+    result = ferry("plan", config)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith(
+        f"• {sample.database}.orders → {setup['replica_db']}.orders  [FULL]  would copy 1 file,"
+    )
+    assert "partitions: 1 data changed; 2 unchanged" in result.stdout
+    assert f"data changed      dt={day}  1 file," in result.stdout
+    assert (
+        f"= {sample.database}.customers → {setup['replica_db']}.customers  [FULL]  unchanged"
+        in result.stdout
+    )
+    report = json.loads(ferry("plan", config, "--json").stdout)
+    orders = next(t for t in report["tables"] if t["sourceTable"].endswith(".orders"))
+    assert orders["copier"] == "inline" and orders["changes"] == [
+        {
+            "values": [day],
+            "name": f"dt={day}",
+            "change": "data changed",
+            "files": 1,
+            "bytes": orders["bytes"],
+        }
+    ]
+    assert setup["state"]() == before

@@ -20,7 +20,15 @@ import pytest
 from ferry import fs
 from ferry.replica import REPLICATION_EVENT
 from tests.e2e.test_pipeline import table_entry
-from tests.helpers import assert_replica_holds_source, catalog_state, config_document, files_below
+from tests.helpers import (
+    assert_each_partition_is_complete,
+    assert_replica_holds_source,
+    catalog_state,
+    config_document,
+    files_below,
+    partition_snapshots,
+    rewrite_orders,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -81,27 +89,40 @@ def replication(local_runtime, sample, tmp_path, write_config, replica_catalog, 
 
 @pytest.mark.parametrize("point", ["commit.partition-batch", "commit.table-created"])
 def test_a_process_killed_in_commit_leaves_complete_snapshots_and_a_rerun_converges(
-    replication, point
+    replication, point, sample, source_catalog, replica_catalog
 ):
     config, home = replication["config"](), replication["home"]
+    versions = []
     if point == "commit.partition-batch":  # an existing replica, altered part-way
         assert ferry("replicate", config, "--home", home).wait(120) == 0
+        versions.append(partition_snapshots(source_catalog, sample.database, "orders"))
+        rewrite_orders(sample)
+    versions.append(partition_snapshots(source_catalog, sample.database, "orders"))
     killed = ferry(
         "replicate", config, "--home", home, faults=[{"point": point, "action": "kill", "skip": 0}]
     )
     assert killed.wait(120) == -signal.SIGKILL
-    replication["holds_source"](complete=point == "commit.partition-batch")
+    if point == "commit.partition-batch":
+        assert_each_partition_is_complete(
+            replica_catalog, replication["replica_db"], "orders", *versions
+        )
+    else:  # part-way through a first commit: the table's own location must exist
+        replication["holds_source"](complete=False)
     rerun = ferry("replicate", config, "--home", home)
     assert rerun.wait(120) == 0, rerun.stderr.read()
     replication["holds_source"]()
-    assert len(replication["partition_events"]()) == 1
+    # The partition the killed run had already committed is current: the rerun keeps it.
+    table = replica_catalog.get_table(replication["replica_db"], "orders")
+    assert table.parameters[REPLICATION_EVENT] in replication["partition_events"]()
 
 
 def test_a_process_killed_mid_copy_leaves_the_replica_and_a_rerun_converges(
-    replication, replica_catalog
+    replication, replica_catalog, source_catalog, sample
 ):
     config, home = replication["config"](), replication["home"]
     assert ferry("replicate", config, "--home", home).wait(120) == 0
+    old = partition_snapshots(source_catalog, sample.database, "orders")
+    rewrite_orders(sample)
     before = catalog_state(replica_catalog, replication["replica_db"], ["orders"])
     killed = ferry(
         "replicate", config, "--home", home,
@@ -109,7 +130,7 @@ def test_a_process_killed_mid_copy_leaves_the_replica_and_a_rerun_converges(
     )  # fmt: skip
     assert killed.wait(120) == -signal.SIGKILL
     assert catalog_state(replica_catalog, replication["replica_db"], ["orders"]) == before
-    replication["holds_source"]()
+    assert_each_partition_is_complete(replica_catalog, replication["replica_db"], "orders", old)
     assert ferry("replicate", config, "--home", home).wait(120) == 0
     replication["holds_source"]()
 

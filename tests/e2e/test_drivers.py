@@ -97,24 +97,30 @@ def test_both_drivers_take_the_prescribed_states_and_leave_equal_replicas_and_me
     topic, messages = consumer
     target = fs.local_uri(tmp_path / "replica")
     location = None if copier == "metadata" else f"{target}/{table}"
-    document = config_document(
-        local_runtime,
-        [table_entry(sample, table, location, **extra)],
-        **{"sns-event-listener": {"topic": topic}},
-    )
-    replica_db = f"{sample.database}_dr"
+    # Each driver replicates the same source into a replica database of its own.
+    machine_db, driver_db = f"{sample.database}_dr", f"{sample.database}_by_cli"
 
-    machine = run(document)
+    def document(replica_db: str) -> dict:
+        replication = table_entry(sample, table, location, **extra)
+        replication["replica-table"]["database-name"] = replica_db
+        return config_document(
+            local_runtime, [replication], **{"sns-event-listener": {"topic": topic}}
+        )
+
+    machine = run(document(machine_db))
     assert machine.status == "SUCCEEDED", machine
     [machine_result] = machine.results
-    machine_replica = catalog_state(replica_catalog, replica_db, [table])
+    machine_replica = catalog_state(replica_catalog, machine_db, [table])
     machine_messages = [m["body"] for m in messages()]
 
-    replicator = Replicator(document)
+    replicator = Replicator(document(driver_db))
     [outcome] = replicator.run()
     assert outcome.status == "SUCCEEDED", outcome.error
-    driver_replica = catalog_state(replica_catalog, replica_db, [table])
-    driver_messages = [m["body"] for m in messages()]
+    driver_replica = catalog_state(replica_catalog, driver_db, [table])
+    driver_messages = [
+        json.loads(json.dumps(m["body"]).replace(f"{driver_db}.", f"{machine_db}."))
+        for m in messages()
+    ]
 
     assert machine_result["plan"]["copier"] == outcome.copier == copier
     assert driver_states(replicator, sample.database + "." + table) == prescribed_states(copier)
@@ -157,20 +163,19 @@ def test_an_unchanged_table_and_a_failure_take_the_same_states_in_both_drivers(
 
 def test_s3_to_s3_takes_the_server_side_path_in_both_drivers(run, cross_region):
     west, sample = cross_region.west, cross_region.sample
-    document = cross_region.document(**{"copier-options": {"s3-batch-files": 2}})
-    machine = run(document)
+    options = {"copier-options": {"s3-batch-files": 2}}
+    machine = run(cross_region.document(**options))
     assert machine.status == "SUCCEEDED", machine
     [machine_result] = machine.results
     machine_replica = catalog_state(west, f"{sample.database}_dr", ["orders"])
-    replicator = Replicator(document)
+    replicator = Replicator(cross_region.document(f"{sample.database}_by_cli", **options))
     [outcome] = replicator.run()
     assert machine_result["plan"]["copier"] == outcome.copier == "s3"
     orders = f"{sample.database}.orders"
     assert machine_states(machine) == driver_states(replicator, orders) == prescribed_states("s3")
     events = {machine_result["eventId"], outcome.event_id}
-    assert normalised(catalog_state(west, f"{sample.database}_dr", ["orders"]), events) == (
-        normalised(machine_replica, events)
-    )
+    driver_replica = catalog_state(west, f"{sample.database}_by_cli", ["orders"])
+    assert normalised(driver_replica, events) == normalised(machine_replica, events)
 
 
 def test_ferry_replicate_runs_spark_on_emr_serverless_when_the_config_names_an_application(

@@ -17,7 +17,15 @@ import pytest
 from ferry import fs
 from ferry.replica import REPLICATION_EVENT
 from tests.e2e.test_pipeline import table_entry
-from tests.helpers import assert_replica_holds_source, catalog_state, config_document, files_below
+from tests.helpers import (
+    assert_each_partition_is_complete,
+    assert_replica_holds_source,
+    catalog_state,
+    config_document,
+    files_below,
+    partition_snapshots,
+    rewrite_orders,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -89,8 +97,9 @@ def test_a_timeout_part_way_through_an_inline_copy_is_retried_and_converges(run,
     hive["holds_source"]()
 
 
-def test_a_failed_inline_copy_removes_its_snapshot_and_leaves_the_replica(run, arm, hive):
+def test_a_failed_inline_copy_removes_its_snapshot_and_leaves_the_replica(run, arm, hive, sample):
     assert run(hive["document"]()).status == "SUCCEEDED"
+    rewrite_orders(sample)
     before = hive["state"]()
     arm({"point": "copy.file", "error": "TargetNotWritableError", "skip": 1, "times": 99})
     outcome = run(hive["document"]())
@@ -103,9 +112,10 @@ def test_a_failed_inline_copy_removes_its_snapshot_and_leaves_the_replica(run, a
     hive["holds_source"]()
 
 
-def test_a_failed_spark_copy_removes_its_snapshot_and_leaves_the_replica(run, arm, hive):
+def test_a_failed_spark_copy_removes_its_snapshot_and_leaves_the_replica(run, arm, hive, sample):
     spark = {"copier-options": {"inline-threshold-mib": 0}}
     assert run(hive["document"]()).status == "SUCCEEDED"
+    rewrite_orders(sample)
     before = hive["state"]()
     # In the job's own workers: every file fails (after the job's per-file retries).
     arm({"point": "copy.file", "error": "CopyError", "times": 999})
@@ -130,11 +140,14 @@ def test_a_failed_spark_copy_removes_its_snapshot_and_leaves_the_replica(run, ar
     ids=["lambda-timeout", "metastore-unreachable", "metastore-refuses"],
 )
 def test_commit_broken_part_way_through_its_partition_batches(
-    run, arm, hive, replica_catalog, fault, ends
+    run, arm, hive, replica_catalog, source_catalog, sample, fault, ends
 ):
     first = run(hive["document"]())
     assert first.status == "SUCCEEDED"
     old_event = table_result(first)["eventId"]
+    old = partition_snapshots(source_catalog, sample.database, "orders")
+    rewrite_orders(sample)
+    new = partition_snapshots(source_catalog, sample.database, "orders")
     # After the first of three one-partition batches.
     arm({"point": "commit.partition-batch", "skip": 1, **fault})
     outcome = run(hive["document"]())
@@ -142,10 +155,11 @@ def test_commit_broken_part_way_through_its_partition_batches(
     assert any(state == "Commit" for state, _ in failed(outcome))
     result = table_result(outcome)
     # Whatever happened, every partition points at a complete snapshot of the source.
-    hive["holds_source"]()
+    assert_each_partition_is_complete(replica_catalog, hive["replica_db"], "orders", old, new)
     table = replica_catalog.get_table(hive["replica_db"], "orders")
     events = {p.parameters[REPLICATION_EVENT] for p in replica_catalog.list_partitions(table)}
     if ends[0] == "SUCCEEDED":
+        hive["holds_source"]()
         new_event = table_result(outcome)["eventId"]
         assert table.parameters[REPLICATION_EVENT] == new_event and events == {new_event}
     else:
@@ -199,6 +213,7 @@ def test_a_timeout_in_an_s3_copy_batch_is_retried_and_a_failed_batch_removes_the
     assert outcome.status == "SUCCEEDED", outcome
     assert table_result(outcome)["plan"]["copier"] == "s3"
     assert_replica_holds_source(west, replica_db, "orders", east, sample.orders)
+    rewrite_orders(sample)
     before = catalog_state(west, replica_db, ["orders"])
 
     # Batches fail for good. On AWS the distributed Map then fails
@@ -211,4 +226,3 @@ def test_a_timeout_in_an_s3_copy_batch_is_retried_and_a_failed_batch_removes_the
     result = table_result(outcome)
     assert result["snapshotRemoved"] is True and not files_below(result["snapshot"])
     assert catalog_state(west, replica_db, ["orders"]) == before
-    assert_replica_holds_source(west, replica_db, "orders", east, sample.orders)

@@ -21,7 +21,12 @@ from ferry.ledger import DynamoDbStateStore, SqliteStateStore, replica_key
 from ferry.lifecycle import LOCAL_STATE_FILE
 from ferry.local import deploy
 from tests.e2e.test_pipeline import table_entry
-from tests.helpers import assert_replica_holds_source, config_document, files_below
+from tests.helpers import (
+    assert_replica_holds_source,
+    config_document,
+    files_below,
+    rewrite_orders,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -47,6 +52,8 @@ def orders(local_runtime, sample, tmp_path, write_config, source_catalog, replic
         "key": replica_key(local_runtime.replica_uri, f"{replica_db}.orders"),
         "days": sample.days,
         "holds_source": holds_source,
+        # New data in every source partition: the next run copies them all again.
+        "change_source": lambda generation=1: rewrite_orders(sample, generation),
     }
 
 
@@ -73,7 +80,9 @@ def store(pipeline):
 def test_the_pipeline_ledgers_superseded_snapshots_and_its_housekeeping_deletes_them(
     run, pipeline, sfn, aws, orders, store
 ):
-    first, second = run(orders["document"]), run(orders["document"])
+    first = run(orders["document"])
+    orders["change_source"]()
+    second = run(orders["document"])
     assert (first.status, second.status) == ("SUCCEEDED", "SUCCEEDED")
     old, new = event_of(first), event_of(second)
     entries = store.entries(orders["key"])
@@ -115,6 +124,7 @@ def test_a_commit_retried_part_way_through_ledgers_exactly_the_snapshot_it_super
     )
     first = run(document)
     assert first.status == "SUCCEEDED"
+    orders["change_source"]()
     arm({"point": "commit.partition-batch", "action": "timeout", "skip": 1})
     retried = run(document)
     assert retried.status == "SUCCEEDED", retried
@@ -173,7 +183,9 @@ def ferry(*args: str, faults=None) -> subprocess.CompletedProcess:
 def test_ferry_housekeeping_lists_then_deletes_what_ferry_replicate_superseded(orders, tmp_path):
     home, config = str(tmp_path / "home"), str(orders["config"])
     events = []
-    for _ in range(2):
+    for generation in range(2):
+        if generation:
+            orders["change_source"]()
         replicated = ferry("replicate", config, "--home", home, "--json")
         assert replicated.returncode == 0, replicated.stderr
         events.append(json.loads(replicated.stdout)["tables"][0]["event_id"])
@@ -212,6 +224,7 @@ def test_a_run_killed_mid_copy_leaves_a_folder_the_vacuum_finds_and_its_lock_is_
 ):
     home, config = str(tmp_path / "home"), str(orders["config"])
     assert ferry("replicate", config, "--home", home).returncode == 0
+    orders["change_source"]()
     killed = ferry(
         "replicate", config, "--home", home,
         faults=[{"point": "copy.file", "action": "kill", "skip": 1}],

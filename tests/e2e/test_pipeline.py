@@ -153,19 +153,35 @@ def test_s3_to_s3_cross_region_uses_server_side_copy(run, cross_region, consumer
 
 
 def test_unchanged_table_skips_straight_to_the_end(
-    run, local_runtime, sample, replica_catalog, tmp_path
+    run, local_runtime, sample, replica_catalog, tmp_path, consumer
 ):
+    topic, messages = consumer
     target = fs.local_uri(tmp_path / "replica")
-    entry = table_entry(sample, "orders", f"{target}/orders")
-    entry["source-table"]["partition-filter"] = "dt > '2999-01-01'"
-    first = run(config_document(local_runtime, [entry]))
+    entries = [
+        table_entry(sample, "orders", f"{target}/orders"),
+        table_entry(sample, "customers", f"{target}/customers"),
+    ]
+    document = config_document(local_runtime, entries, **{"sns-event-listener": {"topic": topic}})
+    first = run(document)
     assert first.status == "SUCCEEDED"
-    before = catalog_state(replica_catalog, f"{sample.database}_dr", ["orders"])
-    second = run(config_document(local_runtime, [entry]))
+    before = catalog_state(replica_catalog, f"{sample.database}_dr", ["orders", "customers"])
+    copied = files_below(target)
+    messages()
+    # Nothing changed at the source: the diff finds nothing, nothing is copied or altered.
+    second = run(document)
     assert second.status == "SUCCEEDED"
-    [result] = second.output["results"]
-    assert result["plan"]["copier"] == "none" and result["notified"]["status"] == "UNCHANGED"
-    assert catalog_state(replica_catalog, f"{sample.database}_dr", ["orders"]) == before
+    for result in second.output["results"]:
+        assert result["plan"]["copier"] == "none" and result["notified"]["status"] == "UNCHANGED"
+        assert (result["plan"]["files"], result["plan"]["bytes"]) == (0, 0)
+    assert "Nothing to do" in second.entered and "Commit" not in second.entered
+    assert (
+        catalog_state(replica_catalog, f"{sample.database}_dr", ["orders", "customers"]) == before
+    )
+    assert files_below(target) == copied
+    successes = [m["body"] for m in messages() if m["body"]["type"] == "SUCCESS"]
+    assert sorted(m["bytesReplicated"] for m in successes) == [0, 0]
+    orders = next(m for m in successes if m["replicaTable"].endswith(".orders"))
+    assert orders["modifiedPartitions"] == []
 
 
 def test_unwritable_target_fails_the_execution_and_leaves_the_replica_as_it_was(

@@ -25,6 +25,7 @@ from tests.helpers import (
     catalog_state,
     config_document,
     files_below,
+    rewrite_orders,
 )
 
 pytestmark = pytest.mark.integration
@@ -50,7 +51,7 @@ def sqlite_state(tmp_path) -> ReplicaState:
     return ReplicaState(SqliteStateStore(tmp_path / "state.sqlite3"))
 
 
-@dataclass(frozen=True)
+@dataclass
 class Orders:
     """The partitioned sample table, replicated FULL below ``root``."""
 
@@ -59,6 +60,14 @@ class Orders:
     replica_db: str
     key: str
     days: tuple[str, ...]
+    sample: object
+    #: How many times the source's data was changed.
+    generation: int = 0
+
+    def change_source(self) -> None:
+        """New data in every source partition: the next run copies them all again."""
+        self.generation += 1
+        rewrite_orders(self.sample, self.generation)
 
     def snapshot(self, event_id: str) -> str:
         return fs.normalise(f"{self.root}/{event_id}")
@@ -83,10 +92,14 @@ def orders(local_runtime, sample, tmp_path) -> Orders:
         replica_db=replica_db,
         key=replica_key(local_runtime.replica_uri, f"{replica_db}.orders"),
         days=sample.days,
+        sample=sample,
     )
 
 
-def replicate(orders: Orders, state: ReplicaState, when=NOW, **extra):
+def replicate(orders: Orders, state: ReplicaState, when=NOW, *, changed=False, **extra):
+    """``ferry replicate``'s driver at ``when``; ``changed``: after new data at the source."""
+    if changed:
+        orders.change_source()
     replicator = Replicator(orders.document, clock=at(when), state=state, **extra)
     [outcome] = replicator.run()
     return outcome, replicator
@@ -111,7 +124,7 @@ def test_each_commit_ledgers_the_snapshot_it_superseded_with_event_table_and_tim
     assert first.status == "SUCCEEDED", first.error
     assert state.store.entries(orders.key) == []  # the first commit superseded nothing
 
-    second, replicator = replicate(orders, state, NOW + HOUR)
+    second, replicator = replicate(orders, state, NOW + HOUR, changed=True)
     assert second.status == "SUCCEEDED", second.error
     entries = state.store.entries(orders.key)
     assert {e.path for e in entries} == orders.snapshot_paths(first.event_id)
@@ -142,8 +155,9 @@ def test_housekeeping_deletes_only_expired_unreferenced_snapshots_below_the_tabl
 ):
     state = sqlite_state
     a, _ = replicate(orders, state, NOW)
-    b, _ = replicate(orders, state, NOW)  # supersedes a at NOW
-    c, replicator = replicate(orders, state, NOW + 3 * DAY)  # supersedes b three days later
+    b, _ = replicate(orders, state, NOW, changed=True)  # supersedes a at NOW
+    # c supersedes b three days later.
+    c, replicator = replicate(orders, state, NOW + 3 * DAY, changed=True)
     assert {a.status, b.status, c.status} == {"SUCCEEDED"}
     # Two entries no housekeeping may act on: a location outside the table location, and one
     # the replica references (as if it had been ledgered by mistake); both long expired.
@@ -197,12 +211,29 @@ def test_housekeeping_deletes_only_expired_unreferenced_snapshots_below_the_tabl
     )
 
 
+@pytest.mark.parametrize(("strategy", "action"), [("HOUSEKEEPING", "deleted"), ("NONE", "kept")])
+def test_the_configs_grace_period_and_orphaned_data_strategy_decide(
+    orders, sqlite_state, strategy, action
+):
+    orders.document["housekeeping"] = {"expired-path-duration": "PT1H"}
+    orders.document["table-replications"][0]["orphaned-data-strategy"] = strategy
+    a, _ = replicate(orders, sqlite_state, NOW)
+    b, replicator = replicate(orders, sqlite_state, NOW, changed=True)
+    assert (a.status, b.status) == ("SUCCEEDED", "SUCCEEDED")
+    report = report_of(replicator.housekeeping(clock=at(NOW + 2 * HOUR)))
+    [table] = report["tables"]
+    assert (table["gracePeriod"], table["strategy"]) == ("PT1H", strategy)
+    outcomes = ledger_outcomes(report)
+    assert {outcomes[path][0] for path in orders.snapshot_paths(a.event_id)} == {action}
+    assert bool(files_below(orders.snapshot(a.event_id))) == (action == "kept")
+
+
 def test_the_vacuum_finds_folders_nothing_knows_and_deletes_them_only_when_asked(
     orders, sqlite_state, replica_catalog, source_catalog, sample
 ):
     state = sqlite_state
     a, _ = replicate(orders, state, NOW)
-    b, replicator = replicate(orders, state, NOW + HOUR)
+    b, replicator = replicate(orders, state, NOW + HOUR, changed=True)
     # What runs killed part-way through their copies left behind.
     killed = fs.normalise(f"{orders.root}/ferry-20261101t000000000z-deadbeef")
     running = fs.normalise(f"{orders.root}/ferry-20261121t090000000z-0badcafe")

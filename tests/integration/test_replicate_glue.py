@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ferry import fs
+from ferry.local.samples import order_rows, write_parquet
 from ferry.reader import read_rows
 from ferry.replica import REPLICATION_EVENT, SOURCE_TABLE
 from tests.helpers import Replicator, config_document, files_below, read_bytes
@@ -115,6 +116,11 @@ def test_second_run_to_glue_updates_partitions_in_place(
     config = glue_replication(local_runtime, sample, bucket, None, ["orders"])
     replicator = Replicator(config, event_ids=event_ids())
     [first] = replicator.run()
+    # Every partition's data is rewritten in place at the source.
+    for day in sample.days:
+        write_parquet(
+            f"{sample.orders.location}/dt={day}", "part-00000.parquet", order_rows(day)[:2]
+        )
     [second] = replicator.run()
     assert (second.partitions_added, second.partitions_altered) == (0, 3)
     orders = glue_catalog.get_table(f"{sample.database}_dr", "orders")
@@ -122,3 +128,4 @@ def test_second_run_to_glue_updates_partitions_in_place(
         fs.relative_path(p.location, orders.location) for p in glue_catalog.list_partitions(orders)
     } == {f"dt={day}" for day in sample.days}
     assert len(files_below(f"s3://{bucket}/warehouse/orders/{first.event_id}")) == 3
+    assert read_rows(glue_catalog, orders).equals(read_rows(source_catalog, sample.orders))

@@ -8,6 +8,7 @@ from dataclasses import replace
 import pytest
 
 from ferry import fs
+from ferry.local.samples import order_rows, write_parquet
 from ferry.model import StorageDescriptor, Table, TableType
 from ferry.reader import read_rows
 from ferry.replica import (
@@ -19,7 +20,14 @@ from ferry.replica import (
     SOURCE_LOCATION,
     SOURCE_TABLE,
 )
-from tests.helpers import Replicator, catalog_state, config_document, files_below, read_bytes
+from tests.helpers import (
+    Replicator,
+    assert_replica_holds_source,
+    catalog_state,
+    config_document,
+    files_below,
+    read_bytes,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -230,6 +238,11 @@ def test_second_run_writes_a_new_snapshot_and_leaves_the_first_intact(
     replicator = Replicator(config, event_ids=event_ids())
     [first] = replicator.run()
     first_files = {uri: read_bytes(uri) for uri in files_below(f"{target}/orders/{first.event_id}")}
+    # Every partition's data is rewritten in place at the source.
+    for day in sample.days:
+        write_parquet(
+            f"{sample.orders.location}/dt={day}", "part-00000.parquet", order_rows(day)[:2]
+        )
     [second] = replicator.run()
 
     assert second.status == "SUCCEEDED" and first.event_id != second.event_id
@@ -384,3 +397,44 @@ def test_failed_copy_removes_the_partial_snapshot(
     assert outcome.error_type == "CopyError" and fs.resolve(doomed)[1] in outcome.error
     assert files_below(target) == {}
     assert replica_catalog.get_database(f"{sample.database}_dr") is None
+
+
+def test_a_table_name_pattern_replicates_each_matched_table_under_its_own_name(
+    local_runtime, source_catalog, replica_catalog, sample, target
+):
+    """A pattern selects 2 of the database's 3 tables (the view is excluded); both replicate."""
+    replica_db = f"{sample.database}_dr"
+    root = f"{target}/{sample.database}"
+    outcomes = replicate(
+        local_runtime,
+        source_catalog,
+        replica_catalog,
+        [
+            {
+                "source-table": {
+                    "database-name": sample.database,
+                    "table-name-pattern": ".*",
+                    "exclude": ["big_.*"],
+                },
+                "replica-table": {"database-name": replica_db, "table-location": root},
+                "transform-options": {"table-properties": {"owner": "dr-team"}},
+            }
+        ],
+    )
+    assert [(o.source_table, o.replica_table, o.status) for o in outcomes] == [
+        (f"{sample.database}.customers", f"{replica_db}.customers", "SUCCEEDED"),
+        (f"{sample.database}.orders", f"{replica_db}.orders", "SUCCEEDED"),
+    ]
+    for outcome, source_table in zip(outcomes, (sample.customers, sample.orders), strict=True):
+        name = source_table.name
+        replica = replica_catalog.get_table(replica_db, name)
+        # Each table's snapshots go below <table-location>/<table>.
+        assert fs.relative_path(replica.location, f"{root}/{name}/{outcome.event_id}") == ""
+        assert replica.parameters[SOURCE_TABLE] == f"{sample.database}.{name}"
+        assert replica.parameters["owner"] == "dr-team"
+        assert_replica_holds_source(replica_catalog, replica_db, name, source_catalog, source_table)
+    assert replica_catalog.get_table(replica_db, "big_orders") is None
+    assert {uri.removeprefix(root + "/").split("/")[0] for uri in files_below(root)} == {
+        "customers",
+        "orders",
+    }

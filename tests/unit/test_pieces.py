@@ -138,7 +138,7 @@ def test_each_message_type_goes_to_its_topic_in_the_listeners_region():
         ("eu-west-1", "arn:aws:sns:eu-west-1:123456789012:failures", "ChooChoo!"),
     ]
     with pytest.raises(ValueError, match="give 'topic', or all of"):
-        SnsEventListener.model_validate({"fail-topic": "arn:aws:sns:eu-west-1:1:x"})
+        SnsEventListener.model_validate({"fail-topic": "arn:aws:sns:eu-west-1:123456789012:x"})
 
 
 KEYS = (Column("region", "string"), Column("hour", "int"))

@@ -1,0 +1,113 @@
+"""``ferry plan``: what a replication would copy and why, changing and locking nothing.
+
+For each table: the partitions that are new, whose data changed, whose metadata changed, or
+that were deleted at the source (with ``PROPAGATE_DELETES``), the files and bytes that would
+be copied, and the copier that would copy them — exactly what Plan would decide.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from ferry.aws import AwsClients
+from ferry.commands import EXIT_FAILED, EXIT_OK, UsageError
+from ferry.commands.replicate import human_bytes, plural
+from ferry.errors import ConfigError, FerryError
+
+#: At most this many partitions are listed per kind of change (all of them with --json).
+SHOWN = 20
+
+
+def run_plan(config_path: Path, tables: Sequence[str] = (), as_json: bool = False) -> int:
+    from ferry.config import load_config
+    from ferry.steps import Steps
+
+    config = load_config(config_path)
+    try:
+        selected = config.select(list(tables))
+    except ConfigError as error:
+        raise UsageError(f"--table {error}") from None
+    # Plan writes nothing: no work location is used.
+    steps = Steps("file:///nowhere", AwsClients())
+    out = Console(highlight=False, soft_wrap=True)
+    report: list[dict[str, Any]] = []
+    for replication in selected:
+        entry: dict[str, Any] = {
+            "sourceTable": replication.source_table.qualified_name,
+            "replicaTable": replication.replica_qualified_name,
+            "mode": replication.replication_mode.value,
+        }
+        try:
+            entry.update(
+                steps.preview(
+                    str(config_path.resolve()),
+                    entry["sourceTable"],
+                    entry["replicaTable"],
+                    probe=False,
+                )
+            )
+        except FerryError as error:
+            entry.update({"error": type(error).__name__, "cause": str(error)})
+        report.append(entry)
+        if not as_json:
+            _print(out, entry)
+    failed = sum(1 for entry in report if "error" in entry)
+    if as_json:
+        print(json.dumps({"tables": report, "failed": failed}, indent=2))
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+def _print(console: Console, entry: dict[str, Any]) -> None:
+    head = f"{entry['sourceTable']} → {entry['replicaTable']}  [{entry['mode']}]"
+    if "error" in entry:
+        console.print(f"[red]✗[/red] {head}  {entry['error']}: {escape(entry['cause'])}")
+        return
+    if entry["dropTable"]:
+        console.print(
+            f"[yellow]-[/yellow] {head}  the source table is gone: would drop the replica"
+        )
+        return
+    if entry["unchanged"]:
+        console.print(f"[green]=[/green] {head}  unchanged: nothing to copy or alter")
+        return
+    copy = (
+        f"would copy {plural(entry['files'], 'file')}, {human_bytes(entry['bytes'])} "
+        f"({entry['copier']} copier)"
+        if entry["files"]
+        else "would copy nothing (metadata only)"
+    )
+    console.print(f"[cyan]•[/cyan] {head}  {copy}")
+    if entry["overwrite"]:
+        console.print("    the replica table would be dropped and created anew (FULL_OVERWRITE)")
+    if entry["kind"] == "partitioned table":
+        counts = _counts(entry["changes"])
+        summary = ", ".join(f"{count} {change}" for change, count in counts.items())
+        console.print(
+            f"    partitions: {summary or 'none changed'}; {entry['partitionsUnchanged']} unchanged"
+        )
+        for change in counts:
+            values = [c for c in entry["changes"] if c["change"] == change]
+            for item in values[:SHOWN]:
+                size = f"  {plural(item['files'], 'file')}, {human_bytes(item['bytes'])}"
+                console.print(
+                    f"      {change:<17} {escape(item['name'])}" + (size if item["files"] else "")
+                )
+            if len(values) > SHOWN:
+                console.print(f"      … and {len(values) - SHOWN} more {change}")
+    elif entry["kind"] == "table" and entry["files"]:
+        console.print("    the table's data changed")
+    if entry["partitionFilter"]:
+        console.print(f"    partition filter: {escape(entry['partitionFilter'])}")
+
+
+def _counts(changes: list[dict[str, Any]]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for change in changes:
+        counts[change["change"]] = counts.get(change["change"], 0) + 1
+    return counts
