@@ -62,6 +62,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--partitions", type=int, default=10_000)
     parser.add_argument("--changed", type=float, default=0.01, help="share rewritten")
+    parser.add_argument("--profile", action="store_true", help="profile Ferry's plan")
     arguments = parser.parse_args()
     count = arguments.partitions
 
@@ -142,6 +143,15 @@ def main() -> None:
             for index in range(0, count, step)[:changed]:
                 (root / f"dt={index:06d}" / "part-00000.parquet").write_bytes(b"generation-1!")
 
+            if arguments.profile:
+                import cProfile
+                import pstats
+
+                profiler = cProfile.Profile()
+                profiler.enable()
+                ferry_plan()
+                profiler.disable()
+                pstats.Stats(profiler).sort_stats("cumulative").print_stats(25)
             plan, plan_seconds, plan_calls = ferry_plan()
             assert len(plan.partitions_to_alter) == changed, len(plan.partitions_to_alter)
 

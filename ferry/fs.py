@@ -28,6 +28,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import lru_cache
 from typing import Any
 from urllib.parse import urlparse
 
@@ -105,7 +106,9 @@ def relative_path(location: str, base: str) -> str | None:
     return None
 
 
+@lru_cache(maxsize=1 << 16)
 def _normalise(uri: str) -> str:
+    # Cached: a plan of many partitions compares the same locations many times.
     parsed = urlparse(uri.rstrip("/"))
     scheme = parsed.scheme.lower()
     if scheme in S3_SCHEMES:

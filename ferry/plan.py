@@ -165,13 +165,24 @@ def plan_replication(
     copies = mode in COPYING_MODES
 
     partition_filter = render_partition_filter(source_config.partition_filter, clock)
-    source_partitions = source.list_partitions(
-        source_table, partition_filter, source_config.partition_limit
-    )
-    check_replica_location(source_table, replication, source_partitions)
-    existing: dict[tuple[str, ...], Partition] = {}
-    if replica_before is not None and replica_before.is_partitioned and not overwrite:
-        existing = {p.values: p for p in replica.list_partitions(replica_before)}
+    with ThreadPoolExecutor(1, thread_name_prefix="ferry-replica") as replica_reader:
+        # The replica's partitions are fetched while the source is read and listed: two
+        # catalogs (each with its own connection), two servers, at once.
+        replica_listing = (
+            replica_reader.submit(replica.list_partitions, replica_before)
+            if replica_before is not None and replica_before.is_partitioned and not overwrite
+            else None
+        )
+        source_partitions = source.list_partitions(
+            source_table, partition_filter, source_config.partition_limit
+        )
+        check_replica_location(source_table, replication, source_partitions)
+        fingerprints = _fingerprints(
+            replication, source_table, source_partitions, partition_filter, list_threads
+        )
+        existing: dict[tuple[str, ...], Partition] = (
+            {p.values: p for p in replica_listing.result()} if replica_listing else {}
+        )
     now = clock()
 
     def parameters_for(source_parameters, source_location: str | None) -> dict[str, str]:
@@ -188,19 +199,6 @@ def plan_replication(
         )
 
     snapshot = fs.join(replication.replica_table.table_location or "", event_id) if copies else None
-    fingerprints: dict[str, fingerprint.Fingerprint] = {}
-    if copies:
-        locations = (
-            [p.location for p in source_partitions if p.location]
-            if source_table.is_partitioned
-            else [source_table.location]
-            if source_table.location
-            else []
-        )
-        whole_table = partition_filter is None and source_config.partition_limit is None
-        fingerprints = fingerprint.of_locations(
-            locations, list_threads, root=source_table.location if whole_table else None
-        )
 
     roots: list[CopyRoot] = []
     to_add: list[Partition] = []
@@ -327,6 +325,29 @@ def plan_replication(
         overwrite=overwrite,
         table_data_changed=table_data_changed,
         schema_copies=tuple(dict.fromkeys(schema_copies)),
+    )
+
+
+def _fingerprints(
+    replication: TableReplication,
+    source_table: Table,
+    partitions: list[Partition],
+    partition_filter: str | None,
+    threads: int,
+) -> dict[str, fingerprint.Fingerprint]:
+    """The data fingerprint of every selected source location (modes that copy data)."""
+    if replication.replication_mode not in COPYING_MODES:
+        return {}
+    locations = (
+        [p.location for p in partitions if p.location]
+        if source_table.is_partitioned
+        else [source_table.location]
+        if source_table.location
+        else []
+    )
+    whole_table = partition_filter is None and replication.source_table.partition_limit is None
+    return fingerprint.of_locations(
+        locations, threads, root=source_table.location if whole_table else None
     )
 
 
