@@ -9,7 +9,8 @@ one line on stderr and its exit code, never a stack trace.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -33,6 +34,19 @@ def print_warnings(config: ReplicationConfig) -> None:
     """
     for warning in config.warnings:
         print(f"ferry: warning: {warning}", file=sys.stderr)
+
+
+def load_selected(config_path: Path, tables: Sequence[str]) -> ReplicationConfig:
+    """The config, its warnings printed, with ``--table`` checked against it (exit 2)."""
+    from ferry.config import load_config
+
+    config = load_config(config_path)  # a bad config stops here, before anything starts
+    print_warnings(config)
+    try:
+        config.select(list(tables))
+    except ConfigError as error:
+        raise UsageError(f"--table {error}") from None
+    return config
 
 
 def run_command(command: Callable[[], int]) -> int:

@@ -7,10 +7,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ferry.aws import AwsClients
-from ferry.commands import EXIT_FAILED, EXIT_OK, UsageError, print_warnings
+from ferry.commands import EXIT_FAILED, EXIT_OK, UsageError, load_selected
 from ferry.commands.local import local_pipeline
-from ferry.config import load_config
-from ferry.errors import ConfigError
 from ferry.execute import follow, start
 from ferry.local import deploy
 
@@ -26,12 +24,7 @@ def run_execute(
     home: Path = Path(".ferry"),
 ) -> int:
     """Start a replication of ``config_path`` on a state machine (default: the local runtime's)."""
-    config = load_config(config_path)  # a bad config stops here, before anything starts
-    print_warnings(config)
-    try:
-        config.select(list(tables))
-    except ConfigError as error:
-        raise UsageError(f"--table {error}") from None
+    load_selected(config_path, tables)
     if state_machine_arn:
         if not work_uri:
             raise UsageError("--state-machine-arn needs --work-uri (the stack's work bucket)")

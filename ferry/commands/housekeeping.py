@@ -17,7 +17,7 @@ from rich.markup import escape
 
 from ferry import fs
 from ferry.aws import AwsClients
-from ferry.commands import EXIT_OK, UsageError, print_warnings
+from ferry.commands import EXIT_OK, load_selected
 from ferry.errors import ConfigError, FerryError, describe_error
 
 
@@ -39,17 +39,11 @@ def run_housekeeping(
     DynamoDB table ``state_table`` (the pipeline's).
     """
     from ferry.commands.replicate import open_state
-    from ferry.config import load_config
     from ferry.replicate import InProcessDriver
     from ferry.steps import Steps
     from infra import definition
 
-    config = load_config(config_path)
-    print_warnings(config)
-    try:
-        config.select(list(tables))
-    except ConfigError as error:
-        raise UsageError(f"--table {error}") from None
+    load_selected(config_path, tables)
     home = home.resolve()
     aws = AwsClients()
     steps = Steps(

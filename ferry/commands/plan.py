@@ -16,23 +16,19 @@ from rich.console import Console
 from rich.markup import escape
 
 from ferry.aws import AwsClients
-from ferry.commands import EXIT_FAILED, EXIT_OK, UsageError
+from ferry.commands import EXIT_FAILED, EXIT_OK, load_selected
 from ferry.commands.replicate import human_bytes, plural
-from ferry.errors import ConfigError, FerryError
+from ferry.errors import FerryError
 
 #: At most this many partitions are listed per kind of change (all of them with --json).
 SHOWN = 20
 
 
 def run_plan(config_path: Path, tables: Sequence[str] = (), as_json: bool = False) -> int:
-    from ferry.config import load_config
     from ferry.steps import Steps
 
-    config = load_config(config_path)
-    try:
-        selected = config.select(list(tables))
-    except ConfigError as error:
-        raise UsageError(f"--table {error}") from None
+    config = load_selected(config_path, tables)
+    selected = config.select(list(tables))
     # Plan writes nothing: no work location is used.
     steps = Steps("file:///nowhere", AwsClients())
     out = Console(highlight=False, soft_wrap=True)

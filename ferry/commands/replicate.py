@@ -24,7 +24,7 @@ from rich.progress import (
 
 from ferry import fs
 from ferry.aws import AwsClients
-from ferry.commands import EXIT_FAILED, EXIT_OK, UsageError, print_warnings
+from ferry.commands import EXIT_FAILED, EXIT_OK, UsageError, load_selected
 from ferry.errors import ConfigError, FerryError, describe_error
 
 logger = logging.getLogger("ferry")
@@ -45,16 +45,10 @@ def run_replicate(
     Replica locks and the snapshot ledger live in the DynamoDB table ``state_table``, else
     in ``<home>/state.sqlite3`` (``ferry.lifecycle``).
     """
-    from ferry.config import load_config
     from ferry.replicate import InProcessDriver, preview_outcome
     from ferry.steps import Steps
 
-    config = load_config(config_path)
-    print_warnings(config)
-    try:
-        config.select(list(tables))
-    except ConfigError as error:
-        raise UsageError(f"--table {error}") from None
+    config = load_selected(config_path, tables)
     home = home.resolve()
     work = work_uri or fs.local_uri(home / "work")
     if config.emr_serverless is not None and fs.scheme_of(work) not in fs.S3_SCHEMES:
