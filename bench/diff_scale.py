@@ -63,6 +63,9 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=10_000)
     parser.add_argument("--changed", type=float, default=0.01, help="share rewritten")
     parser.add_argument("--profile", action="store_true", help="profile Ferry's plan")
+    parser.add_argument(
+        "--plan-only", action="store_true", help="skip the naive diff and the commit"
+    )
     arguments = parser.parse_args()
     count = arguments.partitions
 
@@ -155,6 +158,11 @@ def main() -> None:
             plan, plan_seconds, plan_calls = ferry_plan()
             assert len(plan.partitions_to_alter) == changed, len(plan.partitions_to_alter)
 
+            if arguments.plan_only:
+                print(f"\nFerry's plan of {count:,} partitions, {changed:,} rewritten: "
+                      f"{plan_seconds:.1f} s, {plan_calls:,} metastore calls; "
+                      f"no-op re-run {noop_seconds:.1f} s")  # fmt: skip
+                return
             # The naive diff: one replica call and one listing per selected partition.
             with (
                 Counting("source", [source_uri]) as source,

@@ -92,7 +92,8 @@ def of_locations(
                     break
     else:
         below = {}
-    listed_apart = [location for location in locations if location not in below.values()]
+    walked = set(below.values())
+    listed_apart = [location for location in locations if location not in walked]
 
     def listing(location: str) -> tuple[str, Fingerprint]:
         return location, of_entries(location, fs.list_files(location))
