@@ -693,23 +693,18 @@ def _parse_iso_duration(value: Any) -> timedelta:
     """An ISO-8601 duration of days, hours, minutes and seconds (``P3D``, ``PT12H``).
 
     As Java's ``Duration.parse``, which Circus Train's housekeeping uses: no years, months or
-    weeks (their length varies).
+    weeks (their length varies). One parser for the config and the lock's lease.
     """
+    from ferry.duration import parse_duration
+
     if isinstance(value, timedelta):
         return value
-    match = _ISO_DURATION.fullmatch(str(value).strip()) if isinstance(value, str) else None
-    if match is None or not any(match.groups()):
+    if not isinstance(value, str):
         raise ValueError(
             f"{value!r} is not an ISO-8601 duration of days, hours, minutes and seconds, "
             "e.g. P3D, PT12H, P1DT6H"
         )
-    days, hours, minutes, seconds = (float(group or 0) for group in match.groups())
-    return timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds)
-
-
-_ISO_DURATION = re.compile(
-    r"P(?:(\d+)D)?(?:T(?=\d)(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?", re.IGNORECASE
-)
+    return parse_duration(value)
 
 
 class HousekeepingSettings(_Model):

@@ -23,8 +23,8 @@ def parse_duration(text: str) -> timedelta:
     match = _DURATION.fullmatch(value)
     if match is None or value.upper() in ("P", "PT") or value.upper().endswith("T"):
         raise ValueError(
-            f"{text!r} is not an ISO-8601 duration of days, hours, minutes or seconds "
-            "(e.g. P3D, PT12H, PT90M)"
+            f"{text!r} is not an ISO-8601 duration of days, hours, minutes and seconds, "
+            "e.g. P3D, PT12H, P1DT6H"
         )
     parts = {
         name: float((number or "0").replace(",", ".")) for name, number in match.groupdict().items()
