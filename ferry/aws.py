@@ -10,7 +10,6 @@ from typing import Any
 
 import boto3
 from botocore.config import Config
-from botocore.exceptions import ClientError
 
 # Copies run objects and their parts on two pools of `threads`: keep enough connections.
 _CLIENT_CONFIG = Config(
@@ -28,7 +27,6 @@ class AwsClients:
         self._session = session or boto3.session.Session()
         self._endpoint = endpoint
         self._clients: dict[tuple[str, str | None], Any] = {}
-        self._bucket_regions: dict[str, str | None] = {}
 
     def client(self, service: str, region: str | None = None) -> Any:
         key = (service, region)
@@ -42,21 +40,6 @@ class AwsClients:
     def region(self) -> str | None:
         """The session's default region (where a client without one goes)."""
         return self._session.region_name
-
-    def bucket_region(self, uri: str) -> str | None:
-        """The region of the bucket of an ``s3://`` URI (None when it cannot be told)."""
-        bucket = uri.split("://", 1)[-1].split("/", 1)[0]
-        if bucket not in self._bucket_regions:
-            try:
-                reply = self.client("s3").head_bucket(Bucket=bucket)
-                region = reply.get("BucketRegion") or reply["ResponseMetadata"].get(
-                    "HTTPHeaders", {}
-                ).get("x-amz-bucket-region")
-            except ClientError as error:
-                headers = error.response.get("ResponseMetadata", {}).get("HTTPHeaders", {})
-                region = headers.get("x-amz-bucket-region")
-            self._bucket_regions[bucket] = region
-        return self._bucket_regions[bucket]
 
     def region_of_arn(self, arn: str) -> str | None:
         parts = arn.split(":")

@@ -360,6 +360,11 @@ _default: FileSystems | None = None
 _default_lock = threading.Lock()
 
 
+def bucket_region(uri: str) -> str | None:
+    """The region of an ``s3://`` URI's bucket (looked up once per bucket, the default's)."""
+    return default().region_of(urlparse(uri).netloc)
+
+
 def default() -> FileSystems:
     """The process's file systems: what ``configure`` set, else AWS's own endpoints."""
     global _default

@@ -345,7 +345,7 @@ class Steps:
         if probe and plan.snapshot_location and location:
             s3 = None
             if fs.scheme_of(location) in fs.S3_SCHEMES:
-                s3 = self.aws.client("s3", self.aws.bucket_region(location))
+                s3 = self.aws.client("s3", fs.bucket_region(location))
             check_writable(location, s3)
         return {
             "copier": choose_copier(plan, options).value,
@@ -413,7 +413,7 @@ class Steps:
         options = CopierOptions.model_validate(payload.get("copierOptions") or {})
         batch = payload["batch"]
         tasks = batch_tasks(batch)
-        region = self.aws.bucket_region(tasks[0].target) if tasks else None
+        region = fs.bucket_region(tasks[0].target) if tasks else None
         copier = S3ServerSideCopier(
             self.aws.client("s3", region),
             threads=options.threads,
