@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -45,10 +46,14 @@ from ferry.steps import Steps  # noqa: E402
 class Counting(HiveMetastoreCatalog):
     """A Hive catalog that counts its metastore calls."""
 
-    calls = 0
+    def __init__(self, *arguments, **options):
+        super().__init__(*arguments, **options)
+        self.calls = 0
+        self._counting = threading.Lock()
 
     def _call(self, operation):
-        self.calls += 1
+        with self._counting:  # pages are fetched on several threads
+            self.calls += 1
         return super()._call(operation)
 
 

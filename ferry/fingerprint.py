@@ -82,8 +82,13 @@ def of_locations(
                 below[relative] = location
     if len(below) > 1:
         depths = sorted({relative.count("/") + 1 for relative in below})
+        # The walk's URIs are spelled as the root's normal form: a slice, not a parse each.
+        prefix = fs.normalise(root) + "/"  # type: ignore[arg-type]
         for entry in fs.list_files(root):  # type: ignore[arg-type]
-            relative = fs.relative_path(entry.uri, root) or ""  # type: ignore[arg-type]
+            if entry.uri.startswith(prefix):
+                relative = entry.uri[len(prefix) :]
+            else:
+                relative = fs.relative_path(entry.uri, root) or ""  # type: ignore[arg-type]
             parts = relative.split("/")
             for depth in depths:
                 location = below.get("/".join(parts[:depth]))

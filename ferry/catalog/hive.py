@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
+import threading
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 from urllib.parse import unquote
 
@@ -34,6 +38,7 @@ CONNECT_TIMEOUT_MS = 10_000
 # a metastore (an HTTP server, a listener that never answers) would hold each table for
 # CALL_TIMEOUT_MS before failing.
 FIRST_RESPONSE_TIMEOUT_MS = 10_000
+READ_CONNECTIONS = 2  # pages fetched at once; more bought little against one metastore
 CALL_TIMEOUT_MS = 600_000  # add_partitions of 1000 on a busy metastore can take minutes
 # Any key will do: a metastore answers getMetaConf with the value or with a MetaException.
 _PROBE_KEY = "hive.metastore.batch.retrieve.max"
@@ -42,14 +47,27 @@ R = TypeVar("R")
 
 
 class HiveMetastoreCatalog(Catalog):
-    """A catalog behind one or more ``thrift://host:port`` metastore URIs (tried in order)."""
+    """A catalog behind one or more ``thrift://host:port`` metastore URIs (tried in order).
 
-    def __init__(self, name: str, uris: Sequence[str], page_size: int = PAGE_SIZE):
+    Calls share a small pool of connections: sequential calls reuse one, and the pages of a
+    partition listing are fetched over ``read_connections`` at once — a metastore serves
+    each connection on its own thread, and a page of 1000 partitions is mostly its time.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        uris: Sequence[str],
+        page_size: int = PAGE_SIZE,
+        read_connections: int = READ_CONNECTIONS,
+    ):
         self.name = name
         self.page_size = page_size
+        self.read_connections = max(1, read_connections)
         self.uris = list(uris)
         self.description = ",".join(self.uris)
-        self._client: hmsclient.HMSClient | None = None
+        self._idle: list[hmsclient.HMSClient] = []
+        self._lock = threading.Lock()
 
     # -- connection ---------------------------------------------------------------------
 
@@ -94,24 +112,32 @@ class HiveMetastoreCatalog(Catalog):
         raise CatalogUnreachableError(message)
 
     def _call(self, operation: Callable[[hmsclient.HMSClient], R]) -> R:
-        if self._client is None:
+        with self._lock:
+            client = self._idle.pop() if self._idle else None
+        if client is None:
             # thrift logs each refused connection at ERROR before we report it in one line.
             logging.getLogger("thrift.transport.TSocket").setLevel(logging.CRITICAL)
-            self._client = self._connect()
+            client = self._connect()
         try:
-            return operation(self._client)
+            result = operation(client)
         except TTransport.TTransportException as error:
-            self.close()
+            client.close()  # broken: not returned to the pool
             raise CatalogUnreachableError(
                 f"lost the connection to Hive metastore '{self.name}' ({self.description}): {error}"
             ) from None
+        except BaseException:
+            with self._lock:  # a metastore's error reply leaves the connection usable
+                self._idle.append(client)
+            raise
+        with self._lock:
+            self._idle.append(client)
+        return result
 
     def close(self) -> None:
-        if self._client is not None:
-            try:
-                self._client.close()
-            finally:
-                self._client = None
+        with self._lock:
+            clients, self._idle = self._idle, []
+        for client in clients:
+            client.close()
 
     # -- reads ----------------------------------------------------------------------------
 
@@ -149,16 +175,26 @@ class HiveMetastoreCatalog(Catalog):
             self.list_partition_values(table), key=lambda v: partition_sort_key(keys, v)
         )
         result: list[Partition] = []
-        for page in self._pages(table, values, partition_filter):
-            result.extend(sorted(page, key=lambda p: partition_sort_key(keys, p.values)))
-            if limit is not None and len(result) >= limit:
-                return result[:limit]
+        calls = self._page_calls(table, values, partition_filter)
+        with ThreadPoolExecutor(self.read_connections, thread_name_prefix="ferry-hms") as pool:
+            # Pages in order, at most read_connections in flight: a partition-limit stops
+            # after the page that reaches it, with at most that many more fetched.
+            fetch = functools.partial(pool.submit, self._by_filter_or_names)
+            in_flight = deque(map(fetch, itertools.islice(calls, self.read_connections)))
+            while in_flight:
+                page = in_flight.popleft().result()
+                result.extend(sorted(page, key=lambda p: partition_sort_key(keys, p.values)))
+                if limit is not None and len(result) >= limit:
+                    for pending in in_flight:
+                        pending.cancel()
+                    return result[:limit]
+                in_flight.extend(map(fetch, itertools.islice(calls, 1)))
         return result
 
-    def _pages(
+    def _page_calls(
         self, table: Table, values: list[tuple[str, ...]], partition_filter: str | None
-    ) -> Iterator[list[Partition]]:
-        """Fetch partitions at most ``page_size`` a call, in partition-value order.
+    ) -> Iterator[Callable[[hmsclient.HMSClient], list]]:
+        """The calls that fetch partitions at most ``page_size`` each, in partition-value order.
 
         Without a filter, names are fetched first and partitions by name in pages. With one,
         the filter is ANDed with a range of partition values that holds at most a page, so
@@ -170,9 +206,7 @@ class HiveMetastoreCatalog(Catalog):
             for names in batched(
                 (_name_of(table.partition_keys, v) for v in values), self.page_size
             ):
-                yield self._by_filter_or_names(
-                    lambda c, n=names: c.get_partitions_by_names(db, name, n)
-                )
+                yield lambda c, n=names: c.get_partitions_by_names(db, name, n)
             return
         ranges = value_range_filters(table.partition_keys, values, self.page_size)
         if ranges is None:  # a key type or value the filter grammar cannot bound: one call
@@ -181,9 +215,7 @@ class HiveMetastoreCatalog(Catalog):
             expression = (
                 partition_filter if bounds is None else f"({partition_filter}) AND ({bounds})"
             )
-            yield self._by_filter_or_names(
-                lambda c, e=expression: c.get_partitions_by_filter(db, name, e, -1)
-            )
+            yield lambda c, e=expression: c.get_partitions_by_filter(db, name, e, -1)
 
     def _by_filter_or_names(self, call: Callable[[hmsclient.HMSClient], list]) -> list[Partition]:
         try:
