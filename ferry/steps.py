@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -157,8 +157,12 @@ class Steps:
         event_ids: Callable[[datetime], str] | None = None,
         catalogs: CatalogOpener = open_catalog,
         state: lifecycle.ReplicaState | None = None,
+        config_environment: Mapping[str, str] | None = None,
     ):
         self.work_uri = work_uri.rstrip("/")
+        #: What the configs' ``${NAME}`` placeholders resolve from (None: this process's
+        #: environment); the functions add the values of their Secrets Manager secret.
+        self.config_environment = config_environment
         #: Replica locks and the snapshot ledger (``ferry.lifecycle``); None: neither.
         self.state = state
         self.aws = aws or AwsClients()
@@ -235,7 +239,7 @@ class Steps:
         it matches is an item of its own (``ferry.selection``).
         """
         config_uri = payload["configUri"]
-        config = load_config_uri(config_uri)
+        config = load_config_uri(config_uri, self.config_environment)
         items = []
         for replication in self.select_tables(config, payload.get("tables") or [], config_uri):
             started = self.clock()
@@ -268,7 +272,7 @@ class Steps:
         run's own folder of the work location, so running it again is harmless.
         """
         config_uri, event_id = payload["configUri"], payload["eventId"]
-        config = load_config_uri(config_uri)
+        config = load_config_uri(config_uri, self.config_environment)
         replication = config.replication_of(payload["sourceTable"], payload.get("replicaTable"))
         lifecycle.take_lock(
             self.state, self._replica_key(config, replication), event_id, self.clock()
@@ -331,7 +335,7 @@ class Steps:
         ``ferry plan`` shows it; ``ferry replicate --dry-run`` also checks (``probe``) that
         the replica location is writable, with a probe file written and deleted.
         """
-        config = load_config_uri(config_uri)
+        config = load_config_uri(config_uri, self.config_environment)
         replication = config.replication_of(source_table, replica_table)
         options = config.copier_options_for(replication)
         with (
@@ -383,7 +387,7 @@ class Steps:
         from ferry.copier import InlineCopier, Manifest
 
         document = read_plan(payload["planUri"])
-        config = load_config_uri(document.config_uri)
+        config = load_config_uri(document.config_uri, self.config_environment)
         options = config.copier_options_for(document.plan.replication)
         where = RunLocations.for_event(self.work_uri, document.plan.event_id)
         copier = InlineCopier(threads=options.threads, chunk_size=options.chunk_size_mib * MIB)
@@ -431,7 +435,7 @@ class Steps:
         """Check every batch was copied and verified, then point the replica at the snapshot."""
         document = read_plan(payload["planUri"])
         plan = document.plan
-        config = load_config_uri(document.config_uri)
+        config = load_config_uri(document.config_uri, self.config_environment)
         if document.copier is CopierKind.NONE:
             raise FerryError(f"event {plan.event_id} has nothing to commit")
         where = RunLocations.for_event(self.work_uri, plan.event_id)
@@ -465,7 +469,7 @@ class Steps:
         """
         document = read_plan(payload["planUri"])
         plan = document.plan
-        config = load_config_uri(document.config_uri)
+        config = load_config_uri(document.config_uri, self.config_environment)
         unchanged = document.copier is CopierKind.NONE
         event = self.event(
             config, plan.replication, SUCCESS, plan.event_id, document.started, plan,
@@ -507,7 +511,9 @@ class Steps:
         if document is not None and document.copier is CopierKind.SPARK:
             name, message = _spark_failure(plan_result.get("reportUri"), name, message)
         try:
-            config: ReplicationConfig | None = load_config_uri(payload["configUri"])
+            config: ReplicationConfig | None = load_config_uri(
+                payload["configUri"], self.config_environment
+            )
             replication = config.replication_of(source_table, payload.get("replicaTable"))
         except FerryError:
             config, replication = None, None  # the config itself is what failed
@@ -575,7 +581,7 @@ class Steps:
         """
         from ferry import housekeeping
 
-        config = load_config_uri(payload["configUri"])
+        config = load_config_uri(payload["configUri"], self.config_environment)
         replications = self.select_tables(config, payload.get("tables") or [], payload["configUri"])
         now = self.clock()
         with self._open(config.replica_catalog) as replica:

@@ -6,6 +6,7 @@ model is built here, once per cold start, and handed to ``ferry.steps.Steps``.
 
 from __future__ import annotations
 
+import json
 import os
 from datetime import timedelta
 from functools import cache
@@ -15,6 +16,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from ferry import fs, lifecycle
 from ferry.aws import AwsClients
+from ferry.errors import FerryError
 from ferry.steps import Steps
 
 SERVICE = "ferry"
@@ -44,6 +46,11 @@ class Settings(BaseModel):
         default=None,
         alias="FERRY_STATE_TABLE",
         description="DynamoDB table of replica locks and the snapshot ledger (none: neither)",
+    )
+    config_secret: str | None = Field(
+        default=None,
+        alias="FERRY_CONFIG_SECRET",
+        description="Secrets Manager secret (a JSON object) of the configs' secret placeholders",
     )
     lock_lease: timedelta = Field(
         default=lifecycle.DEFAULT_LEASE,
@@ -78,4 +85,18 @@ def steps() -> Steps:
             dynamodb=aws.client("dynamodb"),
             lease=settings().lock_lease,
         )
-    return Steps(settings().work_uri, aws, state=state)
+    return Steps(settings().work_uri, aws, state=state, config_environment=config_environment(aws))
+
+
+def config_environment(aws: AwsClients) -> dict[str, str]:
+    """The configs' placeholders: the function's environment, then its secret's values."""
+    environment = dict(os.environ)
+    if settings().config_secret:
+        reply = aws.client("secretsmanager").get_secret_value(SecretId=settings().config_secret)
+        values = json.loads(reply.get("SecretString") or "{}")
+        if not isinstance(values, dict):
+            raise FerryError(
+                f"secret {settings().config_secret} must hold a JSON object of placeholder values"
+            )
+        environment.update({str(k): str(v) for k, v in values.items()})
+    return environment
