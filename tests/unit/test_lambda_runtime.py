@@ -1,0 +1,70 @@
+"""The functions' settings: a config's secret placeholders come from Secrets Manager."""
+
+import json
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from ferry.aws import AwsClients
+from ferry.errors import FerryError
+from ferry.steps import Steps
+from lambdas import runtime
+
+CONFIG = """
+source-catalog: {name: onprem, hive-metastore-uris: "${SOURCE_METASTORE_URIS}"}
+replica-catalog: {name: dr, glue: {region: "${REPLICA_REGION}"}}
+table-replications:
+  - source-table: {database-name: sales, table-name: orders}
+    replica-table: {table-location: "s3://dr/warehouse/orders"}
+"""
+
+
+@pytest.fixture
+def environment(monkeypatch):
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    monkeypatch.setenv("FERRY_WORK_URI", "s3://work")
+    monkeypatch.setenv("REPLICA_REGION", "eu-west-1")
+    runtime.settings.cache_clear()
+    yield monkeypatch
+    runtime.settings.cache_clear()
+
+
+@mock_aws
+def test_secret_values_resolve_the_configs_placeholders(environment, tmp_path):
+    secrets = boto3.client("secretsmanager", region_name="eu-west-1")
+    arn = secrets.create_secret(
+        Name="ferry/dev/config-variables",
+        SecretString=json.dumps({"SOURCE_METASTORE_URIS": "thrift://ms.internal:9083"}),
+    )["ARN"]
+    environment.setenv("FERRY_CONFIG_SECRET", arn)
+    values = runtime.config_environment(AwsClients())
+    assert values["SOURCE_METASTORE_URIS"] == "thrift://ms.internal:9083"
+    assert values["REPLICA_REGION"] == "eu-west-1"  # the function's own environment too
+
+    path = tmp_path / "sales.yml"
+    path.write_text(CONFIG)
+    steps = Steps("s3://work", config_environment=values)
+    (table,) = steps.resolve_tables({"configUri": str(path)}, 4)["tables"]
+    assert table["sourceTable"] == "sales.orders"
+
+
+@mock_aws
+def test_a_secret_that_is_not_a_json_object_is_named(environment):
+    secrets = boto3.client("secretsmanager", region_name="eu-west-1")
+    arn = secrets.create_secret(Name="ferry/dev/config-variables", SecretString='["x"]')["ARN"]
+    environment.setenv("FERRY_CONFIG_SECRET", arn)
+    with pytest.raises(FerryError, match="must hold a JSON object"):
+        runtime.config_environment(AwsClients())
+
+
+@mock_aws
+def test_an_unset_placeholder_is_named_when_the_secret_lacks_it(environment, tmp_path):
+    secrets = boto3.client("secretsmanager", region_name="eu-west-1")
+    arn = secrets.create_secret(Name="ferry/dev/config-variables", SecretString="{}")["ARN"]
+    environment.setenv("FERRY_CONFIG_SECRET", arn)
+    path = tmp_path / "sales.yml"
+    path.write_text(CONFIG)
+    steps = Steps("s3://work", config_environment=runtime.config_environment(AwsClients()))
+    with pytest.raises(FerryError, match="SOURCE_METASTORE_URIS"):
+        steps.resolve_tables({"configUri": str(path)}, 4)
