@@ -24,7 +24,7 @@ import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
@@ -106,6 +106,9 @@ class PlanDocument:
     copier: CopierKind
     started: datetime
     plan: ReplicationPlan
+    #: When what started the run happened (the S3 object's event, the schedule's due time;
+    #: else the run's start): the replication lag is measured from it.
+    triggered: datetime | None = None
 
 
 _PLAN_DOCUMENT = TypeAdapter(PlanDocument)
@@ -241,6 +244,7 @@ class Steps:
         config_uri = payload["configUri"]
         config = load_config_uri(config_uri, self.config_environment)
         items = []
+        triggered = trigger_time(payload.get("trigger"))
         for replication in self.select_tables(config, payload.get("tables") or [], config_uri):
             started = self.clock()
             items.append(
@@ -250,6 +254,7 @@ class Steps:
                     "replicaTable": replication.replica_qualified_name,
                     "eventId": self.event_ids(started),
                     "startTime": started.isoformat(),
+                    "triggerTime": (triggered or started).isoformat(),
                 }
             )
         return {"tables": items, "maxConcurrency": max_concurrency}
@@ -297,7 +302,12 @@ class Steps:
         faults.point("plan.planned")
         copier = choose_copier(plan, options)
         fs.write_bytes(
-            where.plan, _PLAN_DOCUMENT.dump_json(PlanDocument(config_uri, copier, started, plan))
+            where.plan,
+            _PLAN_DOCUMENT.dump_json(
+                PlanDocument(
+                    config_uri, copier, started, plan, _optional_time(payload.get("triggerTime"))
+                )
+            ),
         )
         bucket, _, key = where.manifest.split("://", 1)[1].partition("/")
         return {
@@ -493,6 +503,9 @@ class Steps:
             "durationSeconds": (
                 (event.end_time or document.started) - document.started
             ).total_seconds(),
+            "lagSeconds": (
+                (event.end_time or document.started) - (document.triggered or document.started)
+            ).total_seconds(),
         }
 
     # -- Abort table ----------------------------------------------------------------------
@@ -642,3 +655,21 @@ def _spark_failure(report_uri: str | None, name: str, message: str) -> tuple[str
         CopyError.__name__,
         f"{len(failed)} files not copied; first {first['source']}: {first['error']}{more}",
     )
+
+
+def trigger_time(trigger: Any) -> datetime | None:
+    """When the event that started a run happened: an S3 event's ``time``, a schedule's
+    ``scheduledTime``; None for a run started by hand (or a time that does not parse)."""
+    if not isinstance(trigger, dict):
+        return None
+    return _optional_time(trigger.get("time") or trigger.get("scheduledTime"))
+
+
+def _optional_time(text: Any) -> datetime | None:
+    if not isinstance(text, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

@@ -24,4 +24,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     metrics.add_metric(
         name="ReplicationSeconds", unit=MetricUnit.Seconds, value=result["durationSeconds"]
     )
+    metrics.add_metric(
+        name="ReplicationLagSeconds", unit=MetricUnit.Seconds, value=result["lagSeconds"]
+    )
     return result
