@@ -1,22 +1,111 @@
-"""One Ferry deployment per environment (dev, prod, ...)."""
+"""One Ferry deployment: the pipeline of one environment (``infra/environments/<name>.yml``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import CfnOutput, Stack, Tags
+from aws_cdk import CfnOutput, Environment, Stack, Tags
 from constructs import Construct
 
-from infra.notifications import ReplicationEvents
+from infra.access import DataAccess
+from infra.configs import ReplicationConfigs
+from infra.encryption import Encryption
+from infra.functions import Functions
+from infra.notifications import OperationsTopic, ReplicationEvents
+from infra.operations import Operations
+from infra.pipeline import Pipeline
+from infra.settings import EnvironmentSettings
+from infra.spark import SparkCopy
+from infra.state import ConfigSecret, StateTable
 from infra.storage import WorkBucket
+from infra.triggers import Triggers
 
 
 class FerryStack(Stack):
-    def __init__(self, scope: Construct, construct_id: str, *, environment: str, **kwargs: Any):
-        super().__init__(scope, construct_id, **kwargs)
+    def __init__(
+        self, scope: Construct, construct_id: str, *, settings: EnvironmentSettings, **kwargs: Any
+    ):
+        super().__init__(
+            scope,
+            construct_id,
+            env=Environment(account=settings.account, region=settings.region),
+            description=f"Ferry {settings.name}: Hive table replication",
+            **kwargs,
+        )
+        name = settings.name
         Tags.of(self).add("project", "ferry")
-        Tags.of(self).add("environment", environment)
-        self.events = ReplicationEvents(self, "ReplicationEvents", environment=environment)
-        self.work = WorkBucket(self, "Work")
-        CfnOutput(self, "ReplicationEventsTopicArn", value=self.events.topic.topic_arn)
-        CfnOutput(self, "WorkBucketName", value=self.work.bucket.bucket_name)
+        Tags.of(self).add("environment", name)
+        self.settings = settings
+        self.encryption = Encryption(self, "Encryption", environment=name)
+        key = self.encryption.key
+        self.work = WorkBucket(self, "Work", key=key, access_log_days=settings.log_retention_days)
+        self.events = ReplicationEvents(
+            self, "ReplicationEvents", topic_name=settings.events_topic_name, key=key
+        )
+        self.operations_topic = OperationsTopic(
+            self, "OperationsTopic", environment=name, key=key, emails=settings.alarm_emails
+        )
+        self.state = StateTable(self, "State", environment=name, key=key)
+        self.secret = ConfigSecret(
+            self, "ConfigSecret", environment=name, key=key, names=sorted(settings.secret_variables)
+        )
+        self.configs = ReplicationConfigs(self, "Configs", settings=settings)
+        self.access = DataAccess(self, settings)
+        self.functions = Functions(
+            self,
+            "Functions",
+            settings=settings,
+            encryption=self.encryption,
+            work=self.work,
+            state=self.state,
+            secret=self.secret,
+            access=self.access,
+            configs=self.configs,
+        )
+        self.spark = SparkCopy(
+            self, "Spark", settings=settings, encryption=self.encryption, work=self.work,
+            access=self.access,
+        )  # fmt: skip
+        self.pipeline = Pipeline(
+            self,
+            "Pipeline",
+            settings=settings,
+            encryption=self.encryption,
+            work=self.work,
+            functions=self.functions,
+            spark=self.spark,
+        )
+        self.triggers = Triggers(
+            self,
+            "Triggers",
+            settings=settings,
+            configs=self.configs,
+            replication=self.pipeline.replication,
+            housekeeping=self.pipeline.housekeeping,
+            encryption=self.encryption,
+        )
+        self.operations = Operations(
+            self,
+            "Operations",
+            environment=name,
+            topic=self.operations_topic.topic,
+            replication=self.pipeline.replication,
+            housekeeping=self.pipeline.housekeeping,
+            functions=self.functions,
+        )
+        outputs = {
+            "ReplicationStateMachineArn": self.pipeline.replication.state_machine_arn,
+            "HousekeepingStateMachineArn": self.pipeline.housekeeping.state_machine_arn,
+            "ReplicationEventsTopicArn": self.events.topic.topic_arn,
+            "OperationsTopicArn": self.operations_topic.topic.topic_arn,
+            "WorkBucketName": self.work.bucket.bucket_name,
+            "StateTableName": self.state.table.table_name,
+            "ConfigSecretArn": self.secret.secret.secret_arn,
+            "SparkApplicationId": self.spark.application_id,
+        }
+        for key_name, value in outputs.items():
+            CfnOutput(self, key_name, value=value)
+        for path in self.configs.assets:
+            CfnOutput(
+                self, f"ConfigUri{path.stem.title().replace('-', '')}", value=self.configs.uri(path)
+            )

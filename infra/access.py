@@ -1,0 +1,195 @@
+"""Least privilege, derived from the environment's settings and its replication configs.
+
+Every grant names the configured resources: the read and write locations of the settings
+file (S3 objects and the listing of exactly those prefixes), the Glue databases the configs
+name (their tables, never the whole catalog), and the SNS topics they publish to. What a
+function may do follows from the steps it runs (``infra/functions.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from urllib.parse import urlparse
+
+from aws_cdk import Stack
+from aws_cdk import aws_iam as iam
+
+from ferry.config import CatalogConfig, ReplicationConfig
+from infra.settings import EnvironmentSettings
+
+GLUE_READ = (
+    "glue:GetDatabase",
+    "glue:GetDatabases",
+    "glue:GetTable",
+    "glue:GetTables",
+    "glue:GetPartition",
+    "glue:GetPartitions",
+    "glue:BatchGetPartition",
+)
+GLUE_WRITE = (
+    "glue:CreateDatabase",
+    "glue:DeleteDatabase",
+    "glue:CreateTable",
+    "glue:UpdateTable",
+    "glue:DeleteTable",
+    "glue:CreatePartition",
+    "glue:BatchCreatePartition",
+    "glue:UpdatePartition",
+    "glue:BatchUpdatePartition",
+    "glue:DeletePartition",
+    "glue:BatchDeletePartition",
+)
+S3_READ = ("s3:GetObject", "s3:GetObjectVersion")
+#: What using the environment's KMS key takes: S3 objects, SNS messages, DynamoDB items.
+KEY_USE = (
+    "kms:Decrypt",
+    "kms:DescribeKey",
+    "kms:Encrypt",
+    "kms:GenerateDataKey",
+    "kms:ReEncryptFrom",
+    "kms:ReEncryptTo",
+)
+S3_WRITE = ("s3:PutObject", "s3:AbortMultipartUpload", "s3:ListMultipartUploadParts")
+
+
+@dataclass
+class _Catalog:
+    region: str
+    account: str
+    databases: set[str] = field(default_factory=set)
+
+
+class DataAccess:
+    """The grants of one environment: data locations, catalogs, topics."""
+
+    def __init__(self, scope: Stack, settings: EnvironmentSettings):
+        self.stack = scope
+        self.settings = settings
+        configs = list(settings.configs.values())
+        self.read_locations = sorted(
+            {location for r in settings.replications for location in r.read_locations}
+        )
+        self.write_locations = sorted(settings.write_locations)
+        self.source_glue = self._glue(configs, source=True)
+        self.replica_glue = self._glue(configs, source=False)
+        self.topics = sorted(
+            {
+                topic
+                for config in configs
+                if config.sns_event_listener
+                for topic in (
+                    config.sns_event_listener.topic,
+                    config.sns_event_listener.start_topic,
+                    config.sns_event_listener.success_topic,
+                    config.sns_event_listener.fail_topic,
+                )
+                if topic
+            }
+        )
+
+    # -- S3 ------------------------------------------------------------------------------
+
+    def read_data(self, grantee: iam.IGrantable) -> None:
+        """Read and list the source data (and the replica's, to compare and verify)."""
+        locations = [*self.read_locations, *self.write_locations]
+        allow(grantee, S3_READ, _objects(locations))
+        self._list(grantee, locations)
+
+    def write_replicas(self, grantee: iam.IGrantable) -> None:
+        """Write new snapshots below the write locations, nowhere else."""
+        allow(grantee, S3_WRITE, _objects(self.write_locations))
+        self._list(grantee, self.write_locations)
+
+    def delete_replicas(self, grantee: iam.IGrantable) -> None:
+        """Delete retired snapshots (abort, housekeeping): below the write locations only."""
+        allow(grantee, ("s3:DeleteObject",), _objects(self.write_locations))
+        self._list(grantee, self.write_locations)
+
+    # -- Glue ----------------------------------------------------------------------------
+
+    def read_catalogs(self, grantee: iam.IGrantable) -> None:
+        for catalog in (*self.source_glue, *self.replica_glue):
+            allow(grantee, GLUE_READ, self._glue_arns(catalog))
+
+    def write_replica_catalog(self, grantee: iam.IGrantable) -> None:
+        for catalog in self.replica_glue:
+            allow(grantee, GLUE_WRITE, self._glue_arns(catalog))
+
+    # -- SNS -----------------------------------------------------------------------------
+
+    def publish(self, grantee: iam.IGrantable) -> None:
+        if self.topics:
+            allow(grantee, ("sns:Publish",), self.topics)
+
+    # -- pieces --------------------------------------------------------------------------
+
+    def _glue(self, configs: Iterable[ReplicationConfig], *, source: bool) -> list[_Catalog]:
+        catalogs: dict[tuple[str, str], _Catalog] = {}
+        for config in configs:
+            catalog: CatalogConfig = config.source_catalog if source else config.replica_catalog
+            if catalog.glue is None:
+                continue
+            region = catalog.glue.region or self.settings.region
+            account = catalog.glue.catalog_id or self.settings.account
+            entry = catalogs.setdefault((region, account), _Catalog(region, account))
+            for replication in config.table_replications:
+                entry.databases.add(
+                    replication.source_table.database_name.lower()
+                    if source
+                    else replication.replica_database.lower()
+                )
+        return list(catalogs.values())
+
+    @staticmethod
+    def _glue_arns(catalog: _Catalog) -> list[str]:
+        prefix = f"arn:aws:glue:{catalog.region}:{catalog.account}"
+        arns = [f"{prefix}:catalog"]
+        for database in sorted(catalog.databases):
+            arns += [f"{prefix}:database/{database}", f"{prefix}:table/{database}/*"]
+        return arns
+
+    def _list(self, grantee: iam.IGrantable, locations: Iterable[str]) -> None:
+        by_bucket: dict[str, set[str]] = {}
+        for location in locations:
+            bucket, prefix = _split(location)
+            by_bucket.setdefault(bucket, set()).update({prefix, f"{prefix}*"})
+        for bucket, prefixes in sorted(by_bucket.items()):
+            grantee.grant_principal.add_to_principal_policy(
+                iam.PolicyStatement(
+                    actions=["s3:ListBucket"],
+                    resources=[f"arn:aws:s3:::{bucket}"],
+                    conditions={"StringLike": {"s3:prefix": sorted(prefixes)}},
+                )
+            )
+
+
+def allow(grantee: iam.IGrantable, actions: Iterable[str], resources: list[str]) -> None:
+    """One statement of exactly these actions on exactly these resources (no wildcards)."""
+    grantee.grant_principal.add_to_principal_policy(
+        iam.PolicyStatement(actions=list(actions), resources=resources)
+    )
+
+
+def allow_prefix(
+    grantee: iam.IGrantable, bucket_arn: str, prefix: str, actions: Iterable[str]
+) -> None:
+    """Object ``actions`` below one prefix of a bucket, and the listing of that prefix."""
+    allow(grantee, actions, [f"{bucket_arn}/{prefix}*"])
+    grantee.grant_principal.add_to_principal_policy(
+        iam.PolicyStatement(
+            actions=["s3:ListBucket"],
+            resources=[bucket_arn],
+            conditions={"StringLike": {"s3:prefix": [prefix, f"{prefix}*"]}},
+        )
+    )
+
+
+def _split(location: str) -> tuple[str, str]:
+    parsed = urlparse(location)
+    prefix = parsed.path.lstrip("/")
+    return parsed.netloc, prefix if not prefix or prefix.endswith("/") else prefix + "/"
+
+
+def _objects(locations: Iterable[str]) -> list[str]:
+    return sorted({f"arn:aws:s3:::{b}/{p}*" for b, p in map(_split, locations)})

@@ -1,0 +1,159 @@
+"""The AWS Solutions checks (cdk-nag 3) on every stack, and the reason of each acknowledged
+finding.
+
+The checks run once on each stack as it is built; each finding is matched against the
+reasons below, which are specific (the rule, and for wildcard findings the resource's
+shape: a configured prefix, the runs of this pipeline, a service without resource-level
+permissions). A matched finding is acknowledged on its own construct with its reason; one
+that matches nothing is left, and the synth fails on it (``Validations`` runs the pack
+again at synth).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from aws_cdk import Acknowledgment, App, Stack, Validations
+from cdk_nag import AwsSolutionsChecks
+from constructs import IConstruct
+
+from infra.bundling import LAMBDA_RUNTIME
+
+_WILDCARD = re.compile(r"^AwsSolutions-IAM5\[Resource::(?P<resource>.+)\]$")
+
+
+def check(app: App) -> None:
+    """Acknowledge each stack's reasoned findings, then make the pack part of the synth."""
+    for stack in [c for c in app.node.children if isinstance(c, Stack)]:
+        acknowledge(stack)
+    Validations.of(app).add_plugins(AwsSolutionsChecks(app, verbose=True))
+
+
+def acknowledge(stack: Stack) -> list[tuple[str, str, str]]:
+    """Acknowledge the findings that have a reason; (rule, path, reason) of each one."""
+    report = AwsSolutionsChecks(verbose=False).validate_scope(stack)
+    done = []
+    for violation in report.violations:
+        for resource in violation.violating_resources:
+            construct = _at(stack, resource.construct_path)
+            reason = reason_for(violation.rule_name, resource.construct_path, stack)
+            if reason is None or construct is None:
+                continue
+            Validations.of(construct).acknowledge(
+                Acknowledgment(id=violation.rule_name, reason=reason)
+            )
+            done.append((violation.rule_name, resource.construct_path, reason))
+    return done
+
+
+def reason_for(rule: str, path: str, stack: Stack) -> str | None:
+    """Why a finding is accepted here, or None: then it must be fixed."""
+    if rule == "AwsSolutions-L1":
+        return (
+            f"Ferry's functions run on {LAMBDA_RUNTIME.name}: the newest runtime its pinned "
+            "dependencies are built and tested for (pyarrow's wheels, infra/bundling.py)"
+        )
+    if rule == "AwsSolutions-SMG4":
+        return (
+            "The secret holds the configs' placeholder values (metastore endpoints and the "
+            "like) that operators set; there is no credential for a rotation function to renew"
+        )
+    if rule == "AwsSolutions-S1" and path.endswith("AccessLogs/Resource"):
+        return "This bucket receives the work bucket's access logs; logging it would loop"
+    matched = _WILDCARD.match(rule)
+    if matched:
+        return _wildcard_reason(matched["resource"], path, stack)
+    return None
+
+
+def _wildcard_reason(resource: str, path: str, stack: Stack) -> str | None:
+    settings = getattr(stack, "settings", None)
+    locations = []
+    if settings is not None:
+        locations = [*settings.write_locations] + [
+            location for r in settings.replications for location in r.read_locations
+        ]
+    for location in locations:
+        prefix = "arn:aws:s3:::" + location.removeprefix("s3://").rstrip("/") + "/*"
+        if resource == prefix:
+            return (
+                f"Objects below {location}, a location the environment's settings name "
+                "(read-locations or write-locations); table data is many objects"
+            )
+    reasons: list[tuple[Callable[[str], bool], str]] = [
+        (
+            lambda r: (
+                re.fullmatch(r"<WorkBucket\w+\.Arn>/(runs|configs|spark-logs)/\*", r) is not None
+            ),
+            "One prefix of the work bucket (runs/<event-id>/..., configs/, spark-logs/): "
+            "the names below it are made per run",
+        ),
+        (
+            lambda r: re.fullmatch(r"arn:aws:glue:[\w-]+:\d{12}:table/[\w]+/\*", r) is not None,
+            "The tables of one database a config names (a table-name-pattern selects its "
+            "tables when the run starts)",
+        ),
+        (
+            lambda r: re.fullmatch(r"<SparkApplication\w+\.Arn>/jobruns/\*", r) is not None,
+            "Job runs of the pipeline's own EMR Serverless application, created per run",
+        ),
+        (
+            lambda r: (
+                re.fullmatch(
+                    r"arn:<AWS::Partition>:states:[\w-]+:\d{12}:execution:ferry-[\w-]+-replication/\*",
+                    r,
+                )
+                is not None
+            ),
+            "The Distributed Map's child executions of this state machine, named per run",
+        ),
+        (
+            lambda r: r == "*" and _only_service_wide_actions(path, stack),
+            "X-Ray tracing and CloudWatch Logs delivery have no resource-level permissions",
+        ),
+    ]
+    for applies, reason in reasons:
+        if applies(resource):
+            return reason
+    return None
+
+
+#: Actions AWS authorizes on "*" only.
+SERVICE_WIDE_ACTIONS = {
+    "xray:PutTraceSegments",
+    "xray:PutTelemetryRecords",
+    "xray:GetSamplingRules",
+    "xray:GetSamplingTargets",
+    "logs:CreateLogDelivery",
+    "logs:GetLogDelivery",
+    "logs:UpdateLogDelivery",
+    "logs:DeleteLogDelivery",
+    "logs:ListLogDeliveries",
+    "logs:PutResourcePolicy",
+    "logs:DescribeResourcePolicies",
+    "logs:DescribeLogGroups",
+}
+
+
+def _only_service_wide_actions(path: str, stack: Stack) -> bool:
+    """True when every statement of the policy at ``path`` on "*" is service-wide only."""
+    construct = _at(stack, path)
+    if construct is None:
+        return False
+    document = stack.resolve(construct.policy_document)  # type: ignore[attr-defined]
+    for statement in document.get("Statement", []):
+        if statement.get("Resource") in ("*", ["*"]):
+            actions = statement["Action"]
+            actions = [actions] if isinstance(actions, str) else actions
+            if not set(actions) <= SERVICE_WIDE_ACTIONS:
+                return False
+    return True
+
+
+def _at(stack: Stack, path: str) -> IConstruct | None:
+    """The construct at a construct path (``Stack/Child/Resource``) below ``stack``."""
+    current: IConstruct | None = stack
+    for part in path.split("/")[1:]:
+        current = current.node.try_find_child(part) if current is not None else None
+    return current

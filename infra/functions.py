@@ -1,0 +1,220 @@
+"""One Lambda function per state of the definitions, all from one code asset.
+
+Each function has its own role with what its step needs and nothing more (``NEEDS``), its
+own log group (retention, encrypted), X-Ray tracing, and the environment that
+``lambdas/runtime.py`` reads. The functions that talk to Hive metastores run in the
+environment's VPC when it has one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from infra import bundling, definition
+from infra.access import DataAccess, allow, allow_prefix
+from infra.configs import ReplicationConfigs
+from infra.encryption import Encryption
+from infra.settings import EnvironmentSettings
+from infra.state import ConfigSecret, StateTable
+from infra.storage import CONFIGS_PREFIX, RUNS_PREFIX, WorkBucket
+
+CATALOGS, WRITE_CATALOG, READ_DATA, WRITE_REPLICAS, DELETE_REPLICAS, STATE, PUBLISH = (
+    "catalogs", "write-catalog", "read-data", "write-replicas", "delete-replicas", "state",
+    "publish",
+)  # fmt: skip
+
+#: What each function's step does besides reading its config and its run's files.
+NEEDS: dict[str, frozenset[str]] = {
+    "ResolveTables": frozenset({CATALOGS}),  # expands patterns and databases
+    "Plan": frozenset({CATALOGS, READ_DATA, STATE, PUBLISH}),  # lock, START, diff, listing
+    "InlineCopy": frozenset({READ_DATA, WRITE_REPLICAS}),
+    "S3CopyBatch": frozenset({READ_DATA, WRITE_REPLICAS}),
+    # Avro schema copies, the replica's catalog, the ledger of superseded snapshots.
+    "Commit": frozenset({CATALOGS, WRITE_CATALOG, READ_DATA, WRITE_REPLICAS, STATE}),
+    "NotifySuccess": frozenset({STATE, PUBLISH}),  # SUCCESS, then the lock is released
+    # Removes an unreferenced snapshot (asking the catalog first), FAILURE, the lock.
+    "Abort": frozenset({CATALOGS, WRITE_CATALOG, READ_DATA, DELETE_REPLICAS, STATE, PUBLISH}),
+    "Summarize": frozenset(),
+    "Housekeeping": frozenset({CATALOGS, READ_DATA, DELETE_REPLICAS, STATE}),
+}
+
+
+@dataclass(frozen=True)
+class Sizing:
+    memory_mb: int
+    timeout: Duration
+
+
+#: Copies and plans stream many files: memory buys network and CPU in Lambda.
+SIZING = {
+    "Plan": Sizing(3008, Duration.minutes(15)),
+    "InlineCopy": Sizing(3008, Duration.minutes(15)),
+    "S3CopyBatch": Sizing(1024, Duration.minutes(15)),
+    "Commit": Sizing(1024, Duration.minutes(15)),
+    "Abort": Sizing(1024, Duration.minutes(15)),
+    "Housekeeping": Sizing(1024, Duration.minutes(15)),
+}
+DEFAULT_SIZING = Sizing(512, Duration.minutes(5))
+
+
+class Functions(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        settings: EnvironmentSettings,
+        encryption: Encryption,
+        work: WorkBucket,
+        state: StateTable,
+        secret: ConfigSecret,
+        access: DataAccess,
+        configs: ReplicationConfigs,
+    ):
+        super().__init__(scope, construct_id)
+        code = bundling.lambda_code()
+        network = _network(self, settings)
+        self.by_name: dict[str, lambda_.Function] = {}
+        environment = {
+            **settings.config_environment(),
+            "FERRY_WORK_URI": work.work_uri,
+            "FERRY_STATE_TABLE": state.table.table_name,
+            "FERRY_CONFIG_SECRET": secret.secret.secret_arn,
+            "FERRY_MAX_CONCURRENCY": str(settings.tables_at_once),
+            "POWERTOOLS_SERVICE_NAME": "ferry",
+            "POWERTOOLS_METRICS_NAMESPACE": "Ferry",
+        }
+        for name, handler in definition.ALL_FUNCTIONS.items():
+            needs = NEEDS[name]
+            sizing = SIZING.get(name, DEFAULT_SIZING)
+            role = iam.Role(
+                self,
+                f"{name}Role",
+                assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+                description=f"Ferry {settings.name}: the {name} step",
+            )
+            log_group = logs.LogGroup(
+                self,
+                f"{name}Logs",
+                log_group_name=f"/aws/lambda/ferry-{settings.name}-{_kebab(name)}",
+                retention=retention(settings.log_retention_days),
+                encryption_key=encryption.key,
+                removal_policy=RemovalPolicy.RETAIN,
+            )
+            in_vpc = network is not None and CATALOGS in needs
+            function = lambda_.Function(
+                self,
+                name,
+                function_name=f"ferry-{settings.name}-{_kebab(name)}",
+                description=f"Ferry: the {name} state ({handler})",
+                runtime=bundling.LAMBDA_RUNTIME,
+                architecture=bundling.LAMBDA_ARCHITECTURE,
+                handler=handler,
+                code=code,
+                role=role,
+                memory_size=sizing.memory_mb,
+                timeout=sizing.timeout,
+                environment=environment,
+                environment_encryption=encryption.key,
+                tracing=lambda_.Tracing.ACTIVE,
+                log_group=log_group,
+                **(network.options() if in_vpc and network else {}),
+            )
+            log_group.grant_write(role)
+            self._grant(function, needs, work, state, secret, access, encryption, configs)
+            self.by_name[name] = function
+
+    def _grant(
+        self, function: lambda_.Function, needs: frozenset[str], work: WorkBucket,
+        state: StateTable, secret: ConfigSecret, access: DataAccess, encryption: Encryption,
+        configs: ReplicationConfigs,
+    ) -> None:  # fmt: skip
+        encryption.grant_use(function)
+        secret.secret.grant_read(function)
+        configs.grant_read(function)
+        allow(function, ["s3:GetObject"], [work.bucket.arn_for_objects(f"{CONFIGS_PREFIX}*")])
+        allow_prefix(
+            function, work.bucket.bucket_arn, RUNS_PREFIX, ("s3:GetObject", "s3:PutObject")
+        )
+        if CATALOGS in needs:
+            access.read_catalogs(function)
+        if WRITE_CATALOG in needs:
+            access.write_replica_catalog(function)
+        if READ_DATA in needs:
+            access.read_data(function)
+        if WRITE_REPLICAS in needs:
+            access.write_replicas(function)
+        if DELETE_REPLICAS in needs:
+            access.delete_replicas(function)
+        if STATE in needs:
+            state.grant_state(function)
+        if PUBLISH in needs:
+            access.publish(function)
+
+
+@dataclass(frozen=True)
+class _Network:
+    vpc: ec2.IVpc
+    subnets: list[ec2.ISubnet]
+    security_groups: list[ec2.ISecurityGroup]
+
+    def options(self) -> dict:
+        return {
+            "vpc": self.vpc,
+            "vpc_subnets": ec2.SubnetSelection(subnets=self.subnets),
+            "security_groups": self.security_groups,
+        }
+
+
+def _network(scope: Construct, settings: EnvironmentSettings) -> _Network | None:
+    """The settings' VPC, subnets and groups, by id (no lookup: synth needs no account)."""
+    if settings.network is None:
+        return None
+    network = settings.network
+    vpc = ec2.Vpc.from_vpc_attributes(
+        scope,
+        "Vpc",
+        vpc_id=network.vpc_id,
+        availability_zones=network.availability_zones,
+        private_subnet_ids=network.subnet_ids,
+    )
+    subnets = [
+        ec2.Subnet.from_subnet_attributes(
+            scope, f"Subnet{index}", subnet_id=subnet, availability_zone=zone
+        )
+        for index, (subnet, zone) in enumerate(
+            zip(network.subnet_ids, network.availability_zones, strict=True)
+        )
+    ]
+    groups = [
+        ec2.SecurityGroup.from_security_group_id(scope, f"Group{index}", group, mutable=False)
+        for index, group in enumerate(network.security_group_ids)
+    ]
+    return _Network(vpc, subnets, groups)
+
+
+def _kebab(name: str) -> str:
+    return "".join(f"-{c.lower()}" if c.isupper() else c for c in name).lstrip("-")
+
+
+#: CloudWatch Logs' retention periods, in days.
+_RETENTION = {
+    1: "ONE_DAY", 3: "THREE_DAYS", 5: "FIVE_DAYS", 7: "ONE_WEEK", 14: "TWO_WEEKS",
+    30: "ONE_MONTH", 60: "TWO_MONTHS", 90: "THREE_MONTHS", 120: "FOUR_MONTHS",
+    150: "FIVE_MONTHS", 180: "SIX_MONTHS", 365: "ONE_YEAR", 400: "THIRTEEN_MONTHS",
+    545: "EIGHTEEN_MONTHS", 731: "TWO_YEARS", 1096: "THREE_YEARS", 1827: "FIVE_YEARS",
+    2192: "SIX_YEARS", 2557: "SEVEN_YEARS", 2922: "EIGHT_YEARS", 3288: "NINE_YEARS",
+    3653: "TEN_YEARS",
+}  # fmt: skip
+
+
+def retention(days: int) -> logs.RetentionDays:
+    """The longest retention CloudWatch offers that is no longer than ``days``."""
+    return logs.RetentionDays[_RETENTION[max(d for d in _RETENTION if d <= days)]]

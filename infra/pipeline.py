@@ -1,0 +1,181 @@
+"""The state machines, from the one definition the local runtime runs too.
+
+``infra/statemachine/replication.asl.json`` (and ``housekeeping.asl.json``) are deployed as
+they are, their ``${...}`` placeholders filled by definition substitutions: the functions'
+ARNs, the Spark application, its job role, entry point and packed environment. Executions
+are logged at ALL to an encrypted log group and traced with X-Ray.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_stepfunctions as sfn
+from constructs import Construct
+
+from infra import definition
+from infra.access import allow, allow_prefix
+from infra.encryption import Encryption
+from infra.functions import Functions, retention
+from infra.settings import EnvironmentSettings
+from infra.spark import SparkCopy
+from infra.storage import RUNS_PREFIX, WorkBucket
+
+#: The rule Step Functions manages to learn that a ``.sync`` EMR Serverless job ended.
+EMR_SYNC_RULE = "StepFunctionsGetEventsForEMRServerlessJobRule"
+#: No replication runs longer than this: a stuck one fails, is alarmed on, and unlocks.
+REPLICATION_TIMEOUT = Duration.hours(24)
+HOUSEKEEPING_TIMEOUT = Duration.hours(2)
+
+
+def substitutions(functions: Functions, spark: SparkCopy) -> dict[str, str]:
+    """The values of every placeholder of both definitions."""
+    values = {
+        f"{name}FunctionArn": function.function_arn for name, function in functions.by_name.items()
+    }
+    values.update(
+        {
+            "SparkApplicationId": spark.application_id,
+            "SparkJobRoleArn": spark.job_role.role_arn,
+            "CopyJobEntryPoint": spark.assets.entry_point_uri,
+            "SparkSubmitParameters": spark.assets.submit_parameters(),
+        }
+    )
+    return values
+
+
+class Pipeline(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        settings: EnvironmentSettings,
+        encryption: Encryption,
+        work: WorkBucket,
+        functions: Functions,
+        spark: SparkCopy,
+    ):
+        super().__init__(scope, construct_id)
+        stack = Stack.of(self)
+        values = substitutions(functions, spark)
+        self.replication = self._state_machine(
+            "Replication",
+            f"ferry-{settings.name}-replication",
+            definition.DEFINITION_PATH,
+            values,
+            settings,
+            encryption,
+            REPLICATION_TIMEOUT,
+        )
+        self.housekeeping = self._state_machine(
+            "Housekeeping",
+            f"ferry-{settings.name}-housekeeping",
+            definition.HOUSEKEEPING_PATH,
+            values,
+            settings,
+            encryption,
+            HOUSEKEEPING_TIMEOUT,
+        )
+        for machine, names in (
+            (self.replication, definition.FUNCTIONS),
+            (self.housekeeping, definition.HOUSEKEEPING_FUNCTIONS),
+        ):
+            # The definitions invoke each function by its unqualified ARN: no version, no alias.
+            allow(
+                machine,
+                ["lambda:InvokeFunction"],
+                [functions.by_name[name].function_arn for name in names],
+            )
+
+        role = self.replication.role
+        # The S3 copy is a Distributed Map: it reads the manifest (ItemReader) and runs
+        # child executions of this state machine.
+        allow_prefix(role, work.bucket.bucket_arn, RUNS_PREFIX, ("s3:GetObject",))
+        allow(role, ["kms:Decrypt"], [encryption.key.key_arn])
+        machine_name = f"ferry-{settings.name}-replication"
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["states:StartExecution"],
+                resources=[
+                    stack.format_arn(
+                        service="states",
+                        resource="stateMachine",
+                        resource_name=machine_name,
+                        arn_format=ArnFormat.COLON_RESOURCE_NAME,
+                    )
+                ],
+            )  # fmt: skip
+        )
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["states:DescribeExecution", "states:StopExecution"],
+                resources=[
+                    stack.format_arn(
+                        service="states",
+                        resource="execution",
+                        resource_name=f"{machine_name}/*",
+                        arn_format=ArnFormat.COLON_RESOURCE_NAME,
+                    )
+                ],
+            )  # fmt: skip
+        )
+        # The Spark copy: start, watch and cancel its jobs, hand it its role.
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["emr-serverless:StartJobRun"], resources=[spark.application_arn]
+            )
+        )
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["emr-serverless:GetJobRun", "emr-serverless:CancelJobRun"],
+                resources=[f"{spark.application_arn}/jobruns/*"],
+            )
+        )
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["iam:PassRole"],
+                resources=[spark.job_role.role_arn],
+                conditions={
+                    "StringEquals": {"iam:PassedToService": "emr-serverless.amazonaws.com"}
+                },
+            )
+        )
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["events:PutTargets", "events:PutRule", "events:DescribeRule"],
+                resources=[
+                    stack.format_arn(service="events", resource="rule", resource_name=EMR_SYNC_RULE)
+                ],
+            )
+        )
+
+    def _state_machine(
+        self, construct_id: str, name: str, path: Path, values: dict[str, str],
+        settings: EnvironmentSettings, encryption: Encryption, timeout: Duration,
+    ) -> sfn.StateMachine:  # fmt: skip
+        wanted = definition.placeholders(path)
+        log_group = logs.LogGroup(
+            self,
+            f"{construct_id}Logs",
+            # The vended-logs prefix keeps Step Functions' log resource policy small.
+            log_group_name=f"/aws/vendedlogs/states/{name}",
+            retention=retention(settings.log_retention_days),
+            encryption_key=encryption.key,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        return sfn.StateMachine(
+            self,
+            construct_id,
+            state_machine_name=name,
+            definition_body=sfn.DefinitionBody.from_file(str(path)),
+            definition_substitutions={k: v for k, v in values.items() if k in wanted},
+            logs=sfn.LogOptions(
+                destination=log_group, level=sfn.LogLevel.ALL, include_execution_data=True
+            ),
+            tracing_enabled=True,
+            timeout=timeout,
+        )

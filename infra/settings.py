@@ -1,0 +1,173 @@
+"""One settings file per environment: ``infra/environments/<name>.yml``.
+
+An environment is one deployment of the pipeline in one account and region (dev, staging,
+prod, a disaster-recovery region...). Its file says where it runs, which replication
+configs it runs, what data those may read and write, how it reaches the Hive metastores,
+and how much Spark it may use. A new environment is one new file; ``make synth``
+synthesizes every one of them.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cached_property
+from pathlib import Path
+from typing import Annotated
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from ferry import fs
+from ferry.config import ReplicationConfig, load_config
+
+ROOT = Path(__file__).resolve().parents[1]
+ENVIRONMENTS = Path(__file__).parent / "environments"
+
+_ACCOUNT = re.compile(r"\d{12}")
+_REGION = re.compile(r"[a-z]{2}(-gov)?-[a-z]+-\d")
+_NAME = re.compile(r"[a-z][a-z0-9-]{0,19}")
+
+
+class SettingsError(ValueError):
+    """An environment's settings file is wrong: one line that names the file and the key."""
+
+
+def _kebab(name: str) -> str:
+    return name.replace("_", "-")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=_kebab, populate_by_name=True, extra="forbid", frozen=True
+    )
+
+
+S3Prefix = Annotated[str, Field(pattern=r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$")]
+
+
+class Network(_Model):
+    """Where the functions and Spark run to reach Hive metastores (none for Glue only)."""
+
+    vpc_id: str = Field(pattern=r"^vpc-[0-9a-f]+$")
+    availability_zones: list[str] = Field(min_length=1)
+    subnet_ids: list[str] = Field(min_length=1)
+    security_group_ids: list[str] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _one_subnet_per_zone(self) -> Network:
+        if len(self.subnet_ids) != len(self.availability_zones):
+            raise ValueError("give one subnet-id per availability zone, in the same order")
+        return self
+
+
+class Spark(_Model):
+    """The EMR Serverless application's capacity (the release label is Ferry's own)."""
+
+    maximum_vcpu: int = Field(default=64, ge=4, le=4000)
+    maximum_memory_gb: int = Field(default=256, ge=8)
+    maximum_disk_gb: int = Field(default=1000, ge=20)
+    idle_timeout_minutes: int = Field(default=15, ge=1, le=10080)
+
+
+class Replication(_Model):
+    """One replication config this environment runs, and the data it may read."""
+
+    config: Path
+    #: Where the source tables' data lies: the functions and Spark may read only these.
+    read_locations: list[S3Prefix] = Field(min_length=1)
+
+
+class EnvironmentSettings(_Model):
+    name: str = Field(pattern=_NAME.pattern)
+    account: str = Field(pattern=_ACCOUNT.pattern)
+    region: str = Field(pattern=_REGION.pattern)
+    replications: list[Replication] = Field(min_length=1)
+    #: Where replicas may be written: every replica table location must lie below one.
+    write_locations: list[S3Prefix] = Field(min_length=1)
+    network: Network | None = None
+    spark: Spark = Field(default_factory=Spark)
+    #: Values of the configs' ``${NAME}`` placeholders that are not secret (the functions'
+    #: environment).
+    variables: dict[str, str] = Field(default_factory=dict)
+    #: Placeholders whose values live in the environment's Secrets Manager secret (a JSON
+    #: object, filled after deployment), each with a sample value that only checks the
+    #: configs at synth: the real value is never in the repository or the template.
+    secret_variables: dict[str, str] = Field(default_factory=dict)
+    housekeeping_schedule: str = "rate(6 hours)"
+    log_retention_days: int = Field(default=90, ge=1)
+    #: Who is told when an alarm fires (the operations topic's e-mail subscriptions).
+    alarm_emails: list[str] = Field(default_factory=list)
+    tables_at_once: int = Field(default=4, ge=1, le=40)
+
+    @field_validator("variables", "secret_variables")
+    @classmethod
+    def _no_reserved_variables(cls, variables: dict[str, str]) -> dict[str, str]:
+        reserved = sorted(k for k in variables if k.startswith(("FERRY_", "AWS_")))
+        if reserved:
+            raise ValueError(f"{reserved[0]} is set by the deployment itself")
+        return variables
+
+    @property
+    def stack_name(self) -> str:
+        return f"Ferry-{self.name}"
+
+    @property
+    def events_topic_name(self) -> str:
+        return f"ferry-{self.name}-replication-events"
+
+    @property
+    def events_topic_arn(self) -> str:
+        """Known before deployment: configs name it as ``${FERRY_EVENTS_TOPIC_ARN}``."""
+        return f"arn:aws:sns:{self.region}:{self.account}:{self.events_topic_name}"
+
+    def config_environment(self) -> dict[str, str]:
+        """The functions' environment for the configs' placeholders (secrets aside)."""
+        return {**self.variables, "FERRY_EVENTS_TOPIC_ARN": self.events_topic_arn}
+
+    @cached_property
+    def configs(self) -> dict[Path, ReplicationConfig]:
+        """Every replication config, loaded and checked against the write locations."""
+        loaded = {}
+        for replication in self.replications:
+            path = (
+                replication.config
+                if replication.config.is_absolute()
+                else ROOT / replication.config
+            )
+            config = load_config(path, {**self.secret_variables, **self.config_environment()})
+            for table in config.table_replications:
+                location = table.replica_table.table_location
+                if location and not any(
+                    _below(location, allowed) for allowed in self.write_locations
+                ):
+                    raise SettingsError(
+                        f"{self.name}: replica location {location} of {replication.config} is "
+                        f"outside write-locations {self.write_locations}"
+                    )
+            loaded[replication.config] = config
+        return loaded
+
+
+def _below(location: str, prefix: str) -> bool:
+    location, prefix = fs.normalise(location), fs.normalise(prefix)
+    return location == prefix.rstrip("/") or location.startswith(prefix.rstrip("/") + "/")
+
+
+def environment_names() -> list[str]:
+    return sorted(path.stem for path in ENVIRONMENTS.glob("*.yml"))
+
+
+def load_environment(name: str) -> EnvironmentSettings:
+    path = ENVIRONMENTS / f"{name}.yml"
+    if not path.is_file():
+        raise SettingsError(
+            f"no settings for environment {name!r}: expected {path.relative_to(ROOT)} "
+            f"(known: {', '.join(environment_names()) or 'none'})"
+        )
+    document = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    try:
+        return EnvironmentSettings.model_validate({"name": name, **document})
+    except ValidationError as error:
+        first = error.errors()[0]
+        key = ".".join(str(part) for part in first["loc"]) or "(top level)"
+        raise SettingsError(f"{path.relative_to(ROOT)}: {key}: {first['msg']}") from None

@@ -1,0 +1,68 @@
+"""Ferry's state on AWS: one DynamoDB table of replica locks and the snapshot ledger, and the
+secret that holds the configs' secret placeholders."""
+
+from __future__ import annotations
+
+from aws_cdk import RemovalPolicy
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_secretsmanager as secretsmanager
+from constructs import Construct
+
+
+class StateTable(Construct):
+    """The key schema of ``ferry.ledger.DynamoDbStateStore.create_table`` (pk, sk)."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, environment: str, key: kms.IKey):
+        super().__init__(scope, construct_id)
+        self.table = dynamodb.Table(
+            self,
+            "Table",
+            table_name=f"ferry-{environment}-state",
+            partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+            sort_key=dynamodb.Attribute(name="sk", type=dynamodb.AttributeType.STRING),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            encryption=dynamodb.TableEncryption.CUSTOMER_MANAGED,
+            encryption_key=key,
+            # The ledger is the only record of which snapshots may be deleted: keep it.
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            deletion_protection=True,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+
+    #: What ``ferry.ledger.DynamoDbStateStore`` calls: locks and ledger entries, by key.
+    ACTIONS = (
+        "dynamodb:GetItem",
+        "dynamodb:PutItem",
+        "dynamodb:DeleteItem",
+        "dynamodb:Query",
+        "dynamodb:BatchWriteItem",
+    )
+
+    def grant_state(self, grantee) -> None:
+        from infra.access import allow
+
+        allow(grantee, self.ACTIONS, [self.table.table_arn])
+
+
+class ConfigSecret(Construct):
+    """A JSON object of placeholder values (metastore URIs, credentials) set after deploy."""
+
+    def __init__(
+        self, scope: Construct, construct_id: str, *, environment: str, key: kms.IKey,
+        names: list[str],
+    ):  # fmt: skip
+        super().__init__(scope, construct_id)
+        self.secret = secretsmanager.Secret(
+            self,
+            "Secret",
+            secret_name=f"ferry/{environment}/config-variables",
+            description=(
+                "Values of the replication configs' secret placeholders, as a JSON object: "
+                + (", ".join(names) or "none declared")
+            ),
+            encryption_key=key,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
