@@ -176,10 +176,12 @@ def _parser() -> argparse.ArgumentParser:
 
     local = commands.add_parser("local", help="the local runtime: metastores and AWS emulator")
     local.add_argument("action", choices=["up", "down", "status", "trigger"])
-    local.add_argument("config", type=Path, nargs="?", help="with trigger: the config to run")
-    local.add_argument("--bucket", help="with trigger: the source bucket to watch")
-    local.add_argument("--prefix", default="", help="with trigger: only keys with this prefix")
-    local.add_argument("--suffix", default="_SUCCESS", help="with trigger: marker suffix")
+    local.add_argument(
+        "config",
+        type=Path,
+        nargs="?",
+        help="with trigger: the config whose declared triggers to install",
+    )
     local.add_argument(
         "--home", type=Path, default=Path(".ferry"), help="state folder (default .ferry)"
     )
@@ -260,9 +262,9 @@ def _local(args: argparse.Namespace) -> int:
 
     home = args.home.resolve()
     if args.action == "trigger":
-        if args.config is None or not args.bucket:
-            raise UsageError("local trigger needs CONFIG and --bucket")
-        return run_local_trigger(args.config, args.bucket, args.prefix, args.suffix, home)
+        if args.config is None:
+            raise UsageError("local trigger needs CONFIG, the config whose triggers to install")
+        return run_local_trigger(args.config, home)
     ports = {
         runtime.SOURCE: args.source_port,
         runtime.REPLICA: args.replica_port,

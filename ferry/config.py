@@ -40,6 +40,7 @@ from pydantic_core import PydanticCustomError
 
 from ferry import config_text, filters
 from ferry.errors import ConfigError
+from ferry.triggers import check_schedule_expression, check_time_zone
 
 
 def _kebab(name: str) -> str:
@@ -202,6 +203,34 @@ def _check_region(region: str) -> str:
     if not _REGION.fullmatch(region):
         raise ValueError(f"{region!r} is not an AWS region, e.g. us-east-1")
     return region
+
+
+_BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+_IP_ADDRESS = re.compile(r"\d+\.\d+\.\d+\.\d+")
+# Names S3 reserves for its own kinds of bucket and access point.
+_RESERVED_BUCKET_PREFIXES = ("xn--", "sthree-", "amzn-s3-demo-")
+_RESERVED_BUCKET_SUFFIXES = ("-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3")
+
+
+def check_bucket_name(name: str) -> str:
+    """``name`` when it is an S3 general purpose bucket's name, else ``ValueError``."""
+    if "://" in name or "/" in name:
+        raise ValueError(
+            f"{name!r} is not a bucket name: give the bucket alone (e.g. landing), "
+            "and the start of the keys as 'prefix'"
+        )
+    if not 3 <= len(name) <= 63:
+        raise ValueError(f"{name!r} is not a bucket name: S3 bucket names have 3-63 characters")
+    if not _BUCKET.fullmatch(name) or ".." in name:
+        raise ValueError(
+            f"{name!r} is not a bucket name: lower-case letters, digits, '.' and '-' only, "
+            "starting and ending with a letter or digit, no '..'"
+        )
+    if _IP_ADDRESS.fullmatch(name):
+        raise ValueError(f"{name!r} is not a bucket name: S3 refuses names like IP addresses")
+    if name.startswith(_RESERVED_BUCKET_PREFIXES) or name.endswith(_RESERVED_BUCKET_SUFFIXES):
+        raise ValueError(f"{name!r} is not a bucket name: S3 reserves its prefix or suffix")
+    return name
 
 
 # -- what Ferry does instead of Circus Train's keys -------------------------------------------
@@ -835,6 +864,96 @@ class EmrServerlessSettings(_Model):
     region: str | None = None
 
 
+class ScheduleTrigger(_Model):
+    """``triggers.schedule``: runs at the times of a cron or rate expression, in a time zone.
+
+    An EventBridge Scheduler schedule on AWS (``ferry.triggers.scheduled_input``); the local
+    runtime fires no schedules.
+    """
+
+    expression: str
+    #: The IANA time zone EventBridge Scheduler evaluates the expression in.
+    time_zone: str = "UTC"
+
+    @field_validator("expression")
+    @classmethod
+    def _expression(cls, value: str) -> str:
+        return check_schedule_expression(value)
+
+    @field_validator("time_zone")
+    @classmethod
+    def _time_zone(cls, value: str) -> str:
+        return check_time_zone(value)
+
+
+class S3Trigger(_Model):
+    """One of ``triggers.s3``: an object created in ``bucket`` whose key starts with
+    ``prefix`` and ends with ``suffix`` starts a run (``ferry.triggers.s3_event_pattern``).
+
+    ``region`` is the bucket's region when it is not the pipeline's (S3 sends its events to
+    EventBridge in the bucket's region: cross-region disaster recovery).
+    """
+
+    bucket: str
+    prefix: str = ""
+    #: The marker a writer creates last; "" starts a run on every object.
+    suffix: str = "_SUCCESS"
+    region: str | None = None
+
+    @field_validator("bucket")
+    @classmethod
+    def _bucket(cls, value: str) -> str:
+        return check_bucket_name(value)
+
+    @field_validator("prefix")
+    @classmethod
+    def _prefix(cls, value: str) -> str:
+        if value.startswith("s3://"):
+            raise ValueError(
+                f"{value!r}: give the start of the keys (e.g. warehouse/sales.db/), "
+                "without s3:// and the bucket"
+            )
+        return value
+
+    @field_validator("region")
+    @classmethod
+    def _region(cls, value: str | None) -> str | None:
+        return None if value is None else _check_region(value)
+
+
+class Triggers(_Model):
+    """What starts a replication of the config besides a person: ``schedule`` and ``s3``.
+
+    Ferry's own key. The CDK stack deploys them; ``ferry local trigger`` installs the S3
+    triggers into the local runtime.
+    """
+
+    schedule: ScheduleTrigger | None = None
+    s3: tuple[S3Trigger, ...] = ()
+
+    @field_validator("s3", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, dict) else value
+
+    @model_validator(mode="after")
+    def _distinct(self) -> Triggers:
+        # Two equal rules would start two runs for each object.
+        for index, trigger in enumerate(self.s3):
+            first = self.s3.index(trigger)
+            if first != index:
+                raise ValueError(
+                    f"s3[{first}] and s3[{index}] are the same trigger; "
+                    "each object would start two runs"
+                )
+        return self
+
+    @property
+    def declared(self) -> bool:
+        """True when the config declares any trigger."""
+        return self.schedule is not None or bool(self.s3)
+
+
 class ReplicationConfig(_Model):
     """A whole config file.
 
@@ -875,6 +994,7 @@ class ReplicationConfig(_Model):
     sns_event_listener: SnsEventListener | None = None
     emr_serverless: EmrServerlessSettings | None = None
     housekeeping: HousekeepingSettings = Field(default_factory=HousekeepingSettings)
+    triggers: Triggers = Field(default_factory=Triggers)
     # The defaults of every table: declared before table-replications, which they shape.
     copier_options: CopierOptions = Field(default_factory=CopierOptions)
     transform_options: TransformOptions = Field(default_factory=TransformOptions)

@@ -6,8 +6,9 @@
 3. replicates ``sales`` through the state machine to the replica Hive metastore (inline
    copy, Spark copy on "EMR Serverless", metadata-only view), and with ``ferry replicate``
    to Glue + S3;
-4. drops a ``_SUCCESS`` marker into the landing bucket: the S3 event starts a replication
-   to another region (S3 server-side copy);
+4. installs the S3 trigger the ``landing`` config declares, then drops a ``_SUCCESS``
+   marker into the landing bucket: the S3 event starts a replication to another region
+   (S3 server-side copy);
 5. runs a replication that fails on purpose and shows the replica unchanged;
 6. reads every replica back through its catalog and compares it with its source.
 """
@@ -90,15 +91,8 @@ def run(home: Path, ports: dict[str, int]) -> int:
     direct = run_replicate(configs["glue"])
 
     _heading("4. An S3 event starts a replication: a _SUCCESS marker lands in the source bucket")
-    print(
-        f"  $ ferry local trigger {configs['landing']} "
-        f"--bucket {LANDING_BUCKET} --prefix warehouse/"
-    )
-    run_command(
-        lambda: run_local_trigger(
-            configs["landing"], LANDING_BUCKET, "warehouse/", "_SUCCESS", home
-        )
-    )
+    print(f"  $ ferry local trigger {configs['landing']}")
+    run_command(lambda: run_local_trigger(configs["landing"], home))
     triggered = _land_a_partition_and_follow(aws, pipeline, east)
 
     _heading("5. A replication that fails on purpose: its target bucket does not exist")
@@ -247,6 +241,8 @@ def _write_configs(home: Path, source_uri: str, replica_uri: str, topic: str) ->
             "source-catalog": {"name": "landing", "glue": {"region": "us-east-1"}},
             "replica-catalog": {"name": "west", "glue": {"region": WEST}},
             **listener,
+            # A _SUCCESS marker below warehouse/ starts a run (`ferry local trigger`).
+            "triggers": {"s3": [{"bucket": LANDING_BUCKET, "prefix": "warehouse/"}]},
             "table-replications": [
                 {
                     "source-table": {"database-name": LANDING, "table-name": "orders"},

@@ -1,17 +1,19 @@
-"""``ferry local``: the local runtime's processes, and S3 events that start replications."""
+"""``ferry local``: the local runtime's processes, and the triggers that start replications."""
 
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import boto3
 
+from ferry import triggers
 from ferry.aws import AwsClients
 from ferry.commands import EXIT_FAILED, EXIT_OK, print_warnings
-from ferry.config import load_config
-from ferry.errors import FerryError
+from ferry.config import S3Trigger, load_config
+from ferry.errors import ConfigError, FerryError
 from ferry.local import deploy, emulator, processes, runtime
 
 
@@ -63,17 +65,61 @@ def run_local(action: str, home: Path, ports: dict[str, int], as_json: bool = Fa
     return EXIT_OK if action == "up" or all(s.running for s in services) else EXIT_FAILED
 
 
-def run_local_trigger(config_path: Path, bucket: str, prefix: str, suffix: str, home: Path) -> int:
-    """Make a marker object in ``bucket`` start a replication of ``config_path`` (S3 event)."""
-    print_warnings(load_config(config_path))
-    state_machine_arn, work_uri, aws = local_pipeline(home)
-    config_uri = deploy.upload_config(aws.client("s3"), work_uri, config_path)
-    rule = deploy.add_s3_trigger(aws, state_machine_arn, config_uri, bucket, prefix, suffix)
-    print(
-        f"an object s3://{bucket}/{prefix}…{suffix} now starts a replication "
-        f"of {config_path} (rule {rule})"
-    )
+def run_local_trigger(config_path: Path, home: Path) -> int:
+    """Install the triggers ``config_path`` declares into the local runtime, one line each.
+
+    Each S3 trigger becomes an EventBridge rule, as on AWS (``ferry.triggers``). The local
+    runtime fires no schedules: a declared schedule is only reported.
+    """
+    config = load_config(config_path)
+    print_warnings(config)
+    declared = config.triggers
+    if not declared.declared:
+        raise ConfigError(
+            f"{config_path}: declares no triggers: add the key 'triggers', with a 'schedule' "
+            "or the 's3' objects whose arrival starts a run (docs/CONFIGURATION.md, Triggers)"
+        )
+    if declared.s3:
+        state_machine_arn, work_uri, aws = local_pipeline(home)
+        _check_buckets(aws, declared.s3, config_path)  # before anything is installed
+        config_uri = deploy.upload_config(aws.client("s3"), work_uri, config_path)
+        for trigger in declared.s3:
+            rule = deploy.add_s3_trigger(aws, state_machine_arn, config_uri, trigger)
+            print(
+                f"an object created at {triggers.describe_s3_trigger(trigger)} now starts "
+                f"a replication of {config_path} (rule {rule})"
+            )
+    if declared.schedule is not None:
+        schedule = declared.schedule
+        print(
+            f"the schedule {schedule.expression} ({schedule.time_zone}) starts {config_path} on "
+            "AWS (EventBridge Scheduler); the local runtime fires no schedules: run "
+            f"`ferry execute {config_path}` by hand"
+        )
     return EXIT_OK
+
+
+def _check_buckets(aws: AwsClients, declared: Sequence[S3Trigger], config_path: Path) -> None:
+    """Each trigger's bucket exists in the emulator, in the region the trigger declares.
+
+    A trigger on a bucket of another region would never fire: its events go to that
+    region's event bus.
+    """
+    for index, trigger in enumerate(declared):
+        region = deploy.bucket_region(aws, trigger.bucket)
+        if region is None:
+            raise FerryError(
+                f"{config_path}: triggers.s3[{index}]: the bucket {trigger.bucket} does not "
+                "exist in the local runtime; create it first"
+            )
+        expected = trigger.region or deploy.REGION
+        if region != expected:
+            whose = "" if trigger.region else "the pipeline's "
+            raise ConfigError(
+                f"{config_path}: triggers.s3[{index}].region: the bucket {trigger.bucket} is in "
+                f"{region}, not {whose}{expected}, and S3 sends a bucket's events to "
+                f"EventBridge in its own region; declare region: {region}"
+            )
 
 
 def local_pipeline(home: Path) -> tuple[str, str, AwsClients]:

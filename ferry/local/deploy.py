@@ -22,7 +22,8 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 
-from ferry import fs
+from ferry import fs, triggers
+from ferry.config import S3Trigger
 from ferry.ledger import DynamoDbStateStore
 from infra import definition
 
@@ -184,48 +185,34 @@ def upload_config(s3: Any, work_uri: str, config_path: Path) -> str:
     return f"s3://{bucket}/{key}"
 
 
-def s3_trigger_rule(
-    config_uri: str, bucket: str, prefix: str = "", suffix: str = "_SUCCESS"
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The EventBridge pattern and input transformer of an S3 marker trigger.
+def bucket_region(aws: Any, bucket: str) -> str | None:
+    """The region of ``bucket`` in the emulator; None when there is no such bucket."""
+    try:
+        location = aws.client("s3").get_bucket_location(Bucket=bucket)["LocationConstraint"]
+    except ClientError as error:
+        if error.response["Error"]["Code"] in ("NoSuchBucket", "404"):
+            return None
+        raise
+    return location or "us-east-1"  # S3 gives no location constraint for us-east-1
 
-    An object landing in ``bucket`` whose key has the prefix and suffix (a ``_SUCCESS``
-    marker, typically) starts a replication of the config, with the marker as ``trigger``.
+
+def add_s3_trigger(aws: Any, state_machine_arn: str, config_uri: str, trigger: S3Trigger) -> str:
+    """Make the objects ``trigger`` declares start runs of the config; the rule's name.
+
+    As on AWS: the bucket sends its events to EventBridge, and the rule is on the event bus
+    of the bucket's region (``trigger.region``, else the emulator's), where they arrive.
     """
-    # Matchers in one list are alternatives (OR): a prefix *and* a suffix is one wildcard.
-    if prefix and suffix:
-        key_filters = [{"wildcard": f"{prefix}*{suffix}"}]
-    elif prefix or suffix:
-        key_filters = [{"prefix": prefix} if prefix else {"suffix": suffix}]
-    else:
-        key_filters = []
-    pattern: dict[str, Any] = {
-        "source": ["aws.s3"],
-        "detail-type": ["Object Created"],
-        "detail": {"bucket": {"name": [bucket]}},
-    }
-    if key_filters:
-        pattern["detail"]["object"] = {"key": key_filters}
-    transformer = {
-        "InputPathsMap": {"bucket": "$.detail.bucket.name", "key": "$.detail.object.key"},
-        "InputTemplate": json.dumps(
-            {"configUri": config_uri, "trigger": {"bucket": "<bucket>", "key": "<key>"}}
-        ),
-    }
-    return pattern, transformer
-
-
-def add_s3_trigger(
-    aws: Any, state_machine_arn: str, config_uri: str, bucket: str, prefix: str, suffix: str
-) -> str:
-    """Route S3 "Object Created" events of ``bucket`` to the state machine; the rule's name."""
-    s3, events = aws.client("s3"), aws.client("events")
-    s3.put_bucket_notification_configuration(
-        Bucket=bucket, NotificationConfiguration={"EventBridgeConfiguration": {}}
+    aws.client("s3").put_bucket_notification_configuration(
+        Bucket=trigger.bucket, NotificationConfiguration={"EventBridgeConfiguration": {}}
     )
-    pattern, transformer = s3_trigger_rule(config_uri, bucket, prefix, suffix)
+    events = aws.client("events", trigger.region)
+    pattern = triggers.s3_event_pattern(trigger)
     name = "ferry-" + hashlib.sha256(json.dumps(pattern, sort_keys=True).encode()).hexdigest()[:16]
     events.put_rule(Name=name, EventPattern=json.dumps(pattern), State="ENABLED")
+    transformer = {
+        "InputPathsMap": triggers.S3_INPUT_PATHS,
+        "InputTemplate": triggers.s3_input_template(config_uri),
+    }
     events.put_targets(
         Rule=name,
         Targets=[{"Id": "replicate", "Arn": state_machine_arn, "InputTransformer": transformer}],

@@ -4,14 +4,18 @@ real handlers (in-process Lambdas), the real Spark job (spark-submit), and moto'
 
 from __future__ import annotations
 
+import json
 import time
 
+import boto3
 import pytest
 
-from ferry import fs
-from ferry.aws import AwsClients
+from ferry import fs, triggers
 from ferry.catalog.glue import GlueCatalog
-from ferry.execute import follow
+from ferry.commands import run_command
+from ferry.commands.local import run_local_trigger
+from ferry.config import load_config
+from ferry.execute import follow, start
 from ferry.local import deploy
 from ferry.local.samples import create_sample_tables, last_days, order_rows, write_parquet
 from ferry.replica import REPLICATION_EVENT
@@ -245,12 +249,61 @@ def test_failed_spark_copy_names_the_files_and_changes_nothing(
     assert "3 files not copied" in failure["errorMessage"]
 
 
-def test_a_marker_object_landing_in_s3_starts_a_replication(
-    pipeline, sfn, local_runtime, aws, unique, write_config
+def test_a_scheduled_run_keeps_its_schedule_as_the_trigger(
+    pipeline, sfn, aws, local_runtime, sample, replica_catalog, write_config
+):
+    config = write_config(
+        config_document(
+            local_runtime,
+            [table_entry(sample, "orders", **{"replication-mode": "METADATA_MIRROR"})],
+            triggers={"schedule": {"expression": "cron(0 3 * * ? *)"}},
+        )
+    )
+    config_uri = deploy.upload_config(aws["s3"], pipeline.work_uri, config)
+    schedule = load_config(config).triggers.schedule
+    # What EventBridge Scheduler sends: the input with its scheduled time filled in.
+    sent = json.loads(
+        json.dumps(triggers.scheduled_input(config_uri, schedule)).replace(
+            triggers.SCHEDULED_TIME, "2026-11-21T03:00:00Z"
+        )
+    )
+    arn = start(sfn, pipeline.state_machine_arn, deploy.execution_name("scheduled"), sent)
+    outcome = follow(sfn, arn, poll_seconds=0.2, timeout_seconds=120)
+    assert outcome.status == "SUCCEEDED", outcome
+    assert outcome.output["trigger"] == {
+        "schedule": "cron(0 3 * * ? *)",
+        "scheduledTime": "2026-11-21T03:00:00Z",
+    }
+    mirrored = replica_catalog.get_table(f"{sample.database}_dr", "orders")
+    assert mirrored.location == sample.orders.location
+
+
+def new_executions(sfn, pipeline, before: set[str], seconds: float = 30) -> list[str]:
+    """The executions of the state machine started since ``before`` (waiting for one)."""
+    deadline, started = time.monotonic() + seconds, []
+    while not started and time.monotonic() < deadline:
+        listed = sfn.list_executions(stateMachineArn=pipeline.state_machine_arn)["executions"]
+        started = [e["executionArn"] for e in listed if e["executionArn"] not in before]
+        time.sleep(0.2)
+    return started
+
+
+def executions(sfn, pipeline) -> set[str]:
+    listed = sfn.list_executions(stateMachineArn=pipeline.state_machine_arn)["executions"]
+    return {e["executionArn"] for e in listed}
+
+
+def test_objects_landing_where_the_config_declares_s3_triggers_start_replications(
+    pipeline, sfn, local_runtime, aws, unique, write_config, capsys
 ):
     source_bucket, replica_bucket = f"landing-{unique}", f"dr-{unique}"
+    west_bucket = f"exports-{unique}"  # another region's bucket: the cross-region DR path
     for bucket in (source_bucket, replica_bucket):
         aws["s3"].create_bucket(Bucket=bucket)
+    west_s3 = boto3.client("s3", region_name=WEST)
+    west_s3.create_bucket(
+        Bucket=west_bucket, CreateBucketConfiguration={"LocationConstraint": WEST}
+    )
     glue = GlueCatalog("aws", aws["glue"])
     sample = create_sample_tables(
         glue, f"events_{unique}", f"s3://{source_bucket}/warehouse", last_days(NOW.date(), 2)
@@ -259,24 +312,24 @@ def test_a_marker_object_landing_in_s3_starts_a_replication(
         {
             "source-catalog": {"name": "landing", "glue": {"region": "us-east-1"}},
             "replica-catalog": {"name": "dr", "glue": {"region": "us-east-1"}},
+            "triggers": {
+                "s3": [
+                    {"bucket": source_bucket, "prefix": "warehouse/"},
+                    {"bucket": west_bucket, "prefix": "done/", "suffix": ".marker", "region": WEST},
+                ]
+            },
             "table-replications": [table_entry(sample, "orders", f"s3://{replica_bucket}/orders")],
         }
     )
-    config_uri = deploy.upload_config(aws["s3"], pipeline.work_uri, config)
-    deploy.add_s3_trigger(
-        AwsClients(),
-        pipeline.state_machine_arn,
-        config_uri,
-        source_bucket,
-        "warehouse/",
-        "_SUCCESS",
-    )
-    before = {
-        e["executionArn"]
-        for e in sfn.list_executions(stateMachineArn=pipeline.state_machine_arn)["executions"]
-    }
+    assert run_local_trigger(config, local_runtime.state_dir) == 0
+    installed = capsys.readouterr().out.splitlines()
+    assert [line.split(" now starts ")[0] for line in installed] == [
+        f"an object created at s3://{source_bucket}/warehouse/…_SUCCESS",
+        f"an object created at s3://{west_bucket}/done/….marker ({WEST})",
+    ]
 
     # A new day's partition lands, then its marker: that starts the replication.
+    before = executions(sfn, pipeline)
     write_parquet(
         f"s3://{source_bucket}/warehouse/{sample.database}.db/orders/dt=2026-11-22",
         "part-00000.parquet",
@@ -288,18 +341,9 @@ def test_a_marker_object_landing_in_s3_starts_a_replication(
     aws["s3"].put_object(
         Bucket=source_bucket, Key=f"warehouse/{sample.database}.db/orders/_SUCCESS", Body=b""
     )
-
-    deadline = time.monotonic() + 30
-    started = []
-    while not started and time.monotonic() < deadline:
-        started = [
-            e
-            for e in sfn.list_executions(stateMachineArn=pipeline.state_machine_arn)["executions"]
-            if e["executionArn"] not in before
-        ]
-        time.sleep(0.2)
+    started = new_executions(sfn, pipeline, before)
     assert len(started) == 1, "exactly the marker started an execution"
-    outcome = follow(sfn, started[0]["executionArn"], poll_seconds=0.2, timeout_seconds=120)
+    outcome = follow(sfn, started[0], poll_seconds=0.2, timeout_seconds=120)
     assert outcome.status == "SUCCEEDED", outcome
     assert outcome.output["trigger"] == {
         "bucket": source_bucket,
@@ -307,3 +351,59 @@ def test_a_marker_object_landing_in_s3_starts_a_replication(
     }
     replica = glue.get_table(f"{sample.database}_dr", "orders")
     assert [p.values for p in glue.list_partitions(replica)] == [(d,) for d in sample.days]
+
+    # A marker in the other region's bucket starts the pipeline of this one.
+    before = executions(sfn, pipeline)
+    west_s3.put_object(Bucket=west_bucket, Key="done/orders.marker", Body=b"")
+    started = new_executions(sfn, pipeline, before)
+    assert len(started) == 1, "the other region's marker started an execution"
+    outcome = follow(sfn, started[0], poll_seconds=0.2, timeout_seconds=120)
+    assert outcome.status == "SUCCEEDED", outcome
+    assert outcome.output["trigger"] == {"bucket": west_bucket, "key": "done/orders.marker"}
+
+
+def test_a_trigger_whose_events_would_never_arrive_is_refused_and_nothing_installed(
+    pipeline, local_runtime, unique, write_config, capsys
+):
+    west_bucket = f"west-{unique}"
+    boto3.client("s3", region_name=WEST).create_bucket(
+        Bucket=west_bucket, CreateBucketConfiguration={"LocationConstraint": WEST}
+    )
+    rules = {region: boto3.client("events", region_name=region) for region in ("us-east-1", WEST)}
+
+    def installed() -> dict[str, list[str]]:
+        return {r: [x["Name"] for x in c.list_rules()["Rules"]] for r, c in rules.items()}
+
+    before = installed()
+
+    def trigger(*declared: dict) -> tuple[int, str]:
+        document = {
+            "source-catalog": {"name": "east", "glue": {"region": "us-east-1"}},
+            "replica-catalog": {"name": "west", "glue": {"region": WEST}},
+            "triggers": {"s3": list(declared)},
+            "table-replications": [
+                {
+                    "source-table": {"database-name": "sales", "table-name": "orders"},
+                    "replication-mode": "METADATA_MIRROR",
+                    "replica-table": {"database-name": "sales_dr"},
+                }
+            ],
+        }
+        config = write_config(document)
+        code = run_command(lambda: run_local_trigger(config, local_runtime.state_dir))
+        out, err = capsys.readouterr()
+        assert out == ""
+        return code, err
+
+    # The bucket is in us-west-2: its events never reach the pipeline region's event bus.
+    code, error = trigger({"bucket": west_bucket})
+    assert code == 2
+    assert (
+        f"triggers.s3[0].region: the bucket {west_bucket} is in {WEST}, not the pipeline's "
+        f"us-east-1" in error
+    )
+    assert f"declare region: {WEST}" in error
+    code, error = trigger({"bucket": west_bucket, "region": WEST}, {"bucket": f"none-{unique}"})
+    assert code == 1
+    assert f"triggers.s3[1]: the bucket none-{unique} does not exist in the local runtime" in error
+    assert installed() == before

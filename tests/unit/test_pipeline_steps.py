@@ -1,15 +1,11 @@
-"""Pieces of the pipeline that need no service: copier choice, errors, summaries, triggers."""
+"""Pieces of the pipeline that need no service: copier choice, errors, summaries."""
 
 import json
 from pathlib import Path
 
-from moto.events.models import EventPattern
-from moto.events.utils import EventTemplateParser
-
 from ferry.config import CopierOptions, ReplicationMode, TableReplication
 from ferry.copier import CopyTask
 from ferry.errors import describe_error
-from ferry.local.deploy import s3_trigger_rule
 from ferry.local.emulator_emr_serverless import api_parameters
 from ferry.local.emulator_lambda import invoke_in_process
 from ferry.manifest import ManifestSummary
@@ -106,25 +102,6 @@ def test_summary_names_the_first_failed_table():
         "cause": "sales.orders: cannot write s3://no-such-bucket/orders/...",
     }
     assert Steps.summarize({"results": [{"status": "SUCCEEDED"}]})["error"] is None
-
-
-def test_the_s3_trigger_matches_markers_only_and_builds_the_execution_input():
-    pattern, transformer = s3_trigger_rule("s3://w/c.yml", "landing", "warehouse/", "_SUCCESS")
-    event = json.loads((EVENTS / "s3-object-created.json").read_text())
-    assert EventPattern.load(json.dumps(pattern)).matches_event(event)
-    other = {
-        **event,
-        "detail": {**event["detail"], "object": {"key": "warehouse/x/part-0.parquet"}},
-    }
-    assert not EventPattern.load(json.dumps(pattern)).matches_event(other)
-    event["ingestion-time"] = event["time"]
-    body = EventTemplateParser.parse(
-        transformer["InputTemplate"], transformer["InputPathsMap"], event
-    )
-    assert body == {
-        "configUri": "s3://w/c.yml",
-        "trigger": {"bucket": "landing", "key": "warehouse/sales.db/orders/_SUCCESS"},
-    }
 
 
 class FakeFunction:
