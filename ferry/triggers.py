@@ -35,7 +35,12 @@ HOUSEKEEPING_SCHEDULE = "rate(6 hours)"
 SCHEDULED_TIME = "<aws.scheduler.scheduled-time>"
 
 #: The S3 trigger rule's input transformer: the event's fields its template uses.
-S3_INPUT_PATHS: dict[str, str] = {"bucket": "$.detail.bucket.name", "key": "$.detail.object.key"}
+#: ``time`` is when S3 created the object: the replication lag is measured from it.
+S3_INPUT_PATHS: dict[str, str] = {
+    "bucket": "$.detail.bucket.name",
+    "key": "$.detail.object.key",
+    "time": "$.time",
+}
 
 
 def s3_event_pattern(trigger: S3Trigger) -> dict[str, Any]:
@@ -71,7 +76,8 @@ def _wildcard_literal(text: str) -> str:
 
 def s3_input_template(config_uri: str) -> str:
     """The S3 trigger rule's input template: a run of the config, the object as ``trigger``."""
-    return json.dumps({"configUri": config_uri, "trigger": {"bucket": "<bucket>", "key": "<key>"}})
+    trigger = {"bucket": "<bucket>", "key": "<key>", "time": "<time>"}
+    return json.dumps({"configUri": config_uri, "trigger": trigger})
 
 
 def scheduled_input(config_uri: str, schedule: ScheduleTrigger) -> dict[str, Any]:

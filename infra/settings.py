@@ -17,7 +17,7 @@ from typing import Annotated
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from ferry import fs
+from ferry import fs, triggers
 from ferry.config import ReplicationConfig, load_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -93,7 +93,7 @@ class EnvironmentSettings(_Model):
     #: object, filled after deployment), each with a sample value that only checks the
     #: configs at synth: the real value is never in the repository or the template.
     secret_variables: dict[str, str] = Field(default_factory=dict)
-    housekeeping_schedule: str = "rate(6 hours)"
+    housekeeping_schedule: str = triggers.HOUSEKEEPING_SCHEDULE
     log_retention_days: int = Field(default=90, ge=1)
     #: Who is told when an alarm fires (the operations topic's e-mail subscriptions).
     alarm_emails: list[str] = Field(default_factory=list)
@@ -106,6 +106,11 @@ class EnvironmentSettings(_Model):
         if reserved:
             raise ValueError(f"{reserved[0]} is set by the deployment itself")
         return variables
+
+    @field_validator("housekeeping_schedule")
+    @classmethod
+    def _schedule(cls, expression: str) -> str:
+        return triggers.check_schedule_expression(expression)
 
     @property
     def stack_name(self) -> str:

@@ -19,6 +19,7 @@ from ferry.execute import follow, start
 from ferry.local import deploy
 from ferry.local.samples import create_sample_tables, last_days, order_rows, write_parquet
 from ferry.replica import REPLICATION_EVENT
+from ferry.steps import trigger_time
 from tests.conftest import NOW
 from tests.helpers import catalog_state, config_document, files_below, read_bytes
 
@@ -345,10 +346,12 @@ def test_objects_landing_where_the_config_declares_s3_triggers_start_replication
     assert len(started) == 1, "exactly the marker started an execution"
     outcome = follow(sfn, started[0], poll_seconds=0.2, timeout_seconds=120)
     assert outcome.status == "SUCCEEDED", outcome
-    assert outcome.output["trigger"] == {
+    trigger = outcome.output["trigger"]
+    assert {k: trigger[k] for k in ("bucket", "key")} == {
         "bucket": source_bucket,
         "key": f"warehouse/{sample.database}.db/orders/_SUCCESS",
     }
+    assert trigger_time(trigger) is not None, trigger  # the object's event time: the lag's start
     replica = glue.get_table(f"{sample.database}_dr", "orders")
     assert [p.values for p in glue.list_partitions(replica)] == [(d,) for d in sample.days]
 
@@ -359,7 +362,8 @@ def test_objects_landing_where_the_config_declares_s3_triggers_start_replication
     assert len(started) == 1, "the other region's marker started an execution"
     outcome = follow(sfn, started[0], poll_seconds=0.2, timeout_seconds=120)
     assert outcome.status == "SUCCEEDED", outcome
-    assert outcome.output["trigger"] == {"bucket": west_bucket, "key": "done/orders.marker"}
+    trigger = outcome.output["trigger"]
+    assert (trigger["bucket"], trigger["key"]) == (west_bucket, "done/orders.marker")
 
 
 def test_a_trigger_whose_events_would_never_arrive_is_refused_and_nothing_installed(

@@ -145,8 +145,16 @@ def test_the_trigger_time_comes_from_the_s3_event_or_the_schedule():
     from ferry.steps import trigger_time
 
     due = datetime(2026, 11, 21, 3, 0, tzinfo=UTC)
-    assert trigger_time({"schedule": "cron(0 3 * * ? *)", "scheduledTime": "2026-11-21T03:00:00Z"}) == due
+    assert (
+        trigger_time({"schedule": "cron(0 3 * * ? *)", "scheduledTime": "2026-11-21T03:00:00Z"})
+        == due
+    )
     assert trigger_time({"bucket": "b", "key": "k/_SUCCESS", "time": "2026-11-21T03:00:00Z"}) == due
     # By hand, or a template that the emulator left unfilled: the run's own start counts.
     assert trigger_time(None) is None
-    assert trigger_time({"schedule": "rate(1 hour)", "scheduledTime": "<aws.scheduler.scheduled-time>"}) is None
+    assert (
+        trigger_time(
+            {"schedule": "rate(1 hour)", "scheduledTime": "<aws.scheduler.scheduled-time>"}
+        )
+        is None
+    )

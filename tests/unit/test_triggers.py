@@ -291,7 +291,11 @@ def test_an_s3_trigger_starts_a_run_of_the_config_with_the_object_as_trigger():
     )
     assert body == {
         "configUri": "s3://w/c.yml",
-        "trigger": {"bucket": "landing", "key": "warehouse/sales.db/orders/_SUCCESS"},
+        "trigger": {
+            "bucket": "landing",
+            "key": "warehouse/sales.db/orders/_SUCCESS",
+            "time": event["time"],
+        },
     }
 
 
