@@ -39,12 +39,13 @@ def main() -> None:
     import os
     import sys
 
+    from ferry.errors import FerryError
     from infra.settings import SettingsError
 
     try:
         # The CDK CLI passes CDK_OUTDIR; run directly, write where the CLI would.
         assembly = build_app(os.environ.get("CDK_OUTDIR", "cdk.out")).synth()
-    except SettingsError as error:
+    except (SettingsError, FerryError) as error:
         sys.exit(f"ferry: error: {error}")
     for stack in assembly.stacks:
         region = stack.environment.region

@@ -15,7 +15,15 @@ from pathlib import Path
 from typing import Annotated
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from ferry import fs, triggers
 from ferry.config import ReplicationConfig, load_config
@@ -42,7 +50,16 @@ class _Model(BaseModel):
     )
 
 
-S3Prefix = Annotated[str, Field(pattern=r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$")]
+_S3_PREFIX = re.compile(r"s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?")
+
+
+def _s3_prefix(value: str) -> str:
+    if not _S3_PREFIX.fullmatch(value):
+        raise ValueError(f"{value!r} is not an S3 location (s3://bucket/prefix/)")
+    return value
+
+
+S3Prefix = Annotated[str, AfterValidator(_s3_prefix)]
 
 
 class Network(_Model):
@@ -158,6 +175,10 @@ def _below(location: str, prefix: str) -> bool:
     return location == prefix.rstrip("/") or location.startswith(prefix.rstrip("/") + "/")
 
 
+def _shown(path: Path) -> str:
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
 def environment_names() -> list[str]:
     return sorted(path.stem for path in ENVIRONMENTS.glob("*.yml"))
 
@@ -166,7 +187,7 @@ def load_environment(name: str) -> EnvironmentSettings:
     path = ENVIRONMENTS / f"{name}.yml"
     if not path.is_file():
         raise SettingsError(
-            f"no settings for environment {name!r}: expected {path.relative_to(ROOT)} "
+            f"no settings for environment {name!r}: expected {_shown(path)} "
             f"(known: {', '.join(environment_names()) or 'none'})"
         )
     document = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
@@ -175,4 +196,4 @@ def load_environment(name: str) -> EnvironmentSettings:
     except ValidationError as error:
         first = error.errors()[0]
         key = ".".join(str(part) for part in first["loc"]) or "(top level)"
-        raise SettingsError(f"{path.relative_to(ROOT)}: {key}: {first['msg']}") from None
+        raise SettingsError(f"{_shown(path)}: {key}: {first['msg']}") from None

@@ -1,0 +1,96 @@
+"""An environment's settings file: what is refused, in one line naming the file and key."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from infra import settings as settings_module
+from infra.settings import SettingsError, load_environment
+
+pytestmark = pytest.mark.infra
+
+CONFIG = """
+source-catalog: {name: onprem, glue: {region: eu-west-1}}
+replica-catalog: {name: dr, glue: {region: eu-west-2}}
+table-replications:
+  - source-table: {database-name: sales, table-name: orders}
+    replica-table: {table-location: "s3://${DR_BUCKET}/warehouse/orders"}
+"""
+
+
+@pytest.fixture
+def environments(tmp_path, monkeypatch):
+    folder = tmp_path / "environments"
+    folder.mkdir()
+    (tmp_path / "sales.yml").write_text(CONFIG)
+    monkeypatch.setattr(settings_module, "ENVIRONMENTS", folder)
+
+    def write(name: str, **changes):
+        document = {
+            "account": "111111111111",
+            "region": "eu-west-1",
+            "replications": [
+                {
+                    "config": str(tmp_path / "sales.yml"),
+                    "read-locations": ["s3://src-bucket/sales/"],
+                }
+            ],
+            "write-locations": ["s3://dr-bucket/warehouse/"],
+            "variables": {"DR_BUCKET": "dr-bucket"},
+            **changes,
+        }
+        (folder / f"{name}.yml").write_text(yaml.safe_dump(document))
+
+    return write
+
+
+def test_a_good_file_loads_with_its_configs(environments):
+    environments("qa")
+    settings = load_environment("qa")
+    (config,) = settings.configs.values()
+    assert (
+        config.table_replications[0].replica_table.table_location
+        == "s3://dr-bucket/warehouse/orders"
+    )
+    assert (
+        settings.events_topic_arn
+        == "arn:aws:sns:eu-west-1:111111111111:ferry-qa-replication-events"
+    )
+
+
+def test_a_replica_outside_the_write_locations_fails_the_synth(environments):
+    environments("qa", **{"write-locations": ["s3://dr-bucket/elsewhere/"]})
+    with pytest.raises(
+        SettingsError,
+        match=r"replica location s3://dr-bucket/warehouse/orders .* outside write-locations",
+    ):
+        _ = load_environment("qa").configs
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"account": "1234"}, "account"),
+        ({"region": "europe"}, "region"),
+        ({"write-locations": ["dr/warehouse"]}, "write-locations.0"),
+        ({"variables": {"FERRY_WORK_URI": "x"}}, "FERRY_WORK_URI is set by the deployment"),
+        ({"housekeeping-schedule": "every day"}, "housekeeping-schedule"),
+        ({"log-retention-days": 0}, "log-retention-days"),
+        ({"spark": {"maximum-vcpu": 1}}, "spark.maximum-vcpu"),
+        ({"netwrok": {}}, "netwrok"),
+    ],
+)
+def test_a_mistake_is_one_line_naming_the_file_and_key(environments, changes, message):
+    environments("qa", **changes)
+    with pytest.raises(SettingsError) as raised:
+        load_environment("qa")
+    assert str(raised.value).startswith("qa.yml: ") or "environments/qa.yml" in str(raised.value)
+    assert message in str(raised.value)
+    assert "\n" not in str(raised.value)
+
+
+def test_an_unknown_environment_names_the_known_ones(environments):
+    environments("qa")
+    with pytest.raises(SettingsError, match="no settings for environment 'prd'.*known: qa"):
+        load_environment("prd")
