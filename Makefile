@@ -1,6 +1,7 @@
 # Ferry's interface: people and CI run the same targets.
 #   make demo   set everything up, then replicate sample tables on the local runtime
-#   make test   set everything up, then run the whole suite (unit, integration, e2e)
+#   make test   set everything up, then run the whole suite (unit, integration, e2e), and the
+#               Spark copy job's tests once more on the PySpark of the EMR release it runs on
 
 SHELL := /bin/bash
 # The CDK's jsii runtime prints a banner on every start about Node 20's support window.
@@ -11,8 +12,13 @@ BIN := $(VENV)/bin
 PIP_VERSION := 26.3
 # The stamp changes whenever the pinned dependencies do, so `make` reinstalls exactly then.
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)
+# The Spark copy job runs on EMR Serverless, on the Spark of the release infra/bundling.py picks:
+# a second virtualenv has that PySpark with the same pinned dependencies, for the job's tests.
+EMR_SPARK_VERSION := $(shell sed -n 's/^EMR_SPARK_VERSION = "\(.*\)"$$/\1/p' infra/bundling.py)
+EMR_VENV := .venv-emr
+EMR_STAMP := $(EMR_VENV)/.installed-$(shell cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)-pyspark-$(EMR_SPARK_VERSION)
 
-.PHONY: setup java demo test test-fast lint bench synth down clean
+.PHONY: setup java demo test test-fast test-emr-spark lint bench synth down clean
 
 setup: $(STAMP) java
 
@@ -25,6 +31,18 @@ $(STAMP): pyproject.toml constraints.txt
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
+# Everything but PySpark exactly as in .venv; PySpark as on EMR (Spark 4.0 runs on Java 17+,
+# which the java target checks).
+$(EMR_STAMP): $(STAMP)
+	@test -n "$(EMR_SPARK_VERSION)" || { echo "ferry: no EMR_SPARK_VERSION in infra/bundling.py"; exit 1; }
+	@test -x $(EMR_VENV)/bin/python || $(PYTHON) -m venv $(EMR_VENV)
+	$(EMR_VENV)/bin/python -m pip install --quiet --disable-pip-version-check pip==$(PIP_VERSION)
+	@grep -v '^pyspark==' constraints.txt > $(EMR_VENV)/constraints.txt
+	$(EMR_VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
+	  -c $(EMR_VENV)/constraints.txt -e . pyspark==$(EMR_SPARK_VERSION) pytest pytest-timeout
+	@rm -f $(EMR_VENV)/.installed-*
+	@touch $@
+
 java: $(STAMP)
 	@$(BIN)/python -c 'import sys; from ferry.local.metastore import java_problem; \
 	  problem = java_problem(); sys.exit(problem and "ferry: " + problem)'
@@ -34,6 +52,14 @@ demo: setup
 
 test: setup
 	$(BIN)/pytest
+	@$(MAKE) --no-print-directory test-emr-spark
+
+# The Spark copy job's tests on the PySpark of the EMR release (the main suite runs them on ours).
+test-emr-spark: $(EMR_STAMP) java
+	@$(EMR_VENV)/bin/python -c 'import sys, pyspark; v = pyspark.__version__; \
+	  sys.exit(f"ferry: $(EMR_VENV) has PySpark {v}, not $(EMR_SPARK_VERSION)") \
+	  if v != "$(EMR_SPARK_VERSION)" else print(f"ferry: the Spark copy job on PySpark {v}")'
+	$(EMR_VENV)/bin/pytest tests/unit/test_copy_files_job.py
 
 # Only the tests that need no metastore, emulator or Spark.
 test-fast: setup
@@ -49,7 +75,9 @@ bench: setup
 	$(BIN)/python bench/plan_scale.py
 	$(BIN)/python bench/diff_scale.py
 
-# The CloudFormation template of each environment, into cdk.out/ (no AWS account needed).
+# The CloudFormation template of each environment, into cdk.out/ (no AWS account, no Docker):
+# the Lambda bundle and the Spark job's environment are built from platform wheels on the way,
+# once per change of dependencies or code (cached in .bundles/).
 synth: setup
 	$(BIN)/python -m infra.app
 
@@ -57,4 +85,4 @@ down:
 	@test -x $(BIN)/ferry && $(BIN)/ferry local down || true
 
 clean: down
-	rm -rf $(VENV) .ferry .pytest_cache .ruff_cache *.egg-info
+	rm -rf $(VENV) $(EMR_VENV) .bundles .ferry .pytest_cache .ruff_cache *.egg-info
