@@ -423,5 +423,13 @@ class SparkJobAssets(Construct):
 
     def grant_read(self, grantee: iam.IGrantable) -> None:
         """Let ``grantee`` (the job's execution role) read the entry point and the environment."""
-        self.entry_point.grant_read(grantee)
-        self.environment.grant_read(grantee)
+        from infra.access import allow  # exactly these two objects of the assets bucket
+
+        allow(
+            grantee,
+            ["s3:GetObject"],
+            [
+                a.bucket.arn_for_objects(a.s3_object_key)
+                for a in (self.entry_point, self.environment)
+            ],
+        )

@@ -171,7 +171,8 @@ class Pipeline(Construct):
             self,
             construct_id,
             state_machine_name=name,
-            definition_body=sfn.DefinitionBody.from_file(str(path)),
+            # Inline, as the file is: the template shows the definition that runs.
+            definition_body=sfn.DefinitionBody.from_string(path.read_text()),
             definition_substitutions={k: v for k, v in values.items() if k in wanted},
             logs=sfn.LogOptions(
                 destination=log_group, level=sfn.LogLevel.ALL, include_execution_data=True

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from aws_cdk import App, Stack
+from aws_cdk import aws_iam as iam
 from cdk_nag import AwsSolutionsChecks
 
 from infra.checks import reason_for
@@ -41,7 +43,17 @@ def test_a_wildcard_outside_the_configured_resources_has_no_reason(stacks):
         is None
     )
     assert reason_for("AwsSolutions-IAM5[Action::s3:*]", path, stack) is None
-    assert reason_for("AwsSolutions-IAM5[Resource::*]", path, stack) is None  # not X-Ray only
+    # "*" is accepted for X-Ray and log delivery only, not beside any other action.
+    assert reason_for("AwsSolutions-IAM5[Resource::*]", path, stack) is not None
+    other = Stack(App(), "Other")
+    role = iam.Role(other, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
+    role.add_to_principal_policy(
+        iam.PolicyStatement(actions=["xray:PutTraceSegments", "s3:GetObject"], resources=["*"])
+    )
+    assert (
+        reason_for("AwsSolutions-IAM5[Resource::*]", "Other/Role/DefaultPolicy/Resource", other)
+        is None
+    )
     assert reason_for("AwsSolutions-S1", "Ferry-dev/Work/Bucket/Resource", stack) is None
 
 
