@@ -196,26 +196,24 @@ class HiveMetastoreCatalog(Catalog):
     ) -> Iterator[Callable[[hmsclient.HMSClient], list]]:
         """The calls that fetch partitions at most ``page_size`` each, in partition-value order.
 
-        A page is a range of partition values that holds at most ``page_size`` of them (ANDed
-        with the partition filter when there is one), so the metastore never materialises
-        more than a page: huge tables made metastores run out of memory when listed whole
-        (100,000 partitions in one call took 219 s here). A range costs the metastore about
-        half of a page by names (0.1 s against 0.2 s a page of 1000 on Hive 2.3 and Derby,
-        100,000 partitions). Keys or values the filter grammar cannot bound (a type other
-        than string or integral, a value with both quote characters) are fetched by names
-        instead; with a filter, in one call.
+        Without a filter, names are fetched first and partitions by name in pages. With one,
+        the filter is ANDed with a range of partition values that holds at most a page, so
+        the metastore never materialises more than a page (huge tables made metastores run
+        out of memory when listed whole).
         """
         db, name = table.database, table.name
-        ranges = value_range_filters(table.partition_keys, values, self.page_size)
-        if ranges is None and partition_filter is None:
+        if partition_filter is None:
             for names in batched(
                 (_name_of(table.partition_keys, v) for v in values), self.page_size
             ):
                 yield lambda c, n=names: c.get_partitions_by_names(db, name, n)
             return
-        for bounds in ranges if ranges is not None else [None]:
-            expression = " AND ".join(
-                f"({part})" for part in (partition_filter, bounds) if part is not None
+        ranges = value_range_filters(table.partition_keys, values, self.page_size)
+        if ranges is None:  # a key type or value the filter grammar cannot bound: one call
+            ranges = [None]
+        for bounds in ranges:
+            expression = (
+                partition_filter if bounds is None else f"({partition_filter}) AND ({bounds})"
             )
             yield lambda c, e=expression: c.get_partitions_by_filter(db, name, e, -1)
 
@@ -340,8 +338,6 @@ def value_range_filters(
             "char",
         ) and not key.type.lower().startswith(("varchar", "char")):
             return None
-        if "\\" in value:
-            return None  # the grammar's escapes differ between Hive versions: by names
         if "'" not in value:
             return f"'{value}'"
         if '"' not in value:

@@ -168,7 +168,6 @@ def test_value_ranges_cover_every_value_in_pages():
 def test_value_ranges_give_up_on_unbounded_types():
     assert value_range_filters((Column("d", "date"),), [("2026-01-01",)], 5) is None
     assert value_range_filters((Column("s", "string"),), [('it\'s "x"',)], 5) is None
-    assert value_range_filters((Column("s", "string"),), [("a\\b",)], 5) is None
     assert value_range_filters((Column("s", "string"),), [("it's",)], 5) == [
         's >= "it\'s" AND s <= "it\'s"'
     ]
