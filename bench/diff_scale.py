@@ -19,6 +19,9 @@ same run:
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
+import os
 import sys
 import tempfile
 import threading
@@ -71,12 +74,31 @@ def main() -> None:
     parser.add_argument(
         "--plan-only", action="store_true", help="skip the naive diff and the commit"
     )
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        metavar="DIR",
+        help="keep the tables in DIR and reuse them on the next run (with --plan-only)",
+    )
     arguments = parser.parse_args()
     count = arguments.partitions
 
-    with tempfile.TemporaryDirectory(prefix="ferry-diff-bench-") as folder:
-        home = Path(folder)
-        ports = {name: processes.free_port() for name in ("source", "replica")}
+    with contextlib.ExitStack() as cleanup:
+        if arguments.keep:
+            home = arguments.keep.resolve()
+            home.mkdir(parents=True, exist_ok=True)
+        else:
+            home = Path(cleanup.enter_context(tempfile.TemporaryDirectory(prefix="ferry-diff-")))
+        built = home / f"built-{count}"  # the tables exist, replicated once
+        # Kept tables keep their ports: a replica records its source metastore's URIs.
+        saved = home / "ports.json"
+        ports = (
+            json.loads(saved.read_text())
+            if saved.exists()
+            else {name: processes.free_port() for name in ("source", "replica")}
+        )
+        if arguments.keep:
+            saved.write_text(json.dumps(ports))
         started = []
         try:
             for name, port in ports.items():
@@ -85,31 +107,6 @@ def main() -> None:
             source_uri = f"thrift://127.0.0.1:{ports['source']}"
             replica_uri = f"thrift://127.0.0.1:{ports['replica']}"
             root = home / "source" / "events"
-            print(f"a source table of {count:,} partitions …", flush=True)
-            begun = time.monotonic()
-            for index in range(count):
-                folder_path = root / f"dt={index:06d}"
-                folder_path.mkdir(parents=True)
-                (folder_path / "part-00000.parquet").write_bytes(b"generation-0")
-            table = Table(
-                "bench", "events", TableType.EXTERNAL,
-                StorageDescriptor(fs.local_uri(root), (Column("v", "string"),), serde_library="x"),
-                partition_keys=(Column("dt", "string"),),
-            )  # fmt: skip
-            with HiveMetastoreCatalog("source", [source_uri]) as source:
-                source.create_database(Database("bench", None, None))
-                source.create_table(table)
-                source.add_partitions(
-                    table,
-                    [
-                        Partition(
-                            (f"{i:06d}",),
-                            table.storage.with_location(fs.local_uri(root / f"dt={i:06d}")),
-                        )
-                        for i in range(count)
-                    ],
-                )
-            print(f"  {time.monotonic() - begun:.0f} s; replicating it once …", flush=True)
             document = {
                 "source-catalog": {"name": "source", "hive-metastore-uris": source_uri},
                 "replica-catalog": {"name": "replica", "hive-metastore-uris": replica_uri},
@@ -123,15 +120,16 @@ def main() -> None:
                     }
                 ],
             }
-            import yaml
-
-            config_path = home / "config.yml"
-            config_path.write_text(yaml.safe_dump(document))
-            begun = time.monotonic()
-            driver = InProcessDriver(Steps(fs.local_uri(home / "work")), LocalSpark(home / "spark"))
-            first = driver.run({"configUri": str(config_path)})
-            assert first.status == "SUCCEEDED", first
-            print(f"  {time.monotonic() - begun:.0f} s", flush=True)
+            if built.exists():
+                print(f"the tables of {count:,} partitions in {home}", flush=True)
+                rewritten = home / "rewritten.json"  # undo the last run's rewrite, times too
+                for name, mtime_ns in json.loads(rewritten.read_text()).items():
+                    (root / name).write_bytes(b"generation-0")
+                    os.utime(root / name, ns=(mtime_ns, mtime_ns))
+            else:
+                build_tables(home, root, count, source_uri, document)
+                if arguments.keep:
+                    built.touch()
             replication = parse_config(document).table_replications[0]
 
             def ferry_plan():
@@ -148,8 +146,12 @@ def main() -> None:
 
             changed = max(1, int(count * arguments.changed))
             step = count // changed
+            originals = {}
             for index in range(0, count, step)[:changed]:
-                (root / f"dt={index:06d}" / "part-00000.parquet").write_bytes(b"generation-1!")
+                data = root / f"dt={index:06d}" / "part-00000.parquet"
+                originals[str(data.relative_to(root))] = data.stat().st_mtime_ns
+                data.write_bytes(b"generation-1!")
+            (home / "rewritten.json").write_text(json.dumps(originals))
 
             if arguments.profile:
                 import cProfile
@@ -228,6 +230,43 @@ def main() -> None:
     print(f"| no-op re-run (nothing changed) | {noop_seconds:.1f} | {noop_calls:,} |")
     print(f"\ncommit of {count:,} partitions: Ferry {commit_seconds:.1f} s, raw batched "
           f"add_partitions {raw_seconds:.1f} s (ratio {raw_seconds / commit_seconds:.2f})")  # fmt: skip
+
+
+def build_tables(home: Path, root: Path, count: int, source_uri: str, document: dict) -> None:
+    """The source table of ``count`` one-file partitions, replicated once."""
+    import yaml
+
+    print(f"a source table of {count:,} partitions …", flush=True)
+    begun = time.monotonic()
+    for index in range(count):
+        folder_path = root / f"dt={index:06d}"
+        folder_path.mkdir(parents=True)
+        (folder_path / "part-00000.parquet").write_bytes(b"generation-0")
+    table = Table(
+        "bench", "events", TableType.EXTERNAL,
+        StorageDescriptor(fs.local_uri(root), (Column("v", "string"),), serde_library="x"),
+        partition_keys=(Column("dt", "string"),),
+    )  # fmt: skip
+    with HiveMetastoreCatalog("source", [source_uri]) as source:
+        source.create_database(Database("bench", None, None))
+        source.create_table(table)
+        source.add_partitions(
+            table,
+            [
+                Partition(
+                    (f"{i:06d}",), table.storage.with_location(fs.local_uri(root / f"dt={i:06d}"))
+                )
+                for i in range(count)
+            ],
+        )
+    print(f"  {time.monotonic() - begun:.0f} s; replicating it once …", flush=True)
+    config_path = home / "config.yml"
+    config_path.write_text(yaml.safe_dump(document))
+    begun = time.monotonic()
+    driver = InProcessDriver(Steps(fs.local_uri(home / "work")), LocalSpark(home / "spark"))
+    first = driver.run({"configUri": str(config_path)})
+    assert first.status == "SUCCEEDED", first
+    print(f"  {time.monotonic() - begun:.0f} s", flush=True)
 
 
 if __name__ == "__main__":
