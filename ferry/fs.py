@@ -98,7 +98,7 @@ def join(base: str, *parts: str) -> str:
 
 def relative_path(location: str, base: str) -> str | None:
     """``location``'s path below ``base``, or None when it is not below it."""
-    location, base = _normalise(location), _normalise(base)
+    location, base = _normal(location), _normal(base)
     if location == base:
         return ""
     if location.startswith(base + "/"):
@@ -120,6 +120,20 @@ def _normalise(uri: str) -> str:
 
 def normalise(uri: str) -> str:
     """One spelling per location: ``file:/p`` and ``file:///p`` agree, ``s3a://`` is ``s3://``."""
+    return _normalise(uri)
+
+
+def _normal(uri: str) -> str:
+    """``normalise``, without a parse for a URI already in its normal form.
+
+    A plan compares hundreds of thousands of distinct locations (every partition on both
+    sides, every file of a walk): more than a cache holds, and a parse each costs seconds.
+    """
+    if "?" not in uri and "#" not in uri and not uri.endswith("/"):
+        if uri.startswith("s3://"):
+            return uri
+        if uri.startswith("file:///") and os.path.normpath(uri[7:]) == uri[7:]:
+            return uri
     return _normalise(uri)
 
 

@@ -10,6 +10,7 @@ from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from dataclasses import fields as dataclass_fields
 from enum import StrEnum
 
 from ferry import fingerprint, fs
@@ -19,7 +20,7 @@ from ferry.config import ReplicationMode, ReplicationStrategy, TableReplication
 from ferry.errors import CopyError, ReplicationModeError, SourceTableNotFoundError
 from ferry.filters import Clock, render_partition_filter
 from ferry.manifest import CopyRoot, ManifestSummary, ManifestWriter
-from ferry.model import Partition, Table, partition_name
+from ferry.model import Partition, StorageDescriptor, Table, partition_name
 from ferry.replica import (
     LAST_REPLICATED,
     PARTITION_FINGERPRINT,
@@ -411,9 +412,16 @@ _NOT_METADATA = frozenset(
 )
 
 
+#: An Avro schema URL names the event whose copy it points at: never a difference.
+_IGNORED = _NOT_METADATA | {AVRO_SCHEMA_URL}
+#: What a partition's storage is compared on: all of it but its location and bookkeeping.
+_STORAGE_FIELDS = tuple(
+    f.name for f in dataclass_fields(StorageDescriptor) if f.name not in ("location", "parameters")
+)
+
+
 def _comparable(parameters) -> dict[str, str]:
-    # An Avro schema URL names the event whose copy it points at: never a difference.
-    return {k: v for k, v in parameters.items() if k not in _NOT_METADATA | {AVRO_SCHEMA_URL}}
+    return {k: v for k, v in parameters.items() if k not in _IGNORED}
 
 
 def _same_partition(shaped: Partition, old: Partition) -> bool:
@@ -423,13 +431,12 @@ def _same_partition(shaped: Partition, old: Partition) -> bool:
         and old.location is not None
         and fs.relative_path(shaped.location, old.location) == ""
     )
+    new_storage, old_storage = shaped.storage, old.storage
     return (
         same_location
         and _comparable(shaped.parameters) == _comparable(old.parameters)
-        and replace(
-            shaped.storage, location=None, parameters=_comparable(shaped.storage.parameters)
-        )
-        == replace(old.storage, location=None, parameters=_comparable(old.storage.parameters))
+        and all(getattr(new_storage, f) == getattr(old_storage, f) for f in _STORAGE_FIELDS)
+        and _comparable(new_storage.parameters) == _comparable(old_storage.parameters)
     )
 
 

@@ -228,3 +228,16 @@ def test_each_bucket_gets_its_own_regions_file_system_and_is_looked_up_once():
     assert file_systems.resolve("s3://missing/a")[0].region == "us-east-1"
     file_systems.resolve("s3://missing/b")
     assert answers.asked == ["west", "forbidden", "missing", "missing"]  # a missing one: again
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "s3://bucket/warehouse/dt=1", "s3://bucket/warehouse/dt=1/", "s3a://bucket/a",
+        "S3://bucket/a", "s3://bucket/a?b", "s3://bucket/a#b", "s3://bucket/a//b",
+        "file:///tmp/a", "file:/tmp/a", "file:///tmp/./a", "file:///tmp/a/../b",
+        "file:///tmp//a", "file:///tmp/a/", "/tmp/a", "gs://bucket/a", "hdfs://nn:8020/a/",
+    ],
+)  # fmt: skip
+def test_the_quick_normal_form_is_the_parsed_one(uri):
+    assert fs._normal(uri) == fs._normalise(uri)
