@@ -134,6 +134,9 @@ def _normal(uri: str) -> str:
             return uri
         if uri.startswith("file:///") and os.path.normpath(uri[7:]) == uri[7:]:
             return uri
+        # Hive spells local locations file:/path.
+        if uri.startswith("file:/") and uri[6:7] != "/" and os.path.normpath(uri[5:]) == uri[5:]:
+            return "file://" + uri[5:]
     return _normalise(uri)
 
 

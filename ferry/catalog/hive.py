@@ -28,7 +28,6 @@ from ferry.model import (
     StorageDescriptor,
     Table,
     TableType,
-    partition_name,
 )
 
 logger = logging.getLogger(__name__)
@@ -160,10 +159,12 @@ class HiveMetastoreCatalog(Catalog):
             return []
 
     def list_partition_values(self, table: Table) -> set[tuple[str, ...]]:
-        return {
-            _values_from_name(name)
-            for name in self._call(lambda c: c.get_partition_names(table.database, table.name, -1))
-        }
+        return set(self._partition_names(table))
+
+    def _partition_names(self, table: Table) -> dict[tuple[str, ...], str]:
+        """Each partition's values, and its name as the metastore spells it."""
+        names = self._call(lambda c: c.get_partition_names(table.database, table.name, -1))
+        return {_values_from_name(name): name for name in names}
 
     def list_partitions(
         self, table: Table, partition_filter: str | None = None, limit: int | None = None
@@ -171,11 +172,10 @@ class HiveMetastoreCatalog(Catalog):
         keys = table.partition_keys
         if not keys:
             return []
-        values = sorted(
-            self.list_partition_values(table), key=lambda v: partition_sort_key(keys, v)
-        )
+        names = self._partition_names(table)
+        values = sorted(names, key=lambda v: partition_sort_key(keys, v))
         result: list[Partition] = []
-        calls = self._page_calls(table, values, partition_filter)
+        calls = self._page_calls(table, values, partition_filter, names)
         with ThreadPoolExecutor(self.read_connections, thread_name_prefix="ferry-hms") as pool:
             # Pages in order, at most read_connections in flight: a partition-limit stops
             # after the page that reaches it, with at most that many more fetched.
@@ -192,7 +192,11 @@ class HiveMetastoreCatalog(Catalog):
         return result
 
     def _page_calls(
-        self, table: Table, values: list[tuple[str, ...]], partition_filter: str | None
+        self,
+        table: Table,
+        values: list[tuple[str, ...]],
+        partition_filter: str | None,
+        names: dict[tuple[str, ...], str],
     ) -> Iterator[Callable[[hmsclient.HMSClient], list]]:
         """The calls that fetch partitions at most ``page_size`` each, in partition-value order.
 
@@ -203,10 +207,8 @@ class HiveMetastoreCatalog(Catalog):
         """
         db, name = table.database, table.name
         if partition_filter is None:
-            for names in batched(
-                (_name_of(table.partition_keys, v) for v in values), self.page_size
-            ):
-                yield lambda c, n=names: c.get_partitions_by_names(db, name, n)
+            for page in batched((names[v] for v in values), self.page_size):
+                yield lambda c, n=page: c.get_partitions_by_names(db, name, n)
             return
         ranges = value_range_filters(table.partition_keys, values, self.page_size)
         if ranges is None:  # a key type or value the filter grammar cannot bound: one call
@@ -377,10 +379,6 @@ def value_range_filters(
 
 def _values_from_name(name: str) -> tuple[str, ...]:
     return tuple(unquote(part.split("=", 1)[1]) for part in name.split("/"))
-
-
-def _name_of(keys: Sequence[Column], values: tuple[str, ...]) -> str:
-    return partition_name(tuple(keys), values)
 
 
 # -- Thrift <-> model -----------------------------------------------------------------------

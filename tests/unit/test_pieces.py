@@ -235,7 +235,8 @@ def test_each_bucket_gets_its_own_regions_file_system_and_is_looked_up_once():
     [
         "s3://bucket/warehouse/dt=1", "s3://bucket/warehouse/dt=1/", "s3a://bucket/a",
         "S3://bucket/a", "s3://bucket/a?b", "s3://bucket/a#b", "s3://bucket/a//b",
-        "file:///tmp/a", "file:/tmp/a", "file:///tmp/./a", "file:///tmp/a/../b",
+        "file:///tmp/a", "file:/tmp/a", "file:/tmp/a/", "file:/tmp/./a", "file://host/a",
+        "file:///tmp/./a", "file:///tmp/a/../b",
         "file:///tmp//a", "file:///tmp/a/", "/tmp/a", "gs://bucket/a", "hdfs://nn:8020/a/",
     ],
 )  # fmt: skip
