@@ -666,10 +666,14 @@ def trigger_time(trigger: Any) -> datetime | None:
 
 
 def _optional_time(text: Any) -> datetime | None:
+    """An ISO-8601 time (AWS's events), or epoch seconds (the emulator's S3 events)."""
     if not isinstance(text, str):
         return None
     try:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        return None
+        try:
+            return datetime.fromtimestamp(float(text), UTC)
+        except (ValueError, OverflowError):
+            return None
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

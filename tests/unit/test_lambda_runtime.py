@@ -1,6 +1,7 @@
 """The functions' settings: a config's secret placeholders come from Secrets Manager."""
 
 import json
+import uuid
 
 import boto3
 import pytest
@@ -34,7 +35,7 @@ def environment(monkeypatch):
 def test_secret_values_resolve_the_configs_placeholders(environment, tmp_path):
     secrets = boto3.client("secretsmanager", region_name="eu-west-1")
     arn = secrets.create_secret(
-        Name="ferry/dev/config-variables",
+        Name=f"ferry/dev/config-variables-{uuid.uuid4().hex[:8]}",
         SecretString=json.dumps({"SOURCE_METASTORE_URIS": "thrift://ms.internal:9083"}),
     )["ARN"]
     environment.setenv("FERRY_CONFIG_SECRET", arn)
@@ -52,7 +53,9 @@ def test_secret_values_resolve_the_configs_placeholders(environment, tmp_path):
 @mock_aws
 def test_a_secret_that_is_not_a_json_object_is_named(environment):
     secrets = boto3.client("secretsmanager", region_name="eu-west-1")
-    arn = secrets.create_secret(Name="ferry/dev/config-variables", SecretString='["x"]')["ARN"]
+    arn = secrets.create_secret(
+        Name=f"ferry/dev/config-variables-{uuid.uuid4().hex[:8]}", SecretString='["x"]'
+    )["ARN"]
     environment.setenv("FERRY_CONFIG_SECRET", arn)
     with pytest.raises(FerryError, match="must hold a JSON object"):
         runtime.config_environment(AwsClients())
@@ -61,7 +64,9 @@ def test_a_secret_that_is_not_a_json_object_is_named(environment):
 @mock_aws
 def test_an_unset_placeholder_is_named_when_the_secret_lacks_it(environment, tmp_path):
     secrets = boto3.client("secretsmanager", region_name="eu-west-1")
-    arn = secrets.create_secret(Name="ferry/dev/config-variables", SecretString="{}")["ARN"]
+    arn = secrets.create_secret(
+        Name=f"ferry/dev/config-variables-{uuid.uuid4().hex[:8]}", SecretString="{}"
+    )["ARN"]
     environment.setenv("FERRY_CONFIG_SECRET", arn)
     path = tmp_path / "sales.yml"
     path.write_text(CONFIG)

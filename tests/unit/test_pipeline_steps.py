@@ -150,6 +150,8 @@ def test_the_trigger_time_comes_from_the_s3_event_or_the_schedule():
         == due
     )
     assert trigger_time({"bucket": "b", "key": "k/_SUCCESS", "time": "2026-11-21T03:00:00Z"}) == due
+    # The emulator's S3 events carry epoch seconds.
+    assert trigger_time({"bucket": "b", "key": "k", "time": str(due.timestamp())}) == due
     # By hand, or a template that the emulator left unfilled: the run's own start counts.
     assert trigger_time(None) is None
     assert (
