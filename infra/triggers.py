@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import Duration, Environment, Stack
+from aws_cdk import Duration, Environment, Stack, TimeZone
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
@@ -68,7 +68,7 @@ class Triggers(Construct):
                         description=f"Replicate {path}",
                         schedule=scheduler.ScheduleExpression.expression(
                             declared.schedule.expression,
-                            _time_zone(declared.schedule.time_zone),
+                            TimeZone.of(declared.schedule.time_zone),
                         ),
                         target=scheduler_targets.StepFunctionsStartExecution(
                             replication,
@@ -122,12 +122,6 @@ class Triggers(Construct):
                     key=encryption.key,
                 )
             )
-
-
-def _time_zone(name: str):
-    from aws_cdk import TimeZone
-
-    return TimeZone.of(name)
 
 
 def foreign_regions(settings: EnvironmentSettings) -> dict[str, list[dict[str, Any]]]:
