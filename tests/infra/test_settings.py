@@ -94,4 +94,3 @@ def test_an_unknown_environment_names_the_known_ones(environments):
     environments("qa")
     with pytest.raises(SettingsError, match="no settings for environment 'prd'.*known: qa"):
         load_environment("prd")
-
