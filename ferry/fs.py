@@ -98,7 +98,7 @@ def join(base: str, *parts: str) -> str:
 
 def relative_path(location: str, base: str) -> str | None:
     """``location``'s path below ``base``, or None when it is not below it."""
-    location, base = _normal(location), _normal(base)
+    location, base = normalise(location), normalise(base)
     if location == base:
         return ""
     if location.startswith(base + "/"):
@@ -119,15 +119,11 @@ def _normalise(uri: str) -> str:
 
 
 def normalise(uri: str) -> str:
-    """One spelling per location: ``file:/p`` and ``file:///p`` agree, ``s3a://`` is ``s3://``."""
-    return _normalise(uri)
+    """One spelling per location: ``file:/p`` and ``file:///p`` agree, ``s3a://`` is ``s3://``.
 
-
-def _normal(uri: str) -> str:
-    """``normalise``, without a parse for a URI already in its normal form.
-
-    A plan compares hundreds of thousands of distinct locations (every partition on both
-    sides, every file of a walk): more than a cache holds, and a parse each costs seconds.
+    A URI already in its normal form is not parsed: a plan compares hundreds of thousands
+    of distinct locations (every partition on both sides, every file of a walk), more than
+    the parse's cache holds, and a parse each costs seconds.
     """
     if "?" not in uri and "#" not in uri and not uri.endswith("/"):
         if uri.startswith("s3://"):

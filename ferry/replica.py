@@ -97,35 +97,29 @@ def check_replica_location(
     if replication.replication_mode not in copying or not target:
         return
     name = source_table.qualified_name
+
+    def described(values: tuple[str, ...] | None) -> str:  # spelled only for an error
+        if values is None:
+            return f"source table {name}"
+        return f"partition {partition_name(source_table.partition_keys, values)} of {name}"
+
     locations = [(None, source_table.location)] + [(p.values, p.location) for p in partitions]
     for values, location in locations:
         if not location:
             continue
-        what = _Described(name, source_table.partition_keys, values)
         below = fs.relative_path(target, location)
         if below is not None:
             where = "is" if below == "" else "is inside"
             raise ReplicaLocationError(
-                f"replica-table.table-location {target} {where} the location of {what} "
-                f"({location}); Ferry would write its snapshots into the source"
+                f"replica-table.table-location {target} {where} the location of "
+                f"{described(values)} ({location}); Ferry would write its snapshots into the source"
             )
         if fs.relative_path(location, target) is not None:
             raise ReplicaLocationError(
-                f"the location of {what} ({location}) is inside replica-table.table-location "
-                f"{target}; each run would copy the replica's earlier snapshots"
+                f"the location of {described(values)} ({location}) is inside "
+                f"replica-table.table-location {target}; each run would copy the replica's earlier "
+                "snapshots"
             )
-
-
-class _Described:
-    """What a location belongs to, put in words only when an error names it."""
-
-    def __init__(self, table: str, keys, values: tuple[str, ...] | None):
-        self.table, self.keys, self.values = table, keys, values
-
-    def __str__(self) -> str:
-        if self.values is None:
-            return f"source table {self.table}"
-        return f"partition {partition_name(self.keys, self.values)} of {self.table}"
 
 
 def _is_mirror(mode: str) -> bool:

@@ -490,6 +490,7 @@ class Steps:
         lifecycle.release_lock(
             self.state, self._replica_key(config, plan.replication), plan.event_id
         )
+        ended = event.end_time or document.started
         return {
             "status": "UNCHANGED" if unchanged else "SUCCEEDED",
             "sourceTable": plan.source_table.qualified_name,
@@ -500,12 +501,8 @@ class Steps:
             "files": 0 if unchanged else plan.manifest.files,
             "bytes": 0 if unchanged else plan.manifest.bytes,
             "partitions": 0 if unchanged else len(plan.replica_partitions),
-            "durationSeconds": (
-                (event.end_time or document.started) - document.started
-            ).total_seconds(),
-            "lagSeconds": (
-                (event.end_time or document.started) - (document.triggered or document.started)
-            ).total_seconds(),
+            "durationSeconds": (ended - document.started).total_seconds(),
+            "lagSeconds": (ended - (document.triggered or document.started)).total_seconds(),
         }
 
     # -- Abort table ----------------------------------------------------------------------

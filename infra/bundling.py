@@ -47,6 +47,8 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
+from infra.access import allow
+
 ROOT = Path(__file__).resolve().parent.parent
 #: Built bundles, one per kind, named by their key (the folder is in .gitignore).
 CACHE_DIR = ROOT / ".bundles"
@@ -423,9 +425,7 @@ class SparkJobAssets(Construct):
 
     def grant_read(self, grantee: iam.IGrantable) -> None:
         """Let ``grantee`` (the job's execution role) read the entry point and the environment."""
-        from infra.access import allow  # exactly these two objects of the assets bucket
-
-        allow(
+        allow(  # exactly these two objects of the assets bucket
             grantee,
             ["s3:GetObject"],
             [

@@ -13,6 +13,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
+from infra.access import allow
 from infra.settings import ROOT, EnvironmentSettings
 
 
@@ -31,8 +32,6 @@ class ReplicationConfigs(Construct):
 
     def grant_read(self, grantee: iam.IGrantable) -> None:
         """Read these objects, nothing else of the assets bucket."""
-        from infra.access import allow
-
         allow(
             grantee,
             ["s3:GetObject"],

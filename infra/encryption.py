@@ -7,6 +7,8 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
+from infra.access import KEY_USE, allow
+
 
 class Encryption(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, environment: str):
@@ -58,6 +60,4 @@ class Encryption(Construct):
 
     def grant_use(self, grantee: iam.IGrantable) -> None:
         """Read and write what the key encrypts (S3 objects, messages, items, secrets)."""
-        from infra.access import KEY_USE, allow
-
         allow(grantee, KEY_USE, [self.key.key_arn])

@@ -26,7 +26,7 @@ from pydantic import (
 )
 
 from ferry import fs, triggers
-from ferry.config import ReplicationConfig, load_config
+from ferry.config import ReplicationConfig, check_bucket_name, load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 ENVIRONMENTS = Path(__file__).parent / "environments"
@@ -50,12 +50,11 @@ class _Model(BaseModel):
     )
 
 
-_S3_PREFIX = re.compile(r"s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?")
-
-
 def _s3_prefix(value: str) -> str:
-    if not _S3_PREFIX.fullmatch(value):
+    bucket = value.removeprefix("s3://").partition("/")[0]
+    if not value.startswith("s3://"):
         raise ValueError(f"{value!r} is not an S3 location (s3://bucket/prefix/)")
+    check_bucket_name(bucket)  # the configs' own check of a bucket's name
     return value
 
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from aws_cdk import RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
+
+from infra.access import allow
 
 
 class StateTable(Construct):
@@ -41,9 +44,7 @@ class StateTable(Construct):
         "dynamodb:BatchWriteItem",
     )
 
-    def grant_state(self, grantee) -> None:
-        from infra.access import allow
-
+    def grant_state(self, grantee: iam.IGrantable) -> None:
         allow(grantee, self.ACTIONS, [self.table.table_arn])
 
 

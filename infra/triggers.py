@@ -16,6 +16,7 @@ from aws_cdk import Duration, Environment, Stack, TimeZone
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_scheduler as scheduler
 from aws_cdk import aws_scheduler_targets as scheduler_targets
 from aws_cdk import aws_stepfunctions as sfn
@@ -60,26 +61,15 @@ class Triggers(Construct):
             name = path.stem
             declared = config.triggers
             if declared.schedule is not None:
-                self.schedules.append(
-                    scheduler.Schedule(
-                        self,
-                        f"Schedule{index}",
-                        schedule_name=f"ferry-{settings.name}-{name}",
-                        description=f"Replicate {path}",
-                        schedule=scheduler.ScheduleExpression.expression(
-                            declared.schedule.expression,
-                            TimeZone.of(declared.schedule.time_zone),
-                        ),
-                        target=scheduler_targets.StepFunctionsStartExecution(
-                            replication,
-                            input=scheduler.ScheduleTargetInput.from_object(
-                                triggers.scheduled_input(uri, declared.schedule)
-                            ),
-                            retry_attempts=3,
-                            max_event_age=Duration.hours(1),
-                        ),
-                        key=encryption.key,
-                    )
+                self._schedule(
+                    f"Schedule{index}",
+                    name=f"ferry-{settings.name}-{name}",
+                    description=f"Replicate {path}",
+                    expression=declared.schedule.expression,
+                    time_zone=declared.schedule.time_zone,
+                    machine=replication,
+                    execution_input=triggers.scheduled_input(uri, declared.schedule),
+                    key=encryption.key,
                 )
             for number, trigger in enumerate(declared.s3):
                 self.rules.append(
@@ -87,7 +77,7 @@ class Triggers(Construct):
                         self,
                         f"S3Trigger{index}x{number}",
                         name=f"ferry-{settings.name}-{name}-s3-{number}",
-                        description=f"s3://{trigger.bucket}/{trigger.prefix}…{trigger.suffix} "
+                        description=f"{triggers.describe_s3_trigger(trigger)} "
                         f"starts a replication of {path}",
                         event_pattern=triggers.s3_event_pattern(trigger),
                         state="ENABLED",
@@ -104,24 +94,48 @@ class Triggers(Construct):
                         ],
                     )
                 )
-            self.schedules.append(
-                scheduler.Schedule(
-                    self,
-                    f"Housekeeping{index}",
-                    schedule_name=f"ferry-{settings.name}-{name}-housekeeping",
-                    description=f"Delete the expired snapshots of {path}",
-                    schedule=scheduler.ScheduleExpression.expression(
-                        settings.housekeeping_schedule
-                    ),
-                    target=scheduler_targets.StepFunctionsStartExecution(
-                        housekeeping,
-                        input=scheduler.ScheduleTargetInput.from_object(housekeeping_input(uri)),
-                        retry_attempts=3,
-                        max_event_age=Duration.hours(1),
-                    ),
-                    key=encryption.key,
-                )
+            self._schedule(
+                f"Housekeeping{index}",
+                name=f"ferry-{settings.name}-{name}-housekeeping",
+                description=f"Delete the expired snapshots of {path}",
+                expression=settings.housekeeping_schedule,
+                time_zone=None,
+                machine=housekeeping,
+                execution_input=housekeeping_input(uri),
+                key=encryption.key,
             )
+
+    def _schedule(
+        self,
+        construct_id: str,
+        *,
+        name: str,
+        description: str,
+        expression: str,
+        time_zone: str | None,
+        machine: sfn.IStateMachine,
+        execution_input: dict[str, Any],
+        key: kms.IKey,
+    ) -> None:
+        """An EventBridge Scheduler schedule that starts ``machine`` with ``execution_input``."""
+        self.schedules.append(
+            scheduler.Schedule(
+                self,
+                construct_id,
+                schedule_name=name,
+                description=description,
+                schedule=scheduler.ScheduleExpression.expression(
+                    expression, TimeZone.of(time_zone) if time_zone else None
+                ),
+                target=scheduler_targets.StepFunctionsStartExecution(
+                    machine,
+                    input=scheduler.ScheduleTargetInput.from_object(execution_input),
+                    retry_attempts=3,
+                    max_event_age=Duration.hours(1),
+                ),
+                key=key,
+            )
+        )
 
 
 def foreign_regions(settings: EnvironmentSettings) -> dict[str, list[dict[str, Any]]]:

@@ -118,19 +118,17 @@ class HiveMetastoreCatalog(Catalog):
             logging.getLogger("thrift.transport.TSocket").setLevel(logging.CRITICAL)
             client = self._connect()
         try:
-            result = operation(client)
+            return operation(client)
         except TTransport.TTransportException as error:
             client.close()  # broken: not returned to the pool
+            client = None
             raise CatalogUnreachableError(
                 f"lost the connection to Hive metastore '{self.name}' ({self.description}): {error}"
             ) from None
-        except BaseException:
-            with self._lock:  # a metastore's error reply leaves the connection usable
-                self._idle.append(client)
-            raise
-        with self._lock:
-            self._idle.append(client)
-        return result
+        finally:
+            if client is not None:  # a value or a metastore's error reply: still usable
+                with self._lock:
+                    self._idle.append(client)
 
     def close(self) -> None:
         with self._lock:

@@ -241,4 +241,4 @@ def test_each_bucket_gets_its_own_regions_file_system_and_is_looked_up_once():
     ],
 )  # fmt: skip
 def test_the_quick_normal_form_is_the_parsed_one(uri):
-    assert fs._normal(uri) == fs._normalise(uri)
+    assert fs.normalise(uri) == fs._normalise(uri)
