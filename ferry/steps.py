@@ -30,7 +30,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from ferry import faults, fs, lifecycle, selection
+from ferry import concurrency, faults, fs, lifecycle, selection
 from ferry.aws import AwsClients
 from ferry.catalog import Catalog
 from ferry.catalog.factory import open_catalog
@@ -296,7 +296,7 @@ class Steps:
                 replica,
                 event_id,
                 self.clock,
-                options.threads,
+                options.listing_threads,
                 ManifestWriter(where.manifest, event_id, options.s3_batch_files),
             )
         faults.point("plan.planned")
@@ -353,7 +353,7 @@ class Steps:
             self._open(config.replica_catalog) as replica,
         ):
             plan = plan_replication(
-                replication, source, replica, "<event-id>", self.clock, options.threads
+                replication, source, replica, "<event-id>", self.clock, options.listing_threads
             )
         location = replication.replica_table.table_location
         if probe and plan.snapshot_location and location:
@@ -428,10 +428,16 @@ class Steps:
         batch = payload["batch"]
         tasks = batch_tasks(batch)
         region = fs.bucket_region(tasks[0].target) if tasks else None
+        # The threads fit this batch (many small objects, or a few large ones); the client's
+        # connections fit the threads (objects and their parts run on two pools).
+        multipart_threshold = options.multipart_threshold_mib * MIB
+        threads = concurrency.copy_threads(
+            [task.size for task in tasks], multipart_threshold, options.threads
+        )
         copier = S3ServerSideCopier(
-            self.aws.client("s3", region),
-            threads=options.threads,
-            multipart_threshold=options.multipart_threshold_mib * MIB,
+            self.aws.client("s3", region, connections=2 * threads),
+            threads=threads,
+            multipart_threshold=multipart_threshold,
             part_size=options.part_size_mib * MIB,
         )
         report = copier.copy(Manifest(batch["eventId"], tuple(tasks)), progress)
