@@ -239,3 +239,16 @@ def test_s3_to_s3_inline_reads_the_planned_version_only(s3):
     with pytest.raises(VerificationError, match="the source changed since it was planned"):
         InlineCopier().copy(Manifest("e1", (tasks[1],)))
     assert s3_keys(s3) == ["e1/a"]
+
+
+def test_parts_keep_every_thread_busy_within_s3s_limits_and_the_memory_bound():
+    from ferry.concurrency import IN_FLIGHT_BYTES, upload_part_size
+
+    # A file of 32 MiB on 8 threads: parts of the chunk size, four of them.
+    assert upload_part_size(32 * MiB, 8, 8 * MiB) == 8 * MiB
+    # 1 GiB on 8 threads: one part per thread, as long as 8 of them fit in memory.
+    assert upload_part_size(1024 * MiB, 8, 8 * MiB) == IN_FLIGHT_BYTES // 8
+    # 1 TiB: never more than 10,000 parts, whatever the memory bound says.
+    assert upload_part_size(1024**4, 8, 8 * MiB) * 10_000 >= 1024**4
+    # Never under S3's 5 MiB, whatever the chunk size.
+    assert upload_part_size(6 * MiB, 8, 1 * MiB) == 5 * MiB
