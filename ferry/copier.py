@@ -84,19 +84,49 @@ class InlineCopier:
         self.chunk_size = chunk_size
 
     def copy(self, manifest: Manifest, progress: Progress | None = None) -> CopyReport:
+        return self.copy_batches([manifest], progress)
+
+    def copy_batches(
+        self,
+        batches: Sequence[Manifest],
+        progress: Progress | None = None,
+        copied: Callable[[int], None] | None = None,
+    ) -> CopyReport:
+        """Copy the files of every batch on the same pools, with no wait between batches.
+
+        ``copied(index)`` is called (from a worker thread) as soon as every file of
+        ``batches[index]`` is copied and verified, so a batch can be recorded while the
+        others go on. On the first failure the files not yet started are cancelled and it is
+        raised.
+        """
+        tasks = [(index, task) for index, batch in enumerate(batches) for task in batch.tasks]
         threads = concurrency.copy_threads(
-            [task.size for task in manifest.tasks], self.chunk_size, self.threads
+            [task.size for _, task in tasks], self.chunk_size, self.threads
         )
+        remaining = [len(batch.tasks) for batch in batches]
+        lock = threading.Lock()
         cancelled = threading.Event()
+
+        def copy_one(index: int, task: CopyTask, transfer: Transfer) -> None:
+            if cancelled.is_set():
+                return
+            copy_file(task, self.chunk_size, progress, cancelled, transfer=transfer)
+            with lock:
+                remaining[index] -= 1
+                finished = remaining[index] == 0
+            if finished and copied is not None:
+                copied(index)
+
         with (
             ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ferry-copy") as pool,
             ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ferry-part") as parts,
         ):
             transfer = Transfer(self.chunk_size, threads, parts)
-            futures = [
-                pool.submit(self._copy_one, task, transfer, progress, cancelled)
-                for task in manifest.tasks
-            ]
+            futures = [pool.submit(copy_one, index, task, transfer) for index, task in tasks]
+            if copied is not None:
+                for index, batch in enumerate(batches):
+                    if not batch.tasks:
+                        copied(index)
             try:
                 done, _ = wait(futures, return_when=FIRST_EXCEPTION)
             except BaseException:
@@ -111,18 +141,7 @@ class InlineCopier:
                 for future in futures:
                     future.cancel()
                 raise failed[0].exception()  # type: ignore[misc]
-        return CopyReport(files=len(manifest.tasks), bytes=manifest.total_bytes)
-
-    @staticmethod
-    def _copy_one(
-        task: CopyTask,
-        transfer: Transfer,
-        progress: Progress | None,
-        cancelled: threading.Event,
-    ) -> None:
-        if cancelled.is_set():
-            return
-        copy_file(task, transfer.chunk_size, progress, cancelled, transfer=transfer)
+        return CopyReport(files=len(tasks), bytes=sum(batch.total_bytes for batch in batches))
 
 
 @dataclass(frozen=True)

@@ -402,20 +402,31 @@ class Steps:
         where = RunLocations.for_event(self.work_uri, document.plan.event_id)
         copier = InlineCopier(threads=options.threads, chunk_size=options.chunk_size_mib * MIB)
         done = recorded_batches(where.manifest)
-        files = size = 0
-        for batch in read_batches(where.manifest):
-            tasks = batch_tasks(batch)
-            if batch["batch"] not in done:
-                copier.copy(Manifest(batch["eventId"], tuple(tasks)), progress)
-                write_copy_record(
-                    where.manifest, batch, len(tasks), sum(task.size for task in tasks)
-                )
-                faults.point("copy.batch")
-            elif progress is not None:
-                progress(sum(task.size for task in tasks))
-            files += len(tasks)
-            size += sum(task.size for task in tasks)
-        return {"files": files, "bytes": size}
+        batches = read_batches(where.manifest)
+        pending = [batch for batch in batches if batch["batch"] not in done]
+        tasks = {batch["batch"]: tuple(batch_tasks(batch)) for batch in batches}
+        if progress is not None:
+            for batch in batches:
+                if batch["batch"] in done:
+                    progress(sum(task.size for task in tasks[batch["batch"]]))
+
+        def record(index: int) -> None:
+            batch = pending[index]
+            copied = tasks[batch["batch"]]
+            write_copy_record(where.manifest, batch, len(copied), sum(task.size for task in copied))
+            faults.point("copy.batch")
+
+        # Every pending batch on the same pools: no batch waits for the last file of the one
+        # before it, and each is recorded as soon as its own files are verified.
+        copier.copy_batches(
+            [Manifest(batch["eventId"], tasks[batch["batch"]]) for batch in pending],
+            progress,
+            record,
+        )
+        return {
+            "files": sum(len(batch_files) for batch_files in tasks.values()),
+            "bytes": sum(task.size for batch_files in tasks.values() for task in batch_files),
+        }
 
     def copy_batch(
         self, payload: dict[str, Any], progress: Progress | None = None
