@@ -146,7 +146,7 @@ def _trigger_and_wait(s3, glue, sfn, pipeline, marker: str, day: str) -> dict[st
         "visible": visible,
         "start": execution["startDate"].timestamp() - started,
         "end": execution["stopDate"].timestamp() - started,
-        "states": _state_times(sfn, arn),
+        "states": _state_times(sfn, arn, started),
     }
 
 
@@ -163,8 +163,8 @@ def _executions(sfn, pipeline) -> set[str]:
     return {execution["executionArn"] for execution in listed}
 
 
-def _state_times(sfn, arn: str) -> list[tuple[str, float, float]]:
-    """(state, seconds after the execution started, seconds in it), in the order entered.
+def _state_times(sfn, arn: str, trigger: float) -> list[tuple[str, float, float]]:
+    """(state, seconds after the trigger, seconds in it), in the order entered.
 
     A state entered several times (a Map's iterations) spans its first entry to last exit.
     """
@@ -177,13 +177,12 @@ def _state_times(sfn, arn: str) -> list[tuple[str, float, float]]:
         token = page.get("nextToken")
         if not token:
             break
-    origin = events[0]["timestamp"].timestamp()
     spans: dict[str, list[float]] = {}
     for event in events:
         details = event.get("stateEnteredEventDetails") or event.get("stateExitedEventDetails")
         if not details:
             continue
-        moment = event["timestamp"].timestamp() - origin
+        moment = event["timestamp"].timestamp() - trigger
         span = spans.setdefault(details["name"], [moment, moment])
         span[0], span[1] = min(span[0], moment), max(span[1], moment)
     return [(name, first, last - first) for name, (first, last) in spans.items()]
@@ -194,8 +193,9 @@ def _print_run(run: int, day: str, files: int, result: dict[str, Any]) -> None:
         f"run {run}: dt={day} ({files} files) visible {result['visible']:.2f} s after _SUCCESS "
         f"(execution started at +{result['start']:.2f} s, ended at +{result['end']:.2f} s)"
     )
+    print("    entered   took   state (times after the _SUCCESS PUT)")
     for name, first, seconds in result["states"]:
-        print(f"    +{first:5.2f} s  {seconds:5.2f} s  {name}")
+        print(f"    +{first:5.2f} s {seconds:5.2f} s  {name}")
 
 
 if __name__ == "__main__":

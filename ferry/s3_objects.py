@@ -108,10 +108,16 @@ class S3Source:
         self._read = 0
 
     def read(self, size: int) -> bytes:
+        """Up to ``size`` bytes: fewer only at the end (a part must be whole)."""
+        chunks: list[bytes] = []
+        wanted = size
         try:
-            data = self._body.read(size)
+            while wanted > 0 and (chunk := self._body.read(wanted)):
+                chunks.append(chunk)
+                wanted -= len(chunk)
         except (BotoCoreError, OSError) as error:
             raise CopyError(f"cannot read source file {self.uri}: {error_reason(error)}") from None
+        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
         self._read += len(data)
         if self._md5 is not None:
             self._md5.update(data)
