@@ -113,7 +113,8 @@ def _worker_transfer(chunk_size: int, threads: int) -> Transfer:
         key = (chunk_size, threads)
         if key not in _transfers:
             parts = ThreadPoolExecutor(threads, thread_name_prefix="ferry-part")
-            _transfers[key] = Transfer(chunk_size, threads, parts)
+            limit = concurrency.single_request_limit(threads, chunk_size)
+            _transfers[key] = Transfer(chunk_size, threads, parts, single_request_limit=limit)
         return _transfers[key]
 
 

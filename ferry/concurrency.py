@@ -44,6 +44,18 @@ def copy_threads(sizes: Sequence[int], small: int, configured: int | None = None
     return SMALL_FILE_THREADS if median <= small else LARGE_FILE_THREADS
 
 
+def single_request_limit(threads: int, chunk_size: int) -> int:
+    """The largest file sent to S3 in one ``PutObject`` by a copier of ``threads`` threads.
+
+    A file sent whole is held whole in memory, so each thread may hold its share of
+    ``IN_FLIGHT_BYTES`` (and at least the chunk size): with many threads (small files) that
+    is the chunk size, with the few threads of large files tens of MiB. One request
+    instead of a multipart upload's three or more is cheaper for S3 and the copier alike;
+    larger files go in parts, which a single file can keep every thread busy with.
+    """
+    return max(chunk_size, IN_FLIGHT_BYTES // max(1, threads))
+
+
 def upload_part_size(size: int, threads: int, minimum: int) -> int:
     """The part size of a multipart upload of ``size`` bytes on ``threads`` threads.
 

@@ -5,9 +5,10 @@ change marker) that any copier can execute. ``InlineCopier`` copies on bounded t
 never holding more than a part of a file in memory, and a file counts as copied only once
 it is verified at the target:
 
-- to S3, a small file (up to the chunk size) is one ``PutObject`` with its ``Content-MD5``
-  and a larger one a multipart upload whose parts carry theirs; what S3 answers is the
-  verification (``ferry.s3_objects``), no second request looks at the target;
+- to S3, a small file (up to the chunk size, or a thread's share of the memory bound when
+  files are large and threads few: ``ferry.concurrency``) is one ``PutObject`` with its
+  ``Content-MD5`` and a larger one a multipart upload whose parts carry theirs; what S3
+  answers is the verification (``ferry.s3_objects``), no second request looks at the target;
 - to any other file system, the file is streamed through ``pyarrow.fs`` and its size is
   checked at the target.
 
@@ -121,7 +122,12 @@ class InlineCopier:
             ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ferry-copy") as pool,
             ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ferry-part") as parts,
         ):
-            transfer = Transfer(self.chunk_size, threads, parts)
+            transfer = Transfer(
+                self.chunk_size,
+                threads,
+                parts,
+                single_request_limit=concurrency.single_request_limit(threads, self.chunk_size),
+            )
             futures = [pool.submit(copy_one, index, task, transfer) for index, task in tasks]
             if copied is not None:
                 for index, batch in enumerate(batches):
@@ -153,6 +159,8 @@ class Transfer:
     #: Where parts of large S3 uploads run; None: one after another in the file's thread.
     parts: Executor | None = None
     slots: Any = None
+    #: Files up to this size go to S3 in one PutObject (None: the chunk size).
+    single_request_limit: int | None = None
 
     def __post_init__(self) -> None:
         if self.slots is None and self.parts is not None:
@@ -230,7 +238,7 @@ def _write_s3(
 ) -> None:
     from ferry.s3_objects import put_object, upload_in_parts
 
-    if task.size <= transfer.chunk_size:
+    if task.size <= (transfer.single_request_limit or transfer.chunk_size):
         # Read one byte more than planned: a source that grew is caught, not cut short.
         data = source.read(task.size + 1)
         source.finish()

@@ -159,7 +159,8 @@ def test_a_large_file_goes_up_in_parts_checked_one_by_one(tmp_path, s3):
     manifest = planned(tmp_path, [13 * MiB])
     sent = requests_sent()
 
-    InlineCopier(chunk_size=5 * MiB).copy(manifest)
+    # 32 threads may hold 8 MiB each (ferry.concurrency): 13 MiB goes in parts of 5 MiB.
+    InlineCopier(threads=32, chunk_size=5 * MiB).copy(manifest)
 
     [task] = manifest.tasks
     assert s3_bytes(s3, task.target) == local_bytes(task)
@@ -188,7 +189,7 @@ def test_a_corrupted_or_short_part_fails_the_upload_and_leaves_nothing(tmp_path,
 
     with faults.armed(faults.Fault("copy.body", action=action, skip=1)):
         with pytest.raises(VerificationError, match="part [0-9] was stored with ETag"):
-            InlineCopier(chunk_size=5 * MiB).copy(manifest)
+            InlineCopier(threads=32, chunk_size=5 * MiB).copy(manifest)
 
     assert s3_keys(s3) == []
     assert "Uploads" not in s3.list_multipart_uploads(Bucket="dr-sales")
@@ -215,7 +216,7 @@ def test_a_source_cut_short_after_planning_is_refused(tmp_path, s3):
 
     for task in manifest.tasks:
         with pytest.raises(VerificationError, match=f"expected {task.size} bytes, read"):
-            InlineCopier(chunk_size=5 * MiB).copy(Manifest("e1", (task,)))
+            InlineCopier(threads=32, chunk_size=5 * MiB).copy(Manifest("e1", (task,)))
 
     assert s3_keys(s3) == []
     assert "Uploads" not in s3.list_multipart_uploads(Bucket="dr-sales")
@@ -242,7 +243,7 @@ def test_s3_to_s3_inline_reads_the_planned_version_only(s3):
 
 
 def test_parts_keep_every_thread_busy_within_s3s_limits_and_the_memory_bound():
-    from ferry.concurrency import IN_FLIGHT_BYTES, upload_part_size
+    from ferry.concurrency import IN_FLIGHT_BYTES, single_request_limit, upload_part_size
 
     # A file of 32 MiB on 8 threads: parts of the chunk size, four of them.
     assert upload_part_size(32 * MiB, 8, 8 * MiB) == 8 * MiB
@@ -252,3 +253,6 @@ def test_parts_keep_every_thread_busy_within_s3s_limits_and_the_memory_bound():
     assert upload_part_size(1024**4, 8, 8 * MiB) * 10_000 >= 1024**4
     # Never under S3's 5 MiB, whatever the chunk size.
     assert upload_part_size(6 * MiB, 8, 1 * MiB) == 5 * MiB
+    # Sent whole: the chunk size with many threads, a thread's share of the bound with few.
+    assert single_request_limit(32, 8 * MiB) == 8 * MiB
+    assert single_request_limit(8, 8 * MiB) == IN_FLIGHT_BYTES // 8
