@@ -21,7 +21,6 @@ import heapq
 import json
 import os
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -30,7 +29,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ferry import concurrency, fs
-from ferry.copier import CopyTask, Manifest, Transfer, copy_file
+from ferry.copier import CopyTask, Manifest, copy_file, process_transfer
 from ferry.errors import FerryError
 from ferry.manifest import batch_tasks, read_batches, write_copy_record
 
@@ -100,22 +99,7 @@ class CopyWithSettings:
 
     def __call__(self, task: CopyTask, chunk_size: int) -> None:
         fs.configure(self.settings)
-        copy_file(task, chunk_size, transfer=_worker_transfer(chunk_size, self.threads))
-
-
-_transfers: dict[tuple[int, int], Transfer] = {}
-_transfers_lock = threading.Lock()
-
-
-def _worker_transfer(chunk_size: int, threads: int) -> Transfer:
-    """One parts pool per Python worker, shared by its tasks' files (made on first use)."""
-    with _transfers_lock:
-        key = (chunk_size, threads)
-        if key not in _transfers:
-            parts = ThreadPoolExecutor(threads, thread_name_prefix="ferry-part")
-            limit = concurrency.single_request_limit(threads, chunk_size)
-            _transfers[key] = Transfer(chunk_size, threads, parts, single_request_limit=limit)
-        return _transfers[key]
+        copy_file(task, chunk_size, transfer=process_transfer(chunk_size, self.threads))
 
 
 def copy_with_retries(

@@ -169,6 +169,29 @@ class Transfer:
             object.__setattr__(self, "slots", PartSlots(self.threads))
 
 
+_process_transfers: dict[tuple[int, int], Transfer] = {}
+_process_transfers_lock = threading.Lock()
+
+
+def process_transfer(chunk_size: int, threads: int) -> Transfer:
+    """One ``Transfer`` (its parts pool) per process and settings, made on first use.
+
+    For copies that arrive one file at a time from elsewhere, such as the tasks a Spark
+    Python worker runs: their large files share one pool of parts and its memory bound.
+    (Here, in an importable module, not in the job's script: Spark pickles the script's
+    functions with the globals they use, and a lock cannot be pickled.)
+    """
+    with _process_transfers_lock:
+        key = (chunk_size, threads)
+        if key not in _process_transfers:
+            parts = ThreadPoolExecutor(threads, thread_name_prefix="ferry-part")
+            limit = concurrency.single_request_limit(threads, chunk_size)
+            _process_transfers[key] = Transfer(
+                chunk_size, threads, parts, single_request_limit=limit
+            )
+        return _process_transfers[key]
+
+
 def copy_file(
     task: CopyTask,
     chunk_size: int,
