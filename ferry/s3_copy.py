@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import math
 import random
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -59,6 +60,9 @@ TRANSIENT_CODES = frozenset(
         "OperationAborted",
     }
 )
+
+# A multipart upload's ETag: the MD5 of its parts' MD5s, and the number of parts.
+_MULTIPART_ETAG = re.compile(r"^[0-9a-f]{32}-[0-9]+$")
 
 # HEAD responses have no body, so botocore can only report the status as the code.
 NOT_FOUND_CODES = frozenset({"NoSuchKey", "404"})
@@ -250,13 +254,16 @@ class S3ServerSideCopier:
         """The copy's ETag must be the planned source's, or the source must still be it.
 
         S3 gives a copy the source's ETag when that ETag is the MD5 of the bytes (one part,
-        no KMS on either side), so equal ETags prove the planned bytes arrived. Other ETags
-        differ without anything being wrong (a multipart or KMS source), and only then is the
-        source asked (one HEAD) whether it is still the version planned.
+        no KMS on either side), so equal ETags prove the planned bytes arrived. Where the
+        ETags cannot be compared — a source uploaded in parts (its ETag ends in ``-N``), a
+        copy under SSE-KMS or SSE-C — the pin (``CopySourceIfMatch``, which S3 enforces) is
+        the proof; moto does not enforce it, so there a replaced multipart source is not
+        caught. ETags that differ otherwise mean a store ignored the pin, or a source under
+        SSE-KMS (whose ETag is no MD5): only then is the source asked, with one HEAD.
         """
         copied = response.get("CopyObjectResult", {}).get("ETag", "").strip('"')
-        if copied == planned or not etag_is_md5(response):
-            return  # not an MD5 (a KMS or SSE-C copy): S3's pin is the proof
+        if copied == planned or not etag_is_md5(response) or _MULTIPART_ETAG.match(planned):
+            return
         try:
             head = self._retrying(self.client.head_object, **_address(job.source))
             found = head["ETag"].strip('"')

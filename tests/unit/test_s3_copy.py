@@ -232,9 +232,10 @@ def test_a_source_deleted_after_planning_is_named(s3):
     assert keys(s3) == []
 
 
-def test_a_source_uploaded_in_parts_is_copied_whole_and_checked(s3):
-    # Its ETag is not an MD5 (it ends in -2), so the copy's cannot match it: the source is
-    # asked, once, whether it is still the version planned.
+def test_a_source_uploaded_in_parts_is_one_copy_pinned_to_its_planned_etag(s3):
+    # Its ETag (ending in -2) is not the MD5 a whole copy gets, so the ETags cannot be
+    # compared: the pin, which S3 enforces (moto does not), is the proof. What can be
+    # checked here is that the one request carries it.
     bucket, key = "onprem-sales", "big/part-00000.parquet"
     data = os.urandom(6 * MiB)
     upload = s3.create_multipart_upload(Bucket=bucket, Key=key)["UploadId"]
@@ -249,9 +250,16 @@ def test_a_source_uploaded_in_parts_is_copied_whole_and_checked(s3):
     )["ETag"]
     assert etag.strip('"').endswith("-2")
     task = CopyTask(f"s3://{bucket}/{key}", "s3://dr-sales/e1/big.parquet", len(data), etag)
+    pins = []
+    s3.meta.events.register(
+        "before-send.s3.CopyObject",
+        lambda request, **_: pins.append(request.headers["x-amz-copy-source-if-match"]),
+    )
+    sent = requests_sent(s3)
 
     S3ServerSideCopier(s3).copy(Manifest("e1", (task,)))
 
+    assert sent == ["PUT copy"] and pins == [etag.encode()]
     assert read(s3, task.target) == data
 
 
