@@ -346,7 +346,7 @@ class FileSystems:
         key = (region, pool_size(max(connections or 0, LISTING_CONNECTIONS)))
         with self._lock:
             if key not in self._s3_clients:
-                self._s3_clients[key] = boto3.session.Session().client(
+                client = boto3.session.Session().client(
                     "s3",
                     region_name=region,
                     endpoint_url=self.settings.endpoint,
@@ -354,6 +354,11 @@ class FileSystems:
                     # on top would be computed for every body and checked by no one more.
                     config=client_config(key[1], request_checksum_calculation="when_required"),
                 )
+                for operation in ("PutObject", "UploadPart"):
+                    client.meta.events.register(
+                        f"before-send.s3.{operation}", _no_expect_for_small_bodies
+                    )
+                self._s3_clients[key] = client
             return self._s3_clients[key]
 
     def delete_tree(self, location: str) -> None:
@@ -371,6 +376,24 @@ class FileSystems:
             ):
                 if entry.type == pafs.FileType.File:
                     filesystem.delete_file(entry.path)
+
+
+#: Bodies up to this size are sent without waiting for "100 Continue" (as the AWS SDK for Go,
+#: which s5cmd uses, does for bodies up to 2 MiB).
+EXPECT_CONTINUE_ABOVE = 2 * 1024 * 1024
+
+
+def _no_expect_for_small_bodies(request: Any, **_: Any) -> None:
+    """Drop ``Expect: 100-continue`` from a small upload (a botocore ``before-send`` hook).
+
+    botocore asks for it on every PutObject and UploadPart: the server answers "100
+    Continue" before the body is sent, so that a refused request does not send a large
+    body for nothing. For a small body already in memory that is one more exchange per
+    request and no saving.
+    """
+    length = request.headers.get("Content-Length")
+    if length is not None and int(length) <= EXPECT_CONTINUE_ABOVE and "Expect" in request.headers:
+        del request.headers["Expect"]
 
 
 # -- the process default ---------------------------------------------------------------------
