@@ -118,9 +118,11 @@ class InlineCopier:
             if finished and copied is not None:
                 copied(index)
 
+        # The files' pool is left (and waited for) before the parts' pool: a file still
+        # running may hand its parts over until it is done.
         with (
-            ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ferry-copy") as pool,
             ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ferry-part") as parts,
+            ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ferry-copy") as pool,
         ):
             transfer = Transfer(
                 self.chunk_size,
