@@ -68,10 +68,13 @@ test-fast: setup
 lint: setup
 	$(BIN)/ruff check ferry infra lambdas emr_jobs bench tests
 
-# Copy throughput of each copier against cp -r / aws s3 cp; planning a million files
-# against a bare listing; the diff against one call per partition: ratios in one run.
+# Copy throughput of each copier against the best of cp -r, the AWS CLI, s5cmd and rclone
+# (where installed), with requests per object counted at the emulator; trigger to replica
+# visible through the local state machine; planning a million files against a bare
+# listing; the diff against one call per partition: ratios in one run.
 bench: setup
 	$(BIN)/python bench/copy_throughput.py
+	$(BIN)/python bench/trigger_latency.py
 	$(BIN)/python bench/plan_scale.py
 	$(BIN)/python bench/diff_scale.py
 

@@ -1,27 +1,37 @@
-"""Copy throughput of Ferry's copiers against the usual tools, measured in the same run.
+"""Copy throughput of Ferry's copiers against the best tools, measured in the same run.
 
 Datasets: a few large files, and many small ones. Paths: file→file, file→S3 and S3→S3
-(S3 is the local emulator). Each Ferry copier is timed beside its baseline on the same
-data in the same process, and reported as a ratio (baseline seconds / Ferry seconds: above 1
-means Ferry is faster), because absolute numbers on a shared 2-core machine are noise.
+(S3 is the local emulator). On each path every baseline tool and every Ferry copier copies
+the same data to a fresh target, and each Ferry copier is reported against the **best**
+baseline of its path (best baseline seconds / Ferry seconds: above 1 means Ferry is faster),
+because absolute numbers on a shared 2-core machine are noise.
 
-Baselines: ``cp -r`` for file→file; ``aws s3 cp --recursive`` against the same endpoint
-for the S3 paths (for S3→S3 it copies server-side, like Ferry's S3 copier).
+Baselines: ``cp -r`` (file→file); ``aws s3 cp --recursive`` (AWS CLI, default 10 concurrent
+requests) and ``s5cmd cp`` (default 256 workers) against the same endpoint, both copying
+S3→S3 server-side; ``rclone copy`` where it is installed (skipped with a note otherwise),
+also server-side for S3→S3.
 
-    make bench                      # or: .venv/bin/python bench/copy_throughput.py --repeat 3
+Requests are counted at the emulator (``ferry.local.emulator_requests``), whoever sends them
+(boto3, pyarrow, a Spark worker, a baseline tool): requests/object is every request of a
+run (listing included) per file; for Ferry's copiers also the copy's own requests, without
+the listing that planning does.
+
+    make bench          # or: .venv/bin/python bench/copy_throughput.py --repeat 3
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import boto3
@@ -29,13 +39,16 @@ import boto3
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from emr_jobs.copy_files import CopyWithSettings, copy_manifest  # noqa: E402
+from emr_jobs.copy_files import CopyWithSettings, copy_manifest, task_threads  # noqa: E402
 from ferry import fs  # noqa: E402
+from ferry.aws import AwsClients  # noqa: E402
+from ferry.concurrency import copy_threads  # noqa: E402
 from ferry.copier import CopyTask, InlineCopier, Manifest  # noqa: E402
-from ferry.local import emulator, processes  # noqa: E402
+from ferry.local import emulator, emulator_requests, processes  # noqa: E402
 from ferry.s3_copy import S3ServerSideCopier  # noqa: E402
 
 MiB = 1024 * 1024
+CHUNK = 8 * MiB
 
 
 @dataclass(frozen=True)
@@ -49,29 +62,61 @@ class Dataset:
         return self.files * self.size
 
 
-@dataclass(frozen=True)
-class Row:
-    dataset: str
+@dataclass
+class Measure:
+    """One tool or copier on one path: its best time and the requests of its last run."""
+
+    dataset: Dataset
     path: str
-    copier: str
-    baseline: str
-    seconds: float
-    baseline_seconds: float
-    total: int
+    tool: str
+    ferry: bool
+    seconds: float = 0.0
+    requests: int = 0
+    copy_requests: int | None = None
+    by_kind: dict[str, int] = field(default_factory=dict)
 
     @property
-    def ratio(self) -> float:
-        return self.baseline_seconds / self.seconds
+    def mib_per_second(self) -> float:
+        return self.dataset.total / MiB / self.seconds
+
+    def per_object(self, count: int | None) -> str:
+        return "" if count is None else f"{count / self.dataset.files:.3f}"
 
 
-def best_of(repeat: int, run: Callable[[int], None]) -> float:
-    """The fastest of ``repeat`` runs; each run gets its own attempt number for fresh targets."""
+class Requests:
+    """The emulator's request counter (``GET /ferry-api/requests``)."""
+
+    def __init__(self, endpoint: str):
+        self.url = endpoint + emulator_requests.PATH
+
+    def read(self) -> dict:
+        with urllib.request.urlopen(self.url, timeout=10) as reply:
+            return json.loads(reply.read())
+
+
+def best_of(repeat: int, run: Callable[[int], dict | None], requests: Requests, measure: Measure):
+    """Keep the fastest of ``repeat`` runs; count the requests of each (the last one kept).
+
+    A run gets its attempt number (for a fresh target) and may return the counts read just
+    before its copy began (after listing), to separate the copy's own requests.
+    """
     times = []
     for attempt in range(repeat):
+        before = requests.read()
         started = time.perf_counter()
-        run(attempt)
+        copy_started = run(attempt)
         times.append(time.perf_counter() - started)
-    return min(times)
+        after = requests.read()
+        measure.requests = after["total"] - before["total"]
+        measure.by_kind = {
+            kind: count - before["byKind"].get(kind, 0)
+            for kind, count in after["byKind"].items()
+            if count - before["byKind"].get(kind, 0)
+        }
+        if measure.ferry and copy_started is not None:
+            measure.copy_requests = after["total"] - copy_started["total"]
+    measure.seconds = min(times)
+    return measure
 
 
 def make_local(root: Path, dataset: Dataset) -> Path:
@@ -90,33 +135,95 @@ def make_local(root: Path, dataset: Dataset) -> Path:
 
 
 def manifest_for(source_root: str, target_root: str) -> Manifest:
+    """What Plan writes: every file below the source with its size and change marker."""
     tasks = [
         CopyTask(
             entry.uri,
             fs.join(target_root, fs.relative_path(entry.uri, source_root) or ""),
             entry.size,
+            entry.marker,
         )
         for entry in fs.list_files(source_root)
     ]
     return Manifest("bench", tuple(tasks))
 
 
-def aws_cli(endpoint: str, *args: str) -> None:
-    aws = str(Path(sys.executable).with_name("aws"))
-    subprocess.run([aws, "--endpoint-url", endpoint, "--only-show-errors", *args], check=True)
+def tool(name: str) -> str | None:
+    """A baseline's program: beside this interpreter (a wheel's), else on the PATH."""
+    beside = Path(sys.executable).with_name(name)
+    return str(beside) if beside.exists() else shutil.which(name)
 
 
-def bench_dataset(dataset: Dataset, work: Path, endpoint: str, s3, spark, args) -> list[Row]:
-    """Every path and copier on one dataset, each beside its baseline."""
+def run_quietly(command: list[str], env: dict[str, str] | None = None) -> None:
+    result = subprocess.run(command, capture_output=True, text=True, env=env)
+    if result.returncode != 0:
+        raise RuntimeError(f"{' '.join(command[:3])}…: {result.stderr.strip()[:500]}")
+
+
+class Baselines:
+    """The tools people copy with, each pointed at the emulator."""
+
+    def __init__(self, endpoint: str):
+        self.endpoint = endpoint
+        self.aws = tool("aws")
+        self.s5cmd = tool("s5cmd")
+        self.rclone = tool("rclone")
+        self.rclone_env = {
+            # rclone refuses a custom CA bundle on a plain-HTTP endpoint.
+            **{key: value for key, value in os.environ.items() if key != "AWS_CA_BUNDLE"},
+            "RCLONE_CONFIG_EMULATOR_TYPE": "s3",
+            "RCLONE_CONFIG_EMULATOR_PROVIDER": "Other",
+            "RCLONE_CONFIG_EMULATOR_ENDPOINT": endpoint,
+            "RCLONE_CONFIG_EMULATOR_ACCESS_KEY_ID": os.environ["AWS_ACCESS_KEY_ID"],
+            "RCLONE_CONFIG_EMULATOR_SECRET_ACCESS_KEY": os.environ["AWS_SECRET_ACCESS_KEY"],
+            "RCLONE_CONFIG_EMULATOR_REGION": os.environ["AWS_DEFAULT_REGION"],
+            "RCLONE_CONFIG_EMULATOR_FORCE_PATH_STYLE": "true",
+        }
+
+    def notes(self) -> list[str]:
+        missing = {"aws": self.aws, "s5cmd": self.s5cmd, "rclone": self.rclone}
+        return [f"{name} not found: not measured" for name, path in missing.items() if not path]
+
+    def aws_cp(self, source: str, target: str) -> None:
+        run_quietly(
+            [self.aws, "--endpoint-url", self.endpoint, "--only-show-errors", "s3", "cp",
+             "--recursive", source, target]
+        )  # fmt: skip
+
+    def s5cmd_cp(self, source: str, target: str) -> None:
+        # s5cmd's wildcard is recursive: 'dir/*' is every file below dir, paths kept.
+        run_quietly(
+            [self.s5cmd, "--endpoint-url", self.endpoint, "cp", f"{source.rstrip('/')}/*",
+             f"{target.rstrip('/')}/"]
+        )  # fmt: skip
+
+    def rclone_copy(self, source: str, target: str) -> None:
+        # 32 transfers and checkers: rclone's defaults (4 and 8) are for slow links; nothing
+        # is at the fresh target, so no destination check either.
+        run_quietly(
+            [self.rclone, "copy", _rclone_path(source), _rclone_path(target),
+             "--transfers", "32", "--checkers", "32", "--no-check-dest",
+             "--s3-no-check-bucket"],
+            env=self.rclone_env,
+        )  # fmt: skip
+
+
+def _rclone_path(location: str) -> str:
+    if location.startswith("s3://"):
+        return "emulator:" + location.removeprefix("s3://")
+    return location.removeprefix("file://")
+
+
+def bench_dataset(dataset: Dataset, work: Path, s3, spark, args, base: Baselines, requests):
+    """Every path with its baselines and Ferry's copiers, on one dataset."""
     print(f"dataset {dataset.name}: {dataset.files} files × {dataset.size // 1024} KiB", flush=True)
-    inline = InlineCopier(threads=args.threads)
-    server_side = S3ServerSideCopier(s3, threads=args.threads)
+    inline = InlineCopier(threads=args.threads, chunk_size=CHUNK)
     source = make_local(work / "source", dataset)
     source_uri = fs.local_uri(source)
     bucket = f"bench-{dataset.name}"
     s3.create_bucket(Bucket=bucket)
     s3_source = f"s3://{bucket}/source"
-    aws_cli(endpoint, "s3", "cp", "--recursive", str(source), s3_source)
+    base.aws_cp(str(source), s3_source)
     local_targets = work / "target" / dataset.name
 
     def local_target(label: str, attempt: int) -> str:
@@ -126,63 +233,139 @@ def bench_dataset(dataset: Dataset, work: Path, endpoint: str, s3, spark, args) 
         return f"s3://{bucket}/{label}-{attempt}"
 
     def ferry_run(copy, source_root, target, label):
-        return lambda attempt: copy(manifest_for(source_root, target(label, attempt)))
+        def run(attempt):
+            manifest = manifest_for(source_root, target(label, attempt))  # Plan's listing
+            counted = requests.read()
+            copy(manifest)
+            return counted
+
+        return run
+
+    def server_side(manifest: Manifest) -> None:
+        # As the Copy batch step builds it: threads from the manifest, a pool to match.
+        threads = copy_threads([t.size for t in manifest.tasks], 5 * 1024 * MiB, args.threads)
+        client = AwsClients(base.endpoint).client("s3", "us-east-1", connections=2 * threads)
+        S3ServerSideCopier(client, threads=threads).copy(manifest)
 
     def spark_copy(manifest: Manifest) -> None:
+        threads = task_threads(manifest, CHUNK, args.threads)
         report = copy_manifest(
-            spark, manifest, tasks=4, copy=CopyWithSettings(fs.default().settings)
+            spark,
+            manifest,
+            tasks=4,
+            chunk_size=CHUNK,
+            threads=threads,
+            copy=CopyWithSettings(fs.default().settings, threads),
         )
         assert not report["failed"], report["failed"][:1]
 
-    def with_spark(copiers, source_root, target, label):
-        return copiers + (
-            [("spark", ferry_run(spark_copy, source_root, target, label))] if spark else []
-        )
+    def ferry_copiers(source_root, target, prefix: str, copiers: dict[str, Callable]):
+        return [
+            (name, ferry_run(copy, source_root, target, f"{prefix}-{name.replace(' ', '-')}"))
+            for name, copy in copiers.items()
+        ]
 
+    def baseline(function, source, target, label):
+        return lambda attempt: function(source, target(label, attempt))
+
+    spark_copier = {"spark": spark_copy} if spark else {}
     cases = [
-        ("file→file", "cp -r", lambda a: shutil.copytree(source, local_targets / f"cp-{a}"),
-         with_spark([("inline", ferry_run(inline.copy, source_uri, local_target, "inline"))], source_uri, local_target, "spark")),
-        ("file→S3", "aws s3 cp", lambda a: aws_cli(endpoint, "s3", "cp", "--recursive", str(source), s3_target("cli", a)),
-         with_spark([("inline", ferry_run(inline.copy, source_uri, s3_target, "inline"))], source_uri, s3_target, "spark")),
-        ("S3→S3", "aws s3 cp", lambda a: aws_cli(endpoint, "s3", "cp", "--recursive", s3_source, s3_target("s3cli", a)),
-         with_spark([("s3 server-side", ferry_run(server_side.copy, s3_source, s3_target, "server")),
-                     ("inline", ferry_run(inline.copy, s3_source, s3_target, "s3inline"))], s3_source, s3_target, "s3spark")),
+        ("file→file",
+         [("cp -r", lambda a: shutil.copytree(source, local_targets / f"cp-{a}"))]
+         + ([("rclone", baseline(base.rclone_copy, str(source), local_target, "rclone"))]
+            if base.rclone else []),
+         ferry_copiers(source_uri, local_target, "ff", {"inline": inline.copy, **spark_copier})),
+        ("file→S3",
+         [("aws s3 cp", baseline(base.aws_cp, str(source), s3_target, "cli"))]
+         + ([("s5cmd", baseline(base.s5cmd_cp, str(source), s3_target, "s5"))]
+            if base.s5cmd else [])
+         + ([("rclone", baseline(base.rclone_copy, str(source), s3_target, "rc"))]
+            if base.rclone else []),
+         ferry_copiers(source_uri, s3_target, "fs", {"inline": inline.copy, **spark_copier})),
+        ("S3→S3",
+         [("aws s3 cp", baseline(base.aws_cp, s3_source, s3_target, "s3cli"))]
+         + ([("s5cmd", baseline(base.s5cmd_cp, s3_source, s3_target, "s3s5"))]
+            if base.s5cmd else [])
+         + ([("rclone", baseline(base.rclone_copy, s3_source, s3_target, "s3rc"))]
+            if base.rclone else []),
+         ferry_copiers(s3_source, s3_target, "ss",
+                       {"s3 server-side": server_side, "inline": inline.copy, **spark_copier})),
     ]  # fmt: skip
-    rows = []
-    for path, baseline_name, baseline, copiers in cases:
-        baseline_seconds = best_of(args.repeat, baseline)
-        for copier_name, run in copiers:
-            seconds = best_of(args.repeat, run)
-            row = Row(
-                dataset.name,
-                path,
-                copier_name,
-                baseline_name,
-                seconds,
-                baseline_seconds,
-                dataset.total,
-            )
-            rows.append(row)
-            print(
-                f"  {path:<10} {copier_name:<15} {seconds:7.2f} s   {baseline_name:<10} {baseline_seconds:7.2f} s   ratio {row.ratio:5.2f}",
-                flush=True,
-            )
-    return rows
+    measures = []
+    for path, baselines, copiers in cases:
+        for name, run in baselines:
+            measure = best_of(args.repeat, run, requests, Measure(dataset, path, name, False))
+            measures.append(measure)
+            _print(measure)
+        best = min((m for m in measures if m.path == path and not m.ferry), key=_seconds)
+        for name, run in copiers:
+            measure = best_of(args.repeat, run, requests, Measure(dataset, path, name, True))
+            measures.append(measure)
+            _print(measure, best)
+    return measures
+
+
+def _seconds(measure: Measure) -> float:
+    return measure.seconds
+
+
+def _print(measure: Measure, best: Measure | None = None) -> None:
+    line = (
+        f"  {measure.path:<10} {measure.tool:<15} {measure.seconds:7.2f} s  "
+        f"{measure.per_object(measure.requests):>6} req/obj"
+    )
+    if measure.copy_requests is not None:
+        line += f" ({measure.per_object(measure.copy_requests)} copying)"
+    if best is not None:
+        line += f"   best baseline {best.tool} {best.seconds:.2f} s: ratio {best.seconds / measure.seconds:.2f}"
+    print(line + f"   {measure.by_kind}", flush=True)
+
+
+def table(measures: list[Measure]) -> str:
+    """The results as the Markdown table docs/PERFORMANCE.md shows."""
+    lines = [
+        "| dataset | path | tool | MiB/s | requests/object | copy requests/object | "
+        "ratio to best baseline |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: |",
+    ]
+    for measure in measures:
+        group = [
+            m
+            for m in measures
+            if m.dataset == measure.dataset and m.path == measure.path and not m.ferry
+        ]
+        best = min(group, key=_seconds)
+        name = f"Ferry {measure.tool}" if measure.ferry else measure.tool
+        if not measure.ferry and measure is best:
+            name += " (best)"
+        ratio = f"{best.seconds / measure.seconds:.2f}" if measure.ferry else ""
+        lines.append(
+            f"| {measure.dataset.name} | {measure.path} | {name} | "
+            f"{measure.mib_per_second:.0f} | {measure.per_object(measure.requests)} | "
+            f"{measure.per_object(measure.copy_requests)} | {ratio} |"
+        )
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=2, help="runs per measurement (best kept)")
     parser.add_argument("--large-mib", type=int, default=32, help="size of each large file")
+    parser.add_argument("--large-files", type=int, default=4, help="number of large files")
     parser.add_argument("--small-files", type=int, default=1000, help="number of small files")
-    parser.add_argument("--threads", type=int, default=8)
+    parser.add_argument("--small-kib", type=int, default=16, help="size of each small file")
+    parser.add_argument(
+        "--threads", type=int, help="Ferry's threads (default: chosen from the manifest)"
+    )
     parser.add_argument("--no-spark", action="store_true", help="skip the Spark copy job")
+    parser.add_argument("--only", choices=["large", "small"], help="measure one dataset only")
     args = parser.parse_args(argv)
 
     datasets = [
-        Dataset("large", 4, args.large_mib * MiB),
-        Dataset("small", args.small_files, 16 * 1024),
+        Dataset("large", args.large_files, args.large_mib * MiB),
+        Dataset("small", args.small_files, args.small_kib * 1024),
     ]
+    datasets = [d for d in datasets if args.only in (None, d.name)]
     work = Path(tempfile.mkdtemp(prefix="ferry-bench-"))
     port = processes.free_port()
     emulator.start_emulator(work, port)
@@ -190,6 +373,9 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.update({**emulator.EMULATOR_ENVIRONMENT, "AWS_ENDPOINT_URL": endpoint})
     fs.configure(fs.S3Settings.from_environment(os.environ))
     s3 = boto3.client("s3", endpoint_url=endpoint)
+    base = Baselines(endpoint)
+    for note in base.notes():
+        print(f"note: {note}", flush=True)
     spark = None
     if not args.no_spark:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -201,25 +387,17 @@ def main(argv: list[str] | None = None) -> int:
             .config("spark.ui.enabled", "false")
             .getOrCreate()
         )
-    rows: list[Row] = []
+    measures: list[Measure] = []
     try:
         for dataset in datasets:
-            rows += bench_dataset(dataset, work, endpoint, s3, spark, args)
+            measures += bench_dataset(dataset, work, s3, spark, args, base, Requests(endpoint))
     finally:
         if spark is not None:
             spark.stop()
         processes.stop_process(work, "aws")
         shutil.rmtree(work, ignore_errors=True)
-
-    print(
-        "\n| dataset | path | Ferry copier | MiB/s | baseline | MiB/s | ratio (baseline s / Ferry s) |"
-    )
-    print("| --- | --- | --- | ---: | --- | ---: | ---: |")
-    for row in rows:
-        print(
-            f"| {row.dataset} | {row.path} | {row.copier} | {row.total / MiB / row.seconds:.0f} | "
-            f"{row.baseline} | {row.total / MiB / row.baseline_seconds:.0f} | {row.ratio:.2f} |"
-        )
+    print()
+    print(table(measures))
     return 0
 
 

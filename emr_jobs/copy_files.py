@@ -1,10 +1,12 @@
 """The Spark copier: copy every file of a manifest on a cluster (an EMR Serverless job run).
 
 The driver reads the manifest, splits its files into bins of about equal bytes and hands each
-Spark task exactly one bin. A task streams its files with ``ferry.copier.copy_file`` (which
-verifies every size at the target), retries a failed file on its own, and sends back one small
-record per file; file contents never travel through Spark. The driver writes a JSON report
-and exits non-zero when any file was not copied.
+Spark task exactly one bin. A task copies its files with ``ferry.copier.copy_file`` (which
+verifies every file at the target: to S3, one request per small file), ``threads`` at a time
+(chosen from the manifest: many for small files, whose copies wait on requests, few for
+large ones), retries a failed file on its own, and sends back one small record per file;
+file contents never travel through Spark. The driver writes a JSON report and exits non-zero
+when any file was not copied.
 
 Run locally exactly as the local runtime does::
 
@@ -21,12 +23,13 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from ferry import fs
-from ferry.copier import CopyTask, Manifest, copy_file
+from ferry import concurrency, fs
+from ferry.copier import CopyTask, Manifest, copy_file, process_transfer
 from ferry.errors import FerryError
 from ferry.manifest import batch_tasks, read_batches, write_copy_record
 
@@ -91,10 +94,12 @@ class CopyWithSettings:
     """
 
     settings: fs.S3Settings
+    #: Files a task copies at once: the parts of large S3 uploads share a pool of as many.
+    threads: int = 1
 
     def __call__(self, task: CopyTask, chunk_size: int) -> None:
         fs.configure(self.settings)
-        copy_file(task, chunk_size)
+        copy_file(task, chunk_size, transfer=process_transfer(chunk_size, self.threads))
 
 
 def copy_with_retries(
@@ -131,17 +136,25 @@ def copy_bin(
     chunk_size: int = DEFAULT_CHUNK_SIZE_MIB * 1024 * 1024,
     copy: CopyFunction = copy_file,
     backoff_seconds: float = DEFAULT_BACKOFF_SECONDS,
+    threads: int = 1,
 ) -> Iterator[FileResult]:
-    """Copy one bin's files one after another (this runs inside a Spark task), one result each."""
+    """Copy one bin's files, ``threads`` at a time (this runs inside a Spark task).
+
+    One result per file, in the bin's order.
+    """
     _arm_faults()
-    for task in tasks:
-        yield copy_with_retries(
-            task,
-            attempts=attempts,
-            chunk_size=chunk_size,
-            copy=copy,
-            backoff_seconds=backoff_seconds,
-        )
+    copy_one = partial(
+        copy_with_retries,
+        attempts=attempts,
+        chunk_size=chunk_size,
+        copy=copy,
+        backoff_seconds=backoff_seconds,
+    )
+    if threads <= 1 or len(tasks) <= 1:
+        yield from map(copy_one, tasks)
+        return
+    with ThreadPoolExecutor(min(threads, len(tasks)), thread_name_prefix="ferry-copy") as pool:
+        yield from pool.map(copy_one, tasks)
 
 
 def copy_manifest(
@@ -153,11 +166,13 @@ def copy_manifest(
     chunk_size: int = DEFAULT_CHUNK_SIZE_MIB * 1024 * 1024,
     copy: CopyFunction = copy_file,
     backoff_seconds: float = DEFAULT_BACKOFF_SECONDS,
+    threads: int | None = None,
 ) -> dict[str, Any]:
     """Copy every file of ``manifest`` with Spark and return the report.
 
     ``tasks`` (Spark tasks, one bin each) defaults to twice the default parallelism; there
-    are never more of them than files.
+    are never more of them than files. ``threads`` (files a task copies at once) defaults to
+    what fits the manifest's sizes (``ferry.concurrency``).
     """
     started = time.monotonic()
     bins = balance(manifest.tasks, tasks or spark.sparkContext.defaultParallelism * 2)
@@ -168,6 +183,7 @@ def copy_manifest(
         chunk_size=chunk_size,
         copy=copy,
         backoff_seconds=backoff_seconds,
+        threads=task_threads(manifest, chunk_size, threads),
     )
     return build_report(manifest, results, len(bins), time.monotonic() - started)
 
@@ -180,6 +196,7 @@ def copy_bins(
     chunk_size: int = DEFAULT_CHUNK_SIZE_MIB * 1024 * 1024,
     copy: CopyFunction = copy_file,
     backoff_seconds: float = DEFAULT_BACKOFF_SECONDS,
+    threads: int = 1,
 ) -> list[FileResult]:
     """Copy each bin in a Spark task of its own; the results of every file, in bin order."""
     if not bins:
@@ -190,10 +207,20 @@ def copy_bins(
         chunk_size=chunk_size,
         copy=copy,
         backoff_seconds=backoff_seconds,
+        threads=threads,
     )
     # One slice per bin, so each Spark task copies exactly one bin; only results come back.
     rdd = spark.sparkContext.parallelize(list(bins), numSlices=len(bins))
     return rdd.flatMap(copy_one_bin).collect()
+
+
+def task_threads(manifest: Manifest, chunk_size: int, configured: int | None = None) -> int:
+    """Files each Spark task copies at once: ``configured``, else chosen from the sizes.
+
+    Small files are bound by request latency, so a task overlaps many; large ones by
+    bandwidth, which a few files (each in parallel parts) already fill.
+    """
+    return concurrency.copy_threads([task.size for task in manifest.tasks], chunk_size, configured)
 
 
 def build_report(
@@ -276,13 +303,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     from pyspark.sql import SparkSession  # here: the functions above run without pyspark
 
     spark = SparkSession.builder.appName(APP_NAME).getOrCreate()
+    chunk_size = arguments.chunk_size_mib * 1024 * 1024
+    threads = task_threads(manifest, chunk_size, arguments.threads)
     report = copy_manifest(
         spark,
         manifest,
         tasks=arguments.tasks,
         attempts=arguments.retries,
-        chunk_size=arguments.chunk_size_mib * 1024 * 1024,
-        copy=CopyWithSettings(settings),
+        chunk_size=chunk_size,
+        copy=CopyWithSettings(settings, threads),
+        threads=threads,
     )
     write_report(report, report_uri)
     print(summary(report, report_uri))
@@ -304,6 +334,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--tasks", type=_positive, help="Spark tasks (default: twice the default parallelism)"
+    )
+    parser.add_argument(
+        "--threads",
+        type=_positive,
+        help="files each task copies at once (default: chosen from the manifest's sizes)",
     )
     parser.add_argument(
         "--chunk-size-mib",

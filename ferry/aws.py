@@ -6,18 +6,46 @@ so the same clients talk to AWS or to the local emulator.
 
 from __future__ import annotations
 
+import platform
 from typing import Any
 
 import boto3
+import botocore
 from botocore.config import Config
 
-# Copies run objects and their parts on two pools of `threads`: keep enough connections.
+from ferry import __version__
+
+#: Connections a client keeps open at least (botocore's own default is 10).
+MIN_POOL_CONNECTIONS = 10
+
 _CLIENT_CONFIG = Config(
     retries={"mode": "standard", "max_attempts": 5},
     connect_timeout=10,
     read_timeout=60,
-    max_pool_connections=64,
+    max_pool_connections=MIN_POOL_CONNECTIONS,
+    # A fixed User-Agent: botocore otherwise rebuilds its own (with feature metadata) for
+    # every request, about a tenth of the client's CPU on a small object's copy.
+    user_agent=(
+        f"Ferry/{__version__} Botocore/{botocore.__version__} Python/{platform.python_version()}"
+    ),
 )
+
+
+def pool_size(connections: int | None) -> int:
+    """The connection pool for ``connections`` concurrent requests, rounded up to a power of
+    two so that a process holds few differently sized clients.
+
+    A pool smaller than the threads using it does not block: urllib3 opens an extra
+    connection and throws it away after the request ("Connection pool is full"), so every
+    request past the pool's size pays a new TCP (and TLS) handshake.
+    """
+    needed = max(MIN_POOL_CONNECTIONS, connections or 0)
+    return 1 << (needed - 1).bit_length()
+
+
+def client_config(connections: int | None = None, **overrides: Any) -> Config:
+    """Ferry's client settings with a pool for ``connections`` concurrent requests."""
+    return _CLIENT_CONFIG.merge(Config(max_pool_connections=pool_size(connections), **overrides))
 
 
 class AwsClients:
@@ -26,13 +54,20 @@ class AwsClients:
     def __init__(self, endpoint: str | None = None, session: boto3.session.Session | None = None):
         self._session = session or boto3.session.Session()
         self._endpoint = endpoint
-        self._clients: dict[tuple[str, str | None], Any] = {}
+        self._clients: dict[tuple[str, str | None, int], Any] = {}
 
-    def client(self, service: str, region: str | None = None) -> Any:
-        key = (service, region)
+    def client(
+        self, service: str, region: str | None = None, connections: int | None = None
+    ) -> Any:
+        """The client of ``service`` in ``region``; ``connections``: the requests it must carry
+        at once (a copier's threads), which sizes its connection pool."""
+        key = (service, region, pool_size(connections))
         if key not in self._clients:
             self._clients[key] = self._session.client(
-                service, region_name=region, endpoint_url=self._endpoint, config=_CLIENT_CONFIG
+                service,
+                region_name=region,
+                endpoint_url=self._endpoint,
+                config=client_config(connections),
             )
         return self._clients[key]
 

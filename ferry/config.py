@@ -428,6 +428,10 @@ class SnsEventListener(_Model):
 MIB = 1024 * 1024
 
 
+#: Locations a plan lists at once unless ``copier-options.threads`` says otherwise.
+LISTING_THREADS = 8
+
+
 class CopierOptions(_Model):
     """How data is copied: Ferry's options, and Circus Train's S3 to S3 options translated.
 
@@ -497,7 +501,11 @@ class CopierOptions(_Model):
         "s3s3-multipart-copy-part-size-in-bytes": ("part-size-mib", True),
     }
 
-    threads: int = Field(default=8, ge=1, le=256)
+    #: Files copied at once. None: each copier chooses from the manifest (many small
+    #: files: more threads; a few large ones: fewer, each in parallel parts) and a plan
+    #: lists on ``LISTING_THREADS``.
+    threads: int | None = Field(default=None, ge=1, le=256)
+    #: Read and write size; a file up to this size is copied to S3 with one request.
     chunk_size_mib: int = Field(default=8, ge=1, le=1024)
     #: At most this much data is copied inline (in the CLI, or in a Lambda); more goes to Spark.
     inline_threshold_mib: int = Field(default=1024, ge=0)
@@ -506,6 +514,11 @@ class CopierOptions(_Model):
     #: Objects above this size are copied in parts (CopyObject's own limit is 5 GiB).
     multipart_threshold_mib: int = Field(default=5120, ge=5, le=5120)
     part_size_mib: int = Field(default=512, ge=5, le=5120)
+
+    @property
+    def listing_threads(self) -> int:
+        """Locations a plan lists at once: ``threads`` when given."""
+        return self.threads or LISTING_THREADS
 
     @model_validator(mode="before")
     @classmethod

@@ -1,22 +1,34 @@
 """Copiers: move the files of a manifest into the new snapshot folder.
 
-The manifest is the contract between planning and copying: a list of (source, target, size)
-that any copier can execute. ``InlineCopier`` streams files with ``pyarrow.fs`` on a bounded
-thread pool, never holding a whole file in memory, and verifies every file's size at the
-target before it reports success.
+The manifest is the contract between planning and copying: a list of (source, target, size,
+change marker) that any copier can execute. ``InlineCopier`` copies on bounded thread pools,
+never holding more than a part of a file in memory, and a file counts as copied only once
+it is verified at the target:
+
+- to S3, a small file (up to the chunk size, or a thread's share of the memory bound when
+  files are large and threads few: ``ferry.concurrency``) is one ``PutObject`` with its
+  ``Content-MD5`` and a larger one a multipart upload whose parts carry theirs; what S3
+  answers is the verification (``ferry.s3_objects``), no second request looks at the target;
+- to any other file system, the file is streamed through ``pyarrow.fs`` and its size is
+  checked at the target.
+
+Every source is checked to be the file planned: its size, and its change marker where
+reading it tells that for free (an S3 read pinned to the planned ETag; a local file's
+modification time, from the open file).
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_EXCEPTION, Executor, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from pyarrow import fs as pafs
 
-from ferry import faults, fs
+from ferry import concurrency, faults, fs
 from ferry.errors import (
     CopyError,
     ReplicationInterruptedError,
@@ -29,9 +41,14 @@ Progress = Callable[[int], None]
 
 @dataclass(frozen=True)
 class CopyTask:
+    """One file to copy: where from, where to, its size and change marker when planned."""
+
     source: str
     target: str
     size: int
+    #: The source's change marker as planning listed it: the ETag on S3, the modification
+    #: time (ns) on a local file system. None: only the size is checked.
+    marker: str | None = None
 
 
 @dataclass(frozen=True)
@@ -57,18 +74,67 @@ class Copier(Protocol):
 
 
 class InlineCopier:
-    """Copies in this process: streaming, ``threads`` files at a time."""
+    """Copies in this process, ``threads`` files at a time (None: chosen from the manifest).
 
-    def __init__(self, threads: int = 8, chunk_size: int = 8 * 1024 * 1024):
+    Parts of large uploads to S3 run on a second pool of as many threads, so that a few
+    large files keep every thread busy; the parts held in memory are bounded.
+    """
+
+    def __init__(self, threads: int | None = None, chunk_size: int = 8 * 1024 * 1024):
         self.threads = threads
         self.chunk_size = chunk_size
 
     def copy(self, manifest: Manifest, progress: Progress | None = None) -> CopyReport:
+        return self.copy_batches([manifest], progress)
+
+    def copy_batches(
+        self,
+        batches: Sequence[Manifest],
+        progress: Progress | None = None,
+        copied: Callable[[int], None] | None = None,
+    ) -> CopyReport:
+        """Copy the files of every batch on the same pools, with no wait between batches.
+
+        ``copied(index)`` is called (from a worker thread) as soon as every file of
+        ``batches[index]`` is copied and verified, so a batch can be recorded while the
+        others go on. On the first failure the files not yet started are cancelled and it is
+        raised.
+        """
+        tasks = [(index, task) for index, batch in enumerate(batches) for task in batch.tasks]
+        threads = concurrency.copy_threads(
+            [task.size for _, task in tasks], self.chunk_size, self.threads
+        )
+        remaining = [len(batch.tasks) for batch in batches]
+        lock = threading.Lock()
         cancelled = threading.Event()
-        with ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="ferry-copy") as pool:
-            futures = [
-                pool.submit(self._copy_one, task, progress, cancelled) for task in manifest.tasks
-            ]
+
+        def copy_one(index: int, task: CopyTask, transfer: Transfer) -> None:
+            if cancelled.is_set():
+                return
+            copy_file(task, self.chunk_size, progress, cancelled, transfer=transfer)
+            with lock:
+                remaining[index] -= 1
+                finished = remaining[index] == 0
+            if finished and copied is not None:
+                copied(index)
+
+        # The files' pool is left (and waited for) before the parts' pool: a file still
+        # running may hand its parts over until it is done.
+        with (
+            ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ferry-part") as parts,
+            ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ferry-copy") as pool,
+        ):
+            transfer = Transfer(
+                self.chunk_size,
+                threads,
+                parts,
+                single_request_limit=concurrency.single_request_limit(threads, self.chunk_size),
+            )
+            futures = [pool.submit(copy_one, index, task, transfer) for index, task in tasks]
+            if copied is not None:
+                for index, batch in enumerate(batches):
+                    if not batch.tasks:
+                        copied(index)
             try:
                 done, _ = wait(futures, return_when=FIRST_EXCEPTION)
             except BaseException:
@@ -77,20 +143,55 @@ class InlineCopier:
                 for future in futures:
                     future.cancel()
                 raise
-            failed = [f for f in done if f.exception() is not None]
+            failed = [f for f in futures if f in done and f.exception() is not None]
             if failed:
                 cancelled.set()
                 for future in futures:
                     future.cancel()
                 raise failed[0].exception()  # type: ignore[misc]
-        return CopyReport(files=len(manifest.tasks), bytes=manifest.total_bytes)
+        return CopyReport(files=len(tasks), bytes=sum(batch.total_bytes for batch in batches))
 
-    def _copy_one(
-        self, task: CopyTask, progress: Progress | None, cancelled: threading.Event
-    ) -> None:
-        if cancelled.is_set():
-            return
-        copy_file(task, self.chunk_size, progress, cancelled)
+
+@dataclass(frozen=True)
+class Transfer:
+    """What the files of one copy share: chunk size, threads, the parts pool and its bound."""
+
+    chunk_size: int
+    threads: int = 1
+    #: Where parts of large S3 uploads run; None: one after another in the file's thread.
+    parts: Executor | None = None
+    slots: Any = None
+    #: Files up to this size go to S3 in one PutObject (None: the chunk size).
+    single_request_limit: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.slots is None and self.parts is not None:
+            from ferry.s3_objects import PartSlots
+
+            object.__setattr__(self, "slots", PartSlots(self.threads))
+
+
+_process_transfers: dict[tuple[int, int], Transfer] = {}
+_process_transfers_lock = threading.Lock()
+
+
+def process_transfer(chunk_size: int, threads: int) -> Transfer:
+    """One ``Transfer`` (its parts pool) per process and settings, made on first use.
+
+    For copies that arrive one file at a time from elsewhere, such as the tasks a Spark
+    Python worker runs: their large files share one pool of parts and its memory bound.
+    (Here, in an importable module, not in the job's script: Spark pickles the script's
+    functions with the globals they use, and a lock cannot be pickled.)
+    """
+    with _process_transfers_lock:
+        key = (chunk_size, threads)
+        if key not in _process_transfers:
+            parts = ThreadPoolExecutor(threads, thread_name_prefix="ferry-part")
+            limit = concurrency.single_request_limit(threads, chunk_size)
+            _process_transfers[key] = Transfer(
+                chunk_size, threads, parts, single_request_limit=limit
+            )
+        return _process_transfers[key]
 
 
 def copy_file(
@@ -98,41 +199,195 @@ def copy_file(
     chunk_size: int,
     progress: Progress | None = None,
     cancelled: threading.Event | None = None,
+    *,
+    transfer: Transfer | None = None,
 ) -> None:
-    """Stream one file from source to target, then verify its size at the target.
+    """Copy one file from source to target; it counts as copied only once verified.
 
     A failure is the source's when reading fails and the target's when opening, writing
     or closing it fails: object stores may report a missing bucket only on the first
-    write or on close (pyarrow opens S3 objects lazily, so a small file is one PUT).
+    write or on close. A source that is not the file planned (another size, another change
+    marker) is a ``VerificationError``.
     """
-    source_fs, source_path = fs.resolve(task.source)
-    target_fs, target_path = fs.resolve(task.target)
+    transfer = transfer or Transfer(chunk_size)
+    source = open_source(task, transfer.threads)
     try:
-        # open_input_file (not open_input_stream): ranged reads of a known size are far
-        # faster against S3 emulators and avoid a second request for the length.
-        reader = source_fs.open_input_file(source_path)
-    except OSError as error:
-        raise CopyError(f"cannot read source file {task.source}: {_reason(error)}") from None
-    with reader:
+        if fs.scheme_of(task.target) in fs.S3_SCHEMES:
+            _copy_to_s3(task, source, transfer, progress, cancelled)
+            return
+        target_fs, target_path = fs.resolve(task.target)
         try:
             with fs.open_output(task.target) as writer:
-                while chunk := _read(reader, chunk_size, task):
+                while chunk := source.read(chunk_size):
                     if cancelled is not None and cancelled.is_set():
                         raise ReplicationInterruptedError(f"copying {task.source} was stopped")
                     faults.point("copy.file")
                     writer.write(chunk)
                     if progress is not None:
                         progress(len(chunk))
+                source.finish()
         except OSError as error:
             raise TargetNotWritableError(f"cannot write {task.target}: {_reason(error)}") from None
+    finally:
+        source.close()
     verify(task, target_fs, target_path)
 
 
-def _read(reader: pafs.NativeFile, size: int, task: CopyTask) -> bytes:
+def _copy_to_s3(
+    task: CopyTask,
+    source: Source,
+    transfer: Transfer,
+    progress: Progress | None,
+    cancelled: threading.Event | None,
+) -> None:
+    """One ``PutObject`` for a small file, a multipart upload for a large one."""
+    from ferry.s3_objects import delete_object
+
+    client = fs.default().s3_client(_bucket(task.target), _connections(transfer))
     try:
-        return reader.read(size)
+        _write_s3(task, source, transfer, client, progress, cancelled)
+    except VerificationError:
+        # S3 refuses a body that fails its Content-MD5 and stores nothing; a store that
+        # does not check it (moto) stored it, and it must not stay.
+        delete_object(client, task.target)
+        raise
+
+
+def _write_s3(
+    task: CopyTask,
+    source: Source,
+    transfer: Transfer,
+    client: Any,
+    progress: Progress | None,
+    cancelled: threading.Event | None,
+) -> None:
+    from ferry.s3_objects import put_object, upload_in_parts
+
+    if task.size <= (transfer.single_request_limit or transfer.chunk_size):
+        # Read one byte more than planned: a source that grew is caught, not cut short.
+        data = source.read(task.size + 1)
+        source.finish()
+        if cancelled is not None and cancelled.is_set():
+            raise ReplicationInterruptedError(f"copying {task.source} was stopped")
+        faults.point("copy.file")
+        put_object(client, task.target, data)
+        if progress is not None:
+            progress(len(data))
+        return
+    part_size = concurrency.upload_part_size(task.size, transfer.threads, transfer.chunk_size)
+    upload_in_parts(
+        client,
+        task.target,
+        source.read,
+        task.size,
+        part_size,
+        parts=transfer.parts,
+        slots=transfer.slots,
+        progress=progress,
+        cancelled=cancelled,
+    )
+    source.finish()
+
+
+def _connections(transfer: Transfer) -> int:
+    # Files and their parts run on two pools of `threads` each.
+    return transfer.threads * (2 if transfer.parts is not None else 1)
+
+
+def _bucket(uri: str) -> str:
+    return uri.split("://", 1)[1].split("/", 1)[0]
+
+
+class Source(Protocol):
+    """A planned source file being read: ``read`` up to n bytes, then ``finish`` checks it."""
+
+    def read(self, size: int) -> bytes: ...
+
+    def finish(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def open_source(task: CopyTask, connections: int = 1) -> Source:
+    """Open ``task``'s source for reading; ``CopyError`` when it cannot be read."""
+    scheme = fs.scheme_of(task.source)
+    if scheme in fs.S3_SCHEMES:
+        from ferry.s3_objects import S3Source
+
+        client = fs.default().s3_client(_bucket(task.source), connections * 2)
+        return S3Source(client, task.source, task.size, task.marker)
+    source_fs, source_path = fs.resolve(task.source)
+    if fs.is_local(source_fs):
+        return _LocalSource(task, source_path)
+    try:
+        # open_input_file (not open_input_stream): ranged reads of a known size are far
+        # faster against S3 emulators and avoid a second request for the length.
+        return _ArrowSource(task, source_fs.open_input_file(source_path))
     except OSError as error:
         raise CopyError(f"cannot read source file {task.source}: {_reason(error)}") from None
+
+
+class _ArrowSource:
+    """A file of any file system pyarrow reaches (HDFS, GCS…): its size is checked."""
+
+    def __init__(self, task: CopyTask, handle: pafs.NativeFile):
+        self.task = task
+        self._handle = handle
+        self._read = 0
+
+    def read(self, size: int) -> bytes:
+        try:
+            data = self._handle.read(size)
+        except OSError as error:
+            raise CopyError(
+                f"cannot read source file {self.task.source}: {_reason(error)}"
+            ) from None
+        self._read += len(data)
+        return data
+
+    def finish(self) -> None:
+        if self._read != self.task.size:
+            raise VerificationError(
+                f"{self.task.source}: expected {self.task.size} bytes, read {self._read} "
+                f"bytes (the source changed since it was planned)"
+            )
+
+    def close(self) -> None:
+        self._handle.close()
+
+
+class _LocalSource(_ArrowSource):
+    """A local file: its size, and its modification time against the planned marker."""
+
+    def __init__(self, task: CopyTask, path: str):
+        try:
+            handle: Any = open(path, "rb")  # noqa: SIM115 - closed by close()
+        except OSError as error:
+            raise CopyError(
+                f"cannot read source file {task.source}: {error.strerror or error}"
+            ) from None
+        super().__init__(task, handle)
+
+    def read(self, size: int) -> bytes:
+        try:
+            data = self._handle.read(size)
+        except OSError as error:
+            raise CopyError(
+                f"cannot read source file {self.task.source}: {error.strerror or error}"
+            ) from None
+        self._read += len(data)
+        return data
+
+    def finish(self) -> None:
+        super().finish()
+        marker = self.task.marker
+        if marker and marker.isdigit():
+            modified = os.fstat(self._handle.fileno()).st_mtime_ns
+            if str(modified) != marker:
+                raise VerificationError(
+                    f"{self.task.source}: the source changed since it was planned (modified "
+                    f"at {modified} ns, planned {marker})"
+                )
 
 
 def verify(task: CopyTask, target_fs: pafs.FileSystem, target_path: str) -> None:

@@ -39,7 +39,9 @@ class Fault:
 
     ``action``: ``raise`` (an error named ``error``), ``timeout`` (as if the Lambda ran out
     of time), ``kill`` (SIGKILL this process: a crash with no clean-up at all) or ``hang``
-    (sleep ``seconds``, e.g. to be killed from outside).
+    (sleep ``seconds``, e.g. to be killed from outside). At the points that carry bytes
+    (``alter``): ``corrupt`` (one byte flipped) or ``truncate`` (the last byte lost), as a
+    network or a store might, after the sender computed their checksum.
     """
 
     point: str
@@ -55,17 +57,41 @@ _armed: dict[str, Fault] = {}
 _lock = threading.Lock()
 
 
-def point(name: str) -> None:
-    """A place where a failure may be injected; does nothing unless ``name`` is armed."""
+def _hit(name: str) -> Fault | None:
+    """The fault armed at ``name`` when this hit is one it fails, else None."""
     if not _armed:
-        return
+        return None
     with _lock:
         fault = _armed.get(name)
         if fault is None:
-            return
+            return None
         fault.hits += 1
         if not fault.skip < fault.hits <= fault.skip + fault.times:
-            return
+            return None
+    return fault
+
+
+def alter(name: str, data: bytes) -> bytes:
+    """Bytes on their way out at ``name``: changed when a ``corrupt``/``truncate`` is armed."""
+    fault = _hit(name)
+    if fault is None or not data:
+        return data
+    if fault.action == "corrupt":
+        return data[:-1] + bytes([data[-1] ^ 0xFF])
+    if fault.action == "truncate":
+        return data[:-1]
+    _fail(name, fault)
+    return data
+
+
+def point(name: str) -> None:
+    """A place where a failure may be injected; does nothing unless ``name`` is armed."""
+    fault = _hit(name)
+    if fault is not None:
+        _fail(name, fault)
+
+
+def _fail(name: str, fault: Fault) -> None:
     if fault.action == "kill":
         os.kill(os.getpid(), signal.SIGKILL)
     if fault.action == "hang":

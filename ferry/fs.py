@@ -35,6 +35,8 @@ from urllib.parse import urlparse
 from pyarrow import fs as pafs
 
 S3_SCHEMES = ("s3", "s3a", "s3n")
+#: Connections of the S3 clients that list locations (a plan lists on up to this many threads).
+LISTING_CONNECTIONS = 64
 #: How long Google Cloud Storage requests are retried before the error is reported.
 GCS_RETRY_SECONDS = 30
 
@@ -150,11 +152,12 @@ class FileSystems:
     def __init__(self, settings: S3Settings | None = None, s3_client: Any | None = None):
         self.settings = settings or S3Settings()
         self._s3_client = s3_client
-        self._lock = threading.Lock()
+        # Reentrant: a region look-up (under the lock) may build the client it looks up with.
+        self._lock = threading.RLock()
         self._bucket_regions: dict[str, str] = {}
         self._s3_by_region: dict[str | None, pafs.S3FileSystem] = {}
         self._local: pafs.LocalFileSystem | None = None
-        self._s3_clients: dict[str | None, Any] = {}
+        self._s3_clients: dict[tuple[str | None, int], Any] = {}
         self._gcs: pafs.GcsFileSystem | None = None
 
     def resolve(self, uri: str) -> tuple[pafs.FileSystem, str]:
@@ -224,10 +227,7 @@ class FileSystems:
 
     def _client(self) -> Any:
         if self._s3_client is None:
-            # Imported here: reading file:// locations (the CLI's config) needs no boto3.
-            from ferry.aws import AwsClients
-
-            self._s3_client = AwsClients(self.settings.endpoint).client("s3", self.settings.region)
+            self._s3_client = self._client_in(self.settings.region)
         return self._s3_client
 
     def _new_s3(self, region: str | None) -> pafs.S3FileSystem:
@@ -342,13 +342,37 @@ class FileSystems:
             raise OSError(str(error).splitlines()[0]) from None
         return entries
 
-    def _client_in(self, region: str | None) -> Any:
-        with self._lock:
-            if region not in self._s3_clients:
-                from ferry.aws import AwsClients
+    def s3_client(self, bucket: str, connections: int | None = None) -> Any:
+        """A boto3 S3 client in ``bucket``'s region, pooling ``connections`` connections.
 
-                self._s3_clients[region] = AwsClients(self.settings.endpoint).client("s3", region)
-            return self._s3_clients[region]
+        The inline copier reads and writes S3 objects through it (one request per small
+        object, with the checks pyarrow's streams cannot make: ``IfMatch``, ``Content-MD5``).
+        """
+        return self._client_in(self.region_of(bucket), connections)
+
+    def _client_in(self, region: str | None, connections: int | None = None) -> Any:
+        # Imported here: reading file:// locations (the CLI's config) needs no boto3.
+        import boto3
+
+        from ferry.aws import client_config, pool_size
+
+        key = (region, pool_size(max(connections or 0, LISTING_CONNECTIONS)))
+        with self._lock:
+            if key not in self._s3_clients:
+                client = boto3.session.Session().client(
+                    "s3",
+                    region_name=region,
+                    endpoint_url=self.settings.endpoint,
+                    # Copies send Content-MD5 themselves, which S3 checks; a default CRC32
+                    # on top would be computed for every body and checked by no one more.
+                    config=client_config(key[1], request_checksum_calculation="when_required"),
+                )
+                for operation in ("PutObject", "UploadPart"):
+                    client.meta.events.register(
+                        f"before-send.s3.{operation}", _no_expect_for_small_bodies
+                    )
+                self._s3_clients[key] = client
+            return self._s3_clients[key]
 
     def delete_tree(self, location: str) -> None:
         """Delete ``location`` and everything below it; nothing when it does not exist."""
@@ -365,6 +389,24 @@ class FileSystems:
             ):
                 if entry.type == pafs.FileType.File:
                     filesystem.delete_file(entry.path)
+
+
+#: Bodies up to this size are sent without waiting for "100 Continue" (as the AWS SDK for Go,
+#: which s5cmd uses, does for bodies up to 2 MiB).
+EXPECT_CONTINUE_ABOVE = 2 * 1024 * 1024
+
+
+def _no_expect_for_small_bodies(request: Any, **_: Any) -> None:
+    """Drop ``Expect: 100-continue`` from a small upload (a botocore ``before-send`` hook).
+
+    botocore asks for it on every PutObject and UploadPart: the server answers "100
+    Continue" before the body is sent, so that a refused request does not send a large
+    body for nothing. For a small body already in memory that is one more exchange per
+    request and no saving.
+    """
+    length = request.headers.get("Content-Length")
+    if length is not None and int(length) <= EXPECT_CONTINUE_ABOVE and "Expect" in request.headers:
+        del request.headers["Expect"]
 
 
 # -- the process default ---------------------------------------------------------------------

@@ -5,8 +5,13 @@ planning a table of a million files never holds the whole text in memory::
 
     [{"eventId": "ferry-…", "batch": 0,
       "roots": [{"source": "s3://src/t/dt=1", "target": "s3://dr/t/ferry-…/dt=1",
-                 "files": [["part-0.parquet", 1234], …]}, …]},
+                 "files": [["part-0.parquet", 1234, "9b2cf5…"], …]}, …]},
      …]
+
+Each file is its path, its size and its change marker as the listing gave them (the ETag on
+S3, the modification time in nanoseconds on a local file system; absent where the file
+system has none). The copiers pin every copy to that marker, so a file replaced after
+planning is refused instead of copied.
 
 A batch is the unit of work of the S3 server-side copy (one Map item, read directly by the
 state machine's ``ItemReader``) and of the copy records that Commit checks. File paths are
@@ -79,7 +84,11 @@ class ManifestWriter:
                 self._roots.append({"source": root.source, "target": root.target, "files": current})
                 self._sources.add(fs.scheme_of(root.source))
                 self._targets.add(fs.scheme_of(root.target))
-            current.append([entry.uri[len(base) + 1 :], entry.size])
+            relative = entry.uri[len(base) + 1 :]
+            # The change marker (the ETag on S3) pins each copy to the version planned.
+            current.append(
+                [relative, entry.size, entry.marker] if entry.marker else [relative, entry.size]
+            )
             self._files += 1
             self._bytes += entry.size
             self._in_batch += 1
@@ -117,11 +126,16 @@ class ManifestWriter:
 
 
 def batch_tasks(batch: dict[str, Any]) -> list[CopyTask]:
-    """The files of one batch as copy tasks (source, target, size)."""
+    """The files of one batch as copy tasks (source, target, size, change marker)."""
     return [
-        CopyTask(fs.join(root["source"], path), fs.join(root["target"], path), size)
+        CopyTask(
+            fs.join(root["source"], path),
+            fs.join(root["target"], path),
+            size,
+            marker[0] if marker else None,
+        )
         for root in batch["roots"]
-        for path, size in root["files"]
+        for path, size, *marker in root["files"]
     ]
 
 
@@ -141,7 +155,7 @@ def write_manifest(uri: str, manifest: Manifest, batch_files: int = 1000) -> Non
     writer = ManifestWriter(uri, manifest.event_id, batch_files)
     for task in manifest.tasks:
         root = CopyRoot(task.source.rpartition("/")[0], task.target.rpartition("/")[0])
-        writer.add(root, [fs.FileEntry(task.source, task.size, None)])
+        writer.add(root, [fs.FileEntry(task.source, task.size, None, task.marker)])
     writer.close()
 
 

@@ -2,10 +2,11 @@
 
 Used when a manifest's sources and targets are all on S3: one Lambda runs ``copy`` on a batch
 of the manifest, a Step Functions Map runs many batches. Objects up to ``multipart_threshold``
-are copied with one ``CopyObject``; larger ones with a multipart upload whose parts are
-``UploadPartCopy`` ranges of the source. Every request is pinned to the source's ETag, so a
-source replaced mid-copy fails the copy instead of producing a mix of two versions, and every
-object's size is checked at the target before the copy counts as done.
+are copied with one ``CopyObject``, and that is the only request they cost; larger ones with
+a multipart upload whose parts are ``UploadPartCopy`` ranges of the source. Every request is
+pinned to the ETag the plan listed, so a source replaced since planning fails the copy
+instead of producing another version (or a mix of two), and no object counts as copied
+before the answer to its copy (or, for a copy in parts, the target itself) confirms it.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import logging
 import math
 import random
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -23,6 +25,7 @@ from typing import Any, TypeVar
 from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
+from ferry import concurrency
 from ferry.copier import CopyReport, CopyTask, Manifest, Progress
 from ferry.errors import CopyError, TargetNotWritableError, VerificationError
 from ferry.fs import S3_SCHEMES
@@ -57,6 +60,9 @@ TRANSIENT_CODES = frozenset(
         "OperationAborted",
     }
 )
+
+# A multipart upload's ETag: the MD5 of its parts' MD5s, and the number of parts.
+_MULTIPART_ETAG = re.compile(r"^[0-9a-f]{32}-[0-9]+$")
 
 # HEAD responses have no body, so botocore can only report the status as the code.
 NOT_FOUND_CODES = frozenset({"NoSuchKey", "404"})
@@ -112,9 +118,10 @@ def parse_s3_uri(uri: str) -> S3Object:
 class S3ServerSideCopier:
     """Copies S3 objects to S3 with ``CopyObject`` / ``UploadPartCopy``, ``threads`` at a time.
 
-    ``client`` is a boto3 S3 client in the target buckets' region (a copy request goes to the
-    target bucket), with ``max_pool_connections`` of at least ``2 * threads`` (objects and parts
-    run on two pools of ``threads`` each). A request that
+    ``threads`` None: chosen from the manifest (``ferry.concurrency``). ``client`` is a boto3
+    S3 client in the target buckets' region (a copy request goes to the target bucket), with
+    ``max_pool_connections`` of at least ``2 * threads`` (objects and parts run on two pools
+    of ``threads`` each; ``AwsClients.client(..., connections=...)`` sizes it). A request that
     fails with a transient error (throttling, 5xx, a dropped connection) is retried, up to
     ``attempts`` in all: only that request of that object, never the batch.
     """
@@ -122,12 +129,12 @@ class S3ServerSideCopier:
     def __init__(
         self,
         client: Any,
-        threads: int = 8,
+        threads: int | None = None,
         multipart_threshold: int = MAX_COPY_OBJECT_SIZE,
         part_size: int = 512 * MiB,
         attempts: int = 3,
     ):
-        if threads < 1 or attempts < 1:
+        if (threads is not None and threads < 1) or attempts < 1:
             raise ValueError("threads and attempts must be at least 1")
         if not 0 <= multipart_threshold <= MAX_COPY_OBJECT_SIZE:
             raise ValueError(f"multipart_threshold must be at most {MAX_COPY_OBJECT_SIZE} bytes")
@@ -151,11 +158,12 @@ class S3ServerSideCopier:
             _Job(task, parse_s3_uri(task.source), parse_s3_uri(task.target))
             for task in manifest.tasks
         ]
+        threads = self.threads_for(manifest.tasks)
         # Two pools: an object waits for its parts, so parts on the objects' pool could
         # deadlock it once every worker is an object waiting for parts still queued.
         with (
-            ThreadPoolExecutor(self.threads, thread_name_prefix="ferry-s3-copy") as objects,
-            ThreadPoolExecutor(self.threads, thread_name_prefix="ferry-s3-part") as parts,
+            ThreadPoolExecutor(threads, thread_name_prefix="ferry-s3-copy") as objects,
+            ThreadPoolExecutor(threads, thread_name_prefix="ferry-s3-part") as parts,
         ):
             futures = [objects.submit(self._copy_object, job, parts, progress) for job in jobs]
             wait(futures)
@@ -164,46 +172,123 @@ class S3ServerSideCopier:
             raise failure
         return CopyReport(files=len(manifest.tasks), bytes=manifest.total_bytes)
 
-    def _copy_object(self, job: _Job, parts: ThreadPoolExecutor, progress: Progress | None) -> None:
-        """Copy one object (whole or in parts), its size verified.
+    def threads_for(self, tasks: Sequence[CopyTask]) -> int:
+        """Objects copied at once for ``tasks``: the configured number, else chosen from them.
 
-        The source must still have the size the manifest recorded. A single ``CopyObject``
-        pinned to the source's ETag then copies exactly that version, so the target needs
-        no second look; a copy in parts is assembled from ranges and is checked at the
-        target. (On an emulator every request counts: two per small object, not three.)
+        Every object up to the multipart threshold is one request whatever its size (S3
+        moves the bytes), so such batches count as many small objects.
         """
+        sizes = [task.size for task in tasks]
+        return concurrency.copy_threads(sizes, self.multipart_threshold, self.threads)
+
+    def _copy_object(self, job: _Job, parts: ThreadPoolExecutor, progress: Progress | None) -> None:
+        """Copy one object (whole or in parts), pinned to the planned version and verified.
+
+        An object up to ``multipart_threshold`` with its ETag in the manifest is exactly one
+        request: a ``CopyObject`` pinned to that ETag (``CopySourceIfMatch``), which S3
+        refuses (412) when the source is no longer the object planned. Its answer is the
+        verification: the copy's ETag is the source's for an object stored in one part
+        without KMS, and the pin vouches for the rest. Without a planned ETag (a manifest of
+        an older Ferry), and for copies in parts (which need the source's headers), the
+        source is read with a HEAD first, and a copy in parts is checked at the target.
+        """
+        task = job.task
+        planned = task.marker.strip('"') if task.marker else None
+        whole = task.size <= self.multipart_threshold
+        head = None
+        if planned is None or not whole:
+            head = self._head_source(job, planned)
+            planned = head["ETag"].strip('"')
+        try:
+            if whole:
+                copied = self._copy_whole(job, planned, progress)
+            else:
+                self._copy_in_parts(job, head, parts, progress)  # type: ignore[arg-type]
+        except (ClientError, BotoCoreError) as error:
+            if head is None and error_code(error) in TARGET_REFUSED_CODES - {"NoSuchBucket"}:
+                # Refused without a HEAD before: one now tells which side was refused.
+                self._head_source(job, planned)
+                raise _copy_failure(job, error, source_readable=True) from None
+            raise _copy_failure(job, error, source_readable=head is not None) from None
+        if whole:
+            self._check_copy(job, planned, copied)
+        else:
+            self._verify(job)
+
+    def _head_source(self, job: _Job, planned: str | None) -> dict:
+        """The source's headers; it must still have the planned size (and ETag, if known)."""
         try:
             head = self._retrying(self.client.head_object, **_address(job.source))
         except (ClientError, BotoCoreError) as error:
             raise CopyError(
-                f"cannot read source file {job.task.source}: {_reason(error)}"
+                f"cannot read source file {job.task.source}: {error_reason(error)}"
             ) from None
         if head["ContentLength"] != job.task.size:
             raise VerificationError(
                 f"{job.task.source}: expected {job.task.size} bytes, found "
                 f"{head['ContentLength']} bytes (the source changed since it was listed)"
             )
-        try:
-            if head["ContentLength"] <= self.multipart_threshold:
-                self._copy_whole(job, head, progress)
-                return
-            self._copy_in_parts(job, head, parts, progress)
-        except (ClientError, BotoCoreError) as error:
-            raise _copy_failure(job, error) from None
-        self._verify(job)
+        if planned is not None and head["ETag"].strip('"') != planned:
+            raise VerificationError(
+                f"{job.task.source}: the source changed since it was planned (ETag "
+                f"{head['ETag'].strip(chr(34))}, planned {planned})"
+            )
+        return head
 
-    def _copy_whole(self, job: _Job, head: dict, progress: Progress | None) -> None:
+    def _copy_whole(self, job: _Job, etag: str, progress: Progress | None) -> dict:
         """One ``CopyObject``, pinned to the source's ETag, keeping its metadata."""
-        self._retrying(
+        response = self._retrying(
             self.client.copy_object,
             **_address(job.target),
             CopySource=_address(job.source),
-            # moto ignores CopySourceIfMatch (it checks only CopySourceIfNoneMatch); S3 answers
-            # 412 PreconditionFailed when the source was replaced since the HEAD.
-            CopySourceIfMatch=head["ETag"],
+            # S3 answers 412 PreconditionFailed when the source is no longer this version.
+            # moto ignores CopySourceIfMatch (it checks only CopySourceIfNoneMatch): there,
+            # _check_copy's comparison of ETags is what catches a replaced source.
+            CopySourceIfMatch=f'"{etag}"',
             MetadataDirective="COPY",
         )
-        _report(progress, head["ContentLength"])
+        _report(progress, job.task.size)
+        return response
+
+    def _check_copy(self, job: _Job, planned: str, response: dict) -> None:
+        """The copy's ETag must be the planned source's, or the source must still be it.
+
+        S3 gives a copy the source's ETag when that ETag is the MD5 of the bytes (one part,
+        no KMS on either side), so equal ETags prove the planned bytes arrived. Where the
+        ETags cannot be compared — a source uploaded in parts (its ETag ends in ``-N``), a
+        copy under SSE-KMS or SSE-C — the pin (``CopySourceIfMatch``, which S3 enforces) is
+        the proof; moto does not enforce it, so there a replaced multipart source is not
+        caught. ETags that differ otherwise mean a store ignored the pin, or a source under
+        SSE-KMS (whose ETag is no MD5): only then is the source asked, with one HEAD.
+        """
+        copied = response.get("CopyObjectResult", {}).get("ETag", "").strip('"')
+        if copied == planned or not etag_is_md5(response) or _MULTIPART_ETAG.match(planned):
+            return
+        try:
+            head = self._retrying(self.client.head_object, **_address(job.source))
+            found = head["ETag"].strip('"')
+        except ClientError as error:
+            if error_code(error) not in NOT_FOUND_CODES:
+                raise CopyError(
+                    f"cannot verify the copy of {job.task.source}: {error_reason(error)}"
+                ) from None
+            found = "none: the source is gone"
+        except BotoCoreError as error:
+            raise CopyError(
+                f"cannot verify the copy of {job.task.source}: {error_reason(error)}"
+            ) from None
+        if found == planned:
+            return
+        # Only a store that ignores CopySourceIfMatch gets here: the copy is of another
+        # version, and must not stay.
+        try:
+            self.client.delete_object(**_address(job.target))
+        except (ClientError, BotoCoreError):
+            pass  # the snapshot folder goes with the aborted run
+        raise VerificationError(
+            f"{job.task.source}: the source changed since it was planned (ETag {found}, "
+            f"planned {planned})"
+        )
 
     def _copy_in_parts(
         self, job: _Job, head: dict, parts: ThreadPoolExecutor, progress: Progress | None
@@ -314,13 +399,13 @@ class S3ServerSideCopier:
         try:
             head = self._retrying(self.client.head_object, **_address(job.target))
         except ClientError as error:
-            if _code(error) in NOT_FOUND_CODES:
+            if error_code(error) in NOT_FOUND_CODES:
                 raise VerificationError(
                     f"{job.task.target}: expected {job.task.size} bytes, found no object"
                 ) from None
-            raise CopyError(f"cannot verify {job.task.target}: {_reason(error)}") from None
+            raise CopyError(f"cannot verify {job.task.target}: {error_reason(error)}") from None
         except BotoCoreError as error:
-            raise CopyError(f"cannot verify {job.task.target}: {_reason(error)}") from None
+            raise CopyError(f"cannot verify {job.task.target}: {error_reason(error)}") from None
         if head["ContentLength"] != job.task.size:
             raise VerificationError(
                 f"{job.task.target}: expected {job.task.size} bytes, "
@@ -336,7 +421,7 @@ class S3ServerSideCopier:
             except (ClientError, BotoCoreError) as error:
                 if attempt >= self.attempts or not is_transient(error):
                     raise
-                logger.info("retrying %s after %s", arguments.get("Key"), _reason(error))
+                logger.info("retrying %s after %s", arguments.get("Key"), error_reason(error))
             time.sleep(random.uniform(0, BACKOFF_SECONDS * 2 ** (attempt - 1)))
             attempt += 1
 
@@ -350,29 +435,50 @@ def is_transient(error: BaseException) -> bool:
     """Whether another try may succeed: throttling, a 5xx, or a connection failure."""
     if isinstance(error, ClientError):
         status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
-        return _code(error) in TRANSIENT_CODES or status == 429 or status >= 500
+        return error_code(error) in TRANSIENT_CODES or status == 429 or status >= 500
     return isinstance(error, BotoConnectionError | HTTPClientError)
 
 
-def _copy_failure(job: _Job, error: ClientError | BotoCoreError) -> CopyError:
-    """Ferry's error for a failed copy request, blaming the side S3 blamed."""
-    code = _code(error)
-    reason = _reason(error)
+def _copy_failure(
+    job: _Job, error: ClientError | BotoCoreError, source_readable: bool
+) -> CopyError:
+    """Ferry's error for a failed copy request, blaming the side S3 blamed.
+
+    ``source_readable``: the source was just read (a HEAD needs s3:GetObject, like a copy
+    source), so a refusal is about the target.
+    """
+    code = error_code(error)
+    reason = error_reason(error)
     # moto answers UploadPartCopy of a missing source with a bare 404; S3 with NoSuchKey.
     if code in NOT_FOUND_CODES or _names_only_source_bucket(job, error):
         return CopyError(f"cannot read source file {job.task.source}: {reason}")
     if code in SOURCE_CHANGED_CODES:
-        return CopyError(f"source file {job.task.source} changed during the copy: {reason}")
-    # Reading the source was just allowed (HeadObject needs s3:GetObject, like a copy
-    # source), so a refusal now is about the target.
-    if code in TARGET_REFUSED_CODES:
+        return VerificationError(
+            f"source file {job.task.source} changed since it was planned: {reason}"
+        )
+    if code == "NoSuchBucket" or (code in TARGET_REFUSED_CODES and source_readable):
         return TargetNotWritableError(f"cannot write {job.task.target}: {reason}")
+    if code in TARGET_REFUSED_CODES:
+        return CopyError(
+            f"cannot copy {job.task.source} to {job.task.target} (reading the source or "
+            f"writing the target was refused): {reason}"
+        )
     return CopyError(f"copying {job.task.source} to {job.task.target} failed: {reason}")
+
+
+def etag_is_md5(response: dict) -> bool:
+    """Whether an object's ETag, as this response describes it, can be derived from MD5s.
+
+    True for objects stored in plain text or with SSE-S3 (``AES256``); SSE-KMS
+    (``aws:kms``, ``aws:kms:dsse``) and SSE-C give ETags that are not.
+    """
+    encryption = response.get("ServerSideEncryption")
+    return encryption in (None, "AES256") and not response.get("SSECustomerAlgorithm")
 
 
 def _names_only_source_bucket(job: _Job, error: ClientError | BotoCoreError) -> bool:
     """A NoSuchBucket naming the source bucket (which was there a moment ago), not the target."""
-    if _code(error) != "NoSuchBucket" or job.source.bucket == job.target.bucket:
+    if error_code(error) != "NoSuchBucket" or job.source.bucket == job.target.bucket:
         return False
     return error.response["Error"].get("BucketName") == job.source.bucket  # type: ignore[union-attr]
 
@@ -394,11 +500,12 @@ def _report(progress: Progress | None, length: int) -> None:
         progress(length)
 
 
-def _code(error: BaseException) -> str:
+def error_code(error: BaseException) -> str:
+    """S3's error code (``NoSuchKey``, ``PreconditionFailed``…); "" for other errors."""
     return error.response.get("Error", {}).get("Code", "") if isinstance(error, ClientError) else ""
 
 
-def _reason(error: BaseException) -> str:
+def error_reason(error: BaseException) -> str:
     """One line: S3's code and message, or botocore's own message."""
     if isinstance(error, ClientError):
         details = error.response.get("Error", {})

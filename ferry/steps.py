@@ -30,7 +30,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from ferry import faults, fs, lifecycle, selection
+from ferry import concurrency, faults, fs, lifecycle, selection
 from ferry.aws import AwsClients
 from ferry.catalog import Catalog
 from ferry.catalog.factory import open_catalog
@@ -296,7 +296,7 @@ class Steps:
                 replica,
                 event_id,
                 self.clock,
-                options.threads,
+                options.listing_threads,
                 ManifestWriter(where.manifest, event_id, options.s3_batch_files),
             )
         faults.point("plan.planned")
@@ -353,7 +353,7 @@ class Steps:
             self._open(config.replica_catalog) as replica,
         ):
             plan = plan_replication(
-                replication, source, replica, "<event-id>", self.clock, options.threads
+                replication, source, replica, "<event-id>", self.clock, options.listing_threads
             )
         location = replication.replica_table.table_location
         if probe and plan.snapshot_location and location:
@@ -402,20 +402,31 @@ class Steps:
         where = RunLocations.for_event(self.work_uri, document.plan.event_id)
         copier = InlineCopier(threads=options.threads, chunk_size=options.chunk_size_mib * MIB)
         done = recorded_batches(where.manifest)
-        files = size = 0
-        for batch in read_batches(where.manifest):
-            tasks = batch_tasks(batch)
-            if batch["batch"] not in done:
-                copier.copy(Manifest(batch["eventId"], tuple(tasks)), progress)
-                write_copy_record(
-                    where.manifest, batch, len(tasks), sum(task.size for task in tasks)
-                )
-                faults.point("copy.batch")
-            elif progress is not None:
-                progress(sum(task.size for task in tasks))
-            files += len(tasks)
-            size += sum(task.size for task in tasks)
-        return {"files": files, "bytes": size}
+        batches = read_batches(where.manifest)
+        pending = [batch for batch in batches if batch["batch"] not in done]
+        tasks = {batch["batch"]: tuple(batch_tasks(batch)) for batch in batches}
+        if progress is not None:
+            for batch in batches:
+                if batch["batch"] in done:
+                    progress(sum(task.size for task in tasks[batch["batch"]]))
+
+        def record(index: int) -> None:
+            batch = pending[index]
+            copied = tasks[batch["batch"]]
+            write_copy_record(where.manifest, batch, len(copied), sum(task.size for task in copied))
+            faults.point("copy.batch")
+
+        # Every pending batch on the same pools: no batch waits for the last file of the one
+        # before it, and each is recorded as soon as its own files are verified.
+        copier.copy_batches(
+            [Manifest(batch["eventId"], tasks[batch["batch"]]) for batch in pending],
+            progress,
+            record,
+        )
+        return {
+            "files": sum(len(batch_files) for batch_files in tasks.values()),
+            "bytes": sum(task.size for batch_files in tasks.values() for task in batch_files),
+        }
 
     def copy_batch(
         self, payload: dict[str, Any], progress: Progress | None = None
@@ -428,10 +439,16 @@ class Steps:
         batch = payload["batch"]
         tasks = batch_tasks(batch)
         region = fs.bucket_region(tasks[0].target) if tasks else None
+        # The threads fit this batch (many small objects, or a few large ones); the client's
+        # connections fit the threads (objects and their parts run on two pools).
+        multipart_threshold = options.multipart_threshold_mib * MIB
+        threads = concurrency.copy_threads(
+            [task.size for task in tasks], multipart_threshold, options.threads
+        )
         copier = S3ServerSideCopier(
-            self.aws.client("s3", region),
-            threads=options.threads,
-            multipart_threshold=options.multipart_threshold_mib * MIB,
+            self.aws.client("s3", region, connections=2 * threads),
+            threads=threads,
+            multipart_threshold=multipart_threshold,
             part_size=options.part_size_mib * MIB,
         )
         report = copier.copy(Manifest(batch["eventId"], tuple(tasks)), progress)

@@ -8,6 +8,8 @@ emulation, and a module each adds them into this process:
 - ``emulator_emr_serverless``: ``startJobRun.sync`` runs the job with ``spark-submit``;
 - ``emulator_eventbridge``: rules start executions of state machine targets.
 
+``emulator_requests`` counts the requests the server serves (what the copy benchmark reads).
+
 Every patch is small and named; moto is pinned exactly because they touch its internals.
 """
 
@@ -17,7 +19,12 @@ import logging
 from pathlib import Path
 
 from ferry import faults
-from ferry.local import emulator_emr_serverless, emulator_eventbridge, emulator_lambda
+from ferry.local import (
+    emulator_emr_serverless,
+    emulator_eventbridge,
+    emulator_lambda,
+    emulator_requests,
+)
 
 #: Fail points armed for failure drills (``ferry.faults``): a JSON list in this file of the
 #: emulator's state folder arms them in the in-process Lambdas and the Spark job.
@@ -33,6 +40,7 @@ def install(state_dir: Path) -> None:
     emulator_lambda.install(fault_file)
     emulator_emr_serverless.install(state_dir, fault_file)
     emulator_eventbridge.install()
+    emulator_requests.install()
 
 
 def main(argv: list[str] | None = None) -> None:

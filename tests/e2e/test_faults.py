@@ -1,7 +1,9 @@
 """Breaking every state of the local state machine on purpose, and what Ferry promises then.
 
 A fail point (``ferry.faults``) is armed in the emulator's Lambdas or in the Spark job: a
-raised error, a Lambda timeout part-way through a batch, a permanent failure. After each:
+raised error, a Lambda timeout part-way through a batch, a permanent failure, an upload's
+bytes corrupted or cut short on their way, a source changed between Plan and the copy.
+After each:
 
 - every location the replica table and its partitions reference exists and holds exactly
   the source's bytes (or the replica is exactly as it was);
@@ -12,10 +14,18 @@ raised error, a Lambda timeout part-way through a batch, a permanent failure. Af
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from ferry import fs
+from ferry.catalog.glue import GlueCatalog
+from ferry.execute import ExecutionOutcome, follow, start
+from ferry.local import deploy
+from ferry.local.samples import order_rows, write_parquet
+from ferry.manifest import recorded_batches
 from ferry.replica import REPLICATION_EVENT
+from ferry.steps import RunLocations
 from tests.e2e.test_pipeline import table_entry
 from tests.helpers import (
     assert_each_partition_is_complete,
@@ -226,3 +236,154 @@ def test_a_timeout_in_an_s3_copy_batch_is_retried_and_a_failed_batch_removes_the
     result = table_result(outcome)
     assert result["snapshotRemoved"] is True and not files_below(result["snapshot"])
     assert catalog_state(west, replica_db, ["orders"]) == before
+
+
+# -- a source changed after planning, a corrupted or short upload --------------------------
+
+
+@pytest.fixture
+def hive_to_s3(local_runtime, sample, aws, bucket, source_catalog):
+    """The sample ``orders`` (Hive, local files) replicated to S3 with a Glue replica: the
+    inline copier's file→S3 path, where every file is one PutObject with its Content-MD5."""
+    glue = GlueCatalog("dr", aws["glue"])
+    replica_db = f"{sample.database}_dr"
+    target = f"s3://{bucket}/orders"
+
+    def document():
+        return config_document(
+            local_runtime,
+            [table_entry(sample, "orders", target)],
+            replica={"name": "dr", "glue": {"region": "us-east-1"}},
+        )
+
+    def state():
+        return catalog_state(glue, replica_db, ["orders"]), files_below(target)
+
+    def holds_source():
+        assert_replica_holds_source(glue, replica_db, "orders", source_catalog, sample.orders)
+
+    return {"document": document, "state": state, "holds_source": holds_source}
+
+
+@pytest.mark.parametrize("action", ["corrupt", "truncate"], ids=["corrupted", "short"])
+def test_a_corrupted_or_short_upload_is_caught_and_the_replica_stands(
+    run, arm, hive_to_s3, sample, action
+):
+    # The bytes are altered after their MD5 was taken, as a network could: S3 refuses such a
+    # body (BadDigest); moto stores it, and the ETag it answers with gives it away.
+    first = run(hive_to_s3["document"]())
+    assert first.status == "SUCCEEDED" and table_result(first)["plan"]["copier"] == "inline"
+    rewrite_orders(sample)
+    before = hive_to_s3["state"]()
+    arm({"point": "copy.body", "action": action, "skip": 1, "times": 99})
+    outcome = run(hive_to_s3["document"]())
+    assert (outcome.status, outcome.error) == ("FAILED", "VerificationError"), outcome
+    assert "the bytes sent have MD5" in outcome.cause
+    result = table_result(outcome)
+    assert result["snapshotRemoved"] is True and not files_below(result["snapshot"])
+    assert hive_to_s3["state"]() == before
+    arm()
+    assert run(hive_to_s3["document"]()).status == "SUCCEEDED"
+    hive_to_s3["holds_source"]()
+
+
+@pytest.fixture
+def run_changing_source(pipeline, sfn, aws, write_config, arm):
+    """Replicate through the state machine, changing the source between Plan and the copy.
+
+    Plan is held (a ``hang`` fail point) once it has written the manifest; ``change`` runs
+    then, and the copy finds a source other than the one planned.
+    """
+    work_bucket, _, prefix = pipeline.work_uri.removeprefix("s3://").partition("/")
+
+    def manifests() -> set[str]:
+        pages = (
+            aws["s3"]
+            .get_paginator("list_objects_v2")
+            .paginate(Bucket=work_bucket, Prefix="/".join(p for p in (prefix, "runs/") if p))
+        )
+        return {
+            item["Key"]
+            for page in pages
+            for item in page.get("Contents", [])
+            if item["Key"].endswith("/manifest.json")
+        }
+
+    def execute(document: dict, change) -> ExecutionOutcome:
+        config_uri = deploy.upload_config(aws["s3"], pipeline.work_uri, write_config(document))
+        known = manifests()
+        arm({"point": "plan.planned", "action": "hang", "seconds": 10})
+        arn = start(sfn, pipeline.state_machine_arn, deploy.execution_name("test"),
+                    {"configUri": config_uri})  # fmt: skip
+        deadline = time.monotonic() + 60
+        while not manifests() - known:
+            assert time.monotonic() < deadline, "Plan wrote no manifest"
+            time.sleep(0.05)
+        change()
+        arm()  # the next runs are not held
+        return follow(sfn, arn, poll_seconds=0.2, timeout_seconds=240)
+
+    return execute
+
+
+def test_a_local_source_changed_after_planning_is_refused_and_the_replica_stands(
+    run, run_changing_source, hive, sample
+):
+    assert run(hive["document"]()).status == "SUCCEEDED"
+    rewrite_orders(sample)
+    before = hive["state"]()
+
+    def change():
+        day = sample.days[-1]
+        write_parquet(f"{sample.orders.location}/dt={day}", "part-00000.parquet",
+                      order_rows(day, count=9))  # fmt: skip
+
+    outcome = run_changing_source(hive["document"](), change)
+    assert (outcome.status, outcome.error) == ("FAILED", "VerificationError"), outcome
+    assert "the source changed since it was planned" in outcome.cause
+    result = table_result(outcome)
+    assert result["snapshotRemoved"] is True and not files_below(result["snapshot"])
+    assert hive["state"]() == before
+    assert run(hive["document"]()).status == "SUCCEEDED"
+    hive["holds_source"]()
+
+
+def test_an_s3_source_changed_after_planning_is_refused_and_the_replica_stands(
+    run, run_changing_source, cross_region, local_runtime, pipeline
+):
+    # S3 refuses the CopyObject pinned to the planned ETag (412). moto ignores the pin and
+    # copies the new version; the copy's ETag, not the planned one, gives it away.
+    east, west, sample = cross_region.east, cross_region.west, cross_region.sample
+    replica_db = f"{sample.database}_dr"
+    document = cross_region.document(**{"copier-options": {"s3-batch-files": 1}})
+    first = run(document)
+    assert first.status == "SUCCEEDED" and table_result(first)["plan"]["copier"] == "s3"
+    rewrite_orders(sample)
+    before = catalog_state(west, replica_db, ["orders"])
+    changed = f"{sample.orders.location}/dt={sample.days[0]}/part-00000.parquet"
+
+    def change():
+        day = sample.days[0]
+        write_parquet(f"{sample.orders.location}/dt={day}", "part-00000.parquet",
+                      order_rows(day, count=9))  # fmt: skip
+
+    log = local_runtime.state_dir / "aws" / "emulator.log"
+    seen = log.stat().st_size
+    outcome = run_changing_source(document, change)
+    assert outcome.status == "FAILED", outcome
+    # On AWS the distributed Map fails with the batch; moto's lets it succeed, and Commit
+    # refuses for want of that batch's copy record. The batch itself (one file) failed with
+    # VerificationError, as the Lambda service reports it; the others were copied.
+    assert outcome.error in {"States.ExceedToleratedFailureThreshold", "CopyIncompleteError"}
+    with open(log, encoding="utf-8", errors="replace") as reported:
+        reported.seek(seen)
+        failures = [line for line in reported if "S3CopyBatch failed: " in line]
+    assert len(failures) == 1 and "VerificationError" in failures[0], failures
+    assert f"{changed}: the source changed since it was planned" in failures[0]
+    run_folder = RunLocations.for_event(pipeline.work_uri, table_result(outcome)["eventId"])
+    assert len(recorded_batches(run_folder.manifest)) == len(sample.days) - 1
+    result = table_result(outcome)
+    assert result["snapshotRemoved"] is True and not files_below(result["snapshot"])
+    assert catalog_state(west, replica_db, ["orders"]) == before
+    assert run(document).status == "SUCCEEDED"
+    assert_replica_holds_source(west, replica_db, "orders", east, sample.orders)

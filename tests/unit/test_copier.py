@@ -1,9 +1,12 @@
-"""The inline copier on the local file system: streaming, verification, failure."""
+"""The inline copier: streaming, one request per small object to S3, verification, failure."""
 
 import os
 
+import boto3
 import pytest
+from moto import mock_aws
 
+from ferry import faults, fs
 from ferry.copier import CopyTask, InlineCopier, Manifest, verify_all
 from ferry.errors import CopyError, TargetNotWritableError, VerificationError
 from ferry.manifest import batch_tasks, read_batches, read_manifest, write_manifest
@@ -65,3 +68,191 @@ def test_manifest_round_trips_through_json(tmp_path):
     write_manifest(uri, manifest, batch_files=2)
     assert read_manifest(uri) == manifest
     assert [len(batch_tasks(b)) for b in read_batches(uri)] == [2, 2, 1]
+
+
+# -- to S3: one request per small file, verified by what S3 answers -------------------------
+
+MiB = 1024 * 1024
+
+
+@pytest.fixture
+def s3(monkeypatch):
+    """moto in-process, two buckets, and Ferry's file systems pointed at it."""
+    # Other tests of the session point every client at a moto server; these stay in-process.
+    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    with mock_aws():
+        previous = fs.set_default(fs.FileSystems(fs.S3Settings(region="us-east-1")))
+        try:
+            client = boto3.client("s3", region_name="us-east-1")
+            for bucket in ("onprem-sales", "dr-sales"):
+                client.create_bucket(Bucket=bucket)
+            yield client
+        finally:
+            fs.set_default(previous)
+
+
+def requests_sent(bucket="dr-sales"):
+    """Every HTTP request Ferry's S3 client for ``bucket``'s region sends from now on."""
+    sent = []
+    client = fs.default().s3_client(bucket)  # the copier's client: cached by region and pool
+    for known in ("onprem-sales", "dr-sales"):
+        fs.default().region_of(known)  # looked up once per bucket and process, not per object
+
+    def record(request, **_):
+        kind = request.method + (" copy" if "x-amz-copy-source" in request.headers else "")
+        sent.append(kind)
+
+    client.meta.events.register("before-send.s3", record)
+    return sent
+
+
+def planned(root, sizes):
+    """Local source files, listed as Plan lists them (size and change marker), into S3."""
+    manifest = make_files(root, sizes)
+    listed = {entry.uri: entry for entry in fs.list_files(fs.local_uri(root / "src"))}
+    return Manifest(
+        "e1",
+        tuple(
+            CopyTask(
+                task.source,
+                "s3://dr-sales/e1/" + task.target.split("/dst/")[1],
+                task.size,
+                listed[fs.local_uri(task.source.removeprefix("file://"))].marker,
+            )
+            for task in manifest.tasks
+        ),
+    )
+
+
+def s3_bytes(s3, uri):
+    bucket, key = uri.removeprefix("s3://").split("/", 1)
+    return s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+
+
+def s3_keys(s3, bucket="dr-sales"):
+    return [item["Key"] for item in s3.list_objects_v2(Bucket=bucket).get("Contents", [])]
+
+
+def local_bytes(task):
+    with open(task.source.removeprefix("file://"), "rb") as handle:
+        return handle.read()
+
+
+def test_small_files_reach_s3_with_one_request_each(tmp_path, s3):
+    manifest = planned(tmp_path, [0, 1, 4096, 70_001, 3 * MiB])
+    sent = requests_sent()
+    advanced = []
+
+    report = InlineCopier(chunk_size=4 * MiB).copy(manifest, advanced.append)
+
+    assert report.files == 5 and sum(advanced) == manifest.total_bytes
+    for task in manifest.tasks:
+        assert s3_bytes(s3, task.target) == local_bytes(task)
+    assert sent == ["PUT"] * 5  # one PutObject each: no HEAD, no multipart upload
+
+
+def test_a_large_file_goes_up_in_parts_checked_one_by_one(tmp_path, s3):
+    manifest = planned(tmp_path, [13 * MiB])
+    sent = requests_sent()
+
+    # 32 threads may hold 8 MiB each (ferry.concurrency): 13 MiB goes in parts of 5 MiB.
+    InlineCopier(threads=32, chunk_size=5 * MiB).copy(manifest)
+
+    [task] = manifest.tasks
+    assert s3_bytes(s3, task.target) == local_bytes(task)
+    head = s3.head_object(Bucket="dr-sales", Key=task.target.split("/", 3)[3])
+    assert head["ETag"].strip('"').endswith("-3")
+    # Create, three parts, complete: the completed ETag is checked, no HEAD needed.
+    assert sorted(sent) == ["POST", "POST", "PUT", "PUT", "PUT"]
+
+
+@pytest.mark.parametrize("action", ["corrupt", "truncate"], ids=["corrupted", "short"])
+def test_a_corrupted_or_short_body_is_caught_and_nothing_stays(tmp_path, s3, action):
+    # S3 itself refuses such a body (its MD5 is not the Content-MD5 sent); moto stores it,
+    # and the ETag it answers with gives it away.
+    manifest = planned(tmp_path, [100, 200, 300])
+
+    with faults.armed(faults.Fault("copy.body", action=action, skip=1)):
+        with pytest.raises(VerificationError, match="the bytes sent have MD5"):
+            InlineCopier(threads=1).copy(manifest)
+
+    assert manifest.tasks[1].target.split("/", 3)[3] not in s3_keys(s3)
+
+
+@pytest.mark.parametrize("action", ["corrupt", "truncate"], ids=["corrupted", "short"])
+def test_a_corrupted_or_short_part_fails_the_upload_and_leaves_nothing(tmp_path, s3, action):
+    manifest = planned(tmp_path, [12 * MiB])
+
+    with faults.armed(faults.Fault("copy.body", action=action, skip=1)):
+        with pytest.raises(VerificationError, match="part [0-9] was stored with ETag"):
+            InlineCopier(threads=32, chunk_size=5 * MiB).copy(manifest)
+
+    assert s3_keys(s3) == []
+    assert "Uploads" not in s3.list_multipart_uploads(Bucket="dr-sales")
+
+
+def test_a_source_rewritten_after_planning_is_refused(tmp_path, s3):
+    manifest = planned(tmp_path, [100, 200])
+    changed = manifest.tasks[1]
+    path = changed.source.removeprefix("file://")
+    with open(path, "r+b") as handle:  # same size, other bytes, a later modification time
+        handle.write(b"x" * 200)
+    os.utime(path, ns=(int(changed.marker) + 10**9, int(changed.marker) + 10**9))
+
+    with pytest.raises(VerificationError, match=f"{changed.source}: the source changed since"):
+        InlineCopier(threads=1).copy(manifest)
+
+    assert changed.target.split("/", 3)[3] not in s3_keys(s3)
+
+
+def test_a_source_cut_short_after_planning_is_refused(tmp_path, s3):
+    manifest = planned(tmp_path, [100, 6 * MiB])
+    for task in manifest.tasks:
+        os.truncate(task.source.removeprefix("file://"), task.size - 1)
+
+    for task in manifest.tasks:
+        with pytest.raises(VerificationError, match=f"expected {task.size} bytes, read"):
+            InlineCopier(threads=32, chunk_size=5 * MiB).copy(Manifest("e1", (task,)))
+
+    assert s3_keys(s3) == []
+    assert "Uploads" not in s3.list_multipart_uploads(Bucket="dr-sales")
+
+
+def test_s3_to_s3_inline_reads_the_planned_version_only(s3):
+    etags = {}
+    for name in ("a", "b"):
+        etags[name] = s3.put_object(Bucket="onprem-sales", Key=f"t/{name}", Body=name * 50)["ETag"]
+    tasks = [
+        CopyTask(f"s3://onprem-sales/t/{name}", f"s3://dr-sales/e1/{name}", 50, etags[name])
+        for name in ("a", "b")
+    ]
+    sent = requests_sent()
+
+    InlineCopier().copy(Manifest("e1", (tasks[0],)))
+
+    assert s3_bytes(s3, tasks[0].target) == b"a" * 50
+    assert sorted(sent) == ["GET", "PUT"]  # a pinned GetObject, a PutObject: nothing else
+    s3.put_object(Bucket="onprem-sales", Key="t/b", Body=b"B" * 50)  # replaced since planning
+    with pytest.raises(VerificationError, match="the source changed since it was planned"):
+        InlineCopier().copy(Manifest("e1", (tasks[1],)))
+    assert s3_keys(s3) == ["e1/a"]
+
+
+def test_parts_keep_every_thread_busy_within_s3s_limits_and_the_memory_bound():
+    from ferry.concurrency import IN_FLIGHT_BYTES, single_request_limit, upload_part_size
+
+    # A file of 32 MiB on 8 threads: parts of the chunk size, four of them.
+    assert upload_part_size(32 * MiB, 8, 8 * MiB) == 8 * MiB
+    # 1 GiB on 8 threads: one part per thread, as long as 8 of them fit in memory.
+    assert upload_part_size(1024 * MiB, 8, 8 * MiB) == IN_FLIGHT_BYTES // 8
+    # 1 TiB: never more than 10,000 parts, whatever the memory bound says.
+    assert upload_part_size(1024**4, 8, 8 * MiB) * 10_000 >= 1024**4
+    # Never under S3's 5 MiB, whatever the chunk size.
+    assert upload_part_size(6 * MiB, 8, 1 * MiB) == 5 * MiB
+    # Sent whole: the chunk size with many threads, a thread's share of the bound with few.
+    assert single_request_limit(32, 8 * MiB) == 8 * MiB
+    assert single_request_limit(8, 8 * MiB) == IN_FLIGHT_BYTES // 8

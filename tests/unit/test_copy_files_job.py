@@ -8,7 +8,15 @@ from collections import Counter
 
 import pytest
 
-from emr_jobs.copy_files import balance, build_report, copy_bins, copy_manifest, main
+from emr_jobs.copy_files import (
+    balance,
+    build_report,
+    copy_bin,
+    copy_bins,
+    copy_manifest,
+    main,
+    task_threads,
+)
 from ferry.copier import CopyTask, Manifest, copy_file
 from ferry.manifest import recorded_batches, write_manifest
 
@@ -80,6 +88,29 @@ def test_files_are_copied_byte_for_byte(spark, tmp_path):
     assert (report["files"], report["copied"], report["failed"]) == (len(SIZES), len(SIZES), [])
     assert report["bytes"] == sum(SIZES)
     assert report["tasks"] == 3
+
+
+@pytest.mark.parametrize("threads", [1, 4])
+def test_a_bin_copied_on_threads_reports_every_file_in_order(tmp_path, threads):
+    manifest = make_files(tmp_path)
+    missing = CopyTask(f"file://{tmp_path}/src/gone.bin", f"file://{tmp_path}/dst/gone.bin", 3)
+    tasks = (*manifest.tasks[:2], missing, *manifest.tasks[2:])
+
+    results = list(copy_bin(tasks, threads=threads, attempts=1))
+
+    assert [result.source for result in results] == [task.source for task in tasks]
+    assert [result.ok for result in results] == [task != missing for task in tasks]
+    for task in manifest.tasks:
+        assert read(task.target) == read(task.source)
+
+
+def test_each_task_copies_many_small_files_at_once_and_few_large_ones():
+    small = Manifest("e", tuple(CopyTask(f"s{i}", f"t{i}", 16 * 1024) for i in range(1000)))
+    large = Manifest("e", tuple(CopyTask(f"s{i}", f"t{i}", GIB) for i in range(4)))
+    chunk = 8 * 1024 * 1024
+
+    assert task_threads(small, chunk) > task_threads(large, chunk) > 1
+    assert task_threads(small, chunk, configured=3) == task_threads(large, chunk, 3) == 3
 
 
 def test_a_transient_failure_is_retried_for_that_file_only(spark, tmp_path):

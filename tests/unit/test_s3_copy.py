@@ -47,15 +47,35 @@ def read(s3, uri):
     return s3.get_object(Bucket=bucket, Key=key)["Body"].read()
 
 
-def source_objects(s3, sizes, bucket="onprem-sales", scheme="s3"):
-    """One source object per size; returns tasks into the matching dr- bucket's snapshot."""
+def source_objects(s3, sizes, bucket="onprem-sales", scheme="s3", planned=True):
+    """One source object per size; returns tasks into the matching dr- bucket's snapshot.
+
+    ``planned``: each task carries the ETag a listing gave, as the manifest of a plan does.
+    """
     tasks = []
     for index, size in enumerate(sizes):
         key = f"sales/orders/dt=2026-11-2{index % 3}/part-{index:05d}.parquet"
-        put(s3, f"s3://{bucket}/{key}", os.urandom(size))
+        etag = s3.put_object(Bucket=bucket, Key=key, Body=os.urandom(size))["ETag"]
         target = f"{scheme}://dr-{bucket.removeprefix('onprem-')}/replica/orders/e1/{key}"
-        tasks.append(CopyTask(f"{scheme}://{bucket}/{key}", target, size))
+        tasks.append(
+            CopyTask(f"{scheme}://{bucket}/{key}", target, size, etag if planned else None)
+        )
     return tasks
+
+
+def requests_sent(s3):
+    """Every HTTP request the client sends from now on, by method (``PUT copy``: a copy)."""
+    sent = []
+
+    def record(request, **_):
+        sent.append(request.method + (" copy" if "x-amz-copy-source" in request.headers else ""))
+
+    s3.meta.events.register("before-send.s3", record)
+    return sent
+
+
+def keys(s3, bucket="dr-sales"):
+    return [item["Key"] for item in s3.list_objects_v2(Bucket=bucket).get("Contents", [])]
 
 
 def throttle(times):
@@ -176,9 +196,76 @@ def test_throttling_that_outlasts_the_attempts_fails_the_copy(s3):
         S3ServerSideCopier(s3, attempts=2).copy(Manifest("e1", tuple(tasks)))
 
 
+def test_a_planned_small_object_costs_exactly_one_copy_request(s3):
+    tasks = source_objects(s3, [0, 1, 4096, 70_001])
+    sent = requests_sent(s3)
+
+    S3ServerSideCopier(s3).copy(Manifest("e1", tuple(tasks)))
+
+    assert sent == ["PUT copy"] * 4  # no HEAD of the source, none of the target
+    for task in tasks:
+        assert read(s3, task.target) == read(s3, task.source)
+
+
+def test_a_source_replaced_after_planning_is_refused_and_its_copy_removed(s3):
+    # S3 refuses the pinned CopyObject (412). moto ignores CopySourceIfMatch and copies the
+    # new version: the copy's ETag, which is not the planned one, gives it away.
+    tasks = source_objects(s3, [100, 200])
+    put(s3, tasks[1].source, os.urandom(200))  # same size, other bytes
+
+    with pytest.raises(
+        VerificationError, match=f"{tasks[1].source}: the source changed since it was planned"
+    ):
+        S3ServerSideCopier(s3, threads=1).copy(Manifest("e1", tuple(tasks)))
+
+    assert keys(s3) == [tasks[0].target.split("/", 3)[3]]
+    assert read(s3, tasks[0].target) == read(s3, tasks[0].source)
+
+
+def test_a_source_deleted_after_planning_is_named(s3):
+    (task,) = source_objects(s3, [100])
+    bucket, key = split(task.source)
+    s3.delete_object(Bucket=bucket, Key=key)
+
+    with pytest.raises(CopyError, match=f"cannot read source file {task.source}: NoSuchKey"):
+        S3ServerSideCopier(s3).copy(Manifest("e1", (task,)))
+    assert keys(s3) == []
+
+
+def test_a_source_uploaded_in_parts_is_one_copy_pinned_to_its_planned_etag(s3):
+    # Its ETag (ending in -2) is not the MD5 a whole copy gets, so the ETags cannot be
+    # compared: the pin, which S3 enforces (moto does not), is the proof. What can be
+    # checked here is that the one request carries it.
+    bucket, key = "onprem-sales", "big/part-00000.parquet"
+    data = os.urandom(6 * MiB)
+    upload = s3.create_multipart_upload(Bucket=bucket, Key=key)["UploadId"]
+    parts = [
+        {"PartNumber": n, "ETag": s3.upload_part(
+            Bucket=bucket, Key=key, UploadId=upload, PartNumber=n, Body=chunk
+        )["ETag"]}
+        for n, chunk in enumerate([data[: 5 * MiB], data[5 * MiB :]], start=1)
+    ]  # fmt: skip
+    etag = s3.complete_multipart_upload(
+        Bucket=bucket, Key=key, UploadId=upload, MultipartUpload={"Parts": parts}
+    )["ETag"]
+    assert etag.strip('"').endswith("-2")
+    task = CopyTask(f"s3://{bucket}/{key}", "s3://dr-sales/e1/big.parquet", len(data), etag)
+    pins = []
+    s3.meta.events.register(
+        "before-send.s3.CopyObject",
+        lambda request, **_: pins.append(request.headers["x-amz-copy-source-if-match"]),
+    )
+    sent = requests_sent(s3)
+
+    S3ServerSideCopier(s3).copy(Manifest("e1", (task,)))
+
+    assert sent == ["PUT copy"] and pins == [etag.encode()]
+    assert read(s3, task.target) == data
+
+
 def test_a_source_replaced_during_the_copy_fails_without_retry(s3):
     # moto does not enforce CopySourceIfMatch; this is the answer S3 gives when the source's
-    # ETag no longer matches the one read before the copy.
+    # ETag no longer matches the one planned.
     tasks = source_objects(s3, [100])
     calls = []
 
@@ -197,13 +284,16 @@ def test_a_source_replaced_during_the_copy_fails_without_retry(s3):
 
     s3.meta.events.register("before-call.s3.CopyObject", precondition_failed)
 
-    with pytest.raises(CopyError, match=f"source file {tasks[0].source} changed during the copy"):
+    with pytest.raises(
+        VerificationError, match=f"source file {tasks[0].source} changed since it was planned"
+    ):
         S3ServerSideCopier(s3).copy(Manifest("e1", tuple(tasks)))
     assert len(calls) == 1
 
 
 def test_a_source_whose_size_changed_since_listing_is_not_copied(s3):
-    (task,) = source_objects(s3, [10])
+    # A manifest without ETags (an older Ferry's): the source is read with a HEAD first.
+    (task,) = source_objects(s3, [10], planned=False)
 
     with pytest.raises(
         VerificationError,

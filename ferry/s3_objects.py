@@ -1,0 +1,341 @@
+"""Reading and writing S3 objects for the inline copier: one request per small object.
+
+pyarrow's S3 streams cannot pin a read to an ETag nor send a ``Content-MD5``, and they ask
+for an object's size (a HEAD) before reading it. Here every S3 object the inline copier
+touches is one boto3 request where it can be:
+
+- a read is one ``GetObject`` pinned to the planned ETag (``IfMatch``): S3 answers 412 when
+  the object was replaced since planning; the bytes read are also checked against the
+  ETag where the ETag is their MD5;
+- a small object is written with one ``PutObject`` carrying the ``Content-MD5`` of the bytes
+  read: S3 refuses a body that does not match it (``BadDigest``), so a corrupted or short
+  body never becomes an object, and the response's ETag confirms what was stored;
+- a large object is a multipart upload whose every part carries its ``Content-MD5`` and
+  whose completed ETag (the MD5 of the parts' MD5s) is checked against the parts sent.
+
+What a response says is the verification: no second request looks at the target.
+
+An ETag is the MD5 of the object's bytes only for objects stored in plain text or with
+SSE-S3 (``AES256``) in one part; SSE-KMS and SSE-C give other ETags. The ETag comparisons
+are made only where the response shows the ETag is an MD5; S3's own ``Content-MD5`` and
+``IfMatch`` checks hold for every object.
+
+moto (the local emulator) enforces ``IfMatch`` on ``GetObject`` but checks neither
+``Content-MD5`` nor ``x-amz-checksum-*`` on writes; there, the ETag comparisons are what
+catch a corrupted or short body.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+import threading
+from collections.abc import Callable
+from concurrent.futures import Executor, Future, wait
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from ferry import faults
+from ferry.errors import (
+    CopyError,
+    ReplicationInterruptedError,
+    TargetNotWritableError,
+    VerificationError,
+)
+from ferry.s3_copy import error_code, error_reason, etag_is_md5, parse_s3_uri
+
+Progress = Callable[[int], None]
+
+_MD5_ETAG = re.compile(r"^[0-9a-f]{32}$")
+_MULTIPART_ETAG = re.compile(r"^[0-9a-f]{32}-[0-9]+$")
+NOT_FOUND_CODES = frozenset({"NoSuchKey", "404", "NotFound"})
+CHANGED_CODES = frozenset({"PreconditionFailed", "412"})
+DIGEST_CODES = frozenset({"BadDigest", "InvalidDigest"})
+REFUSED_CODES = frozenset(
+    {"NoSuchBucket", "AccessDenied", "403", "AllAccessDisabled", "InvalidBucketName"}
+)
+
+
+def unquote_etag(etag: str | None) -> str:
+    return (etag or "").strip('"')
+
+
+class S3Source:
+    """One planned S3 object, read with a single ``GetObject`` pinned to its ETag.
+
+    ``read(size)`` returns up to ``size`` bytes (``b""`` at the end); ``finish()`` checks
+    that what was read is the object planned: its size and, where the ETag is the MD5 of
+    the bytes, their MD5.
+    """
+
+    def __init__(self, client: Any, uri: str, size: int, marker: str | None):
+        self.uri = uri
+        self.size = size
+        self.marker = unquote_etag(marker) or None
+        location = parse_s3_uri(uri)
+        pinned = {"IfMatch": f'"{self.marker}"'} if self.marker else {}
+        try:
+            response = client.get_object(Bucket=location.bucket, Key=location.key, **pinned)
+        except ClientError as error:
+            if error_code(error) in CHANGED_CODES:
+                raise VerificationError(
+                    f"{uri}: the source changed since it was planned (its ETag is no longer "
+                    f"{self.marker})"
+                ) from None
+            raise CopyError(f"cannot read source file {uri}: {error_reason(error)}") from None
+        except BotoCoreError as error:
+            raise CopyError(f"cannot read source file {uri}: {error_reason(error)}") from None
+        self._body = response["Body"]
+        etag = unquote_etag(response.get("ETag"))
+        if self.marker and etag != self.marker:
+            # A store that ignores If-Match (S3 answers 412 instead).
+            self.close()
+            raise VerificationError(
+                f"{uri}: the source changed since it was planned (ETag {etag}, planned "
+                f"{self.marker})"
+            )
+        if response.get("ContentLength") != size:
+            self.close()
+            raise VerificationError(
+                f"{uri}: expected {size} bytes, found {response.get('ContentLength')} bytes "
+                f"(the source changed since it was planned)"
+            )
+        checkable = etag_is_md5(response) and _MD5_ETAG.match(etag) is not None
+        self._expected_md5 = etag if checkable else None
+        self._md5 = hashlib.md5(usedforsecurity=False) if checkable else None
+        self._read = 0
+
+    def read(self, size: int) -> bytes:
+        """Up to ``size`` bytes: fewer only at the end (a part must be whole)."""
+        chunks: list[bytes] = []
+        wanted = size
+        try:
+            while wanted > 0 and (chunk := self._body.read(wanted)):
+                chunks.append(chunk)
+                wanted -= len(chunk)
+        except (BotoCoreError, OSError) as error:
+            raise CopyError(f"cannot read source file {self.uri}: {error_reason(error)}") from None
+        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        self._read += len(data)
+        if self._md5 is not None:
+            self._md5.update(data)
+        return data
+
+    def finish(self) -> None:
+        """Raise ``VerificationError`` unless exactly the planned object was read."""
+        if self._read != self.size:
+            raise VerificationError(
+                f"{self.uri}: expected {self.size} bytes, read {self._read} bytes"
+            )
+        if self._md5 is not None and self._md5.hexdigest() != self._expected_md5:
+            raise VerificationError(
+                f"{self.uri}: the bytes read have MD5 {self._md5.hexdigest()}, the object's "
+                f"ETag is {self._expected_md5}"
+            )
+
+    def close(self) -> None:
+        self._body.close()
+
+
+def put_object(client: Any, uri: str, data: bytes) -> None:
+    """Write ``data`` as the object ``uri`` with one ``PutObject``, verified by its answer."""
+    target = parse_s3_uri(uri)
+    digest = hashlib.md5(data, usedforsecurity=False)
+    response = _write(
+        uri,
+        client.put_object,
+        Bucket=target.bucket,
+        Key=target.key,
+        # The bytes as they leave: a fail point may corrupt or cut them after their MD5 was
+        # taken, as a network could (the failure drills of tests/e2e/test_faults.py).
+        Body=faults.alter("copy.body", data),
+        ContentMD5=base64.b64encode(digest.digest()).decode(),
+    )
+    _check_etag(uri, response, digest.hexdigest(), "the object")
+
+
+class PartSlots:
+    """Bounds the parts held in memory by every upload of one copier (a semaphore)."""
+
+    def __init__(self, parts: int):
+        self._semaphore = threading.BoundedSemaphore(max(1, parts))
+
+    def acquire(self) -> None:
+        self._semaphore.acquire()
+
+    def release(self) -> None:
+        self._semaphore.release()
+
+
+def upload_in_parts(
+    client: Any,
+    uri: str,
+    read: Callable[[int], bytes],
+    size: int,
+    part_size: int,
+    *,
+    parts: Executor | None = None,
+    slots: PartSlots | None = None,
+    progress: Progress | None = None,
+    cancelled: threading.Event | None = None,
+) -> None:
+    """Upload ``size`` bytes from ``read`` as the object ``uri``, ``part_size`` at a time.
+
+    Parts go to ``parts`` (a thread pool shared by the copier's files) when given, else
+    are sent one after another. ``slots`` bounds the parts in memory. Any failure aborts
+    the upload, so no part is left behind (nor billed).
+    """
+    target = parse_s3_uri(uri)
+    address = {"Bucket": target.bucket, "Key": target.key}
+    upload_id = _write(uri, client.create_multipart_upload, **address)["UploadId"]
+    futures: list[Future] = []
+    done: list[tuple[str, bytes]] = []
+    try:
+        total = 0
+        while True:
+            if cancelled is not None and cancelled.is_set():
+                raise ReplicationInterruptedError(f"copying to {uri} was stopped")
+            if slots is not None:
+                slots.acquire()
+            try:
+                data = read(part_size)
+                total += len(data)
+                if total > size:
+                    raise VerificationError(
+                        f"{uri}: the source holds more than the {size} bytes planned"
+                    )
+                if data:
+                    faults.point("copy.file")
+            except BaseException:
+                if slots is not None:
+                    slots.release()
+                raise
+            if not data:
+                if slots is not None:
+                    slots.release()
+                break
+            number = len(futures) + 1
+            arguments = (client, uri, address, upload_id, number, data, slots, progress)
+            if parts is None:
+                future: Future = Future()
+                future.set_result(_upload_part(*arguments))
+            else:
+                future = parts.submit(_upload_part, *arguments)
+            futures.append(future)
+            _raise_first_failure(futures, running_ok=True)
+        wait(futures)
+        _raise_first_failure(futures)
+        done = [future.result() for future in futures]
+        if total != size:
+            raise VerificationError(f"{uri}: expected {size} bytes, read {total} bytes")
+        response = _write(
+            uri,
+            client.complete_multipart_upload,
+            **address,
+            UploadId=upload_id,
+            MultipartUpload={
+                "Parts": [
+                    {"PartNumber": number, "ETag": etag}
+                    for number, (etag, _) in enumerate(done, start=1)
+                ]
+            },
+        )
+    except BaseException:
+        for future in futures:
+            future.cancel()
+        wait(futures)
+        _abort(client, address, upload_id)
+        raise
+    whole = hashlib.md5(b"".join(digest for _, digest in done), usedforsecurity=False)
+    _check_etag(uri, response, f"{whole.hexdigest()}-{len(done)}", "the completed object")
+
+
+def _upload_part(
+    client: Any,
+    uri: str,
+    address: dict[str, str],
+    upload_id: str,
+    number: int,
+    data: bytes,
+    slots: PartSlots | None,
+    progress: Progress | None,
+) -> tuple[str, bytes]:
+    """Upload one part with its ``Content-MD5``; returns its ETag and its MD5."""
+    try:
+        digest = hashlib.md5(data, usedforsecurity=False)
+        response = _write(
+            uri,
+            client.upload_part,
+            **address,
+            UploadId=upload_id,
+            PartNumber=number,
+            Body=faults.alter("copy.body", data),
+            ContentMD5=base64.b64encode(digest.digest()).decode(),
+        )
+        _check_etag(uri, response, digest.hexdigest(), f"part {number}")
+        if progress is not None:
+            progress(len(data))
+        return response["ETag"], digest.digest()
+    finally:
+        if slots is not None:
+            slots.release()
+
+
+def delete_object(client: Any, uri: str) -> None:
+    """Remove an object found wrong, so that nothing unverified stays (best effort)."""
+    target = parse_s3_uri(uri)
+    try:
+        client.delete_object(Bucket=target.bucket, Key=target.key)
+    except (ClientError, BotoCoreError):
+        pass  # the snapshot folder is removed with everything in it when the run aborts
+
+
+def _write(uri: str, call: Callable[..., dict[str, Any]], **arguments: Any) -> dict[str, Any]:
+    """One write request; S3's refusals as Ferry's errors. (botocore retries transient ones.)"""
+    try:
+        return call(**arguments)
+    except ClientError as error:
+        code = error_code(error)
+        if code in DIGEST_CODES:
+            raise VerificationError(
+                f"{uri}: S3 received other bytes than were sent ({error_reason(error)})"
+            ) from None
+        if code in REFUSED_CODES:
+            raise TargetNotWritableError(f"cannot write {uri}: {error_reason(error)}") from None
+        raise CopyError(f"cannot write {uri}: {error_reason(error)}") from None
+    except BotoCoreError as error:
+        raise CopyError(f"cannot write {uri}: {error_reason(error)}") from None
+
+
+def _check_etag(uri: str, response: dict[str, Any], expected: str, what: str) -> None:
+    """The store's ETag must be the MD5 of what was sent (where its ETag is an MD5 at all).
+
+    S3 already refused a body whose MD5 differs from ``Content-MD5``; this also catches a
+    store that does not check it (moto).
+    """
+    etag = unquote_etag(response.get("ETag"))
+    if not etag_is_md5(response) or not (_MD5_ETAG.match(etag) or _MULTIPART_ETAG.match(etag)):
+        return
+    if etag != expected:
+        raise VerificationError(
+            f"{uri}: {what} was stored with ETag {etag}, but the bytes sent have MD5 {expected}"
+        )
+
+
+def _raise_first_failure(futures: list[Future], running_ok: bool = False) -> None:
+    for future in futures:
+        if running_ok and not future.done():
+            continue
+        if not future.cancelled() and future.exception() is not None:
+            raise future.exception()  # type: ignore[misc]
+
+
+def _abort(client: Any, address: dict[str, str], upload_id: str) -> None:
+    try:
+        client.abort_multipart_upload(**address, UploadId=upload_id)
+    except (ClientError, BotoCoreError):
+        # The copy's own failure is the one to report; a lifecycle rule
+        # (AbortIncompleteMultipartUpload) on the bucket collects what remains.
+        pass
