@@ -15,11 +15,13 @@ whose partitions live below its own location is listed in one walk, grouped by p
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ferry import fs
+from ferry.errors import CopyError
 
 VERSION = "v1"
 _MODULUS = 2**256
@@ -58,54 +60,127 @@ class FingerprintBuilder:
 def of_entries(location: str, entries: Iterable[fs.FileEntry]) -> Fingerprint:
     """The fingerprint of the files listed below ``location``."""
     builder = FingerprintBuilder()
+    base = location.rstrip("/") + "/"
     for entry in entries:
-        builder.add(fs.relative_path(entry.uri, location) or "", entry.size, entry.marker)
+        # A listing spells its URIs as its location plus the path below: a slice, not a parse.
+        if entry.uri.startswith(base):
+            relative = entry.uri[len(base) :]
+        else:
+            relative = fs.relative_path(entry.uri, location) or ""
+        builder.add(relative, entry.size, entry.marker)
     return builder.value()
 
 
+#: Told each location's fingerprint and files once they are all listed: one location's at a time.
+Listed = Callable[[str, Fingerprint, list[fs.FileEntry]], None]
+
+
 def of_locations(
-    locations: Sequence[str], threads: int = 8, root: str | None = None
+    locations: Sequence[str],
+    threads: int = 8,
+    root: str | None = None,
+    listed: Listed | None = None,
 ) -> dict[str, Fingerprint]:
-    """The fingerprint of each location, by location.
+    """The fingerprint of each location, by location, from one listing of each file.
 
     With ``root`` (a table's own location, given when every partition is selected),
-    locations below it are fingerprinted from one walk of ``root`` grouped by location,
-    far faster than a listing per partition on a table of many partitions; the others
-    are listed one by one on a thread pool.
+    locations below it are fingerprinted from one streamed walk of ``root``, far faster
+    than a listing per partition on a table of many partitions; the others are listed one
+    by one on a thread pool, a few per thread ahead. ``listed`` is told each location's
+    files as soon as they are known, so a caller can use the same listing (the plan writes
+    its manifest from it) while memory holds only a few locations' files.
     """
-    builders = {location: FingerprintBuilder() for location in locations}
+    printed: dict[str, Fingerprint] = {}
+
+    def done(location: str, value: Fingerprint, entries: list[fs.FileEntry]) -> None:
+        printed[location] = value
+        if listed is not None:
+            listed(location, value, entries)
+
     below: dict[str, str] = {}  # relative path below root → location
     if root:
-        for location in locations:
+        for location in dict.fromkeys(locations):
             relative = fs.relative_path(location, root)
             if relative:  # the root itself is not a partition folder
                 below[relative] = location
     if len(below) > 1:
-        depths = sorted({relative.count("/") + 1 for relative in below})
-        # The walk's URIs are spelled as the root's normal form: a slice, not a parse each.
-        prefix = fs.normalise(root) + "/"  # type: ignore[arg-type]
-        for entry in fs.list_files(root):  # type: ignore[arg-type]
-            if entry.uri.startswith(prefix):
-                relative = entry.uri[len(prefix) :]
-            else:
-                relative = fs.relative_path(entry.uri, root) or ""  # type: ignore[arg-type]
-            parts = relative.split("/")
-            for depth in depths:
-                location = below.get("/".join(parts[:depth]))
-                if location is not None and depth < len(parts):
-                    builders[location].add("/".join(parts[depth:]), entry.size, entry.marker)
-                    break
+        _walk(root, below, done)  # type: ignore[arg-type]
     else:
         below = {}
     walked = set(below.values())
-    listed_apart = [location for location in locations if location not in walked]
+    apart = [location for location in dict.fromkeys(locations) if location not in walked]
 
-    def listing(location: str) -> tuple[str, Fingerprint]:
-        return location, of_entries(location, fs.list_files(location))
+    def listing(location: str) -> list[fs.FileEntry]:
+        try:
+            return fs.list_files(location)
+        except OSError as error:
+            raise CopyError(f"cannot list source files at {location}: {error}") from None
+
+    def take(pending: deque) -> None:
+        location, future = pending.popleft()
+        entries = future.result()
+        done(location, of_entries(location, entries), entries)
 
     with ThreadPoolExecutor(max(1, threads), thread_name_prefix="ferry-fingerprint") as pool:
-        apart = dict(pool.map(listing, listed_apart))
-    return {
-        location: apart[location] if location in apart else builders[location].value()
-        for location in locations
+        pending: deque = deque()
+        for location in apart:
+            pending.append((location, pool.submit(listing, location)))
+            if len(pending) >= max(1, threads) * 4:
+                take(pending)
+        while pending:
+            take(pending)
+    return {location: printed[location] for location in locations}
+
+
+def _walk(root: str, below: dict[str, str], done: Callable[..., None]) -> None:
+    """Fingerprint the locations ``below`` root (by their path below it) from one walk.
+
+    The walk gives the files below one folder together, so each location is complete (and
+    handed to ``done``) when the walk moves on; locations with no file are empty.
+    """
+    depths = sorted({relative.count("/") + 1 for relative in below})
+    base = root.rstrip("/") + "/"  # how fs.iter_files spells every URI below root
+    # A location spelled otherwise than the walk (file:/p and file:///p) gets its own spelling.
+    respelled = {
+        location: location.rstrip("/") + "/"
+        for relative, location in below.items()
+        if location.rstrip("/") != base + relative
     }
+    finished: set[str] = set()
+    current: str | None = None
+    inside = "\0"  # the walk's spelling of the current location's folder, with a slash
+    builder = FingerprintBuilder()
+    entries: list[fs.FileEntry] = []
+
+    def finish() -> None:
+        if current is None:
+            return
+        if current in finished:
+            raise RuntimeError(f"the walk of {root} gave the files of {current} apart")
+        finished.add(current)
+        files = entries
+        if current in respelled:
+            files = [replace(e, uri=respelled[current] + e.uri[len(inside) :]) for e in entries]
+        done(current, builder.value(), files)
+
+    try:
+        for entry in fs.iter_files(root):
+            if not entry.uri.startswith(inside):  # the walk has moved on to another folder
+                parts = entry.uri[len(base) :].split("/")
+                for depth in depths:
+                    location = below.get("/".join(parts[:depth])) if depth < len(parts) else None
+                    if location is not None:
+                        break
+                else:
+                    continue  # a file of the table's folder that is no selected partition's
+                finish()
+                current, builder, entries = location, FingerprintBuilder(), []
+                inside = base + "/".join(parts[:depth]) + "/"
+            builder.add(entry.uri[len(inside) :], entry.size, entry.marker)
+            entries.append(entry)
+    except OSError as error:
+        raise CopyError(f"cannot list source files at {root}: {error}") from None
+    finish()
+    for location in below.values():
+        if location not in finished:
+            done(location, FingerprintBuilder().value(), [])

@@ -24,8 +24,9 @@ an edge configures it, the default is AWS's own endpoints.
 from __future__ import annotations
 
 import os
+import queue
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import lru_cache
@@ -37,6 +38,10 @@ from pyarrow import fs as pafs
 S3_SCHEMES = ("s3", "s3a", "s3n")
 #: Connections of the S3 clients that list locations (a plan lists on up to this many threads).
 LISTING_CONNECTIONS = 64
+#: A streamed listing (``iter_files``) hands its reader batches of at least this many files
+#: (a folder's files are never split), listed at most this many batches ahead.
+WALK_BATCH = 1000
+WALK_AHEAD = 4
 #: How long Google Cloud Storage requests are retried before the error is reported.
 GCS_RETRY_SECONDS = 30
 
@@ -267,22 +272,49 @@ class FileSystems:
             return handle.read()
 
     def list_files(self, location: str) -> list[FileEntry]:
-        """Every file below ``location`` (recursively); none when the location does not exist."""
+        """Every file below ``location`` (recursively), by URI; none when it does not exist."""
         if scheme_of(location) in S3_SCHEMES:
-            return sorted(self._list_s3(location), key=lambda entry: entry.uri)
+            return sorted(self._iter_s3(location), key=lambda entry: entry.uri)
         filesystem, path = self.resolve(location)
-        selector = pafs.FileSelector(path, recursive=True, allow_not_found=True)
+        # One call: pyarrow stats the files without the GIL, so listings run in parallel.
+        return _files_below(filesystem, path, location.rstrip("/"))
+
+    def iter_files(self, location: str) -> Iterator[FileEntry]:
+        """Every file below ``location``, streamed: the files below any one folder come together.
+
+        S3 gives its pages in key order. Elsewhere the folders directly below ``location``
+        are listed whole, in name order, by a thread that runs a few batches ahead of the
+        reader. Either way memory holds a page or a few folders' files, never the whole
+        listing.
+        """
+        if scheme_of(location) in S3_SCHEMES:
+            yield from self._iter_s3(location)
+            return
+        filesystem, path = self.resolve(location)
         base = location.rstrip("/")
-        entries = []
-        for info in filesystem.get_file_info(selector):
-            if info.type != pafs.FileType.File:
-                continue
-            relative = info.path[len(path.rstrip("/")) + 1 :]
-            entries.append(
-                FileEntry(join(base, relative), info.size, info.mtime_ns, str(info.mtime_ns))
-            )
-        entries.sort(key=lambda entry: entry.uri)
-        return entries
+        selector = pafs.FileSelector(path, recursive=False, allow_not_found=True)
+        try:
+            children = sorted(filesystem.get_file_info(selector), key=lambda info: info.path)
+        except NotADirectoryError:
+            return
+
+        def batches() -> Iterator[list[FileEntry]]:
+            batch: list[FileEntry] = []
+            for info in children:
+                uri = f"{base}/{info.path.rstrip('/').rsplit('/', 1)[-1]}"
+                if info.type == pafs.FileType.Directory:
+                    batch.extend(_files_below(filesystem, info.path, uri))
+                elif info.type == pafs.FileType.File:
+                    batch.append(_entry(uri, info))
+                # Whole batches, not a folder each: a hand-over between threads costs more
+                # than listing a folder of one file.
+                if len(batch) >= WALK_BATCH:
+                    yield batch
+                    batch = []
+            yield batch
+
+        for batch in _ahead(batches(), WALK_AHEAD):
+            yield from batch
 
     def exists(self, uri: str) -> bool:
         """True when a file or a folder (on S3: any object below the prefix) is at ``uri``."""
@@ -307,7 +339,7 @@ class FileSystems:
         ]
         return sorted(folders, key=lambda entry: entry.uri)
 
-    def _list_s3(self, location: str) -> list[FileEntry]:
+    def _iter_s3(self, location: str) -> Iterator[FileEntry]:
         """S3's own listing (ListObjectsV2, 1000 keys a page): it gives each object's ETag.
 
         Folder marker objects (keys ending in ``/``) are not files.
@@ -316,7 +348,6 @@ class FileSystems:
         bucket, prefix = parsed.netloc, parsed.path.lstrip("/").rstrip("/")
         base = location.rstrip("/")
         client = self._client_in(self.region_of(bucket))
-        entries = []
         pages = client.get_paginator("list_objects_v2").paginate(
             Bucket=bucket, Prefix=f"{prefix}/" if prefix else ""
         )
@@ -328,19 +359,16 @@ class FileSystems:
                         continue
                     relative = key[len(prefix) + 1 :] if prefix else key
                     modified = item.get("LastModified")
-                    entries.append(
-                        FileEntry(
-                            join(base, relative),
-                            item["Size"],
-                            int(modified.timestamp() * 1e9) if modified else None,
-                            item.get("ETag", "").strip('"') or None,
-                        )
+                    yield FileEntry(
+                        join(base, relative),
+                        item["Size"],
+                        int(modified.timestamp() * 1e9) if modified else None,
+                        item.get("ETag", "").strip('"') or None,
                     )
         except Exception as error:  # botocore's errors, as the OSError pyarrow would raise
             if getattr(error, "response", {}).get("Error", {}).get("Code") == "NoSuchBucket":
                 raise FileNotFoundError(f"no bucket {bucket}") from None
             raise OSError(str(error).splitlines()[0]) from None
-        return entries
 
     def s3_client(self, bucket: str, connections: int | None = None) -> Any:
         """A boto3 S3 client in ``bucket``'s region, pooling ``connections`` connections.
@@ -415,6 +443,63 @@ _default: FileSystems | None = None
 _default_lock = threading.Lock()
 
 
+def _files_below(filesystem: pafs.FileSystem, path: str, base: str) -> list[FileEntry]:
+    """The files below ``path`` (spelled ``base`` plus their path below it), by URI."""
+    selector = pafs.FileSelector(path, recursive=True, allow_not_found=True)
+    cut = len(path.rstrip("/")) + 1
+    entries = [
+        _entry(f"{base}/{info.path[cut:]}", info)
+        for info in filesystem.get_file_info(selector)
+        if info.type == pafs.FileType.File
+    ]
+    entries.sort(key=lambda entry: entry.uri)
+    return entries
+
+
+def _entry(uri: str, info: pafs.FileInfo) -> FileEntry:
+    return FileEntry(uri, info.size, info.mtime_ns, str(info.mtime_ns))
+
+
+def _ahead(items: Iterator[Any], limit: int) -> Iterator[Any]:
+    """``items``, produced on a thread up to ``limit`` ahead of the reader.
+
+    pyarrow lists without the GIL, so the next folders are listed while the reader works.
+    The thread stops when the reader does; its error is raised to the reader.
+    """
+    ready: queue.Queue = queue.Queue(limit)
+    stop = threading.Event()
+    end = object()
+
+    def hand(item: Any) -> None:
+        while not stop.is_set():
+            try:
+                ready.put(item, timeout=0.1)
+                return
+            except queue.Full:
+                continue
+
+    def produce() -> None:
+        try:
+            for item in items:
+                hand([item])
+                if stop.is_set():
+                    return
+            hand(end)
+        except BaseException as error:  # handed to the reader, who raises it
+            hand(error)
+
+    thread = threading.Thread(target=produce, name="ferry-walk", daemon=True)
+    thread.start()
+    try:
+        while (item := ready.get()) is not end:
+            if isinstance(item, BaseException):
+                raise item
+            yield item[0]
+    finally:
+        stop.set()
+        thread.join()
+
+
 def bucket_region(uri: str) -> str | None:
     """The region of an ``s3://`` URI's bucket (looked up once per bucket, the default's)."""
     return default().region_of(urlparse(uri).netloc)
@@ -467,6 +552,11 @@ def read_bytes(uri: str) -> bytes:
 def list_files(location: str) -> list[FileEntry]:
     """Every file below ``location`` (recursively); none when the location does not exist."""
     return default().list_files(location)
+
+
+def iter_files(location: str) -> Iterator[FileEntry]:
+    """Every file below ``location``, streamed; the files below one folder come together."""
+    return default().iter_files(location)
 
 
 def delete_tree(location: str) -> None:

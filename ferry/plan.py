@@ -6,18 +6,16 @@ nothing, so a plan that fails, or a dry run, changes neither side.
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from dataclasses import fields as dataclass_fields
 from enum import StrEnum
 
-from ferry import fingerprint, fs
+from ferry import faults, fingerprint, fs
 from ferry.avro import AVRO_SCHEMA_URL, SchemaCopy, point_at_replica_schema
 from ferry.catalog import Catalog
 from ferry.config import ReplicationMode, ReplicationStrategy, TableReplication
-from ferry.errors import CopyError, ReplicationModeError, SourceTableNotFoundError
+from ferry.errors import ReplicationModeError, SourceTableNotFoundError
 from ferry.filters import Clock, render_partition_filter
 from ferry.manifest import CopyRoot, ManifestSummary, ManifestWriter
 from ferry.model import Partition, StorageDescriptor, Table, partition_name
@@ -137,8 +135,26 @@ def plan_replication(
     A selected source partition is replicated when it is missing on the replica, when its
     data fingerprint (``ferry/fingerprint.py``) differs from the one stored on the replica
     partition, or — altered in place, with no copy — when only its metadata differs. The
-    files to copy are streamed into ``manifest``; without one they are only counted.
+    files to copy are streamed into ``manifest`` from the same listing that gives the
+    fingerprints; without one they are only counted.
     """
+    writer = manifest or ManifestWriter(None, event_id, 1000)
+    try:
+        return _plan(replication, source, replica, event_id, clock, list_threads, writer)
+    except BaseException:
+        writer.abandon()
+        raise
+
+
+def _plan(
+    replication: TableReplication,
+    source: Catalog,
+    replica: Catalog,
+    event_id: str,
+    clock: Clock,
+    list_threads: int,
+    writer: ManifestWriter,
+) -> ReplicationPlan:
     source_config = replication.source_table
     mode, strategy = replication.replication_mode, replication.replication_strategy
     replica_before = replica.get_table(replication.replica_database, replication.replica_table_name)
@@ -146,7 +162,7 @@ def plan_replication(
     if source_table is None:
         if strategy is ReplicationStrategy.PROPAGATE_DELETES and replica_before is not None:
             check_replica_guard(replica_before, replication)
-            return _drop_replica_table(replication, replica_before, event_id, manifest)
+            return _drop_replica_table(replication, replica_before, event_id, writer)
         raise SourceTableNotFoundError(
             f"source table {source_config.qualified_name} not found in catalog "
             f"'{source.name}' ({source.description})"
@@ -167,8 +183,8 @@ def plan_replication(
 
     partition_filter = render_partition_filter(source_config.partition_filter, clock)
     with ThreadPoolExecutor(1, thread_name_prefix="ferry-replica") as replica_reader:
-        # The replica's partitions are fetched while the source is read and listed: two
-        # catalogs (each with its own connection), two servers, at once.
+        # The replica's partitions are fetched while the source's are: two catalogs (each
+        # with its own connection), two servers, at once.
         replica_listing = (
             replica_reader.submit(replica.list_partitions, replica_before)
             if replica_before is not None and replica_before.is_partitioned and not overwrite
@@ -178,12 +194,42 @@ def plan_replication(
             source_table, partition_filter, source_config.partition_limit
         )
         check_replica_location(source_table, replication, source_partitions)
-        fingerprints = _fingerprints(
-            replication, source_table, source_partitions, partition_filter, list_threads
-        )
         existing: dict[tuple[str, ...], Partition] = (
             {p.values: p for p in replica_listing.result()} if replica_listing else {}
         )
+    snapshot = fs.join(replication.replica_table.table_location or "", event_id) if copies else None
+    by_location: dict[str, list[Partition]] = {}
+    for partition in source_partitions:
+        if partition.location:
+            by_location.setdefault(partition.location, []).append(partition)
+
+    decided: dict[tuple[str, ...], Change | None] = {}  # by the listing, partition by partition
+
+    def copy_if_changed(
+        location: str, printed: fingerprint.Fingerprint, entries: list[fs.FileEntry]
+    ) -> None:
+        """Stream a listed location's files to the manifest when its data must be copied."""
+        faults.point("plan.listed")
+        if not source_table.is_partitioned:
+            if _table_data_changed(replica_before, overwrite, str(printed), replication):
+                writer.add(CopyRoot(location, snapshot or ""), entries)
+            return
+        for partition in by_location[location]:
+            change = _data_change(existing.get(partition.values), str(printed), replication)
+            decided[partition.values] = change
+            if change is not None:
+                target = fs.join(snapshot or "", _partition_subpath(source_table, partition))
+                writer.add(CopyRoot(location, target), entries)
+
+    # One listing of the selected files gives both the fingerprints and the manifest.
+    fingerprints = _fingerprints(
+        replication,
+        source_table,
+        source_partitions,
+        partition_filter,
+        list_threads,
+        copy_if_changed,
+    )
     now = clock()
 
     def parameters_for(source_parameters, source_location: str | None) -> dict[str, str]:
@@ -199,8 +245,6 @@ def plan_replication(
             extra=replication.transform_options.table_properties,
         )
 
-    snapshot = fs.join(replication.replica_table.table_location or "", event_id) if copies else None
-
     roots: list[CopyRoot] = []
     to_add: list[Partition] = []
     to_alter: list[Partition] = []
@@ -213,9 +257,13 @@ def plan_replication(
             printed = fingerprints.get(partition.location or "")
             if printed is not None:
                 parameters[PARTITION_FINGERPRINT] = str(printed)
-            target = fs.join(snapshot or "", _partition_subpath(source_table, partition))
-            change = _data_change(old, parameters, replication)
+            change = (
+                decided[partition.values]
+                if partition.values in decided
+                else _data_change(old, parameters.get(PARTITION_FINGERPRINT), replication)
+            )
             if change is not None:
+                target = fs.join(snapshot or "", _partition_subpath(source_table, partition))
                 shaped = shape_replica_partition(partition, target, parameters)
                 (to_add if old is None else to_alter).append(shaped)
                 if partition.location:
@@ -272,11 +320,8 @@ def plan_replication(
         printed = fingerprints.get(source_table.location or "")
         if printed is not None:
             table_parameters[TABLE_FINGERPRINT] = str(printed)
-        table_data_changed = (
-            replica_before is None
-            or overwrite
-            or replica_before.parameters.get(TABLE_FINGERPRINT) != str(printed)
-            or not _below_table_location(replica_before.location, replication)
+        table_data_changed = _table_data_changed(
+            replica_before, overwrite, str(printed), replication
         )
         if table_data_changed:
             table_location = snapshot
@@ -315,9 +360,7 @@ def plan_replication(
         replica_table=replica_table,
         partitions_to_add=tuple(to_add),
         partitions_to_alter=tuple(to_alter),
-        manifest=list_files_into(
-            roots, manifest or ManifestWriter(None, event_id, 1000), list_threads
-        ),
+        manifest=writer.close(),
         snapshot_location=snapshot if roots else None,
         partition_filter=partition_filter,
         partitions_to_drop=tuple(to_drop),
@@ -335,6 +378,7 @@ def _fingerprints(
     partitions: list[Partition],
     partition_filter: str | None,
     threads: int,
+    listed: fingerprint.Listed,
 ) -> dict[str, fingerprint.Fingerprint]:
     """The data fingerprint of every selected source location (modes that copy data)."""
     if replication.replication_mode not in COPYING_MODES:
@@ -348,21 +392,36 @@ def _fingerprints(
     )
     whole_table = partition_filter is None and replication.source_table.partition_limit is None
     return fingerprint.of_locations(
-        locations, threads, root=source_table.location if whole_table else None
+        locations, threads, root=source_table.location if whole_table else None, listed=listed
     )
 
 
 def _data_change(
-    old: Partition | None, parameters: dict[str, str], replication: TableReplication
+    old: Partition | None, printed: str | None, replication: TableReplication
 ) -> Change | None:
     """Why a partition's data must be copied (None: the replica already holds it)."""
     if old is None:
         return Change.NEW
-    if old.parameters.get(PARTITION_FINGERPRINT) != parameters.get(PARTITION_FINGERPRINT):
+    if old.parameters.get(PARTITION_FINGERPRINT) != printed:
         return Change.DATA_CHANGED
     if not _below_table_location(old.location, replication):
         return Change.MOVED
     return None
+
+
+def _table_data_changed(
+    replica_before: Table | None,
+    overwrite: bool,
+    printed: str | None,
+    replication: TableReplication,
+) -> bool:
+    """Whether an unpartitioned table's data must be copied."""
+    return (
+        replica_before is None
+        or overwrite
+        or replica_before.parameters.get(TABLE_FINGERPRINT) != printed
+        or not _below_table_location(replica_before.location, replication)
+    )
 
 
 def _below_table_location(location: str | None, replication: TableReplication) -> bool:
@@ -374,7 +433,7 @@ def _drop_replica_table(
     replication: TableReplication,
     replica_before: Table,
     event_id: str,
-    manifest: ManifestWriter | None,
+    writer: ManifestWriter,
 ) -> ReplicationPlan:
     """PROPAGATE_DELETES, and the source table is gone: drop the replica table (Ferry's)."""
     return ReplicationPlan(
@@ -385,7 +444,7 @@ def _drop_replica_table(
         replica_table=replica_before,
         partitions_to_add=(),
         partitions_to_alter=(),
-        manifest=list_files_into([], manifest or ManifestWriter(None, event_id, 1000), 1),
+        manifest=writer.close(),
         snapshot_location=None,
         partition_filter=None,
         drop_table=True,
@@ -467,36 +526,3 @@ def _partition_subpath(table: Table, partition: Partition) -> str:
         if relative:
             return relative
     return partition_name(table.partition_keys, partition.values)
-
-
-def list_files_into(
-    roots: Sequence[CopyRoot], writer: ManifestWriter, threads: int
-) -> ManifestSummary:
-    """List every file below each root on a thread pool, streaming them to the manifest.
-
-    Listings run ahead of the writer by at most a few per thread, so memory holds a few
-    partitions' listings, never the whole table's.
-    """
-
-    def listing(root: CopyRoot) -> list[fs.FileEntry]:
-        try:
-            return fs.list_files(root.source)
-        except OSError as error:
-            raise CopyError(f"cannot list source files at {root.source}: {error}") from None
-
-    window = max(1, threads) * 4
-    try:
-        with ThreadPoolExecutor(max(1, threads), thread_name_prefix="ferry-list") as pool:
-            pending: deque = deque()
-            for root in roots:
-                pending.append((root, pool.submit(listing, root)))
-                if len(pending) >= window:
-                    done_root, future = pending.popleft()
-                    writer.add(done_root, future.result())
-            while pending:
-                done_root, future = pending.popleft()
-                writer.add(done_root, future.result())
-    except BaseException:
-        writer.abandon()
-        raise
-    return writer.close()

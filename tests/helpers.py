@@ -211,3 +211,17 @@ def assert_each_partition_is_complete(
         found = snapshot_of(partition.location)
         assert found, f"{partition.location} is empty or missing"
         assert any(found == version[partition.values] for version in versions), partition.location
+
+
+def record_listings(monkeypatch) -> list[str]:
+    """The locations Ferry lists from now on, in order (each streamed walk or whole listing)."""
+    listed: list[str] = []
+    for method in ("iter_files", "list_files"):
+        original = getattr(fs.FileSystems, method)
+
+        def listing(self, location, original=original):
+            listed.append(location)
+            return original(self, location)
+
+        monkeypatch.setattr(fs.FileSystems, method, listing)
+    return listed

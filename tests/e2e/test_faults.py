@@ -86,10 +86,19 @@ def table_result(outcome) -> dict:
     return result
 
 
-def test_a_fault_in_plan_changes_nothing_and_a_rerun_converges(run, arm, hive):
+@pytest.mark.parametrize(
+    "fault",
+    [
+        {"point": "plan.planned", "error": "CatalogError", "times": 99},
+        # Part-way through the listing that streams the manifest.
+        {"point": "plan.listed", "error": "CatalogError", "skip": 1, "times": 99},
+    ],
+    ids=["planned", "mid-listing"],
+)
+def test_a_fault_in_plan_changes_nothing_and_a_rerun_converges(run, arm, hive, fault):
     assert run(hive["document"]()).status == "SUCCEEDED"
     before = hive["state"]()
-    arm({"point": "plan.planned", "error": "CatalogError", "times": 99})
+    arm(fault)
     outcome = run(hive["document"]())
     assert (outcome.status, outcome.error) == ("FAILED", "CatalogError")
     assert ("Plan", "CatalogError") in failed(outcome)

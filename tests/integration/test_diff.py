@@ -23,6 +23,7 @@ from tests.helpers import (
     catalog_state,
     config_document,
     files_below,
+    record_listings,
 )
 
 pytestmark = pytest.mark.integration
@@ -119,6 +120,15 @@ def test_the_diff_finds_new_changed_and_deleted_partitions_and_nothing_else(
     assert_replica_holds_source(
         replica_catalog, f"{sample.database}_dr", "orders", source_catalog, orders
     )
+
+
+def test_a_plan_of_the_whole_table_lists_each_file_once(local_runtime, sample, target, monkeypatch):
+    replicator = Replicator(config_document(local_runtime, [entry(sample, target)]))
+    listed = record_listings(monkeypatch)
+    plan = plan_of(replicator, f"{sample.database}.orders")
+    # One walk of the table's folder gave the fingerprints and the files to copy.
+    assert listed == [sample.orders.location]
+    assert plan["files"] == len(files_below(sample.orders.location)) == 3
 
 
 def test_a_run_with_nothing_changed_copies_nothing_and_alters_nothing(
