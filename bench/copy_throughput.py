@@ -4,7 +4,9 @@ Datasets: a few large files, and many small ones. Paths: file→file, file→S3 
 (S3 is the local emulator). On each path every baseline tool and every Ferry copier copies
 the same data to a fresh target, and each Ferry copier is reported against the **best**
 baseline of its path (best baseline seconds / Ferry seconds: above 1 means Ferry is faster),
-because absolute numbers on a shared 2-core machine are noise.
+because absolute numbers on a shared 2-core machine are noise. Each path is measured in
+rounds, every tool once per round in an order that rotates, and each keeps its fastest
+round: drift during the benchmark falls on every tool alike.
 
 Baselines: ``cp -r`` (file→file); ``aws s3 cp --recursive`` (AWS CLI, default 10 concurrent
 requests) and ``s5cmd cp`` (default 256 workers) against the same endpoint, both copying
@@ -94,29 +96,40 @@ class Requests:
             return json.loads(reply.read())
 
 
-def best_of(repeat: int, run: Callable[[int], dict | None], requests: Requests, measure: Measure):
-    """Keep the fastest of ``repeat`` runs; count the requests of each (the last one kept).
+def best_of_rounds(
+    repeat: int, runs: list[tuple[Measure, Callable[[int], dict | None]]], requests: Requests
+) -> list[Measure]:
+    """Each measure's fastest of ``repeat`` rounds; every round runs each tool once.
 
-    A run gets its attempt number (for a fresh target) and may return the counts read just
-    before its copy began (after listing), to separate the copy's own requests.
+    Rounds, not one tool's runs back to back: whatever drifts during a run of the benchmark
+    (the emulator's state, the machine's other work) falls on every tool alike, and the
+    order rotates from round to round so that no tool always goes first. A run gets its
+    round (for a fresh target) and may return the counts read just before its copy began
+    (after listing), to separate the copy's own requests; the requests of the last round
+    are kept.
     """
-    times = []
+    times: dict[int, list[float]] = {index: [] for index in range(len(runs))}
     for attempt in range(repeat):
-        before = requests.read()
-        started = time.perf_counter()
-        copy_started = run(attempt)
-        times.append(time.perf_counter() - started)
-        after = requests.read()
-        measure.requests = after["total"] - before["total"]
-        measure.by_kind = {
-            kind: count - before["byKind"].get(kind, 0)
-            for kind, count in after["byKind"].items()
-            if count - before["byKind"].get(kind, 0)
-        }
-        if measure.ferry and copy_started is not None:
-            measure.copy_requests = after["total"] - copy_started["total"]
-    measure.seconds = min(times)
-    return measure
+        order = list(range(len(runs)))
+        shift = attempt % len(order)
+        for index in order[shift:] + order[:shift]:
+            measure, run = runs[index]
+            before = requests.read()
+            started = time.perf_counter()
+            copy_started = run(attempt)
+            times[index].append(time.perf_counter() - started)
+            after = requests.read()
+            measure.requests = after["total"] - before["total"]
+            measure.by_kind = {
+                kind: count - before["byKind"].get(kind, 0)
+                for kind, count in after["byKind"].items()
+                if count - before["byKind"].get(kind, 0)
+            }
+            if measure.ferry and copy_started is not None:
+                measure.copy_requests = after["total"] - copy_started["total"]
+    for index, (measure, _) in enumerate(runs):
+        measure.seconds = min(times[index])
+    return [measure for measure, _ in runs]
 
 
 def make_local(root: Path, dataset: Dataset) -> Path:
@@ -293,15 +306,14 @@ def bench_dataset(dataset: Dataset, work: Path, s3, spark, args, base: Baselines
     ]  # fmt: skip
     measures = []
     for path, baselines, copiers in cases:
-        for name, run in baselines:
-            measure = best_of(args.repeat, run, requests, Measure(dataset, path, name, False))
-            measures.append(measure)
-            _print(measure)
-        best = min((m for m in measures if m.path == path and not m.ferry), key=_seconds)
-        for name, run in copiers:
-            measure = best_of(args.repeat, run, requests, Measure(dataset, path, name, True))
-            measures.append(measure)
-            _print(measure, best)
+        runs = [(Measure(dataset, path, name, False), run) for name, run in baselines] + [
+            (Measure(dataset, path, name, True), run) for name, run in copiers
+        ]
+        measured = best_of_rounds(args.repeat, runs, requests)
+        best = min((m for m in measured if not m.ferry), key=_seconds)
+        for measure in measured:
+            _print(measure, best if measure.ferry else None)
+        measures += measured
     return measures
 
 

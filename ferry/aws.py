@@ -63,12 +63,17 @@ class AwsClients:
         at once (a copier's threads), which sizes its connection pool."""
         key = (service, region, pool_size(connections))
         if key not in self._clients:
-            self._clients[key] = self._session.client(
+            client = self._session.client(
                 service,
                 region_name=region,
                 endpoint_url=self._endpoint,
                 config=client_config(connections),
             )
+            if service == "s3":
+                from ferry.s3_objects import send_small_requests_directly
+
+                send_small_requests_directly(client, self._session.get_credentials(), key[2])
+            self._clients[key] = client
         return self._clients[key]
 
     @property

@@ -387,7 +387,8 @@ class FileSystems:
         key = (region, pool_size(max(connections or 0, LISTING_CONNECTIONS)))
         with self._lock:
             if key not in self._s3_clients:
-                client = boto3.session.Session().client(
+                session = boto3.session.Session()
+                client = session.client(
                     "s3",
                     region_name=region,
                     endpoint_url=self.settings.endpoint,
@@ -399,6 +400,9 @@ class FileSystems:
                     client.meta.events.register(
                         f"before-send.s3.{operation}", _no_expect_for_small_bodies
                     )
+                from ferry.s3_objects import send_small_requests_directly
+
+                send_small_requests_directly(client, session.get_credentials(), key[1])
                 self._s3_clients[key] = client
             return self._s3_clients[key]
 

@@ -236,7 +236,20 @@ class S3ServerSideCopier:
         return head
 
     def _copy_whole(self, job: _Job, etag: str, progress: Progress | None) -> dict:
-        """One ``CopyObject``, pinned to the source's ETag, keeping its metadata."""
+        """One ``CopyObject``, pinned to the source's ETag, keeping its metadata.
+
+        Sent directly where the client has that path (``s3_objects.DirectRequests``); an
+        answer other than success is sent again through the client, with its retries.
+        """
+        from ferry.s3_objects import direct_requests
+
+        direct = direct_requests(self.client)
+        if direct is not None:
+            target, source = job.target, job.source
+            response = direct.copy(target.bucket, target.key, source.bucket, source.key, etag)
+            if response is not None:
+                _report(progress, job.task.size)
+                return response
         response = self._retrying(
             self.client.copy_object,
             **_address(job.target),

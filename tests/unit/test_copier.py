@@ -1,6 +1,7 @@
 """The inline copier: streaming, one request per small object to S3, verification, failure."""
 
 import os
+from dataclasses import replace
 
 import boto3
 import pytest
@@ -153,6 +154,28 @@ def test_small_files_reach_s3_with_one_request_each(tmp_path, s3):
     for task in manifest.tasks:
         assert s3_bytes(s3, task.target) == local_bytes(task)
     assert sent == ["PUT"] * 5  # one PutObject each: no HEAD, no multipart upload
+
+
+def test_small_uploads_bypass_the_clients_pipeline_and_a_refused_one_goes_through_it(tmp_path, s3):
+    manifest = planned(tmp_path, [10, 20, 30])
+    sent = requests_sent()
+    through_client = []
+    fs.default().s3_client("dr-sales").meta.events.register(
+        "before-call.s3.PutObject", lambda **_: through_client.append(1)
+    )
+
+    InlineCopier().copy(manifest)
+
+    assert sent == ["PUT"] * 3 and through_client == []  # signed and sent directly
+    for task in manifest.tasks:
+        assert s3_bytes(s3, task.target) == local_bytes(task)
+
+    [task] = planned(tmp_path / "again", [10]).tasks
+    missing = replace(task, target=task.target.replace("dr-sales", "dr-missing"))
+    with pytest.raises(TargetNotWritableError, match=r"cannot write s3://dr-missing/.*bucket"):
+        InlineCopier().copy(Manifest("e1", (missing,)))
+    # Refused when sent directly, then sent by the client, whose error names the cause.
+    assert through_client == [1]
 
 
 def test_a_large_file_goes_up_in_parts_checked_one_by_one(tmp_path, s3):

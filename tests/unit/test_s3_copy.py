@@ -11,14 +11,19 @@ from moto import mock_aws
 from ferry.copier import CopyTask, Manifest
 from ferry.errors import CopyError, TargetNotWritableError, VerificationError
 from ferry.s3_copy import S3ServerSideCopier
+from ferry.s3_objects import send_small_requests_directly
 
 MiB = 1024 * 1024
 BUCKETS = ("onprem-sales", "onprem-logs", "dr-sales", "dr-logs")
 
 
 @pytest.fixture
-def s3(monkeypatch):
-    """A real boto3 S3 client on moto in-process, with the four buckets created."""
+def s3(monkeypatch, request):
+    """A real boto3 S3 client on moto in-process, with the four buckets created.
+
+    Parametrized ``direct``, its small-object requests go without the client's pipeline
+    (``ferry.s3_objects.DirectRequests``), as the clients Ferry builds send them.
+    """
     # Other tests of the session point every client at a moto server; these stay in-process.
     for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE", "AWS_SESSION_TOKEN"):
         monkeypatch.delenv(name, raising=False)
@@ -29,6 +34,9 @@ def s3(monkeypatch):
         client = boto3.client("s3", region_name="us-east-1", config=Config(max_pool_connections=32))
         for bucket in BUCKETS:
             client.create_bucket(Bucket=bucket)
+        if getattr(request, "param", "client") == "direct":
+            credentials = boto3.session.Session().get_credentials()
+            send_small_requests_directly(client, credentials, 32)
         yield client
 
 
@@ -74,6 +82,10 @@ def requests_sent(s3):
     return sent
 
 
+def _text(value):
+    return value.decode() if isinstance(value, bytes) else value
+
+
 def keys(s3, bucket="dr-sales"):
     return [item["Key"] for item in s3.list_objects_v2(Bucket=bucket).get("Contents", [])]
 
@@ -97,6 +109,7 @@ def throttle(times):
     return hook
 
 
+@pytest.mark.parametrize("s3", ["client", "direct"], indirect=True)
 def test_a_batch_across_buckets_is_copied_byte_for_byte(s3):
     tasks = source_objects(s3, [0, 1, 4096, 70_001], "onprem-sales")
     tasks += source_objects(s3, [MiB + 5, 17], "onprem-logs", scheme="s3a")
@@ -132,6 +145,7 @@ def test_a_large_object_is_copied_in_parts_with_its_metadata(s3):
     assert sorted(advanced) == [3 * MiB, 5 * MiB, 5 * MiB]
 
 
+@pytest.mark.parametrize("s3", ["client", "direct"], indirect=True)
 def test_a_missing_source_is_named_and_the_rest_of_the_batch_is_copied(s3):
     tasks = source_objects(s3, [10, 20, 30])
     missing = CopyTask("s3://onprem-sales/sales/gone.parquet", "s3://dr-sales/e1/gone.parquet", 5)
@@ -146,6 +160,7 @@ def test_a_missing_source_is_named_and_the_rest_of_the_batch_is_copied(s3):
         assert read(s3, task.target) == read(s3, task.source)
 
 
+@pytest.mark.parametrize("s3", ["client", "direct"], indirect=True)
 @pytest.mark.parametrize("size", [10, 7 * MiB], ids=["copy-object", "multipart"])
 def test_a_missing_target_bucket_is_not_writable(s3, size):
     put(s3, "s3://onprem-sales/a.bin", os.urandom(size))
@@ -196,17 +211,23 @@ def test_throttling_that_outlasts_the_attempts_fails_the_copy(s3):
         S3ServerSideCopier(s3, attempts=2).copy(Manifest("e1", tuple(tasks)))
 
 
-def test_a_planned_small_object_costs_exactly_one_copy_request(s3):
+@pytest.mark.parametrize("s3", ["client", "direct"], indirect=True)
+def test_a_planned_small_object_costs_exactly_one_copy_request(s3, request):
     tasks = source_objects(s3, [0, 1, 4096, 70_001])
     sent = requests_sent(s3)
+    through_client = []
+    s3.meta.events.register("before-call.s3.CopyObject", lambda **_: through_client.append(1))
 
     S3ServerSideCopier(s3).copy(Manifest("e1", tuple(tasks)))
 
     assert sent == ["PUT copy"] * 4  # no HEAD of the source, none of the target
+    # Sent directly: none of the four went through the client's pipeline.
+    assert len(through_client) == (0 if request.node.callspec.id == "direct" else 4)
     for task in tasks:
         assert read(s3, task.target) == read(s3, task.source)
 
 
+@pytest.mark.parametrize("s3", ["client", "direct"], indirect=True)
 def test_a_source_replaced_after_planning_is_refused_and_its_copy_removed(s3):
     # S3 refuses the pinned CopyObject (412). moto ignores CopySourceIfMatch and copies the
     # new version: the copy's ETag, which is not the planned one, gives it away.
@@ -222,6 +243,7 @@ def test_a_source_replaced_after_planning_is_refused_and_its_copy_removed(s3):
     assert read(s3, tasks[0].target) == read(s3, tasks[0].source)
 
 
+@pytest.mark.parametrize("s3", ["client", "direct"], indirect=True)
 def test_a_source_deleted_after_planning_is_named(s3):
     (task,) = source_objects(s3, [100])
     bucket, key = split(task.source)
@@ -232,6 +254,7 @@ def test_a_source_deleted_after_planning_is_named(s3):
     assert keys(s3) == []
 
 
+@pytest.mark.parametrize("s3", ["client", "direct"], indirect=True)
 def test_a_source_uploaded_in_parts_is_one_copy_pinned_to_its_planned_etag(s3):
     # Its ETag (ending in -2) is not the MD5 a whole copy gets, so the ETags cannot be
     # compared: the pin, which S3 enforces (moto does not), is the proof. What can be
@@ -253,13 +276,13 @@ def test_a_source_uploaded_in_parts_is_one_copy_pinned_to_its_planned_etag(s3):
     pins = []
     s3.meta.events.register(
         "before-send.s3.CopyObject",
-        lambda request, **_: pins.append(request.headers["x-amz-copy-source-if-match"]),
+        lambda request, **_: pins.append(_text(request.headers["x-amz-copy-source-if-match"])),
     )
     sent = requests_sent(s3)
 
     S3ServerSideCopier(s3).copy(Manifest("e1", (task,)))
 
-    assert sent == ["PUT copy"] and pins == [etag.encode()]
+    assert sent == ["PUT copy"] and pins == [etag]
     assert read(s3, task.target) == data
 
 
