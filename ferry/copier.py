@@ -340,10 +340,14 @@ class _ArrowSource:
             data = self._handle.read(size)
         except OSError as error:
             raise CopyError(
-                f"cannot read source file {self.task.source}: {_reason(error)}"
+                f"cannot read source file {self.task.source}: {self._describe(error)}"
             ) from None
         self._read += len(data)
         return data
+
+    @staticmethod
+    def _describe(error: OSError) -> str:
+        return _reason(error)
 
     def finish(self) -> None:
         if self._read != self.task.size:
@@ -364,19 +368,13 @@ class _LocalSource(_ArrowSource):
             handle: Any = open(path, "rb")  # noqa: SIM115 - closed by close()
         except OSError as error:
             raise CopyError(
-                f"cannot read source file {task.source}: {error.strerror or error}"
+                f"cannot read source file {task.source}: {_LocalSource._describe(error)}"
             ) from None
         super().__init__(task, handle)
 
-    def read(self, size: int) -> bytes:
-        try:
-            data = self._handle.read(size)
-        except OSError as error:
-            raise CopyError(
-                f"cannot read source file {self.task.source}: {error.strerror or error}"
-            ) from None
-        self._read += len(data)
-        return data
+    @staticmethod
+    def _describe(error: OSError) -> str:
+        return str(error.strerror or error)
 
     def finish(self) -> None:
         super().finish()

@@ -225,3 +225,15 @@ def record_listings(monkeypatch) -> list[str]:
 
         monkeypatch.setattr(fs.FileSystems, method, listing)
     return listed
+
+
+def in_process_aws(monkeypatch) -> None:
+    """Credentials for moto in-process (``mock_aws``), and no endpoint of a moto server.
+
+    Other tests of the session point every client at a moto server; these stay in-process.
+    """
+    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")

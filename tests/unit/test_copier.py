@@ -11,6 +11,7 @@ from ferry import faults, fs
 from ferry.copier import CopyTask, InlineCopier, Manifest, verify_all
 from ferry.errors import CopyError, TargetNotWritableError, VerificationError
 from ferry.manifest import batch_tasks, read_batches, read_manifest, write_manifest
+from tests.helpers import in_process_aws
 
 
 def make_files(root, sizes):
@@ -79,12 +80,7 @@ MiB = 1024 * 1024
 @pytest.fixture
 def s3(monkeypatch):
     """moto in-process, two buckets, and Ferry's file systems pointed at it."""
-    # Other tests of the session point every client at a moto server; these stay in-process.
-    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE", "AWS_SESSION_TOKEN"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    in_process_aws(monkeypatch)
     with mock_aws():
         previous = fs.set_default(fs.FileSystems(fs.S3Settings(region="us-east-1")))
         try:

@@ -10,7 +10,7 @@ from moto import mock_aws
 
 from ferry import fingerprint, fs
 from ferry.errors import CopyError
-from tests.helpers import record_listings
+from tests.helpers import in_process_aws, record_listings
 
 # Names whose order as strings differs from their order as folders: "dt=1-a" < "dt=1/x".
 LAYOUT = {
@@ -63,10 +63,7 @@ def test_a_missing_location_or_a_file_lists_nothing(tmp_path):
 @pytest.fixture
 def s3_file_systems(monkeypatch):
     """Ferry's file systems on moto in-process, with one bucket."""
-    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE", "AWS_SESSION_TOKEN"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    in_process_aws(monkeypatch)
     with mock_aws():
         boto3.client("s3", region_name="us-east-1").create_bucket(Bucket="warehouse")
         yield fs.FileSystems(fs.S3Settings(region="us-east-1"))

@@ -12,6 +12,7 @@ from ferry.copier import CopyTask, Manifest
 from ferry.errors import CopyError, TargetNotWritableError, VerificationError
 from ferry.s3_copy import S3ServerSideCopier
 from ferry.s3_objects import send_small_requests_directly
+from tests.helpers import in_process_aws
 
 MiB = 1024 * 1024
 BUCKETS = ("onprem-sales", "onprem-logs", "dr-sales", "dr-logs")
@@ -24,12 +25,7 @@ def s3(monkeypatch, request):
     Parametrized ``direct``, its small-object requests go without the client's pipeline
     (``ferry.s3_objects.DirectRequests``), as the clients Ferry builds send them.
     """
-    # Other tests of the session point every client at a moto server; these stay in-process.
-    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE", "AWS_SESSION_TOKEN"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    in_process_aws(monkeypatch)
     with mock_aws():
         client = boto3.client("s3", region_name="us-east-1", config=Config(max_pool_connections=32))
         for bucket in BUCKETS:
