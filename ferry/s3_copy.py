@@ -62,7 +62,7 @@ TRANSIENT_CODES = frozenset(
 )
 
 # A multipart upload's ETag: the MD5 of its parts' MD5s, and the number of parts.
-_MULTIPART_ETAG = re.compile(r"^[0-9a-f]{32}-[0-9]+$")
+MULTIPART_ETAG = re.compile(r"^[0-9a-f]{32}-[0-9]+$")
 
 # HEAD responses have no body, so botocore can only report the status as the code.
 NOT_FOUND_CODES = frozenset({"NoSuchKey", "404"})
@@ -275,7 +275,7 @@ class S3ServerSideCopier:
         SSE-KMS (whose ETag is no MD5): only then is the source asked, with one HEAD.
         """
         copied = response.get("CopyObjectResult", {}).get("ETag", "").strip('"')
-        if copied == planned or not etag_is_md5(response) or _MULTIPART_ETAG.match(planned):
+        if copied == planned or not etag_is_md5(response) or MULTIPART_ETAG.match(planned):
             return
         try:
             head = self._retrying(self.client.head_object, **_address(job.source))

@@ -47,12 +47,11 @@ from ferry.errors import (
     TargetNotWritableError,
     VerificationError,
 )
-from ferry.s3_copy import error_code, error_reason, etag_is_md5, parse_s3_uri
+from ferry.s3_copy import MULTIPART_ETAG, error_code, error_reason, etag_is_md5, parse_s3_uri
 
 Progress = Callable[[int], None]
 
 _MD5_ETAG = re.compile(r"^[0-9a-f]{32}$")
-_MULTIPART_ETAG = re.compile(r"^[0-9a-f]{32}-[0-9]+$")
 NOT_FOUND_CODES = frozenset({"NoSuchKey", "404", "NotFound"})
 CHANGED_CODES = frozenset({"PreconditionFailed", "412"})
 DIGEST_CODES = frozenset({"BadDigest", "InvalidDigest"})
@@ -193,7 +192,9 @@ class DirectRequests:
         from botocore.httpsession import URLLib3Session
 
         config = client.meta.config
-        self._client = client
+        # Weakly: this is the value of a weak mapping keyed by the client, and a strong
+        # reference back would keep every client (and its pools) alive for good.
+        self._client = weakref.ref(client)
         self._credentials = credentials
         self._region = client.meta.region_name
         self._user_agent = config.user_agent
@@ -246,7 +247,7 @@ class DirectRequests:
         prepared = request.prepare()
         try:
             answered = first_non_none_response(
-                self._client.meta.events.emit(f"before-send.s3.{operation}", request=prepared)
+                self._client().meta.events.emit(f"before-send.s3.{operation}", request=prepared)
             )
             response = answered if answered is not None else self._http.send(prepared)
         except BotoCoreError:
@@ -256,7 +257,7 @@ class DirectRequests:
     def _bucket_url(self, bucket: str) -> str:
         """The URL below which the bucket's keys are, as the client addresses it."""
         if bucket not in self._buckets:
-            presigned = self._client.generate_presigned_url(
+            presigned = self._client().generate_presigned_url(
                 "put_object", Params={"Bucket": bucket, "Key": self._PLACEHOLDER}
             )
             self._buckets[bucket] = presigned.split("?", 1)[0][: -len(self._PLACEHOLDER)]
@@ -455,7 +456,7 @@ def _check_etag(uri: str, response: dict[str, Any], expected: str, what: str) ->
     store that does not check it (moto).
     """
     etag = unquote_etag(response.get("ETag"))
-    if not etag_is_md5(response) or not (_MD5_ETAG.match(etag) or _MULTIPART_ETAG.match(etag)):
+    if not etag_is_md5(response) or not (_MD5_ETAG.match(etag) or MULTIPART_ETAG.match(etag)):
         return
     if etag != expected:
         raise VerificationError(

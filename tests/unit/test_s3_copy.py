@@ -1,6 +1,8 @@
 """The S3 server-side copier against moto in-process: bytes at the target, failures, retries."""
 
+import gc
 import os
+import weakref
 
 import boto3
 import pytest
@@ -8,6 +10,8 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
+from ferry import s3_objects
+from ferry.aws import AwsClients
 from ferry.copier import CopyTask, Manifest
 from ferry.errors import CopyError, TargetNotWritableError, VerificationError
 from ferry.s3_copy import S3ServerSideCopier
@@ -338,3 +342,15 @@ def test_a_non_s3_uri_is_refused_before_anything_is_copied(s3, source, target):
         S3ServerSideCopier(s3).copy(Manifest("e1", (good, CopyTask(source, target, 10))))
 
     assert "Contents" not in s3.list_objects_v2(Bucket="dr-sales")
+
+
+def test_a_client_no_longer_used_lets_go_of_its_direct_path(monkeypatch):
+    in_process_aws(monkeypatch)
+    kept = AwsClients("http://127.0.0.1:9").client("s3", "us-east-1", 8)
+    # As each Copy batch invocation of a warm Lambda builds its own clients.
+    dropped = [
+        weakref.ref(AwsClients("http://127.0.0.1:9").client("s3", "us-east-1", 8)) for _ in range(3)
+    ]
+    gc.collect()
+    assert s3_objects.direct_requests(kept) is not None
+    assert [client() for client in dropped] == [None] * 3  # gone, their pools with them
