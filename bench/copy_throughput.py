@@ -2,11 +2,13 @@
 
 Datasets: a few large files, and many small ones. Paths: file→file, file→S3 and S3→S3
 (S3 is the local emulator). On each path every baseline tool and every Ferry copier copies
-the same data to a fresh target, and each Ferry copier is reported against the **best**
-baseline of its path (best baseline seconds / Ferry seconds: above 1 means Ferry is faster),
-because absolute numbers on a shared 2-core machine are noise. Each path is measured in
-rounds, every tool once per round in an order that rotates, and each keeps its fastest
-round: drift during the benchmark falls on every tool alike.
+the same data to a fresh target (on S3, a bucket of its own, removed once measured), and
+each Ferry copier is reported against the **best** baseline of its path (best baseline
+seconds / Ferry seconds: above 1 means Ferry is faster), because absolute numbers on a
+shared 2-core machine are noise. Each path is measured in rounds, every tool once per
+round in an order that rotates: each tool keeps its fastest round, and the median of the
+rounds' ratios (each round's best baseline over Ferry's run of that round) is printed
+beside it. Drift during the benchmark falls on every tool alike.
 
 Baselines: ``cp -r`` (file→file); ``aws s3 cp --recursive`` (AWS CLI, default 10 concurrent
 requests) and ``s5cmd cp`` (default 256 workers) against the same endpoint, both copying
@@ -73,6 +75,7 @@ class Measure:
     tool: str
     ferry: bool
     seconds: float = 0.0
+    times: list[float] = field(default_factory=list)
     requests: int = 0
     copy_requests: int | None = None
     by_kind: dict[str, int] = field(default_factory=dict)
@@ -97,7 +100,10 @@ class Requests:
 
 
 def best_of_rounds(
-    repeat: int, runs: list[tuple[Measure, Callable[[int], dict | None]]], requests: Requests
+    repeat: int,
+    runs: list[tuple[Measure, Callable[[int], dict | None]]],
+    requests: Requests,
+    after: Callable[[], None] = lambda: None,
 ) -> list[Measure]:
     """Each measure's fastest of ``repeat`` rounds; every round runs each tool once.
 
@@ -106,8 +112,9 @@ def best_of_rounds(
     order rotates from round to round so that no tool always goes first. A run gets its
     round (for a fresh target) and may return the counts read just before its copy began
     (after listing), to separate the copy's own requests; the requests of the last round
-    are kept.
+    are kept. ``after`` runs once each run is measured (to clear its target).
     """
+    clear = after
     times: dict[int, list[float]] = {index: [] for index in range(len(runs))}
     for attempt in range(repeat):
         order = list(range(len(runs)))
@@ -127,9 +134,66 @@ def best_of_rounds(
             }
             if measure.ferry and copy_started is not None:
                 measure.copy_requests = after["total"] - copy_started["total"]
+            clear()
     for index, (measure, _) in enumerate(runs):
+        measure.times = times[index]
         measure.seconds = min(times[index])
     return [measure for measure, _ in runs]
+
+
+def median_ratio(measure: Measure, baselines: list[Measure]) -> float:
+    """The median over rounds of the best baseline's time in a round over ``measure``'s.
+
+    Each round's tools ran one after another, so a round's ratio compares runs made under
+    the same conditions; the median of rounds is not moved by one slow or fast round.
+    """
+    ratios = sorted(
+        min(b.times[attempt] for b in baselines) / seconds
+        for attempt, seconds in enumerate(measure.times)
+    )
+    middle = len(ratios) // 2
+    return ratios[middle] if len(ratios) % 2 else (ratios[middle - 1] + ratios[middle]) / 2
+
+
+class Targets:
+    """A bucket of its own for every run's S3 target, removed once the run is measured.
+
+    moto lists a bucket by going through every key in it, whatever the prefix asked for.
+    With every run's copy left in the source's bucket, each listing of the source cost
+    more than the one before (3 pages over 100,000 keys by the last S3→S3 round of 3,000
+    files), which weighed on a tool that lists before copying (Ferry's Plan) more than on
+    one that copies while it lists (s5cmd). On S3 a listing costs the same whatever else
+    the bucket holds. A bucket is made ready before each run, outside its timing.
+    """
+
+    def __init__(self, s3, prefix: str):
+        self.s3 = s3
+        self.prefix = prefix
+        self.made = 0
+        self.used: list[str] = []
+        self.ready = self._make()
+
+    def uri(self, label: str, attempt: int) -> str:
+        self.used.append(self.ready)
+        return f"s3://{self.ready}/{label}-{attempt}"
+
+    def clear(self) -> None:
+        """Empty and remove the buckets runs used; make the next one ready."""
+        for bucket in self.used:
+            for page in self.s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+                keys = [{"Key": item["Key"]} for item in page.get("Contents", [])]
+                if keys:
+                    self.s3.delete_objects(Bucket=bucket, Delete={"Objects": keys})
+            self.s3.delete_bucket(Bucket=bucket)
+        if self.used:
+            self.used.clear()
+            self.ready = self._make()
+
+    def _make(self) -> str:
+        self.made += 1
+        bucket = f"{self.prefix}-target-{self.made}"
+        self.s3.create_bucket(Bucket=bucket)
+        return bucket
 
 
 def make_local(root: Path, dataset: Dataset) -> Path:
@@ -231,6 +295,7 @@ def bench_dataset(dataset: Dataset, work: Path, s3, spark, args, base: Baselines
     """Every path with its baselines and Ferry's copiers, on one dataset."""
     print(f"dataset {dataset.name}: {dataset.files} files × {dataset.size // 1024} KiB", flush=True)
     inline = InlineCopier(threads=args.threads, chunk_size=CHUNK)
+    aws = AwsClients(base.endpoint)
     source = make_local(work / "source", dataset)
     source_uri = fs.local_uri(source)
     bucket = f"bench-{dataset.name}"
@@ -242,8 +307,8 @@ def bench_dataset(dataset: Dataset, work: Path, s3, spark, args, base: Baselines
     def local_target(label: str, attempt: int) -> str:
         return fs.local_uri(local_targets / f"{label}-{attempt}")
 
-    def s3_target(label: str, attempt: int) -> str:
-        return f"s3://{bucket}/{label}-{attempt}"
+    targets = Targets(s3, bucket)
+    s3_target = targets.uri
 
     def ferry_run(copy, source_root, target, label):
         def run(attempt):
@@ -255,9 +320,10 @@ def bench_dataset(dataset: Dataset, work: Path, s3, spark, args, base: Baselines
         return run
 
     def server_side(manifest: Manifest) -> None:
-        # As the Copy batch step builds it: threads from the manifest, a pool to match.
+        # As the Copy batch step builds it: threads from the manifest, a pool to match, the
+        # client from the clients a warm function keeps (``lambdas/runtime.steps``).
         threads = copy_threads([t.size for t in manifest.tasks], 5 * 1024 * MiB, args.threads)
-        client = AwsClients(base.endpoint).client("s3", "us-east-1", connections=2 * threads)
+        client = aws.client("s3", "us-east-1", connections=2 * threads)
         S3ServerSideCopier(client, threads=threads).copy(manifest)
 
     def spark_copy(manifest: Manifest) -> None:
@@ -309,12 +375,25 @@ def bench_dataset(dataset: Dataset, work: Path, s3, spark, args, base: Baselines
         runs = [(Measure(dataset, path, name, False), run) for name, run in baselines] + [
             (Measure(dataset, path, name, True), run) for name, run in copiers
         ]
-        measured = best_of_rounds(args.repeat, runs, requests)
-        best = min((m for m in measured if not m.ferry), key=_seconds)
+        if args.path and _path_option(path) not in args.path:
+            continue
+        measured = best_of_rounds(args.repeat, runs, requests, after=targets.clear)
+        baselines = [m for m in measured if not m.ferry]
+        best = min(baselines, key=_seconds)
         for measure in measured:
             _print(measure, best if measure.ferry else None)
+            if measure.ferry:
+                print(
+                    f"  {'':<26} median of {len(measure.times)} rounds' ratios to the round's "
+                    f"best baseline: {median_ratio(measure, baselines):.2f}",
+                    flush=True,
+                )
         measures += measured
     return measures
+
+
+def _path_option(path: str) -> str:
+    return path.replace("→", "-").lower()
 
 
 def _seconds(measure: Measure) -> float:
@@ -337,8 +416,8 @@ def table(measures: list[Measure]) -> str:
     """The results as the Markdown table docs/PERFORMANCE.md shows."""
     lines = [
         "| dataset | path | tool | MiB/s | requests/object | copy requests/object | "
-        "ratio to best baseline |",
-        "| --- | --- | --- | ---: | ---: | ---: | ---: |",
+        "ratio to best baseline | median of rounds |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     for measure in measures:
         group = [
@@ -351,10 +430,11 @@ def table(measures: list[Measure]) -> str:
         if not measure.ferry and measure is best:
             name += " (best)"
         ratio = f"{best.seconds / measure.seconds:.2f}" if measure.ferry else ""
+        median = f"{median_ratio(measure, group):.2f}" if measure.ferry else ""
         lines.append(
             f"| {measure.dataset.name} | {measure.path} | {name} | "
             f"{measure.mib_per_second:.0f} | {measure.per_object(measure.requests)} | "
-            f"{measure.per_object(measure.copy_requests)} | {ratio} |"
+            f"{measure.per_object(measure.copy_requests)} | {ratio} | {median} |"
         )
     return "\n".join(lines)
 
@@ -371,6 +451,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--no-spark", action="store_true", help="skip the Spark copy job")
     parser.add_argument("--only", choices=["large", "small"], help="measure one dataset only")
+    parser.add_argument(
+        "--path",
+        action="append",
+        choices=["file-file", "file-s3", "s3-s3"],
+        help="measure this path only (repeatable; default: all)",
+    )
     args = parser.parse_args(argv)
 
     datasets = [

@@ -380,14 +380,12 @@ class FileSystems:
 
     def _client_in(self, region: str | None, connections: int | None = None) -> Any:
         # Imported here: reading file:// locations (the CLI's config) needs no boto3.
-        import boto3
-
-        from ferry.aws import client_config, pool_size
+        from ferry.aws import client_config, new_session, pool_size
 
         key = (region, pool_size(max(connections or 0, LISTING_CONNECTIONS)))
         with self._lock:
             if key not in self._s3_clients:
-                session = boto3.session.Session()
+                session = new_session()
                 client = session.client(
                     "s3",
                     region_name=region,

@@ -7,10 +7,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-import boto3
-
 from ferry import triggers
-from ferry.aws import AwsClients
+from ferry.aws import AwsClients, new_session
 from ferry.commands import EXIT_FAILED, EXIT_OK, print_warnings
 from ferry.config import S3Trigger, load_config
 from ferry.errors import ConfigError, FerryError
@@ -130,7 +128,7 @@ def local_pipeline(home: Path) -> tuple[str, str, AwsClients]:
         raise FerryError(
             f"the local runtime is not running in {home}; start it with `ferry local up`"
         )
-    session = boto3.session.Session(
+    session = new_session(
         aws_access_key_id=emulator.EMULATOR_ENVIRONMENT["AWS_ACCESS_KEY_ID"],
         aws_secret_access_key=emulator.EMULATOR_ENVIRONMENT["AWS_SECRET_ACCESS_KEY"],
         region_name=emulator.EMULATOR_ENVIRONMENT["AWS_DEFAULT_REGION"],

@@ -1,0 +1,97 @@
+"""Small objects' one request each, sent directly over HTTP to the emulator's server.
+
+The emulator answers each request and closes its connection, so every request here also
+proves that a connection closed by the server opens again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.request
+
+import boto3
+import pytest
+
+from ferry import fs
+from ferry.aws import AwsClients
+from ferry.copier import CopyTask, InlineCopier, Manifest
+from ferry.local import emulator_requests
+from ferry.s3_copy import S3ServerSideCopier
+
+pytestmark = pytest.mark.integration
+
+KEYS = [
+    f"sales/dt=2026-11-{day:02d}/part {index} ü+%.parquet"
+    for day in (20, 21)
+    for index in (0, 1, 2)
+]
+
+
+def served(endpoint: str) -> dict[str, int]:
+    with urllib.request.urlopen(endpoint + emulator_requests.PATH, timeout=10) as reply:
+        return json.loads(reply.read())["byKind"]
+
+
+def sent_since(before: dict[str, int], endpoint: str) -> dict[str, int]:
+    after = served(endpoint)
+    return {kind: n - before.get(kind, 0) for kind, n in after.items() if n - before.get(kind, 0)}
+
+
+def through_the_client(client, operation: str) -> list[int]:
+    """Calls of ``operation`` through the client's own pipeline (a request sent again)."""
+    calls: list[int] = []
+    client.meta.events.register(f"before-call.s3.{operation}", lambda **_: calls.append(1))
+    return calls
+
+
+def test_server_side_copies_are_one_direct_request_each(local_runtime, unique):
+    s3 = boto3.client("s3", region_name="us-east-1")
+    source, target = f"landing-{unique}", f"dr-{unique}"
+    for bucket in (source, target):
+        s3.create_bucket(Bucket=bucket)
+    data = {key: os.urandom(100 + index) for index, key in enumerate(KEYS)}
+    tasks = []
+    for key, body in data.items():
+        etag = s3.put_object(Bucket=source, Key=key, Body=body)["ETag"]
+        tasks.append(CopyTask(f"s3://{source}/{key}", f"s3://{target}/e1/{key}", len(body), etag))
+    client = AwsClients(local_runtime.endpoint).client("s3", "us-east-1", connections=8)
+    resent = through_the_client(client, "CopyObject")
+    before = served(local_runtime.endpoint)
+
+    report = S3ServerSideCopier(client, threads=4).copy(Manifest("e1", tuple(tasks)))
+
+    assert sent_since(before, local_runtime.endpoint) == {"PUT copy": len(KEYS)}
+    assert resent == []
+    assert report.files == len(KEYS)
+    for key, body in data.items():
+        assert s3.get_object(Bucket=target, Key=f"e1/{key}")["Body"].read() == body
+
+
+def test_small_uploads_are_one_direct_request_each(local_runtime, unique, tmp_path):
+    s3 = boto3.client("s3", region_name="us-east-1")
+    target = f"dr-{unique}"
+    s3.create_bucket(Bucket=target)
+    data = {key: os.urandom(50 + index) for index, key in enumerate(KEYS)}
+    for key, body in data.items():
+        path = tmp_path / key
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(body)
+    tasks = tuple(
+        CopyTask(
+            entry.uri,
+            f"s3://{target}/e1/{fs.relative_path(entry.uri, fs.local_uri(tmp_path))}",
+            entry.size,
+            entry.marker,
+        )
+        for entry in fs.list_files(fs.local_uri(tmp_path))
+    )
+    resent = through_the_client(fs.default().s3_client(target), "PutObject")
+    before = served(local_runtime.endpoint)
+
+    InlineCopier(threads=4).copy(Manifest("e1", tasks))
+
+    assert sent_since(before, local_runtime.endpoint) == {"PUT": len(KEYS)}
+    assert resent == []
+    for key, body in data.items():
+        assert s3.get_object(Bucket=target, Key=f"e1/{key}")["Body"].read() == body

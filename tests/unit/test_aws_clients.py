@@ -1,0 +1,64 @@
+"""Ferry's AWS sessions: timestamps read as botocore reads them, at a fraction of the cost."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import botocore.utils
+import pytest
+from moto import mock_aws
+
+from ferry import fs
+from ferry.aws import AwsClients, parse_timestamp
+from tests.helpers import in_process_aws
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "2026-11-21T20:41:17.000Z",  # a listed object's LastModified
+        "2026-11-21T20:41:17.123456Z",
+        "2026-11-21T20:41:17+02:00",
+        "2026-11-21T20:41:17",  # no zone: botocore's reading
+        "Sat, 21 Nov 2026 20:41:17 GMT",  # an HTTP header's date
+        1763757677,  # epoch seconds (JSON protocols: Glue, Step Functions)
+        1763757677.25,
+        "1763757677",
+    ],
+)
+def test_a_timestamp_reads_as_botocores_parser_reads_it(value):
+    ours, botocores = parse_timestamp(value), botocore.utils.parse_timestamp(value)
+
+    assert ours == botocores
+    assert ours.utcoffset() == botocores.utcoffset()
+
+
+def test_a_timestamp_botocore_refuses_is_refused():
+    with pytest.raises(ValueError):
+        parse_timestamp("not a time")
+
+
+def test_listed_objects_carry_their_last_modified_time(monkeypatch):
+    in_process_aws(monkeypatch)
+    with mock_aws():
+        s3 = AwsClients().client("s3", "us-east-1")
+        s3.create_bucket(Bucket="landing")
+        for key in ("orders/dt=1/a", "orders/dt=2/b"):
+            s3.put_object(Bucket="landing", Key=key, Body=b"x")
+        listed = s3.list_objects_v2(Bucket="landing")["Contents"]
+        heads = {
+            item["Key"]: s3.head_object(Bucket="landing", Key=item["Key"])["LastModified"]
+            for item in listed
+        }
+        entries = fs.FileSystems(fs.S3Settings(region="us-east-1")).list_files(
+            "s3://landing/orders"
+        )
+
+    now = datetime.now(UTC)
+    for item in listed:
+        assert item["LastModified"] == heads[item["Key"]]  # ISO 8601 and HTTP date agree
+        assert item["LastModified"].tzinfo is not None
+        assert now - timedelta(minutes=5) < item["LastModified"] <= now
+    assert {entry.uri: entry.mtime_ns for entry in entries} == {
+        f"s3://landing/{key}": int(modified.timestamp() * 1e9) for key, modified in heads.items()
+    }
