@@ -76,6 +76,8 @@ class Measure:
     ferry: bool
     seconds: float = 0.0
     times: list[float] = field(default_factory=list)
+    #: Ferry's copiers: each round's time from the end of Plan's listing (the Copy step).
+    copy_times: list[float] = field(default_factory=list)
     requests: int = 0
     copy_requests: int | None = None
     by_kind: dict[str, int] = field(default_factory=dict)
@@ -101,7 +103,7 @@ class Requests:
 
 def best_of_rounds(
     repeat: int,
-    runs: list[tuple[Measure, Callable[[int], dict | None]]],
+    runs: list[tuple[Measure, Callable[[int], tuple[dict, float] | None]]],
     requests: Requests,
     after: Callable[[], None] = lambda: None,
 ) -> list[Measure]:
@@ -110,9 +112,10 @@ def best_of_rounds(
     Rounds, not one tool's runs back to back: whatever drifts during a run of the benchmark
     (the emulator's state, the machine's other work) falls on every tool alike, and the
     order rotates from round to round so that no tool always goes first. A run gets its
-    round (for a fresh target) and may return the counts read just before its copy began
-    (after listing), to separate the copy's own requests; the requests of the last round
-    are kept. ``after`` runs once each run is measured (to clear its target).
+    round (for a fresh target) and may return the counts read and the clock just before its
+    copy began (after listing), to separate the copy's own requests and time; the requests
+    of the last round are kept. ``after`` runs once each run is measured (to clear its
+    target).
     """
     clear = after
     times: dict[int, list[float]] = {index: [] for index in range(len(runs))}
@@ -124,7 +127,8 @@ def best_of_rounds(
             before = requests.read()
             started = time.perf_counter()
             copy_started = run(attempt)
-            times[index].append(time.perf_counter() - started)
+            ended = time.perf_counter()
+            times[index].append(ended - started)
             after = requests.read()
             measure.requests = after["total"] - before["total"]
             measure.by_kind = {
@@ -133,7 +137,9 @@ def best_of_rounds(
                 if count - before["byKind"].get(kind, 0)
             }
             if measure.ferry and copy_started is not None:
-                measure.copy_requests = after["total"] - copy_started["total"]
+                counted, copy_began = copy_started
+                measure.copy_requests = after["total"] - counted["total"]
+                measure.copy_times.append(ended - copy_began)
             clear()
     for index, (measure, _) in enumerate(runs):
         measure.times = times[index]
@@ -141,15 +147,16 @@ def best_of_rounds(
     return [measure for measure, _ in runs]
 
 
-def median_ratio(measure: Measure, baselines: list[Measure]) -> float:
+def median_ratio(measure: Measure, baselines: list[Measure], copy_only: bool = False) -> float:
     """The median over rounds of the best baseline's time in a round over ``measure``'s.
 
     Each round's tools ran one after another, so a round's ratio compares runs made under
     the same conditions; the median of rounds is not moved by one slow or fast round.
+    ``copy_only``: Ferry's time from the end of Plan's listing (the Copy step alone).
     """
     ratios = sorted(
         min(b.times[attempt] for b in baselines) / seconds
-        for attempt, seconds in enumerate(measure.times)
+        for attempt, seconds in enumerate(measure.copy_times if copy_only else measure.times)
     )
     middle = len(ratios) // 2
     return ratios[middle] if len(ratios) % 2 else (ratios[middle - 1] + ratios[middle]) / 2
@@ -314,8 +321,9 @@ def bench_dataset(dataset: Dataset, work: Path, s3, spark, args, base: Baselines
         def run(attempt):
             manifest = manifest_for(source_root, target(label, attempt))  # Plan's listing
             counted = requests.read()
+            began = time.perf_counter()
             copy(manifest)
-            return counted
+            return counted, began
 
         return run
 
@@ -385,7 +393,10 @@ def bench_dataset(dataset: Dataset, work: Path, s3, spark, args, base: Baselines
             if measure.ferry:
                 print(
                     f"  {'':<26} median of {len(measure.times)} rounds' ratios to the round's "
-                    f"best baseline: {median_ratio(measure, baselines):.2f}",
+                    f"best baseline: {median_ratio(measure, baselines):.2f}; the Copy step "
+                    f"alone (after Plan's listing): {min(measure.copy_times):.2f} s, ratio "
+                    f"{best.seconds / min(measure.copy_times):.2f}, median "
+                    f"{median_ratio(measure, baselines, copy_only=True):.2f}",
                     flush=True,
                 )
         measures += measured
