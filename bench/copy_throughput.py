@@ -105,7 +105,7 @@ def best_of_rounds(
     repeat: int,
     runs: list[tuple[Measure, Callable[[int], tuple[dict, float] | None]]],
     requests: Requests,
-    after: Callable[[], None] = lambda: None,
+    clear: Callable[[], None] = lambda: None,
 ) -> list[Measure]:
     """Each measure's fastest of ``repeat`` rounds; every round runs each tool once.
 
@@ -114,10 +114,9 @@ def best_of_rounds(
     order rotates from round to round so that no tool always goes first. A run gets its
     round (for a fresh target) and may return the counts read and the clock just before its
     copy began (after listing), to separate the copy's own requests and time; the requests
-    of the last round are kept. ``after`` runs once each run is measured (to clear its
+    of the last round are kept. ``clear`` runs once each run is measured (to remove its
     target).
     """
-    clear = after
     times: dict[int, list[float]] = {index: [] for index in range(len(runs))}
     for attempt in range(repeat):
         order = list(range(len(runs)))
@@ -380,12 +379,12 @@ def bench_dataset(dataset: Dataset, work: Path, s3, spark, args, base: Baselines
     ]  # fmt: skip
     measures = []
     for path, baselines, copiers in cases:
+        if args.path and _path_option(path) not in args.path:
+            continue
         runs = [(Measure(dataset, path, name, False), run) for name, run in baselines] + [
             (Measure(dataset, path, name, True), run) for name, run in copiers
         ]
-        if args.path and _path_option(path) not in args.path:
-            continue
-        measured = best_of_rounds(args.repeat, runs, requests, after=targets.clear)
+        measured = best_of_rounds(args.repeat, runs, requests, clear=targets.clear)
         baselines = [m for m in measured if not m.ferry]
         best = min(baselines, key=_seconds)
         for measure in measured:

@@ -8,7 +8,7 @@ import botocore.utils
 import pytest
 from moto import mock_aws
 
-from ferry import fs
+from ferry import aws, fs
 from ferry.aws import AwsClients, parse_timestamp
 from tests.helpers import in_process_aws
 
@@ -40,6 +40,14 @@ def test_a_timestamp_botocore_refuses_is_refused():
 
 def test_listed_objects_carry_their_last_modified_time(monkeypatch):
     in_process_aws(monkeypatch)
+    parsed = []
+
+    def counted(value):
+        parsed.append(value)
+        return parse_timestamp(value)
+
+    # Ferry's sessions read timestamps with ferry.aws.parse_timestamp (not dateutil's parser).
+    monkeypatch.setattr(aws, "parse_timestamp", counted)
     with mock_aws():
         s3 = AwsClients().client("s3", "us-east-1")
         s3.create_bucket(Bucket="landing")
@@ -54,6 +62,9 @@ def test_listed_objects_carry_their_last_modified_time(monkeypatch):
             "s3://landing/orders"
         )
 
+    listed_times = {item["LastModified"].isoformat() for item in listed}
+    assert len(parsed) >= 2 * len(listed)  # both listings' LastModified went through it
+    assert {parse_timestamp(value).isoformat() for value in parsed} >= listed_times
     now = datetime.now(UTC)
     for item in listed:
         assert item["LastModified"] == heads[item["Key"]]  # ISO 8601 and HTTP date agree
