@@ -43,7 +43,7 @@ import boto3
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from emr_jobs.copy_files import CopyWithSettings, copy_manifest, task_threads  # noqa: E402
+from emr_jobs.copy_files import copy_manifest, copy_with_settings  # noqa: E402
 from ferry import fs  # noqa: E402
 from ferry.aws import AwsClients  # noqa: E402
 from ferry.concurrency import copy_threads  # noqa: E402
@@ -334,14 +334,9 @@ def bench_dataset(dataset: Dataset, work: Path, s3, spark, args, base: Baselines
         S3ServerSideCopier(client, threads=threads).copy(manifest)
 
     def spark_copy(manifest: Manifest) -> None:
-        threads = task_threads(manifest, CHUNK, args.threads)
+        copy = copy_with_settings(fs.default().settings, manifest, CHUNK, args.threads)
         report = copy_manifest(
-            spark,
-            manifest,
-            tasks=4,
-            chunk_size=CHUNK,
-            threads=threads,
-            copy=CopyWithSettings(fs.default().settings, threads),
+            spark, manifest, tasks=4, chunk_size=CHUNK, threads=copy.threads, copy=copy
         )
         assert not report["failed"], report["failed"][:1]
 

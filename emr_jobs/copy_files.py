@@ -96,10 +96,22 @@ class CopyWithSettings:
     settings: fs.S3Settings
     #: Files a task copies at once: the parts of large S3 uploads share a pool of as many.
     threads: int = 1
+    #: How files go to S3, chosen from the whole manifest (``ferry.concurrency.uploads``).
+    uploads: concurrency.Uploads | None = None
 
     def __call__(self, task: CopyTask, chunk_size: int) -> None:
         fs.configure(self.settings)
-        copy_file(task, chunk_size, transfer=process_transfer(chunk_size, self.threads))
+        transfer = process_transfer(chunk_size, self.threads, self.uploads)
+        copy_file(task, chunk_size, transfer=transfer)
+
+
+def copy_with_settings(
+    settings: fs.S3Settings, manifest: Manifest, chunk_size: int, threads: int | None = None
+) -> CopyWithSettings:
+    """The copy function for ``manifest``'s tasks: threads and uploads chosen from its sizes."""
+    threads = task_threads(manifest, chunk_size, threads)
+    sizes = [task.size for task in manifest.tasks]
+    return CopyWithSettings(settings, threads, concurrency.uploads(sizes, threads, chunk_size))
 
 
 def copy_with_retries(
@@ -304,15 +316,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     spark = SparkSession.builder.appName(APP_NAME).getOrCreate()
     chunk_size = arguments.chunk_size_mib * 1024 * 1024
-    threads = task_threads(manifest, chunk_size, arguments.threads)
+    copy = copy_with_settings(settings, manifest, chunk_size, arguments.threads)
     report = copy_manifest(
         spark,
         manifest,
         tasks=arguments.tasks,
         attempts=arguments.retries,
         chunk_size=chunk_size,
-        copy=CopyWithSettings(settings, threads),
-        threads=threads,
+        copy=copy,
+        threads=copy.threads,
     )
     write_report(report, report_uri)
     print(summary(report, report_uri))

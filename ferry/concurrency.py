@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 MiB = 1024 * 1024
 
@@ -25,6 +26,10 @@ IN_FLIGHT_BYTES = 256 * MiB
 #: S3's multipart limits: parts of 5 MiB or more (but the last), at most 10,000 of them.
 MIN_PART_SIZE = 5 * MiB
 MAX_PARTS = 10_000
+#: A local file streams from disk in one PutObject up to this size (S3 takes 5 GiB in one):
+#: no memory held, one request where a multipart upload makes three or more, and a failed
+#: request sends at most this much again.
+STREAMED_PUT_LIMIT = 256 * MiB
 
 
 def copy_threads(sizes: Sequence[int], small: int, configured: int | None = None) -> int:
@@ -45,25 +50,57 @@ def copy_threads(sizes: Sequence[int], small: int, configured: int | None = None
 
 
 def single_request_limit(threads: int, chunk_size: int) -> int:
-    """The largest file sent to S3 in one ``PutObject`` by a copier of ``threads`` threads.
+    """The largest file read whole and sent to S3 in one ``PutObject`` by ``threads`` threads.
 
     A file sent whole is held whole in memory, so each thread may hold its share of
     ``IN_FLIGHT_BYTES`` (and at least the chunk size): with many threads (small files) that
     is the chunk size, with the few threads of large files tens of MiB. One request
-    instead of a multipart upload's three or more is cheaper for S3 and the copier alike;
-    larger files go in parts, which a single file can keep every thread busy with.
+    instead of a multipart upload's three or more is cheaper for S3 and the copier alike.
     """
     return max(chunk_size, IN_FLIGHT_BYTES // max(1, threads))
 
 
-def upload_part_size(size: int, threads: int, minimum: int) -> int:
-    """The part size of a multipart upload of ``size`` bytes on ``threads`` threads.
+@dataclass(frozen=True)
+class Uploads:
+    """How a copier's files go to S3: whole, streamed, or in parts (``uploads`` chooses).
 
-    About one part per thread, so that even a single large file keeps every thread busy;
-    at least ``minimum`` (the copier's chunk size) and S3's 5 MiB; at most what keeps
-    ``threads`` parts within ``IN_FLIGHT_BYTES``; and never more than 10,000 parts.
+    A file up to ``whole`` bytes is read into memory and sent in one ``PutObject``; a local
+    file up to ``streamed`` bytes is read once for its MD5 and streamed from disk in one
+    ``PutObject``; any other is a multipart upload in about ``parts`` parts.
     """
-    threads = max(1, threads)
-    budget = max(minimum, MIN_PART_SIZE, IN_FLIGHT_BYTES // threads)
-    part = min(max(math.ceil(size / threads), minimum, MIN_PART_SIZE), budget)
-    return max(part, math.ceil(size / MAX_PARTS))
+
+    whole: int
+    streamed: int = 0
+    threads: int = 1
+    parts: int = 1
+
+    def part_size(self, size: int, minimum: int) -> int:
+        """The part size of a multipart upload of ``size`` bytes.
+
+        About ``size / parts``; at least ``minimum`` (the copier's chunk size) and S3's
+        5 MiB; at most a thread's share of ``IN_FLIGHT_BYTES`` (every thread may hold a
+        part); and never more than 10,000 parts.
+        """
+        budget = max(minimum, MIN_PART_SIZE, IN_FLIGHT_BYTES // max(1, self.threads))
+        part = min(max(math.ceil(size / max(1, self.parts)), minimum, MIN_PART_SIZE), budget)
+        return max(part, math.ceil(size / MAX_PARTS))
+
+
+def uploads(sizes: Sequence[int], threads: int, chunk_size: int) -> Uploads:
+    """How files of ``sizes`` go to S3 from a copier of ``threads`` threads.
+
+    Files too large to hold whole (``single_request_limit``) are the large ones. When they
+    are enough to give every thread one, files already keep the threads busy: each local
+    one streams in a single request (parts would only add requests and, for the store,
+    parts to assemble). Otherwise each goes in parts, as many as the threads it has to
+    itself, so that even one file keeps every thread busy.
+    """
+    whole = single_request_limit(threads, chunk_size)
+    large = [size for size in sizes if size > whole]
+    streamable = sum(1 for size in large if size <= STREAMED_PUT_LIMIT)
+    return Uploads(
+        whole=whole,
+        streamed=STREAMED_PUT_LIMIT if streamable >= max(1, threads) else 0,
+        threads=threads,
+        parts=max(1, math.ceil(threads / max(1, len(large)))),
+    )

@@ -8,7 +8,9 @@ it is verified at the target:
 - to S3, a small file (up to the chunk size, or a thread's share of the memory bound when
   files are large and threads few: ``ferry.concurrency``) is one ``PutObject`` with its
   ``Content-MD5`` and a larger one a multipart upload whose parts carry theirs; what S3
-  answers is the verification (``ferry.s3_objects``), no second request looks at the target;
+  answers is the verification (``ferry.s3_objects``), no second request looks at the target.
+  Where the large files are many enough to give every thread one, a local file (up to
+  256 MiB) is read once for its MD5, then streamed from disk in one ``PutObject``;
 - to any other file system, the file is streamed through ``pyarrow.fs`` and its size is
   checked at the target.
 
@@ -19,10 +21,12 @@ modification time, from the open file).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Executor, ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -101,9 +105,8 @@ class InlineCopier:
         raised.
         """
         tasks = [(index, task) for index, batch in enumerate(batches) for task in batch.tasks]
-        threads = concurrency.copy_threads(
-            [task.size for _, task in tasks], self.chunk_size, self.threads
-        )
+        sizes = [task.size for _, task in tasks]
+        threads = concurrency.copy_threads(sizes, self.chunk_size, self.threads)
         remaining = [len(batch.tasks) for batch in batches]
         lock = threading.Lock()
         cancelled = threading.Event()
@@ -124,12 +127,8 @@ class InlineCopier:
             ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ferry-part") as parts,
             ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ferry-copy") as pool,
         ):
-            transfer = Transfer(
-                self.chunk_size,
-                threads,
-                parts,
-                single_request_limit=concurrency.single_request_limit(threads, self.chunk_size),
-            )
+            uploads = concurrency.uploads(sizes, threads, self.chunk_size)
+            transfer = Transfer(self.chunk_size, threads, parts, uploads=uploads)
             futures = [pool.submit(copy_one, index, task, transfer) for index, task in tasks]
             if copied is not None:
                 for index, batch in enumerate(batches):
@@ -161,21 +160,26 @@ class Transfer:
     #: Where parts of large S3 uploads run; None: one after another in the file's thread.
     parts: Executor | None = None
     slots: Any = None
-    #: Files up to this size go to S3 in one PutObject (None: the chunk size).
-    single_request_limit: int | None = None
+    #: How files go to S3 (None: whole up to the chunk size, else in a part per thread).
+    uploads: concurrency.Uploads | None = None
 
     def __post_init__(self) -> None:
         if self.slots is None and self.parts is not None:
             from ferry.s3_objects import PartSlots
 
             object.__setattr__(self, "slots", PartSlots(self.threads))
+        if self.uploads is None:
+            chosen = concurrency.Uploads(self.chunk_size, threads=self.threads, parts=self.threads)
+            object.__setattr__(self, "uploads", chosen)
 
 
-_process_transfers: dict[tuple[int, int], Transfer] = {}
+_process_transfers: dict[tuple[int, int, concurrency.Uploads | None], Transfer] = {}
 _process_transfers_lock = threading.Lock()
 
 
-def process_transfer(chunk_size: int, threads: int) -> Transfer:
+def process_transfer(
+    chunk_size: int, threads: int, uploads: concurrency.Uploads | None = None
+) -> Transfer:
     """One ``Transfer`` (its parts pool) per process and settings, made on first use.
 
     For copies that arrive one file at a time from elsewhere, such as the tasks a Spark
@@ -184,13 +188,12 @@ def process_transfer(chunk_size: int, threads: int) -> Transfer:
     functions with the globals they use, and a lock cannot be pickled.)
     """
     with _process_transfers_lock:
-        key = (chunk_size, threads)
+        key = (chunk_size, threads, uploads)
         if key not in _process_transfers:
             parts = ThreadPoolExecutor(threads, thread_name_prefix="ferry-part")
-            limit = concurrency.single_request_limit(threads, chunk_size)
-            _process_transfers[key] = Transfer(
-                chunk_size, threads, parts, single_request_limit=limit
-            )
+            if uploads is None:
+                uploads = concurrency.uploads((), threads, chunk_size)
+            _process_transfers[key] = Transfer(chunk_size, threads, parts, uploads=uploads)
         return _process_transfers[key]
 
 
@@ -240,53 +243,72 @@ def _copy_to_s3(
     progress: Progress | None,
     cancelled: threading.Event | None,
 ) -> None:
-    """One ``PutObject`` for a small file, a multipart upload for a large one."""
-    from ferry.s3_objects import delete_object
+    """One ``PutObject`` for a small file, a multipart upload for a large one.
+
+    A large local file streams in one ``PutObject`` instead where the transfer says so.
+    """
+    from ferry.s3_objects import put_file, put_object, upload_in_parts
 
     client = fs.default().s3_client(_bucket(task.target), _connections(transfer))
-    try:
-        _write_s3(task, source, transfer, client, progress, cancelled)
-    except VerificationError:
-        # S3 refuses a body that fails its Content-MD5 and stores nothing; a store that
-        # does not check it (moto) stored it, and it must not stay.
-        delete_object(client, task.target)
-        raise
-
-
-def _write_s3(
-    task: CopyTask,
-    source: Source,
-    transfer: Transfer,
-    client: Any,
-    progress: Progress | None,
-    cancelled: threading.Event | None,
-) -> None:
-    from ferry.s3_objects import put_object, upload_in_parts
-
-    if task.size <= (transfer.single_request_limit or transfer.chunk_size):
+    uploads = transfer.uploads
+    assert uploads is not None  # set by Transfer itself
+    if task.size <= uploads.whole:
         # Read one byte more than planned: a source that grew is caught, not cut short.
         data = source.read(task.size + 1)
         source.finish()
         if cancelled is not None and cancelled.is_set():
             raise ReplicationInterruptedError(f"copying {task.source} was stopped")
         faults.point("copy.file")
-        put_object(client, task.target, data)
+        with _removed_if_wrong(client, task.target):
+            put_object(client, task.target, data)
         if progress is not None:
             progress(len(data))
         return
-    part_size = concurrency.upload_part_size(task.size, transfer.threads, transfer.chunk_size)
-    upload_in_parts(
-        client,
-        task.target,
-        source.read,
-        task.size,
-        part_size,
-        parts=transfer.parts,
-        slots=transfer.slots,
-        progress=progress,
-        cancelled=cancelled,
-    )
-    source.finish()
+    if task.size <= uploads.streamed and isinstance(source, _LocalSource):
+        digest = source.digest(transfer.chunk_size, cancelled)
+        faults.point("copy.file")
+        with _removed_if_wrong(client, task.target):
+            put_file(
+                client,
+                task.target,
+                source.handle,
+                task.size,
+                digest,
+                progress=progress,
+                cancelled=cancelled,
+            )
+        return
+    part_size = uploads.part_size(task.size, transfer.chunk_size)
+    with _removed_if_wrong(client, task.target):
+        upload_in_parts(
+            client,
+            task.target,
+            source.read,
+            task.size,
+            part_size,
+            parts=transfer.parts,
+            slots=transfer.slots,
+            progress=progress,
+            cancelled=cancelled,
+        )
+        # Its size was counted as it was read; its modification time is checked here.
+        source.finish()
+
+
+@contextmanager
+def _removed_if_wrong(client: Any, uri: str) -> Iterator[None]:
+    """Remove the object ``uri`` when its write is found wrong (``VerificationError``).
+
+    S3 refuses a body that fails its Content-MD5 and stores nothing; a store that does not
+    check it (moto) stored it, and it must not stay.
+    """
+    from ferry.s3_objects import delete_object
+
+    try:
+        yield
+    except VerificationError:
+        delete_object(client, uri)
+        raise
 
 
 def _connections(transfer: Transfer) -> int:
@@ -375,6 +397,21 @@ class _LocalSource(_ArrowSource):
     @staticmethod
     def _describe(error: OSError) -> str:
         return str(error.strerror or error)
+
+    @property
+    def handle(self) -> Any:
+        """The open file, to be read again from its start (``digest`` checked it first)."""
+        return self._handle
+
+    def digest(self, chunk_size: int, cancelled: threading.Event | None = None) -> Any:
+        """Read the whole file into its MD5, then ``finish``: the size and time planned."""
+        md5 = hashlib.md5(usedforsecurity=False)
+        while chunk := self.read(chunk_size):
+            if cancelled is not None and cancelled.is_set():
+                raise ReplicationInterruptedError(f"copying {self.task.source} was stopped")
+            md5.update(chunk)
+        self.finish()
+        return md5
 
     def finish(self) -> None:
         super().finish()

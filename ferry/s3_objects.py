@@ -10,8 +10,12 @@ touches is one boto3 request where it can be:
 - a small object is written with one ``PutObject`` carrying the ``Content-MD5`` of the bytes
   read: S3 refuses a body that does not match it (``BadDigest``), so a corrupted or short
   body never becomes an object, and the response's ETag confirms what was stored;
-- a large object is a multipart upload whose every part carries its ``Content-MD5`` and
-  whose completed ETag (the MD5 of the parts' MD5s) is checked against the parts sent.
+- a large local file, where the copier chose so (``ferry.concurrency.uploads``), is read
+  once for its MD5 and then streamed from disk in one ``PutObject`` carrying it
+  (``put_file``), checked as a small object's;
+- any other large object is a multipart upload whose every part carries its
+  ``Content-MD5`` and whose completed ETag (the MD5 of the parts' MD5s) is checked against
+  the parts sent.
 
 What a response says is the verification: no second request looks at the target.
 
@@ -38,10 +42,11 @@ import weakref
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, wait
 from http.client import HTTPConnection, HTTPException, HTTPSConnection
-from typing import Any, NamedTuple
+from typing import Any, BinaryIO, NamedTuple
 from urllib.parse import urlsplit
 from xml.etree import ElementTree
 
+from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ferry import faults
@@ -56,6 +61,8 @@ from ferry.s3_copy import MULTIPART_ETAG, error_code, error_reason, etag_is_md5,
 Progress = Callable[[int], None]
 
 _MD5_ETAG = re.compile(r"^[0-9a-f]{32}$")
+#: Bytes a streamed body is read and sent in.
+STREAM_BLOCK = 1024 * 1024
 NOT_FOUND_CODES = frozenset({"NoSuchKey", "404", "NotFound"})
 CHANGED_CODES = frozenset({"PreconditionFailed", "412"})
 DIGEST_CODES = frozenset({"BadDigest", "InvalidDigest"})
@@ -172,8 +179,116 @@ def put_object(client: Any, uri: str, data: bytes) -> None:
     _check_etag(uri, response, digest.hexdigest(), "the object")
 
 
+def put_file(
+    client: Any,
+    uri: str,
+    handle: BinaryIO,
+    size: int,
+    digest: Any,
+    *,
+    progress: Progress | None = None,
+    cancelled: threading.Event | None = None,
+) -> None:
+    """Stream the ``size`` bytes of ``handle`` (from its start) as the object ``uri``.
+
+    One ``PutObject`` whatever the size (up to S3's 5 GiB), holding no more of the file in
+    memory than a block: ``digest`` is the MD5 of those bytes, read beforehand, sent as
+    ``Content-MD5`` and checked against the answered ETag as for ``put_object``. A file that
+    changed since then is refused by S3 (its bytes no longer match that MD5), caught by the
+    ETag where the store does not check (moto), or found short by the body itself.
+    """
+    target = parse_s3_uri(uri)
+    content_md5 = base64.b64encode(digest.digest()).decode()
+    body = StreamedBody(handle, uri, size, progress, cancelled)
+    direct = direct_requests(client)
+    response = direct.put(target.bucket, target.key, body, content_md5) if direct else None
+    if response is None:
+        body.seek(0)
+        try:
+            response = _write(
+                uri,
+                client.put_object,
+                Bucket=target.bucket,
+                Key=target.key,
+                Body=body,
+                ContentLength=size,
+                ContentMD5=content_md5,
+            )
+        except CopyError:
+            # botocore reports a body's own failure as a failure to send (and retries it).
+            if body.failure is not None:
+                raise body.failure from None
+            raise
+    _check_etag(uri, response, digest.hexdigest(), "the object")
+
+
+class StreamedBody:
+    """``size`` bytes of an open local file as a request body, read from disk as they go.
+
+    Seekable, so that a request sent again starts over. Never longer than ``size``, and a
+    body that ends before ``size`` bytes raises ``VerificationError`` instead: a request
+    that declared a length it cannot send would leave the server waiting for the rest.
+    ``progress`` hears of each byte once, however often the body is read again; a set
+    ``cancelled`` stops the request at its next block. At the ``copy.body`` fail point the
+    last block may be corrupted or cut, as a network could.
+    """
+
+    def __init__(
+        self,
+        handle: BinaryIO,
+        uri: str,
+        size: int,
+        progress: Progress | None = None,
+        cancelled: threading.Event | None = None,
+    ):
+        self._handle = handle
+        self._uri = uri
+        self._size = size
+        self._progress = progress
+        self._cancelled = cancelled
+        self._position = 0
+        self._reported = 0
+        #: The error this body raised, if any (the client may report it as another).
+        self.failure: Exception | None = None
+        handle.seek(0)
+
+    def __len__(self) -> int:
+        return self._size
+
+    def read(self, amount: int | None = -1) -> bytes:
+        wanted = self._size - self._position
+        if amount is not None and amount >= 0:
+            wanted = min(amount, wanted)
+        if self._cancelled is not None and self._cancelled.is_set():
+            self.failure = ReplicationInterruptedError(f"copying to {self._uri} was stopped")
+            raise self.failure
+        data = self._handle.read(wanted) if wanted else b""
+        if data and self._position + len(data) == self._size:
+            data = faults.alter("copy.body", data)
+        if len(data) < wanted:
+            self.failure = VerificationError(
+                f"{self._uri}: the body ended after {self._position + len(data)} of the "
+                f"{self._size} bytes declared (the source shrank since it was read)"
+            )
+            raise self.failure
+        self._position += len(data)
+        if self._progress is not None and self._position > self._reported:
+            self._progress(self._position - self._reported)
+            self._reported = self._position
+        return data
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        base = {os.SEEK_SET: 0, os.SEEK_CUR: self._position, os.SEEK_END: self._size}[whence]
+        self._position = min(max(0, base + offset), self._size)
+        self._handle.seek(self._position)
+        return self._position
+
+    def tell(self) -> int:
+        return self._position
+
+
 class DirectRequests:
-    """A small object's one request — ``PutObject``, ``CopyObject`` — without the client's pipeline.
+    """An object's one request — ``PutObject``, ``CopyObject`` — without the client's pipeline.
 
     A request through a boto3 client passes its event hooks, endpoint rules, serializer,
     retry handler and parser: about 2 ms of CPU per small ``PutObject`` on this project's
@@ -208,9 +323,19 @@ class DirectRequests:
         pools = self._endpoints
         weakref.finalize(self, lambda: [pool.close() for pool in list(pools.values())])
 
-    def put(self, bucket: str, key: str, body: bytes, content_md5: str) -> dict | None:
-        """One ``PutObject``; its answer as the client's would be (the fields Ferry reads)."""
-        response = self._send("PutObject", bucket, key, {"Content-MD5": content_md5}, body)
+    def put(
+        self, bucket: str, key: str, body: bytes | StreamedBody, content_md5: str
+    ) -> dict | None:
+        """One ``PutObject``; its answer as the client's would be (the fields Ferry reads).
+
+        A ``StreamedBody`` is sent as it is read, its payload unsigned (as botocore signs a
+        streamed upload over HTTPS): hashing it for the signature would read the file a
+        third time. Its ``Content-MD5`` is what the store checks.
+        """
+        headers = {"Content-MD5": content_md5}
+        if isinstance(body, StreamedBody):
+            headers["Content-Length"] = str(len(body))
+        response = self._send("PutObject", bucket, key, headers, body)
         return None if response is None else _encryption(response.headers)
 
     def copy(self, bucket: str, key: str, source_bucket: str, source_key: str, etag: str):
@@ -234,7 +359,7 @@ class DirectRequests:
             return None  # S3 may report a failed copy in a 200's body
         return {"CopyObjectResult": {"ETag": copied}, **_encryption(response.headers)}
 
-    def _send(self, operation: str, bucket: str, key: str, headers: dict, body: bytes):
+    def _send(self, operation: str, bucket: str, key: str, headers: dict, body: Any):
         from botocore.auth import S3SigV4Auth
         from botocore.awsrequest import AWSRequest
         from botocore.hooks import first_non_none_response
@@ -245,6 +370,8 @@ class DirectRequests:
         request = AWSRequest(
             "PUT", base_url + path, data=body, headers={**headers, "User-Agent": self._user_agent}
         )
+        if isinstance(body, StreamedBody):
+            request.context["client_config"] = _UNSIGNED_PAYLOAD
         S3SigV4Auth(self._credentials.get_frozen_credentials(), "s3", self._region).add_auth(
             request
         )
@@ -282,6 +409,10 @@ class DirectRequests:
                     self._endpoints[origin],
                 )
             return self._buckets[bucket]
+
+
+#: What makes botocore's ``S3SigV4Auth`` sign a request's payload as ``UNSIGNED-PAYLOAD``.
+_UNSIGNED_PAYLOAD = Config(s3={"payload_signing_enabled": False})
 
 
 class Answer(NamedTuple):
@@ -339,9 +470,12 @@ class Connections:
     def _new(self) -> HTTPConnection:
         if self._context is not None:
             return HTTPSConnection(
-                self._netloc, timeout=self._connect_timeout, context=self._context
+                self._netloc,
+                timeout=self._connect_timeout,
+                context=self._context,
+                blocksize=STREAM_BLOCK,
             )
-        return HTTPConnection(self._netloc, timeout=self._connect_timeout)
+        return HTTPConnection(self._netloc, timeout=self._connect_timeout, blocksize=STREAM_BLOCK)
 
     def close(self) -> None:
         while True:

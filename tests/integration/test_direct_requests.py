@@ -1,4 +1,4 @@
-"""Small objects' one request each, sent directly over HTTP to the emulator's server.
+"""One request per object, sent directly over HTTP to the emulator's server.
 
 The emulator answers each request and closes its connection, so every request here also
 proves that a connection closed by the server opens again.
@@ -6,6 +6,7 @@ proves that a connection closed by the server opens again.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import urllib.request
@@ -13,13 +14,15 @@ import urllib.request
 import boto3
 import pytest
 
-from ferry import fs
+from ferry import concurrency, fs
 from ferry.aws import AwsClients
 from ferry.copier import CopyTask, InlineCopier, Manifest
 from ferry.local import emulator_requests
 from ferry.s3_copy import S3ServerSideCopier
 
 pytestmark = pytest.mark.integration
+
+MiB = 1024 * 1024
 
 KEYS = [
     f"sales/dt=2026-11-{day:02d}/part {index} ü+%.parquet"
@@ -43,6 +46,23 @@ def through_the_client(client, operation: str) -> list[int]:
     calls: list[int] = []
     client.meta.events.register(f"before-call.s3.{operation}", lambda **_: calls.append(1))
     return calls
+
+
+def planned(root, data: dict[str, bytes], target: str) -> tuple[CopyTask, ...]:
+    """``data`` written as local files under ``root``, listed as Plan lists them, into S3."""
+    for key, body in data.items():
+        path = root / key
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(body)
+    return tuple(
+        CopyTask(
+            entry.uri,
+            f"s3://{target}/e1/{fs.relative_path(entry.uri, fs.local_uri(root))}",
+            entry.size,
+            entry.marker,
+        )
+        for entry in fs.list_files(fs.local_uri(root))
+    )
 
 
 def test_server_side_copies_are_one_direct_request_each(local_runtime, unique):
@@ -73,19 +93,7 @@ def test_small_uploads_are_one_direct_request_each(local_runtime, unique, tmp_pa
     target = f"dr-{unique}"
     s3.create_bucket(Bucket=target)
     data = {key: os.urandom(50 + index) for index, key in enumerate(KEYS)}
-    for key, body in data.items():
-        path = tmp_path / key
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(body)
-    tasks = tuple(
-        CopyTask(
-            entry.uri,
-            f"s3://{target}/e1/{fs.relative_path(entry.uri, fs.local_uri(tmp_path))}",
-            entry.size,
-            entry.marker,
-        )
-        for entry in fs.list_files(fs.local_uri(tmp_path))
-    )
+    tasks = planned(tmp_path, data, target)
     resent = through_the_client(fs.default().s3_client(target), "PutObject")
     before = served(local_runtime.endpoint)
 
@@ -95,3 +103,29 @@ def test_small_uploads_are_one_direct_request_each(local_runtime, unique, tmp_pa
     assert resent == []
     for key, body in data.items():
         assert s3.get_object(Bucket=target, Key=f"e1/{key}")["Body"].read() == body
+
+
+def test_large_local_files_stream_in_one_direct_request_each(
+    local_runtime, unique, tmp_path, monkeypatch
+):
+    # A memory bound of 16 MiB on 2 threads holds no file over 8 MiB whole; two such files
+    # give each thread one, so each streams from disk in one PutObject.
+    monkeypatch.setattr(concurrency, "IN_FLIGHT_BYTES", 16 * MiB)
+    s3 = boto3.client("s3", region_name="us-east-1")
+    target = f"dr-{unique}"
+    s3.create_bucket(Bucket=target)
+    data = {KEYS[0]: os.urandom(9 * MiB), KEYS[1]: os.urandom(9 * MiB + 5)}
+    tasks = planned(tmp_path, data, target)
+    resent = through_the_client(fs.default().s3_client(target), "PutObject")
+    before = served(local_runtime.endpoint)
+    advanced: list[int] = []
+
+    InlineCopier(threads=2, chunk_size=5 * MiB).copy(Manifest("e1", tasks), advanced.append)
+
+    assert sent_since(before, local_runtime.endpoint) == {"PUT": 2}
+    assert resent == []
+    assert sum(advanced) == sum(len(body) for body in data.values())
+    for key, body in data.items():
+        stored = s3.get_object(Bucket=target, Key=f"e1/{key}")
+        assert stored["Body"].read() == body
+        assert stored["ETag"].strip('"') == hashlib.md5(body).hexdigest()

@@ -1,16 +1,24 @@
 """The inline copier: streaming, one request per small object to S3, verification, failure."""
 
+import hashlib
 import os
+import threading
 from dataclasses import replace
 
 import boto3
 import pytest
 from moto import mock_aws
 
-from ferry import faults, fs
+from ferry import concurrency, faults, fs
 from ferry.copier import CopyTask, InlineCopier, Manifest, verify_all
-from ferry.errors import CopyError, TargetNotWritableError, VerificationError
+from ferry.errors import (
+    CopyError,
+    ReplicationInterruptedError,
+    TargetNotWritableError,
+    VerificationError,
+)
 from ferry.manifest import batch_tasks, read_batches, read_manifest, write_manifest
+from ferry.s3_objects import Answer, put_file
 from tests.helpers import in_process_aws
 
 
@@ -241,6 +249,175 @@ def test_a_source_cut_short_after_planning_is_refused(tmp_path, s3):
     assert "Uploads" not in s3.list_multipart_uploads(Bucket="dr-sales")
 
 
+# -- large local files, as many as the threads: one streamed PutObject each -----------------
+
+
+@pytest.fixture
+def streamed(monkeypatch):
+    """A copier whose memory bound (16 MiB on 2 threads) holds no file over 8 MiB whole."""
+    monkeypatch.setattr(concurrency, "IN_FLIGHT_BYTES", 16 * MiB)
+    return InlineCopier(threads=2, chunk_size=5 * MiB)
+
+
+def test_large_files_enough_for_every_thread_stream_in_one_request_each(tmp_path, s3, streamed):
+    manifest = planned(tmp_path, [9 * MiB, 9 * MiB + 3])
+    sent = requests_sent()
+    through_client = []
+    fs.default().s3_client("dr-sales").meta.events.register(
+        "before-call.s3.PutObject", lambda **_: through_client.append(1)
+    )
+    advanced = []
+
+    streamed.copy(manifest, advanced.append)
+
+    assert sent == ["PUT", "PUT"] and through_client == []  # no multipart upload, no HEAD
+    assert sum(advanced) == manifest.total_bytes
+    for task in manifest.tasks:
+        data = local_bytes(task)
+        assert s3_bytes(s3, task.target) == data
+        head = s3.head_object(Bucket="dr-sales", Key=task.target.split("/", 3)[3])
+        assert head["ETag"].strip('"') == hashlib.md5(data).hexdigest()  # one part
+
+
+def test_fewer_large_files_than_threads_go_in_parts(tmp_path, s3, streamed):
+    manifest = planned(tmp_path, [9 * MiB])
+    sent = requests_sent()
+
+    streamed.copy(manifest)
+
+    [task] = manifest.tasks
+    assert s3_bytes(s3, task.target) == local_bytes(task)
+    # Create, a part per thread, complete: one file keeps both threads busy.
+    assert sorted(sent) == ["POST", "POST", "PUT", "PUT"]
+
+
+@pytest.mark.parametrize(
+    "action, caught",
+    [
+        ("corrupt", "the bytes sent have MD5"),
+        ("truncate", f"the body ended after {9 * MiB - 1} of the {9 * MiB} bytes declared"),
+    ],
+    ids=["corrupted", "short"],
+)
+def test_a_corrupted_or_short_streamed_body_is_caught_and_nothing_stays(
+    tmp_path, s3, streamed, action, caught
+):
+    manifest = planned(tmp_path, [9 * MiB, 9 * MiB])
+
+    with faults.armed(faults.Fault("copy.body", action=action, times=99)):
+        with pytest.raises(VerificationError, match=caught):
+            streamed.copy(manifest)
+
+    assert s3_keys(s3) == []
+
+
+def test_a_streamed_source_rewritten_after_planning_is_refused_before_it_is_sent(
+    tmp_path, s3, streamed
+):
+    manifest = planned(tmp_path, [9 * MiB, 9 * MiB])
+    changed = manifest.tasks[1]
+    path = changed.source.removeprefix("file://")
+    os.utime(path, ns=(int(changed.marker) + 10**9, int(changed.marker) + 10**9))
+    sent = requests_sent()
+
+    with pytest.raises(VerificationError, match=f"{changed.source}: the source changed since"):
+        streamed.copy(Manifest("e1", (changed, changed)))
+
+    assert sent == [] and s3_keys(s3) == []
+
+
+def stream(tmp_path, data, size=None):
+    """``put_file`` of ``data`` (through a file) as declared ``size`` bytes, to dr-sales."""
+    path = tmp_path / "streamed.bin"
+    path.write_bytes(data)
+    digest = hashlib.md5(data)
+    client = fs.default().s3_client("dr-sales")
+    uri = "s3://dr-sales/e1/streamed.bin"
+
+    def put(before_sending=None, progress=None, cancelled=None):
+        with open(path, "rb") as handle:
+            if before_sending is not None:
+                before_sending(path)
+            put_file(
+                client,
+                uri,
+                handle,
+                size or len(data),
+                digest,
+                progress=progress,
+                cancelled=cancelled,
+            )
+
+    return put
+
+
+def test_a_source_that_shrinks_while_it_is_streamed_is_caught_and_nothing_is_stored(tmp_path, s3):
+    put = stream(tmp_path, os.urandom(3 * MiB))
+
+    with pytest.raises(VerificationError, match=f"ended after {2 * MiB} of the {3 * MiB} bytes"):
+        put(before_sending=lambda path: os.truncate(path, 2 * MiB))
+
+    assert s3_keys(s3) == []
+
+
+def test_a_source_rewritten_while_it_is_streamed_is_caught_by_its_md5(tmp_path, s3):
+    # S3 refuses the body (BadDigest: not the Content-MD5 sent); moto stores it, and its
+    # ETag gives it away (the copier then removes it, as for any upload found wrong).
+    put = stream(tmp_path, os.urandom(3 * MiB))
+
+    with pytest.raises(VerificationError, match="the object was stored with ETag"):
+        put(before_sending=lambda path: path.write_bytes(os.urandom(3 * MiB)))
+
+
+def test_a_stopped_copy_stops_a_streamed_body_and_nothing_is_stored(tmp_path, s3):
+    put = stream(tmp_path, os.urandom(3 * MiB))
+    stopped = threading.Event()
+    stopped.set()
+
+    with pytest.raises(ReplicationInterruptedError, match="copying to s3://dr-sales/e1/"):
+        put(cancelled=stopped)
+
+    assert s3_keys(s3) == []
+
+
+def test_a_streamed_body_refused_on_the_direct_path_goes_again_whole_through_the_client(
+    tmp_path, s3
+):
+    data = os.urandom(3 * MiB)
+    put = stream(tmp_path, data)
+    client = fs.default().s3_client("dr-sales")
+    answers = []
+
+    def refuse_once(request, **_):
+        if answers:
+            return None  # the store answers
+        request.body.read(MiB)  # a megabyte went before the answer came
+        answers.append(503)
+        return Answer(503, {}, b"")
+
+    client.meta.events.register_first("before-send.s3.PutObject", refuse_once)
+    through_client = []
+    client.meta.events.register("before-call.s3.PutObject", lambda **_: through_client.append(1))
+    advanced = []
+
+    put(progress=advanced.append)
+
+    assert answers == [503] and through_client == [1]
+    assert s3_bytes(s3, "s3://dr-sales/e1/streamed.bin") == data  # from the first byte
+    assert sum(advanced) == len(data)  # each byte counted once
+
+
+def test_large_local_files_stream_only_when_they_are_enough_for_every_thread():
+    from ferry.concurrency import STREAMED_PUT_LIMIT, uploads
+
+    # 8 threads hold 32 MiB each: eight files of 64 MiB stream, seven go in parts.
+    assert uploads([64 * MiB] * 8, 8, 8 * MiB).streamed == STREAMED_PUT_LIMIT
+    assert uploads([64 * MiB] * 7 + [MiB] * 100, 8, 8 * MiB).streamed == 0
+    # Files held whole anyway, or too large for one request, do not count.
+    assert uploads([32 * MiB] * 8, 8, 8 * MiB).streamed == 0
+    assert uploads([STREAMED_PUT_LIMIT + 1] * 8, 8, 8 * MiB).streamed == 0
+
+
 def test_s3_to_s3_inline_reads_the_planned_version_only(s3):
     etags = {}
     for name in ("a", "b"):
@@ -262,16 +439,21 @@ def test_s3_to_s3_inline_reads_the_planned_version_only(s3):
 
 
 def test_parts_keep_every_thread_busy_within_s3s_limits_and_the_memory_bound():
-    from ferry.concurrency import IN_FLIGHT_BYTES, single_request_limit, upload_part_size
+    from ferry.concurrency import IN_FLIGHT_BYTES, uploads
 
-    # A file of 32 MiB on 8 threads: parts of the chunk size, four of them.
-    assert upload_part_size(32 * MiB, 8, 8 * MiB) == 8 * MiB
+    def part_size(size, threads, chunk, sizes=None):
+        return uploads(sizes or [size], threads, chunk).part_size(size, chunk)
+
+    # One file of 64 MiB on 8 threads: a part per thread.
+    assert part_size(64 * MiB, 8, 8 * MiB) == 8 * MiB
+    # Four of them: each has two threads to itself, so two parts each.
+    assert part_size(64 * MiB, 8, 8 * MiB, [64 * MiB] * 4) == 32 * MiB
     # 1 GiB on 8 threads: one part per thread, as long as 8 of them fit in memory.
-    assert upload_part_size(1024 * MiB, 8, 8 * MiB) == IN_FLIGHT_BYTES // 8
+    assert part_size(1024 * MiB, 8, 8 * MiB) == IN_FLIGHT_BYTES // 8
     # 1 TiB: never more than 10,000 parts, whatever the memory bound says.
-    assert upload_part_size(1024**4, 8, 8 * MiB) * 10_000 >= 1024**4
+    assert part_size(1024**4, 8, 8 * MiB) * 10_000 >= 1024**4
     # Never under S3's 5 MiB, whatever the chunk size.
-    assert upload_part_size(6 * MiB, 8, 1 * MiB) == 5 * MiB
+    assert part_size(6 * MiB, 8, 1 * MiB) == 5 * MiB
     # Sent whole: the chunk size with many threads, a thread's share of the bound with few.
-    assert single_request_limit(32, 8 * MiB) == 8 * MiB
-    assert single_request_limit(8, 8 * MiB) == IN_FLIGHT_BYTES // 8
+    assert uploads([], 32, 8 * MiB).whole == 8 * MiB
+    assert uploads([], 8, 8 * MiB).whole == IN_FLIGHT_BYTES // 8
