@@ -2,9 +2,10 @@
 
 Copying a small object is one request whose time is the store's latency, not its
 bandwidth: throughput grows with the requests in flight, so many small files get many
-threads. A large object is bandwidth: a few files at once, each split into parts that keep
-every thread busy, with the bytes held in memory bounded. A number given in the copier
-options (``threads``) is always taken as it is.
+threads. A large object is bandwidth: a few files at once, split into parts where the
+files alone would leave threads idle, with the bytes held in memory bounded; where they are
+enough to give every thread one, each streams in one request (``uploads``). A number given
+in the copier options (``threads``) is always taken as it is.
 """
 
 from __future__ import annotations

@@ -159,24 +159,10 @@ def put_object(client: Any, uri: str, data: bytes) -> None:
     answer other than success is sent again by the client, which retries what is transient
     and whose error names the failure.
     """
-    target = parse_s3_uri(uri)
     digest = hashlib.md5(data, usedforsecurity=False)
     # The bytes as they leave: a fail point may corrupt or cut them after their MD5 was
     # taken, as a network could (the failure drills of tests/e2e/test_faults.py).
-    body = faults.alter("copy.body", data)
-    content_md5 = base64.b64encode(digest.digest()).decode()
-    direct = direct_requests(client)
-    response = direct.put(target.bucket, target.key, body, content_md5) if direct else None
-    if response is None:
-        response = _write(
-            uri,
-            client.put_object,
-            Bucket=target.bucket,
-            Key=target.key,
-            Body=body,
-            ContentMD5=content_md5,
-        )
-    _check_etag(uri, response, digest.hexdigest(), "the object")
+    _put(client, uri, faults.alter("copy.body", data), digest)
 
 
 def put_file(
@@ -197,13 +183,17 @@ def put_file(
     changed since then is refused by S3 (its bytes no longer match that MD5), caught by the
     ETag where the store does not check (moto), or found short by the body itself.
     """
+    _put(client, uri, StreamedBody(handle, uri, size, progress, cancelled), digest)
+
+
+def _put(client: Any, uri: str, body: bytes | StreamedBody, digest: Any) -> None:
     target = parse_s3_uri(uri)
     content_md5 = base64.b64encode(digest.digest()).decode()
-    body = StreamedBody(handle, uri, size, progress, cancelled)
     direct = direct_requests(client)
     response = direct.put(target.bucket, target.key, body, content_md5) if direct else None
     if response is None:
-        body.seek(0)
+        if isinstance(body, StreamedBody):
+            body.seek(0)
         try:
             response = _write(
                 uri,
@@ -211,12 +201,11 @@ def put_file(
                 Bucket=target.bucket,
                 Key=target.key,
                 Body=body,
-                ContentLength=size,
                 ContentMD5=content_md5,
             )
         except CopyError:
-            # botocore reports a body's own failure as a failure to send (and retries it).
-            if body.failure is not None:
+            # botocore reports a streamed body's own failure as a failure to send.
+            if isinstance(body, StreamedBody) and body.failure is not None:
                 raise body.failure from None
             raise
     _check_etag(uri, response, digest.hexdigest(), "the object")

@@ -1,24 +1,28 @@
 """One request per object, sent directly over HTTP to the emulator's server.
 
 The emulator answers each request and closes its connection, so every request here also
-proves that a connection closed by the server opens again.
+proves that a connection closed by the server opens again. A streamed body's failure is
+also checked where the client's own HTTP session sends it.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import urllib.request
+from hashlib import md5
 
 import boto3
 import pytest
+from botocore.config import Config
 
 from ferry import concurrency, fs
 from ferry.aws import AwsClients
 from ferry.copier import CopyTask, InlineCopier, Manifest
+from ferry.errors import VerificationError
 from ferry.local import emulator_requests
 from ferry.s3_copy import S3ServerSideCopier
+from ferry.s3_objects import put_file
 
 pytestmark = pytest.mark.integration
 
@@ -128,4 +132,37 @@ def test_large_local_files_stream_in_one_direct_request_each(
     for key, body in data.items():
         stored = s3.get_object(Bucket=target, Key=f"e1/{key}")
         assert stored["Body"].read() == body
-        assert stored["ETag"].strip('"') == hashlib.md5(body).hexdigest()
+        assert stored["ETag"].strip('"') == md5(body).hexdigest()
+
+
+def test_a_streamed_body_that_ends_short_is_named_when_the_client_sends_it(
+    local_runtime, unique, tmp_path
+):
+    # A client without the direct path, whose payload goes unsigned (as over HTTPS), so that
+    # its HTTP session reads the body as it sends it: that session reports any failure of a
+    # body as one to send (and retries it). The body's own error is what the copy raises.
+    s3 = boto3.client("s3", region_name="us-east-1")
+    target = f"dr-{unique}"
+    s3.create_bucket(Bucket=target)
+    data = os.urandom(3 * MiB)
+    path = tmp_path / "streamed.bin"
+    path.write_bytes(data)
+    client = boto3.client(
+        "s3",
+        region_name="us-east-1",
+        config=Config(
+            s3={"payload_signing_enabled": False},
+            request_checksum_calculation="when_required",
+            retries={"total_max_attempts": 2},
+        ),
+    )
+    sent = []
+    client.meta.events.register("before-send.s3.PutObject", lambda **_: sent.append(1))
+
+    with open(path, "rb") as handle:
+        os.truncate(path, 2 * MiB)
+        with pytest.raises(VerificationError, match=f"ended after {2 * MiB} of the {3 * MiB}"):
+            put_file(client, f"s3://{target}/e1/streamed.bin", handle, 3 * MiB, md5(data))
+
+    assert sent == [1, 1]  # sent, and retried by the client, before it gave up
+    assert "Contents" not in s3.list_objects_v2(Bucket=target)
