@@ -321,10 +321,7 @@ class DirectRequests:
         streamed upload over HTTPS): hashing it for the signature would read the file a
         third time. Its ``Content-MD5`` is what the store checks.
         """
-        headers = {"Content-MD5": content_md5}
-        if isinstance(body, StreamedBody):
-            headers["Content-Length"] = str(len(body))
-        response = self._send("PutObject", bucket, key, headers, body)
+        response = self._send("PutObject", bucket, key, {"Content-MD5": content_md5}, body)
         return None if response is None else _encryption(response.headers)
 
     def copy(self, bucket: str, key: str, source_bucket: str, source_key: str, etag: str):
