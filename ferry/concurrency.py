@@ -2,10 +2,10 @@
 
 Copying a small object is one request whose time is the store's latency, not its
 bandwidth: throughput grows with the requests in flight, so many small files get many
-threads. A large object is bandwidth: a few files at once, split into parts where the
-files alone would leave threads idle, with the bytes held in memory bounded; where they are
-enough to give every thread one, each streams in one request (``uploads``). A number given
-in the copier options (``threads``) is always taken as it is.
+threads. A large object is bandwidth: a few files at once, each streamed in one request
+up to the size Hadoop's S3A sends in one, larger ones too where the files are enough to give
+every thread one, and the rest split into parts with the bytes held in memory bounded
+(``uploads``). A number given in the copier options (``threads``) is always taken as it is.
 """
 
 from __future__ import annotations
@@ -31,6 +31,11 @@ MAX_PARTS = 10_000
 #: no memory held, one request where a multipart upload makes three or more, and a failed
 #: request sends at most this much again.
 STREAMED_PUT_LIMIT = 256 * MiB
+#: A local file up to this size streams in one PutObject however few the files: a single
+#: request is what Hadoop's S3A makes of a file smaller than its 64 MiB block (the way Hive
+#: and Spark write tables to S3). Splitting it would add two requests (and, for the store,
+#: parts to assemble) to save a fraction of a second at one connection's bandwidth.
+ALWAYS_STREAMED = 64 * MiB
 
 
 def copy_threads(sizes: Sequence[int], small: int, configured: int | None = None) -> int:
@@ -66,12 +71,13 @@ class Uploads:
     """How a copier's files go to S3: whole, streamed, or in parts (``uploads`` chooses).
 
     A file up to ``whole`` bytes is read into memory and sent in one ``PutObject``; a local
-    file up to ``streamed`` bytes is read once for its MD5 and streamed from disk in one
-    ``PutObject``; any other is a multipart upload in about ``parts`` parts.
+    file up to ``streamed`` bytes (at least ``ALWAYS_STREAMED``) is read once for its MD5
+    and streamed from disk in one ``PutObject``; any other is a multipart upload in about
+    ``parts`` parts.
     """
 
     whole: int
-    streamed: int = 0
+    streamed: int = ALWAYS_STREAMED
     threads: int = 1
     parts: int = 1
 
@@ -90,18 +96,19 @@ class Uploads:
 def uploads(sizes: Sequence[int], threads: int, chunk_size: int) -> Uploads:
     """How files of ``sizes`` go to S3 from a copier of ``threads`` threads.
 
-    Files too large to hold whole (``single_request_limit``) are the large ones. When they
-    are enough to give every thread one, files already keep the threads busy: each local
-    one streams in a single request (parts would only add requests and, for the store,
-    parts to assemble). Otherwise each goes in parts, as many as the threads it has to
-    itself, so that even one file keeps every thread busy.
+    Files too large to hold whole (``single_request_limit``) are the large ones. A local
+    one up to ``ALWAYS_STREAMED`` streams in a single request. When they are enough to give
+    every thread one, files already keep the threads busy: each local one up to
+    ``STREAMED_PUT_LIMIT`` streams too (parts would only add requests and, for the store,
+    parts to assemble). Any other goes in parts, as many as the threads it has to itself,
+    so that even one file keeps every thread busy.
     """
     whole = single_request_limit(threads, chunk_size)
     large = [size for size in sizes if size > whole]
     streamable = sum(1 for size in large if size <= STREAMED_PUT_LIMIT)
     return Uploads(
         whole=whole,
-        streamed=STREAMED_PUT_LIMIT if streamable >= max(1, threads) else 0,
+        streamed=STREAMED_PUT_LIMIT if streamable >= max(1, threads) else ALWAYS_STREAMED,
         threads=threads,
         parts=max(1, math.ceil(threads / max(1, len(large)))),
     )

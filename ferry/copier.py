@@ -160,7 +160,8 @@ class Transfer:
     #: Where parts of large S3 uploads run; None: one after another in the file's thread.
     parts: Executor | None = None
     slots: Any = None
-    #: How files go to S3 (None: whole up to the chunk size, else in a part per thread).
+    #: How files go to S3 (None: whole up to the chunk size, a local file streamed up to
+    #: ``concurrency.ALWAYS_STREAMED``, else in a part per thread).
     uploads: concurrency.Uploads | None = None
 
     def __post_init__(self) -> None:

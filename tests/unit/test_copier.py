@@ -182,7 +182,8 @@ def test_small_uploads_bypass_the_clients_pipeline_and_a_refused_one_goes_throug
     assert through_client == [1]
 
 
-def test_a_large_file_goes_up_in_parts_checked_one_by_one(tmp_path, s3):
+def test_a_large_file_goes_up_in_parts_checked_one_by_one(tmp_path, s3, monkeypatch):
+    monkeypatch.setattr(concurrency, "ALWAYS_STREAMED", 8 * MiB)  # parts above 8 MiB, not 64
     manifest = planned(tmp_path, [13 * MiB])
     sent = requests_sent()
 
@@ -211,7 +212,10 @@ def test_a_corrupted_or_short_body_is_caught_and_nothing_stays(tmp_path, s3, act
 
 
 @pytest.mark.parametrize("action", ["corrupt", "truncate"], ids=["corrupted", "short"])
-def test_a_corrupted_or_short_part_fails_the_upload_and_leaves_nothing(tmp_path, s3, action):
+def test_a_corrupted_or_short_part_fails_the_upload_and_leaves_nothing(
+    tmp_path, s3, monkeypatch, action
+):
+    monkeypatch.setattr(concurrency, "ALWAYS_STREAMED", 8 * MiB)  # parts above 8 MiB, not 64
     manifest = planned(tmp_path, [12 * MiB])
 
     with faults.armed(faults.Fault("copy.body", action=action, skip=1)):
@@ -249,13 +253,15 @@ def test_a_source_cut_short_after_planning_is_refused(tmp_path, s3):
     assert "Uploads" not in s3.list_multipart_uploads(Bucket="dr-sales")
 
 
-# -- large local files, as many as the threads: one streamed PutObject each -----------------
+# -- large local files: one streamed PutObject each, up to 64 MiB or as many as the threads ---
 
 
 @pytest.fixture
 def streamed(monkeypatch):
-    """A copier whose memory bound (16 MiB on 2 threads) holds no file over 8 MiB whole."""
+    """A copier whose memory bound (16 MiB on 2 threads) holds no file over 8 MiB whole,
+    and which streams a file alone up to 10 MiB (64 MiB in use)."""
     monkeypatch.setattr(concurrency, "IN_FLIGHT_BYTES", 16 * MiB)
+    monkeypatch.setattr(concurrency, "ALWAYS_STREAMED", 10 * MiB)
     return InlineCopier(threads=2, chunk_size=5 * MiB)
 
 
@@ -279,8 +285,21 @@ def test_large_files_enough_for_every_thread_stream_in_one_request_each(tmp_path
         assert head["ETag"].strip('"') == hashlib.md5(data).hexdigest()  # one part
 
 
-def test_fewer_large_files_than_threads_go_in_parts(tmp_path, s3, streamed):
+def test_a_file_alone_streams_in_one_request_up_to_the_size_s3a_sends_in_one(
+    tmp_path, s3, streamed
+):
     manifest = planned(tmp_path, [9 * MiB])
+    sent = requests_sent()
+
+    streamed.copy(manifest)
+
+    [task] = manifest.tasks
+    assert s3_bytes(s3, task.target) == local_bytes(task)
+    assert sent == ["PUT"]  # not held whole (over 8 MiB), not in parts either
+
+
+def test_fewer_larger_files_than_threads_go_in_parts(tmp_path, s3, streamed):
+    manifest = planned(tmp_path, [11 * MiB])
     sent = requests_sent()
 
     streamed.copy(manifest)
@@ -407,15 +426,25 @@ def test_a_streamed_body_refused_on_the_direct_path_goes_again_whole_through_the
     assert sum(advanced) == len(data)  # each byte counted once
 
 
-def test_large_local_files_stream_only_when_they_are_enough_for_every_thread():
-    from ferry.concurrency import STREAMED_PUT_LIMIT, uploads
+def test_large_local_files_stream_up_to_64_mib_and_up_to_256_mib_when_enough_for_every_thread():
+    from ferry.concurrency import uploads
 
-    # 8 threads hold 32 MiB each: eight files of 64 MiB stream, seven go in parts.
-    assert uploads([64 * MiB] * 8, 8, 8 * MiB).streamed == STREAMED_PUT_LIMIT
-    assert uploads([64 * MiB] * 7 + [MiB] * 100, 8, 8 * MiB).streamed == 0
-    # Files held whole anyway, or too large for one request, do not count.
-    assert uploads([32 * MiB] * 8, 8, 8 * MiB).streamed == 0
-    assert uploads([STREAMED_PUT_LIMIT + 1] * 8, 8, 8 * MiB).streamed == 0
+    def how(size, sizes, threads=8):
+        chosen = uploads(sizes, threads, 8 * MiB)  # 8 threads hold 32 MiB each
+        return (
+            "whole" if size <= chosen.whole else "streamed" if size <= chosen.streamed else "parts"
+        )
+
+    # Alone, or with too few others to give every thread one: streamed up to 64 MiB.
+    assert how(32 * MiB, [32 * MiB]) == "whole"
+    assert how(64 * MiB, [64 * MiB]) == "streamed"
+    assert how(64 * MiB + 1, [64 * MiB + 1]) == "parts"
+    assert how(100 * MiB, [100 * MiB] * 7 + [MiB] * 100) == "parts"
+    # As many as the threads: streamed up to 256 MiB; files held whole do not count.
+    assert how(100 * MiB, [100 * MiB] * 8) == "streamed"
+    assert how(256 * MiB, [256 * MiB] * 8) == "streamed"
+    assert how(256 * MiB + 1, [256 * MiB + 1] * 8) == "parts"
+    assert how(100 * MiB, [100 * MiB] + [32 * MiB] * 7) == "parts"
 
 
 def test_s3_to_s3_inline_reads_the_planned_version_only(s3):
@@ -444,7 +473,7 @@ def test_parts_keep_every_thread_busy_within_s3s_limits_and_the_memory_bound():
     def part_size(size, threads, chunk, sizes=None):
         return uploads(sizes or [size], threads, chunk).part_size(size, chunk)
 
-    # One file of 64 MiB on 8 threads: a part per thread.
+    # One file of 64 MiB (from S3: a local one streams) on 8 threads: a part per thread.
     assert part_size(64 * MiB, 8, 8 * MiB) == 8 * MiB
     # Four of them: each has two threads to itself, so two parts each.
     assert part_size(64 * MiB, 8, 8 * MiB, [64 * MiB] * 4) == 32 * MiB
