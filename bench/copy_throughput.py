@@ -20,7 +20,7 @@ Requests are counted at the emulator (``ferry.local.emulator_requests``), whoeve
 run (listing included) per file; for Ferry's copiers also the copy's own requests, without
 the listing that planning does.
 
-    make bench          # or: .venv/bin/python bench/copy_throughput.py --repeat 3
+    make bench          # or: .venv/bin/python bench/copy_throughput.py [--repeat 5]
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ from ferry.s3_copy import S3ServerSideCopier  # noqa: E402
 
 MiB = 1024 * 1024
 CHUNK = 8 * MiB
+AWS_CLI = "aws s3 cp"
 
 
 @dataclass(frozen=True)
@@ -357,14 +358,14 @@ def bench_dataset(dataset: Dataset, work: Path, s3, spark, args, base: Baselines
             if base.rclone else []),
          ferry_copiers(source_uri, local_target, "ff", {"inline": inline.copy, **spark_copier})),
         ("file→S3",
-         [("aws s3 cp", baseline(base.aws_cp, str(source), s3_target, "cli"))]
+         [(AWS_CLI, baseline(base.aws_cp, str(source), s3_target, "cli"))]
          + ([("s5cmd", baseline(base.s5cmd_cp, str(source), s3_target, "s5"))]
             if base.s5cmd else [])
          + ([("rclone", baseline(base.rclone_copy, str(source), s3_target, "rc"))]
             if base.rclone else []),
          ferry_copiers(source_uri, s3_target, "fs", {"inline": inline.copy, **spark_copier})),
         ("S3→S3",
-         [("aws s3 cp", baseline(base.aws_cp, s3_source, s3_target, "s3cli"))]
+         [(AWS_CLI, baseline(base.aws_cp, s3_source, s3_target, "s3cli"))]
          + ([("s5cmd", baseline(base.s5cmd_cp, s3_source, s3_target, "s3s5"))]
             if base.s5cmd else [])
          + ([("rclone", baseline(base.rclone_copy, s3_source, s3_target, "s3rc"))]
@@ -421,8 +422,8 @@ def table(measures: list[Measure]) -> str:
     """The results as the Markdown table docs/PERFORMANCE.md shows."""
     lines = [
         "| dataset | path | tool | MiB/s | requests/object | copy requests/object | "
-        "ratio to best baseline | median of rounds |",
-        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |",
+        "ratio to best baseline | median of rounds | ratio to the AWS CLI |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for measure in measures:
         group = [
@@ -436,17 +437,21 @@ def table(measures: list[Measure]) -> str:
             name += " (best)"
         ratio = f"{best.seconds / measure.seconds:.2f}" if measure.ferry else ""
         median = f"{median_ratio(measure, group):.2f}" if measure.ferry else ""
+        cli = next((m for m in group if m.tool == AWS_CLI), None)
+        to_cli = f"{cli.seconds / measure.seconds:.2f}×" if measure.ferry and cli else ""
         lines.append(
             f"| {measure.dataset.name} | {measure.path} | {name} | "
             f"{measure.mib_per_second:.0f} | {measure.per_object(measure.requests)} | "
-            f"{measure.per_object(measure.copy_requests)} | {ratio} | {median} |"
+            f"{measure.per_object(measure.copy_requests)} | {ratio} | {median} | {to_cli} |"
         )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=2, help="runs per measurement (best kept)")
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="rounds per path (each tool's best kept; median)"
+    )
     parser.add_argument("--large-mib", type=int, default=32, help="size of each large file")
     parser.add_argument("--large-files", type=int, default=4, help="number of large files")
     parser.add_argument("--small-files", type=int, default=1000, help="number of small files")
