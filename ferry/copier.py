@@ -9,8 +9,9 @@ it is verified at the target:
   files are large and threads few: ``ferry.concurrency``) is one ``PutObject`` with its
   ``Content-MD5`` and a larger one a multipart upload whose parts carry theirs; what S3
   answers is the verification (``ferry.s3_objects``), no second request looks at the target.
-  Where the large files are many enough to give every thread one, a local file (up to
-  256 MiB) is read once for its MD5, then streamed from disk in one ``PutObject``;
+  A larger local file up to 64 MiB, or up to 256 MiB where the large files are many enough
+  to give every thread one, is read once for its MD5, then streamed from disk in one
+  ``PutObject``;
 - to any other file system, the file is streamed through ``pyarrow.fs`` and its size is
   checked at the target.
 
