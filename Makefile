@@ -6,7 +6,11 @@
 SHELL := /bin/bash
 # The CDK's jsii runtime prints a banner on every start about Node 20's support window.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
-PYTHON ?= python3.11
+# The suite, the Lambda functions (python3.12) and the Spark job (emr-spark-8.0.0's Python 3.12)
+# run on one Python: the first 3.12 found on the PATH or among pyenv's versions.
+PYTHON_VERSION := 3.12
+PYTHON ?= $(shell for p in python$(PYTHON_VERSION) $${PYENV_ROOT:-$$HOME/.pyenv}/versions/$(PYTHON_VERSION).*/bin/python$(PYTHON_VERSION) /usr/bin/python$(PYTHON_VERSION); do \
+  $$p -c 'import venv' >/dev/null 2>&1 && { echo $$p; break; }; done)
 VENV := .venv
 BIN := $(VENV)/bin
 PIP_VERSION := 26.3
@@ -23,9 +27,9 @@ EMR_STAMP := $(EMR_VENV)/.installed-$(shell cat pyproject.toml constraints.txt |
 setup: $(STAMP) java
 
 $(STAMP): pyproject.toml constraints.txt
-	@command -v $(PYTHON) >/dev/null || { echo "ferry: Python 3.11 is required ($(PYTHON) not found; set PYTHON=...)"; exit 1; }
-	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' || { echo "ferry: Python 3.11 is required, $(PYTHON) is $$($(PYTHON) --version)"; exit 1; }
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@test -n "$(PYTHON)" || { echo "ferry: Python $(PYTHON_VERSION) is required (not on the PATH nor among pyenv's versions; set PYTHON=...)"; exit 1; }
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))' || { echo "ferry: Python $(PYTHON_VERSION) is required, $(PYTHON) is $$($(PYTHON) --version)"; exit 1; }
+	@$(BIN)/python -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))' 2>/dev/null || { rm -rf $(VENV) && $(PYTHON) -m venv $(VENV); }
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check pip==$(PIP_VERSION)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev]'
 	@rm -f $(VENV)/.installed-*
@@ -35,7 +39,7 @@ $(STAMP): pyproject.toml constraints.txt
 # which the java target checks).
 $(EMR_STAMP): $(STAMP)
 	@test -n "$(EMR_SPARK_VERSION)" || { echo "ferry: no EMR_SPARK_VERSION in infra/bundling.py"; exit 1; }
-	@test -x $(EMR_VENV)/bin/python || $(PYTHON) -m venv $(EMR_VENV)
+	@$(EMR_VENV)/bin/python -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))' 2>/dev/null || { rm -rf $(EMR_VENV) && $(PYTHON) -m venv $(EMR_VENV); }
 	$(EMR_VENV)/bin/python -m pip install --quiet --disable-pip-version-check pip==$(PIP_VERSION)
 	@grep -v '^pyspark==' constraints.txt > $(EMR_VENV)/constraints.txt
 	$(EMR_VENV)/bin/python -m pip install --quiet --disable-pip-version-check \

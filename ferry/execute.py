@@ -27,14 +27,19 @@ class ExecutionOutcome:
     #: Each state's last output, by state name (a failed execution has no output of its own:
     #: the tables' results are in the output of the state that ran them).
     state_outputs: dict[str, Any] = field(default_factory=dict)
-    #: Every state entered, in order (Map iterations included; child executions not).
+    #: Every state entered, in order (of this execution: the tables' states are in their
+    #: own child executions).
     entered: list[str] = field(default_factory=list)
+    #: Each table's outcome (its iteration's last output), in the order of the tables.
+    tables: list[dict[str, Any]] = field(default_factory=list)
+    #: The states entered by the child executions of its Distributed Maps (each table's),
+    #: when they are few enough to read (``CHILD_HISTORIES``).
+    child_entered: list[str] = field(default_factory=list)
 
     @property
     def results(self) -> list[dict[str, Any]]:
-        """The tables' outcomes (the output of the Map over the tables)."""
-        data = self.output or self.state_outputs.get("Replicate tables") or {}
-        return data.get("results", [])
+        """The tables' outcomes (what the Map over the tables wrote to S3)."""
+        return self.tables
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -48,6 +53,7 @@ class ExecutionOutcome:
                 for state, error, cause in self.failed_states
             ],
             "output": self.output,
+            "tables": self.tables,
         }
 
 
@@ -84,22 +90,100 @@ def follow(
                 f"execution {execution_arn} still running after {timeout_seconds:.0f} s"
             )
         time.sleep(poll_seconds)
-    output = description.get("output")
+    output = json.loads(description["output"]) if description.get("output") else None
+    state_outputs = _state_outputs(events)
+    tables = table_outcomes(output, state_outputs)
+    children = _child_histories(sfn, events)
+    for child in children:
+        for event_id in sorted(child):
+            if child[event_id]["type"].endswith(_ENTERED):
+                on_state(child[event_id]["stateEnteredEventDetails"]["name"])
     return ExecutionOutcome(
         execution_arn=execution_arn,
         status=description["status"],
         seconds=time.monotonic() - started,
         error=description.get("error"),
         cause=description.get("cause"),
-        failed_states=_failed_states(events),
-        output=json.loads(output) if output else None,
-        state_outputs=_state_outputs(events),
+        failed_states=[
+            *_failed_states(events),
+            *(failure for child in children for failure in _failed_states(child)),
+            # Without the children's histories, each failed table says where it failed.
+            *(() if children else _failed_tables(tables)),
+        ],
+        child_entered=[
+            child[i]["stateEnteredEventDetails"]["name"]
+            for child in children
+            for i in sorted(child)
+            if child[i]["type"].endswith(_ENTERED)
+        ],
+        output=output,
+        state_outputs=state_outputs,
+        tables=tables,
         entered=[
             events[i]["stateEnteredEventDetails"]["name"]
             for i in sorted(events)
             if events[i]["type"].endswith(_ENTERED)
         ],
     )
+
+
+#: Child executions whose histories ``follow`` reads (a run of many tables is followed by its
+#: tables' outcomes alone: one history request per table would cost more than the run).
+CHILD_HISTORIES = 50
+
+
+def _child_histories(sfn: Any, events: dict[int, dict[str, Any]]) -> list[dict[int, dict[str, Any]]]:
+    """The histories of the child executions of the execution's own Distributed Maps."""
+    map_runs = [
+        event["mapRunStartedEventDetails"]["mapRunArn"]
+        for event in events.values()
+        if event["type"] == "MapRunStarted" and event.get("mapRunStartedEventDetails")
+    ]
+    children = []
+    for map_run in map_runs:
+        arguments: dict[str, Any] = {"mapRunArn": map_run, "maxResults": 1000}
+        while True:
+            page = sfn.list_executions(**arguments)
+            children.extend(e["executionArn"] for e in page.get("executions", []))
+            if not page.get("nextToken") or len(children) > CHILD_HISTORIES:
+                break
+            arguments["nextToken"] = page["nextToken"]
+    if len(children) > CHILD_HISTORIES:
+        return []
+    return [{e["id"]: e for e in _history(sfn, child)} for child in children]
+
+
+def table_outcomes(output: Any, state_outputs: dict[str, Any]) -> list[dict[str, Any]]:
+    """The tables' outcomes, read from where the Map over the tables wrote them (S3).
+
+    A table whose iteration failed where no ``Catch`` took the error has no outcome of its
+    own: it is described by its item and the error (Summarize aborts it).
+    """
+    from ferry.steps import map_results
+
+    data = output or state_outputs.get("Replicate tables") or state_outputs.get("Summarize")
+    details = ((data or {}).get("results") or {}).get("ResultWriterDetails")
+    if not details:
+        return []
+    outcomes = []
+    for child in map_results(details):
+        if child.status == "SUCCEEDED":
+            outcomes.append(child.output)
+        else:
+            outcomes.append(
+                {**child.input, "status": "FAILED", "failedState": "Replicate tables",
+                 "error": child.error, "cause": child.cause}
+            )  # fmt: skip
+    return outcomes
+
+
+def _failed_tables(tables: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    """(state, error, cause) of each table that failed, as its Abort recorded it."""
+    return [
+        (table.get("failedState") or "?", table.get("error") or "", table.get("cause") or "")
+        for table in tables
+        if table.get("status") == "FAILED"
+    ]
 
 
 def _state_outputs(events: dict[int, dict[str, Any]]) -> dict[str, Any]:

@@ -55,6 +55,8 @@ class Fault:
 
 _armed: dict[str, Fault] = {}
 _lock = threading.Lock()
+#: Where hits are counted when several processes share the armed faults (``FaultFile``).
+_shared_hits: str | None = None
 
 
 def _hit(name: str) -> Fault | None:
@@ -65,10 +67,26 @@ def _hit(name: str) -> Fault | None:
         fault = _armed.get(name)
         if fault is None:
             return None
-        fault.hits += 1
+        fault.hits = _count_shared(name) if _shared_hits else fault.hits + 1
         if not fault.skip < fault.hits <= fault.skip + fault.times:
             return None
     return fault
+
+
+def _count_shared(name: str) -> int:
+    """One more hit of ``name`` in the hits file every process of a ``FaultFile`` shares."""
+    import fcntl
+
+    assert _shared_hits is not None
+    with open(_shared_hits, "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        handle.seek(0)
+        hits = json.loads(handle.read() or "{}")
+        hits[name] = hits.get(name, 0) + 1
+        handle.seek(0)
+        handle.truncate()
+        handle.write(json.dumps(hits))
+        return hits[name]
 
 
 def alter(name: str, data: bytes) -> bytes:
@@ -129,13 +147,23 @@ def parse(text: str) -> list[Fault]:
 
 
 class FaultFile:
-    """Arms the faults a JSON file lists, re-reading it whenever it changes (the emulator)."""
+    """Arms the faults a JSON file lists, re-reading it whenever it changes (the emulator).
+
+    Every process that refreshes from the same file (each Lambda function's workers) counts
+    hits in one place beside it (``<file>.hits``), so ``skip`` and ``times`` mean the same
+    as in one process. Writing the file anew starts the count again.
+    """
 
     def __init__(self, path: os.PathLike[str] | str):
         self.path = path
         self._seen: float | None = None
 
+    @property
+    def hits_path(self) -> str:
+        return f"{os.fspath(self.path)}.hits"
+
     def refresh(self) -> None:
+        global _shared_hits
         try:
             changed = os.stat(self.path).st_mtime_ns
         except FileNotFoundError:
@@ -147,5 +175,20 @@ class FaultFile:
             with open(self.path) as handle:
                 faults = parse(handle.read())
             disarm()
+            _shared_hits = self.hits_path
             arm(*faults)
             self._seen = changed
+
+    def write(self, faults: list[dict[str, Any]]) -> None:
+        """Arm ``faults`` for every process that refreshes from this file; hits from zero."""
+        with open(self.hits_path, "w") as handle:
+            handle.write("{}")
+        with open(self.path, "w") as handle:
+            handle.write(json.dumps(faults))
+
+    def clear(self) -> None:
+        for path in (os.fspath(self.path), self.hits_path):
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass

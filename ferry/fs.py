@@ -93,6 +93,19 @@ def scheme_of(uri: str) -> str:
     return urlparse(uri).scheme.lower() or "file"
 
 
+def object_location(uri: str) -> tuple[str, str]:
+    """``(bucket, key)`` of an ``s3://`` URI, as Step Functions' ``ItemReader`` and
+    ``ResultWriter`` name an object; ``("", path)`` of a local one (the in-process driver's
+    work folder), which ``object_uri`` turns back."""
+    bucket, _, key = uri.split("://", 1)[1].partition("/")
+    return bucket, key
+
+
+def object_uri(bucket: str, key: str) -> str:
+    """The URI of ``object_location``'s ``(bucket, key)``."""
+    return f"s3://{bucket}/{key}" if bucket else f"file:///{key.lstrip('/')}"
+
+
 def join(base: str, *parts: str) -> str:
     """Join URI path segments with exactly one slash between them."""
     result = base.rstrip("/")
@@ -405,7 +418,18 @@ class FileSystems:
             return self._s3_clients[key]
 
     def delete_tree(self, location: str) -> None:
-        """Delete ``location`` and everything below it; nothing when it does not exist."""
+        """Delete ``location`` and everything below it; nothing when it does not exist.
+
+        On S3 the objects are listed and deleted with S3's own requests: pyarrow's deletes
+        write an empty "folder" object in the parent after deleting (S3 has no folders, and
+        pyarrow keeps the parent looking like one), which would be a write into the replica
+        location by a step that only deletes, and refused on AWS to a role that may not
+        write there.
+        """
+        parsed = urlparse(location)
+        if parsed.scheme.lower() in S3_SCHEMES:
+            self._delete_s3_tree(parsed.netloc, parsed.path.lstrip("/"))
+            return
         filesystem, path = self.resolve(location)
         info = filesystem.get_file_info(path)
         if info.type == pafs.FileType.Directory:
@@ -419,6 +443,36 @@ class FileSystems:
             ):
                 if entry.type == pafs.FileType.File:
                     filesystem.delete_file(entry.path)
+
+
+    def _delete_s3_tree(self, bucket: str, key: str) -> None:
+        client = self._client_in(self.region_of(bucket))
+        key = key.rstrip("/")
+        keys = []
+        if key:
+            try:
+                client.head_object(Bucket=bucket, Key=key)
+                keys.append(key)
+            except client.exceptions.ClientError as error:
+                if error.response.get("Error", {}).get("Code") not in ("404", "NoSuchKey"):
+                    raise
+        paginator = client.get_paginator("list_objects_v2")
+        for page in paginator.paginate(Bucket=bucket, Prefix=f"{key}/" if key else ""):
+            keys.extend(item["Key"] for item in page.get("Contents", []))
+        for start in range(0, len(keys), 1000):  # DeleteObjects takes 1000 keys at most
+            batch = keys[start : start + 1000]
+            reply = client.delete_objects(
+                Bucket=bucket,
+                Delete={"Objects": [{"Key": k} for k in batch], "Quiet": True},
+            )
+            errors = reply.get("Errors") or []
+            if errors:
+                first = errors[0]
+                raise OSError(
+                    f"could not delete s3://{bucket}/{first.get('Key')}: "
+                    f"{first.get('Code')} {first.get('Message', '')}".rstrip()
+                    + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else "")
+                )
 
 
 #: Bodies up to this size are sent without waiting for "100 Continue" (as the AWS SDK for Go,

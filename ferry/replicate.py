@@ -21,9 +21,11 @@ import json
 import logging
 import re
 import time
+import uuid
 from collections.abc import Callable
 from copy import deepcopy
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -176,7 +178,10 @@ class InProcessDriver:
         if kind == "Choice":
             return data, _choose(state, data)
         if kind == "Pass":
-            result = _build(state["Parameters"], data, context) if "Parameters" in state else data
+            if "Parameters" in state:
+                result = _build(state["Parameters"], data, context)
+            else:
+                result = deepcopy(state["Result"]) if "Result" in state else data
             return _place(data, result, state.get("ResultPath", "$")), _next(state)
         if kind == "Succeed":
             return data, None
@@ -253,6 +258,8 @@ class InProcessDriver:
                 self.observer.copy_finished(self._table or "")
 
     def _map(self, name: str, state: dict[str, Any], data: Any, context: Any) -> Any:
+        """A Map's items, one after another; a Distributed Map's ``ResultWriter`` and failure
+        tolerance as Step Functions applies them (its ``MaxConcurrency`` is one here)."""
         processor = state.get("ItemProcessor") or state["Iterator"]
         if "ItemReader" in state:
             reader = state["ItemReader"]
@@ -260,13 +267,12 @@ class InProcessDriver:
                 raise NotImplementedError(f"state {name}: ItemReader {reader['Resource']}")
             where = _build(reader["Parameters"], data, context)
             # A local work folder (file://) has no bucket: the key is then the file's path.
-            bucket, key = where["Bucket"], where["Key"]
-            uri = f"s3://{bucket}/{key}" if bucket else f"file:///{key.lstrip('/')}"
-            items = json.loads(fs.read_bytes(uri))
+            items = json.loads(fs.read_bytes(fs.object_uri(where["Bucket"], where["Key"])))
             items = items if isinstance(items, list) else [items]
         else:
             items = _get(data, state.get("ItemsPath", "$"))
-        results = []
+        tolerated = state.get("ToleratedFailurePercentage", 0)
+        children: list[dict[str, Any]] = []
         for index, item in enumerate(items):
             item_context = {"Map": {"Item": {"Index": index, "Value": item}}}
             value = (
@@ -274,8 +280,31 @@ class InProcessDriver:
                 if "ItemSelector" in state
                 else item
             )
-            results.append(self._iteration(name, processor, value, item_context))
-        return results
+            started = _now()
+            try:
+                output = self._iteration(name, processor, value, item_context)
+            except StateError as error:
+                if not tolerated:
+                    raise
+                children.append(
+                    {"index": index, "input": value, "status": "FAILED", "start": started,
+                     "stop": _now(), "error": error.error, "cause": error.cause}
+                )  # fmt: skip
+                continue
+            children.append(
+                {"index": index, "input": value, "status": "SUCCEEDED", "start": started,
+                 "stop": _now(), "output": output}
+            )  # fmt: skip
+        failed = sum(1 for child in children if child["status"] == "FAILED")
+        if failed and failed * 100 > tolerated * len(children):
+            raise StateError(
+                "States.ExceedToleratedFailureThreshold",
+                f"{failed} of {len(children)} items of {name} failed",
+            )
+        if "ResultWriter" in state:
+            target = _build(state["ResultWriter"]["Parameters"], data, context)
+            return write_map_results(name, target["Bucket"], target.get("Prefix", ""), children)
+        return [child.get("output") for child in children]
 
     def _iteration(self, name: str, processor: dict[str, Any], value: Any, context: Any) -> Any:
         table = value.get("sourceTable") if isinstance(value, dict) else None
@@ -310,6 +339,51 @@ class InProcessDriver:
             self._run_state("Abort table", abort, data, context)
         except StateError as error:  # the interruption is what the person sees
             logger.warning("abort after interruption failed: %s", error)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+def write_map_results(
+    name: str, bucket: str, prefix: str, children: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """A Distributed Map's ``ResultWriter``, as Step Functions writes it.
+
+    ``<prefix>/<map run>/manifest.json`` names ``SUCCEEDED_0.json`` and ``FAILED_0.json``,
+    arrays of the child executions (``Input`` and ``Output`` as JSON text, or ``Error`` and
+    ``Cause``); the Map's result is the manifest's place (``ResultWriterDetails``).
+    """
+    run = f"in-process-{uuid.uuid4().hex[:12]}"
+    folder = "/".join(p for p in (prefix.rstrip("/"), run) if p)
+    files: dict[str, list[dict[str, Any]]] = {"FAILED": [], "PENDING": [], "SUCCEEDED": []}
+    for status in ("SUCCEEDED", "FAILED"):
+        entries = [
+            {
+                "Name": f"{child['index']:08d}",
+                "Input": json.dumps(child["input"]),
+                "InputDetails": {"Included": True},
+                "StartDate": child["start"],
+                "StopDate": child["stop"],
+                "Status": status,
+                **(
+                    {"Output": json.dumps(child["output"]), "OutputDetails": {"Included": True}}
+                    if status == "SUCCEEDED"
+                    else {"Error": child["error"], "Cause": child["cause"]}
+                ),
+            }
+            for child in children
+            if child["status"] == status
+        ]
+        if entries:
+            key = f"{folder}/{status}_0.json"
+            body = json.dumps(entries).encode()
+            fs.write_bytes(fs.object_uri(bucket, key), body)
+            files[status].append({"Key": key, "Size": len(body)})
+    key = f"{folder}/manifest.json"
+    manifest = {"DestinationBucket": bucket, "MapRunArn": f"{name}/{run}", "ResultFiles": files}
+    fs.write_bytes(fs.object_uri(bucket, key), json.dumps(manifest, indent=2).encode())
+    return {"MapRunArn": manifest["MapRunArn"], "ResultWriterDetails": {"Bucket": bucket, "Key": key}}
 
 
 # -- the data flow: a JSONPath subset, as the definition uses it ------------------------------

@@ -26,8 +26,16 @@ def spark_submit(
     log_path: Path,
     master: str | None = None,
     environment: dict[str, str] | None = None,
+    *,
+    cwd: Path | None = None,
+    inherit: bool = True,
 ) -> tuple[bool, str]:
-    """Run ``entry_point`` with spark-submit in local mode; (succeeded, details)."""
+    """Run ``entry_point`` with spark-submit in local mode; (succeeded, details).
+
+    ``inherit``: the job gets this process's environment and this interpreter as its Python
+    (``ferry replicate``); otherwise exactly ``environment`` (the emulator's EMR Serverless,
+    which names the job's own interpreter there).
+    """
     command = [
         str(Path(sys.executable).with_name("spark-submit")),
         "--master",
@@ -37,10 +45,13 @@ def spark_submit(
         entry_point,
         *arguments,
     ]
-    environment = {**os.environ, "PYSPARK_PYTHON": sys.executable, **(environment or {})}
+    if inherit:
+        environment = {**os.environ, "PYSPARK_PYTHON": sys.executable, **(environment or {})}
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "wb") as log:
-        code = subprocess.call(command, stdout=log, stderr=subprocess.STDOUT, env=environment)
+        code = subprocess.call(
+            command, stdout=log, stderr=subprocess.STDOUT, env=environment, cwd=cwd
+        )
     if code == 0:
         return True, ""
     tail = log_path.read_text(errors="replace").strip().splitlines()[-3:]

@@ -140,6 +140,21 @@ class RunLocations:
     def abort(self) -> str:
         return fs.join(self.root, "abort.json")
 
+    @property
+    def copy_results(self) -> str:
+        """Where the S3 copy Map writes its batches' results (``ResultWriter``)."""
+        return fs.join(self.root, "copy-batches")
+
+    @property
+    def tables(self) -> str:
+        """A run's tables, one Map item each (``Resolve tables``)."""
+        return fs.join(self.root, "tables.json")
+
+    @property
+    def results(self) -> str:
+        """Where the Map over the tables writes each table's outcome (``ResultWriter``)."""
+        return fs.join(self.root, "results")
+
 
 def read_plan(plan_uri: str) -> PlanDocument:
     return _PLAN_DOCUMENT.validate_json(fs.read_bytes(plan_uri))
@@ -257,7 +272,18 @@ class Steps:
                     "triggerTime": (triggered or started).isoformat(),
                 }
             )
-        return {"tables": items, "maxConcurrency": max_concurrency}
+        # The list goes to S3, read by the Map's ItemReader: a config that selects thousands
+        # of tables would not fit in a state (256 KiB).
+        run = RunLocations.for_event(self.work_uri, f"run-{self.event_ids(self.clock())}")
+        fs.write_bytes(run.tables, json.dumps(items).encode())
+        tables_bucket, tables_key = fs.object_location(run.tables)
+        return {
+            "tablesBucket": tables_bucket,
+            "tablesKey": tables_key,
+            "resultsPrefix": fs.object_location(run.results)[1],
+            "count": len(items),
+            "maxConcurrency": max_concurrency,
+        }
 
     def select_tables(
         self, config: ReplicationConfig, tables: Sequence[str] = (), source: str = "config"
@@ -309,7 +335,7 @@ class Steps:
                 )
             ),
         )
-        bucket, _, key = where.manifest.split("://", 1)[1].partition("/")
+        bucket, key = fs.object_location(where.manifest)
         return {
             "eventId": event_id,
             "planUri": where.plan,
@@ -317,6 +343,7 @@ class Steps:
             "manifestBucket": bucket,
             "manifestKey": key,
             "reportUri": where.report,
+            "copyResultsPrefix": fs.object_location(where.copy_results)[1],
             "copier": copier.value,
             "copierOptions": _batch_options(options),
             "files": plan.manifest.files,
@@ -534,7 +561,16 @@ class Steps:
         name, message = describe_error(payload["error"])
         event_id, source_table = payload["eventId"], payload["sourceTable"]
         plan_result = payload.get("plan") or {}
-        document = read_plan(plan_result["planUri"]) if plan_result.get("planUri") else None
+        plan_uri = plan_result.get("planUri")
+        if plan_uri is None and payload.get("findPlan"):
+            # A table Summarize aborts (its iteration failed where no Catch takes the error):
+            # its plan, if Plan got that far, is where every plan of the event is.
+            candidate = RunLocations.for_event(self.work_uri, event_id).plan
+            plan_uri = candidate if fs.exists(candidate) else None
+            if plan_uri is not None:
+                plan_result = {"planUri": plan_uri, "reportUri": RunLocations.for_event(
+                    self.work_uri, event_id).report}  # fmt: skip
+        document = read_plan(plan_uri) if plan_uri else None
         if document is not None and document.copier is CopierKind.SPARK:
             name, message = _spark_failure(plan_result.get("reportUri"), name, message)
         try:
@@ -568,6 +604,7 @@ class Steps:
             "sourceTable": source_table,
             "replicaTable": replication.replica_qualified_name if replication else None,
             "eventId": event_id,
+            "failedState": payload.get("failedState"),
             "error": name,
             "cause": message,
             "snapshot": outcome["snapshot"],
@@ -584,8 +621,14 @@ class Steps:
                 references = snapshot_references(snapshot, replica, table.database, table.name)
                 outcome["referencedBy"] = references
                 if not references:
-                    fs.delete_tree(snapshot)
-                    outcome["removed"] = True
+                    try:
+                        fs.delete_tree(snapshot)
+                        outcome["removed"] = True
+                    except Exception as error:  # noqa: BLE001 - e.g. a location it may not touch
+                        # What could not be removed is left for the vacuum; the table's
+                        # consumers still hear FAILURE and its lock is still released.
+                        outcome["removeError"] = f"{type(error).__name__}: {error}"
+                        logger.warning("could not remove snapshot %s: %s", snapshot, error)
             database = replica.get_database(table.database)
             if (
                 database is not None
@@ -623,26 +666,87 @@ class Steps:
 
     # -- Summarize ------------------------------------------------------------------------
 
-    @staticmethod
-    def summarize(payload: dict[str, Any]) -> dict[str, Any]:
+    def summarize(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """Every table's outcome, from the results the Map over the tables wrote.
+
+        A table whose iteration failed without reaching Abort (an error no ``Catch`` takes:
+        ``States.DataLimitExceeded``, ``States.Runtime``) is aborted here, so it too ends
+        as every failed table does: FAILURE to consumers, its lock released, its snapshot
+        removed unless the replica references it.
+        """
         faults.point("summarize")
-        results = payload["results"]
-        # A table's outcome: Abort's result, or the whole iteration's data ending in Notify.
-        statuses = [r.get("status") or (r.get("notified") or {}).get("status") for r in results]
-        failed = [r for r, status in zip(results, statuses, strict=True) if status == "FAILED"]
-        first = failed[0] if failed else {}
-        return {
-            "succeeded": statuses.count("SUCCEEDED"),
-            "unchanged": statuses.count("UNCHANGED"),
-            "failed": len(failed),
-            "error": first.get("error"),
-            "cause": (
-                f"{first.get('sourceTable')}: {first.get('cause')}"
-                + (f" (and {len(failed) - 1} more failed tables)" if len(failed) > 1 else "")
-                if failed
-                else None
-            ),
-        }
+        outcomes = []
+        for child in map_results(payload["results"]):
+            if child.status == "SUCCEEDED":
+                outcomes.append(child.output)
+                continue
+            item = child.input
+            outcomes.append(
+                self.abort(
+                    {
+                        **item,
+                        "configUri": item.get("configUri") or payload.get("configUri"),
+                        "error": {"Error": child.error, "Cause": child.cause},
+                        "failedState": "Replicate tables",
+                        "findPlan": True,
+                    }
+                )
+            )
+        return summary(outcomes)
+
+
+@dataclass(frozen=True)
+class ChildResult:
+    """One child execution of a Distributed Map, as its ``ResultWriter`` wrote it."""
+
+    status: str
+    input: dict[str, Any]
+    output: dict[str, Any]
+    error: str | None = None
+    cause: str | None = None
+
+
+def map_results(details: Mapping[str, Any]) -> list[ChildResult]:
+    """The children's results a Distributed Map's ``ResultWriter`` wrote, in item order.
+
+    ``details`` is the Map's ``ResultWriterDetails`` (``Bucket``, ``Key`` of its manifest).
+    """
+    manifest = json.loads(fs.read_bytes(fs.object_uri(details["Bucket"], details["Key"])))
+    bucket = manifest.get("DestinationBucket", details["Bucket"])
+    found = []
+    for status in ("SUCCEEDED", "FAILED", "PENDING"):
+        for result_file in manifest.get("ResultFiles", {}).get(status, []):
+            for entry in json.loads(fs.read_bytes(fs.object_uri(bucket, result_file["Key"]))):
+                found.append(
+                    ChildResult(
+                        status=entry.get("Status", status),
+                        input=json.loads(entry.get("Input") or "{}"),
+                        output=json.loads(entry.get("Output") or "{}"),
+                        error=entry.get("Error"),
+                        cause=entry.get("Cause"),
+                    )
+                )
+    return found
+
+
+def summary(outcomes: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Counts of the tables' outcomes, and the first failure's error."""
+    # A table's outcome: Abort's result, or the whole iteration's data ending in Notify.
+    statuses = [r.get("status") or (r.get("notified") or {}).get("status") for r in outcomes]
+    failed = [r for r, status in zip(outcomes, statuses, strict=True) if status == "FAILED"]
+    first = failed[0] if failed else {}
+    return {
+        "succeeded": statuses.count("SUCCEEDED"),
+        "unchanged": statuses.count("UNCHANGED"),
+        "failed": len(failed),
+        "error": first.get("error"),
+        "cause": (
+            f"{first.get('sourceTable')}: {first.get('cause')}"
+            + (f" (and {len(failed) - 1} more failed tables)" if len(failed) > 1 else "")
+            if failed
+            else None
+        ),
+    }
 
 
 def _batch_options(options: CopierOptions) -> dict[str, Any]:

@@ -67,8 +67,10 @@ class DataAccess:
         self.stack = scope
         self.settings = settings
         configs = list(settings.configs.values())
+        ad_hoc = settings.ad_hoc_access
         self.read_locations = sorted(
             {location for r in settings.replications for location in r.read_locations}
+            | set(ad_hoc.read_locations)
         )
         self.write_locations = sorted(settings.write_locations)
         self.source_glue = self._glue(configs, source=True)
@@ -86,6 +88,7 @@ class DataAccess:
                 )
                 if topic
             }
+            | set(ad_hoc.topics)
         )
 
     # -- S3 ------------------------------------------------------------------------------
@@ -139,7 +142,17 @@ class DataAccess:
                     if source
                     else replication.replica_database.lower()
                 )
-        return list(catalogs.values())
+        for access in self.settings.ad_hoc_access.glue:
+            region = access.region or self.settings.region
+            account = access.catalog_id or self.settings.account
+            entry = catalogs.setdefault((region, account), _Catalog(region, account))
+            # Read: sources and replicas alike (a plan reads both); written: replicas only.
+            entry.databases.update(
+                access.read_databases + access.write_databases
+                if source
+                else access.write_databases
+            )
+        return [catalog for catalog in catalogs.values() if catalog.databases]
 
     @staticmethod
     def _glue_arns(catalog: _Catalog) -> list[str]:

@@ -11,28 +11,40 @@ from __future__ import annotations
 import aws_cdk as cdk
 
 from infra.checks import check
-from infra.settings import environment_names, load_environment
+from infra.settings import EnvironmentSettings, environment_names, load_environment
 from infra.stack import FerryStack
 from infra.triggers import S3EventForwarding, foreign_regions
 
 
-def build_app(outdir: str | None = None, environments: list[str] | None = None) -> cdk.App:
+def build_app(
+    outdir: str | None = None,
+    environments: list[str] | None = None,
+    settings: list[EnvironmentSettings] | None = None,
+) -> cdk.App:
+    """The app of the named environments (all of ``infra/environments/`` by default), or of
+    the ``settings`` given (the local runtime's own environment)."""
     app = cdk.App(outdir=outdir) if outdir else cdk.App()
     chosen = app.node.try_get_context("environment")
-    names = environments or ([chosen] if chosen else environment_names())
-    for name in names:
-        settings = load_environment(name)
-        FerryStack(app, settings.stack_name, settings=settings)
-        for region, patterns in sorted(foreign_regions(settings).items()):
-            S3EventForwarding(
-                app,
-                f"{settings.stack_name}-events-{region}",
-                settings=settings,
-                region=region,
-                patterns=patterns,
-            )
+    if settings is None:
+        names = environments or ([chosen] if chosen else environment_names())
+        settings = [load_environment(name) for name in names]
+    for environment in settings:
+        build_environment(app, environment)
     check(app)
     return app
+
+
+def build_environment(app: cdk.App, settings: EnvironmentSettings) -> None:
+    """The stacks of one environment: its pipeline, and a forwarder per other region."""
+    FerryStack(app, settings.stack_name, settings=settings)
+    for region, patterns in sorted(foreign_regions(settings).items()):
+        S3EventForwarding(
+            app,
+            f"{settings.stack_name}-events-{region}",
+            settings=settings,
+            region=region,
+            patterns=patterns,
+        )
 
 
 def main() -> None:

@@ -71,15 +71,18 @@ EMR_SPARK_VERSION = "4.0.2"
 #: The EMR Serverless application's architecture the environment's wheels are built for.
 EMR_ARCHITECTURE = "X86_64"
 #: The release's Python the job runs on; the packed environment's ``bin/python`` points at it.
-EMR_PYTHON_VERSION = (3, 11)
+EMR_PYTHON_VERSION = (3, 12)
 EMR_PYTHON = "/usr/bin/python{}.{}".format(*EMR_PYTHON_VERSION)
 #: Where ``spark.archives`` unpacks the environment, relative to the driver and executors.
 EMR_ENVIRONMENT = "environment"
 
 #: The source packages in the Lambda bundle besides the dependencies (not infra/, tests/, ...).
 LAMBDA_PACKAGES = ("ferry", "lambdas")
-#: The packages the Spark job imports besides ``ferry`` (which imports nothing else for it).
-SPARK_JOB_DEPENDENCIES = ("pyarrow",)
+#: The packages the Spark job imports besides ``ferry``: pyarrow for its file systems, boto3
+#: (and its botocore) for its S3 requests. EMR Serverless runs the job with the archive's own
+#: interpreter, so whatever the job imports must be in the archive; the e2e suite runs the
+#: job from the archive to prove it.
+SPARK_JOB_DEPENDENCIES = ("pyarrow", "boto3")
 SPARK_JOB_ENTRY_POINT = ROOT / "emr_jobs" / "copy_files.py"
 
 
@@ -270,12 +273,19 @@ def _pip_install(target: Target, requirements: list[str], folder: Path) -> None:
 
 
 def _copy_sources(source: Path, destination: Path) -> None:
-    shutil.copytree(source, destination, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    shutil.copytree(
+        source, destination, ignore=shutil.ignore_patterns(*_NOT_SOURCES, "*.pyc")
+    )
+
+
+#: Folders below the source packages that are not part of them: byte code, and the local
+#: runtime's Node.js packages (its IAM simulator; a development tool, not deployed code).
+_NOT_SOURCES = ("__pycache__", "node_modules")
 
 
 def _source_files(package: str) -> Iterator[Path]:
     for path in sorted((ROOT / package).rglob("*")):
-        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+        if path.is_file() and not set(_NOT_SOURCES) & set(path.parts) and path.suffix != ".pyc":
             yield path
 
 

@@ -69,24 +69,43 @@ def reason_for(rule: str, path: str, stack: Stack) -> str | None:
 
 def _wildcard_reason(resource: str, path: str, stack: Stack) -> str | None:
     settings = getattr(stack, "settings", None)
-    locations = []
+    locations, topics, databases = [], [], set()
     if settings is not None:
-        locations = [*settings.write_locations] + [
+        ad_hoc = settings.ad_hoc_access
+        locations = [*settings.write_locations, *ad_hoc.read_locations] + [
             location for r in settings.replications for location in r.read_locations
         ]
+        topics = ad_hoc.topics
+        databases = {d for a in ad_hoc.glue for d in a.read_databases + a.write_databases}
     for location in locations:
+        bucket = location.removeprefix("s3://").split("/", 1)[0]
         prefix = "arn:aws:s3:::" + location.removeprefix("s3://").rstrip("/") + "/*"
         if resource == prefix:
             return (
                 f"Objects below {location}, a location the environment's settings name "
                 "(read-locations or write-locations); table data is many objects"
             )
+        if "*" in bucket and resource == f"arn:aws:s3:::{bucket}":
+            return (
+                f"The buckets {bucket} of a location the environment's settings name by "
+                "pattern (listed only below the location's prefix)"
+            )
+    if resource in topics:
+        return "Topics the environment's settings name by pattern (ad-hoc-access.topics)"
+    glue = re.fullmatch(r"arn:aws:glue:[\w-]+:\d{12}:(database|table)/([\w*?]+)(/\*)?", resource)
+    if glue and glue.group(2) in databases:
+        return (
+            "Glue databases the environment's settings name by pattern "
+            "(ad-hoc-access.glue), and their tables"
+        )
     reasons: list[tuple[Callable[[str], bool], str]] = [
         (
             lambda r: (
-                re.fullmatch(r"<WorkBucket\w+\.Arn>/(runs|configs|spark-logs)/\*", r) is not None
+                re.fullmatch(r"<WorkBucket\w+\.Arn>/(runs|configs|spark-logs|housekeeping)/\*", r)
+                is not None
             ),
-            "One prefix of the work bucket (runs/<event-id>/..., configs/, spark-logs/): "
+            "One prefix of the work bucket (runs/<event-id>/..., configs/, spark-logs/, "
+            "housekeeping/): "
             "the names below it are made per run",
         ),
         (
@@ -110,7 +129,8 @@ def _wildcard_reason(resource: str, path: str, stack: Stack) -> str | None:
         ),
         (
             lambda r: r == "*" and _only_service_wide_actions(path, stack),
-            "X-Ray tracing and CloudWatch Logs delivery have no resource-level permissions",
+            "X-Ray tracing, CloudWatch Logs delivery and a VPC function's network interfaces "
+            "(created by Lambda with the function's role) have no resource-level permissions",
         ),
     ]
     for applies, reason in reasons:
@@ -119,8 +139,15 @@ def _wildcard_reason(resource: str, path: str, stack: Stack) -> str | None:
     return None
 
 
-#: Actions AWS authorizes on "*" only.
+#: Actions AWS authorizes on "*" only (or, for a function's network interfaces, on interfaces
+#: Lambda names itself).
 SERVICE_WIDE_ACTIONS = {
+    "ec2:CreateNetworkInterface",
+    "ec2:DescribeNetworkInterfaces",
+    "ec2:DescribeSubnets",
+    "ec2:DeleteNetworkInterface",
+    "ec2:AssignPrivateIpAddresses",
+    "ec2:UnassignPrivateIpAddresses",
     "xray:PutTraceSegments",
     "xray:PutTelemetryRecords",
     "xray:GetSamplingRules",

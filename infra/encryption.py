@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from aws_cdk import ArnFormat, RemovalPolicy, Stack
+from aws_cdk import ArnFormat, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from infra.access import KEY_USE, allow
+from infra.removal import KEEP
 
 
 class Encryption(Construct):
@@ -20,7 +21,7 @@ class Encryption(Construct):
             alias=f"alias/ferry-{environment}",
             description=f"Ferry {environment}: work bucket, topics, state table, secret, logs",
             enable_key_rotation=True,
-            removal_policy=RemovalPolicy.RETAIN,
+            removal_policy=KEEP,
         )
         # CloudWatch Logs encrypts the log groups with the key, for this account's groups
         # only. In a key policy "*" is the key itself.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -21,28 +21,37 @@ from infra import bundling, definition
 from infra.access import DataAccess, allow, allow_prefix
 from infra.configs import ReplicationConfigs
 from infra.encryption import Encryption
+from infra.removal import KEEP
 from infra.settings import EnvironmentSettings
 from infra.state import ConfigSecret, StateTable
-from infra.storage import CONFIGS_PREFIX, RUNS_PREFIX, WorkBucket
+from infra.storage import CONFIGS_PREFIX, HOUSEKEEPING_PREFIX, RUNS_PREFIX, WorkBucket
 
 CATALOGS, WRITE_CATALOG, READ_DATA, WRITE_REPLICAS, DELETE_REPLICAS, STATE, PUBLISH = (
     "catalogs", "write-catalog", "read-data", "write-replicas", "delete-replicas", "state",
     "publish",
 )  # fmt: skip
+#: Writes its report under the work bucket's ``housekeeping/``.
+HOUSEKEEPING_REPORTS = "housekeeping-reports"
 
 #: What each function's step does besides reading its config and its run's files.
 NEEDS: dict[str, frozenset[str]] = {
     "ResolveTables": frozenset({CATALOGS}),  # expands patterns and databases
     "Plan": frozenset({CATALOGS, READ_DATA, STATE, PUBLISH}),  # lock, START, diff, listing
-    "InlineCopy": frozenset({READ_DATA, WRITE_REPLICAS}),
-    "S3CopyBatch": frozenset({READ_DATA, WRITE_REPLICAS}),
+    # A copy removes an object of its own snapshot that fails verification (corrupt, short,
+    # its source changed): nothing wrong is left where the commit would point.
+    "InlineCopy": frozenset({READ_DATA, WRITE_REPLICAS, DELETE_REPLICAS}),
+    "S3CopyBatch": frozenset({READ_DATA, WRITE_REPLICAS, DELETE_REPLICAS}),
     # Avro schema copies, the replica's catalog, the ledger of superseded snapshots.
     "Commit": frozenset({CATALOGS, WRITE_CATALOG, READ_DATA, WRITE_REPLICAS, STATE}),
     "NotifySuccess": frozenset({STATE, PUBLISH}),  # SUCCESS, then the lock is released
     # Removes an unreferenced snapshot (asking the catalog first), FAILURE, the lock.
     "Abort": frozenset({CATALOGS, WRITE_CATALOG, READ_DATA, DELETE_REPLICAS, STATE, PUBLISH}),
-    "Summarize": frozenset(),
-    "Housekeeping": frozenset({CATALOGS, READ_DATA, DELETE_REPLICAS, STATE}),
+    # Reads the tables' outcomes (the Map's results in the work bucket); aborts a table whose
+    # iteration failed where no Catch takes the error, as Abort does.
+    "Summarize": frozenset({CATALOGS, WRITE_CATALOG, READ_DATA, DELETE_REPLICAS, STATE, PUBLISH}),
+    "Housekeeping": frozenset(
+        {CATALOGS, READ_DATA, DELETE_REPLICAS, STATE, HOUSEKEEPING_REPORTS}
+    ),
 }
 
 
@@ -60,6 +69,7 @@ SIZING = {
     "Commit": Sizing(1024, Duration.minutes(15)),
     "Abort": Sizing(1024, Duration.minutes(15)),
     "Housekeeping": Sizing(1024, Duration.minutes(15)),
+    "Summarize": Sizing(1024, Duration.minutes(15)),  # may abort tables no Catch took
 }
 DEFAULT_SIZING = Sizing(512, Duration.minutes(5))
 
@@ -106,7 +116,7 @@ class Functions(Construct):
                 log_group_name=f"/aws/lambda/ferry-{settings.name}-{_kebab(name)}",
                 retention=retention(settings.log_retention_days),
                 encryption_key=encryption.key,
-                removal_policy=RemovalPolicy.RETAIN,
+                removal_policy=KEEP,
             )
             in_vpc = network is not None and CATALOGS in needs
             function = lambda_.Function(
@@ -128,6 +138,8 @@ class Functions(Construct):
                 **(network.options() if in_vpc and network else {}),
             )
             log_group.grant_write(role)
+            if in_vpc:
+                allow_network_interfaces(role)
             self._grant(function, needs, work, state, secret, access, encryption, configs)
             self.by_name[name] = function
 
@@ -157,6 +169,29 @@ class Functions(Construct):
             state.grant_state(function)
         if PUBLISH in needs:
             access.publish(function)
+        if HOUSEKEEPING_REPORTS in needs:
+            allow_prefix(function, work.bucket.bucket_arn, HOUSEKEEPING_PREFIX, ("s3:PutObject",))
+
+
+#: What Lambda does with a function's role to attach it to its VPC: the network interfaces
+#: in its subnets (AWS's managed AWSLambdaVPCAccessExecutionRole, without its log rights:
+#: each function writes only its own log group). The CDK adds that managed policy only to
+#: roles it creates itself; these roles are Ferry's, so they say it. EC2 authorizes the
+#: Describe calls on "*" only.
+NETWORK_INTERFACE_ACTIONS = (
+    "ec2:CreateNetworkInterface",
+    "ec2:DescribeNetworkInterfaces",
+    "ec2:DescribeSubnets",
+    "ec2:DeleteNetworkInterface",
+    "ec2:AssignPrivateIpAddresses",
+    "ec2:UnassignPrivateIpAddresses",
+)
+
+
+def allow_network_interfaces(role: iam.IRole) -> None:
+    role.add_to_principal_policy(
+        iam.PolicyStatement(actions=list(NETWORK_INTERFACE_ACTIONS), resources=["*"])
+    )
 
 
 @dataclass(frozen=True)

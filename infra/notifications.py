@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from aws_cdk import ArnFormat, Stack
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
@@ -37,5 +39,35 @@ class OperationsTopic(Construct):
             master_key=key,
             enforce_ssl=True,
         )
+        # A topic policy replaces SNS's default one, and ``enforce_ssl`` writes one (its TLS
+        # Deny): without this Allow, CloudWatch may not publish the alarms to the topic. Only
+        # this environment's alarms, of this account.
+        stack = Stack.of(self)
+        self.topic.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="AlarmsOfThisEnvironment",
+                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                actions=["sns:Publish"],
+                resources=[self.topic.topic_arn],
+                conditions={
+                    "ArnLike": {"aws:SourceArn": alarm_arn_pattern(stack, environment)},
+                    "StringEquals": {"aws:SourceAccount": stack.account},
+                },
+            )
+        )
         for email in emails:
             self.topic.add_subscription(subscriptions.EmailSubscription(email))
+
+
+def alarm_name_prefix(environment: str) -> str:
+    """Every alarm of an environment is named ``ferry-<env>-...`` (``infra/operations.py``)."""
+    return f"ferry-{environment}-"
+
+
+def alarm_arn_pattern(stack: Stack, environment: str) -> str:
+    return stack.format_arn(
+        service="cloudwatch",
+        resource="alarm",
+        resource_name=f"{alarm_name_prefix(environment)}*",
+        arn_format=ArnFormat.COLON_RESOURCE_NAME,
+    )

@@ -14,6 +14,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from infra.functions import Functions
+from infra.notifications import alarm_name_prefix
 
 NAMESPACE = "Ferry"
 PERIOD = Duration.minutes(5)
@@ -51,7 +52,7 @@ class Operations(Construct):
             created = cloudwatch.Alarm(
                 self,
                 name,
-                alarm_name=f"ferry-{environment}-{name}",
+                alarm_name=f"{alarm_name_prefix(environment)}{name}",
                 alarm_description=description,
                 metric=metric,
                 threshold=1,

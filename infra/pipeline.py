@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack
+from aws_cdk import ArnFormat, Duration, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_stepfunctions as sfn
@@ -20,6 +20,7 @@ from infra import definition
 from infra.access import allow, allow_prefix
 from infra.encryption import Encryption
 from infra.functions import Functions, retention
+from infra.removal import KEEP
 from infra.settings import EnvironmentSettings
 from infra.spark import SparkCopy
 from infra.storage import RUNS_PREFIX, WorkBucket
@@ -92,10 +93,18 @@ class Pipeline(Construct):
             )
 
         role = self.replication.role
-        # The S3 copy is a Distributed Map: it reads the manifest (ItemReader) and runs
-        # child executions of this state machine.
-        allow_prefix(role, work.bucket.bucket_arn, RUNS_PREFIX, ("s3:GetObject",))
-        allow(role, ["kms:Decrypt"], [encryption.key.key_arn])
+        # The Maps over the tables and over the S3 copy's batches are Distributed Maps: they
+        # read their items from the run's files (ItemReader), write their children's results
+        # there (ResultWriter: multipart uploads of the result files) and run child executions
+        # of this state machine. The work bucket is encrypted with the environment's key.
+        allow_prefix(
+            role,
+            work.bucket.bucket_arn,
+            RUNS_PREFIX,
+            ("s3:GetObject", "s3:PutObject", "s3:ListMultipartUploadParts",
+             "s3:AbortMultipartUpload"),
+        )  # fmt: skip
+        allow(role, ["kms:Decrypt", "kms:GenerateDataKey"], [encryption.key.key_arn])
         machine_name = f"ferry-{settings.name}-replication"
         role.add_to_principal_policy(
             iam.PolicyStatement(
@@ -165,7 +174,7 @@ class Pipeline(Construct):
             log_group_name=f"/aws/vendedlogs/states/{name}",
             retention=retention(settings.log_retention_days),
             encryption_key=encryption.key,
-            removal_policy=RemovalPolicy.RETAIN,
+            removal_policy=KEEP,
         )
         return sfn.StateMachine(
             self,

@@ -51,10 +51,13 @@ class _Model(BaseModel):
 
 
 def _s3_prefix(value: str) -> str:
+    """An S3 location, where IAM's wildcards (``*``, ``?``) may stand for any characters:
+    ``s3://dr-*/warehouse/`` is every bucket whose name starts with ``dr-``."""
     bucket = value.removeprefix("s3://").partition("/")[0]
     if not value.startswith("s3://"):
         raise ValueError(f"{value!r} is not an S3 location (s3://bucket/prefix/)")
-    check_bucket_name(bucket)  # the configs' own check of a bucket's name
+    # The configs' own check of a bucket's name, on the name with its wildcards filled in.
+    check_bucket_name(bucket.replace("*", "a").replace("?", "a"))
     return value
 
 
@@ -83,6 +86,51 @@ class Spark(_Model):
     maximum_memory_gb: int = Field(default=256, ge=8)
     maximum_disk_gb: int = Field(default=1000, ge=20)
     idle_timeout_minutes: int = Field(default=15, ge=1, le=10080)
+
+
+_GLUE_DATABASE = re.compile(r"[a-z0-9_*?]{1,255}")
+
+
+def _glue_database(value: str) -> str:
+    if not _GLUE_DATABASE.fullmatch(value):
+        raise ValueError(
+            f"{value!r} is not a Glue database name (lower-case letters, digits and '_'; "
+            "IAM's wildcards * and ? allowed)"
+        )
+    return value
+
+
+GlueDatabase = Annotated[str, AfterValidator(_glue_database)]
+
+
+class GlueAccess(_Model):
+    """Glue databases of one catalog (IAM wildcards allowed): read, and written as replicas."""
+
+    #: The catalog's region and account (its id); the environment's own by default.
+    region: str | None = Field(default=None, pattern=_REGION.pattern)
+    catalog_id: str | None = Field(default=None, pattern=_ACCOUNT.pattern)
+    read_databases: list[GlueDatabase] = Field(default_factory=list)
+    write_databases: list[GlueDatabase] = Field(default_factory=list)
+
+
+class AdHocAccess(_Model):
+    """What configs that are not among ``replications`` may use when someone runs them with
+    ``ferry execute`` on this environment: the deployed roles grant exactly the configured
+    data, catalogs and topics, so anything else must be named here. Replicas are still written
+    below ``write-locations`` only."""
+
+    read_locations: list[S3Prefix] = Field(default_factory=list)
+    glue: list[GlueAccess] = Field(default_factory=list)
+    #: SNS topics (ARNs, IAM wildcards allowed) such configs publish to.
+    topics: list[str] = Field(default_factory=list)
+
+    @field_validator("topics")
+    @classmethod
+    def _topic_arns(cls, topics: list[str]) -> list[str]:
+        for topic in topics:
+            if not re.fullmatch(r"arn:aws[\w-]*:sns:[\w*?-]+:[\d*?]+:[\w*?.-]+", topic):
+                raise ValueError(f"{topic!r} is not an SNS topic ARN")
+        return topics
 
 
 class Replication(_Model):
@@ -114,6 +162,7 @@ class EnvironmentSettings(_Model):
     #: Who is told when an alarm fires (the operations topic's e-mail subscriptions).
     alarm_emails: list[str] = Field(default_factory=list)
     tables_at_once: int = Field(default=4, ge=1, le=40)
+    ad_hoc_access: AdHocAccess = Field(default_factory=AdHocAccess)
 
     @field_validator("variables", "secret_variables")
     @classmethod
@@ -170,8 +219,11 @@ class EnvironmentSettings(_Model):
 
 
 def _below(location: str, prefix: str) -> bool:
-    location, prefix = fs.normalise(location), fs.normalise(prefix)
-    return location == prefix.rstrip("/") or location.startswith(prefix.rstrip("/") + "/")
+    """``location`` is ``prefix`` or below it; the prefix's ``*`` and ``?`` are IAM's wildcards
+    (``*`` stands for any characters, ``/`` included, as in a policy's resource)."""
+    location, prefix = fs.normalise(location), fs.normalise(prefix).rstrip("/")
+    pattern = re.escape(prefix).replace(r"\*", ".*").replace(r"\?", ".")
+    return re.fullmatch(f"{pattern}(/.*)?", location) is not None
 
 
 def _shown(path: Path) -> str:
@@ -189,6 +241,12 @@ def load_environment(name: str) -> EnvironmentSettings:
             f"no settings for environment {name!r}: expected {_shown(path)} "
             f"(known: {', '.join(environment_names()) or 'none'})"
         )
+    return load_settings(path, name)
+
+
+def load_settings(path: Path, name: str) -> EnvironmentSettings:
+    """The settings file at ``path`` as environment ``name`` (the local runtime's lives in
+    ``ferry/local/``, not among the environments ``make synth`` deploys)."""
     document = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     try:
         return EnvironmentSettings.model_validate({"name": name, **document})

@@ -75,6 +75,7 @@ class SparkCopy(Construct):
         encryption.grant_use(self.job_role)
         access.read_data(self.job_role)
         access.write_replicas(self.job_role)
+        access.delete_replicas(self.job_role)  # an object that fails verification is removed
         allow_prefix(
             self.job_role, work.bucket.bucket_arn, RUNS_PREFIX, ("s3:GetObject", "s3:PutObject")
         )

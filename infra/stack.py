@@ -102,6 +102,8 @@ class FerryStack(Stack):
             "StateTableName": self.state.table.table_name,
             "ConfigSecretArn": self.secret.secret.secret_arn,
             "SparkApplicationId": self.spark.application_id,
+            # The role EventBridge rules start replications with (for rules added by hand).
+            "TriggerRoleArn": self.triggers.rule_role.role_arn,
         }
         for key_name, value in outputs.items():
             CfnOutput(self, key_name, value=value)

@@ -3,7 +3,6 @@ secret that holds the configs' secret placeholders."""
 
 from __future__ import annotations
 
-from aws_cdk import RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -11,6 +10,7 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from infra.access import allow
+from infra.removal import KEEP
 
 
 class StateTable(Construct):
@@ -27,12 +27,13 @@ class StateTable(Construct):
             billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
             encryption=dynamodb.TableEncryption.CUSTOMER_MANAGED,
             encryption_key=key,
-            # The ledger is the only record of which snapshots may be deleted: keep it.
+            # The ledger is the only record of which snapshots may be deleted: keep it, with
+            # its history. (Not with deletion protection: a failed first deploy could not then
+            # roll the new table back, and the stack would be stuck in ROLLBACK_FAILED.)
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
                 point_in_time_recovery_enabled=True
             ),
-            deletion_protection=True,
-            removal_policy=RemovalPolicy.RETAIN,
+            removal_policy=KEEP,
         )
 
     #: What ``ferry.ledger.DynamoDbStateStore`` calls: locks and ledger entries, by key.
@@ -65,5 +66,5 @@ class ConfigSecret(Construct):
                 + (", ".join(names) or "none declared")
             ),
             encryption_key=key,
-            removal_policy=RemovalPolicy.RETAIN,
+            removal_policy=KEEP,
         )

@@ -3,15 +3,18 @@ bucket of its access logs."""
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
+
+from infra.removal import KEEP
 
 #: What the pipeline writes in the work bucket, and for how long it is kept.
 RUNS_PREFIX = "runs/"  # runs/<event-id>/plan.json, manifest.json, copied/, copy-report.json
 SPARK_LOGS_PREFIX = "spark-logs/"  # EMR Serverless job logs
 CONFIGS_PREFIX = "configs/"  # configs uploaded by `ferry execute --state-machine-arn`
+HOUSEKEEPING_PREFIX = "housekeeping/"  # housekeeping/<id>.json: what each housekeeping did
 RUNS_RETENTION_DAYS = 30
 SPARK_LOGS_RETENTION_DAYS = 30
 
@@ -29,7 +32,7 @@ class WorkBucket(Construct):
             enforce_ssl=True,
             object_ownership=s3.ObjectOwnership.BUCKET_OWNER_PREFERRED,
             lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(access_log_days))],
-            removal_policy=RemovalPolicy.RETAIN,
+            removal_policy=KEEP,
         )
         self.bucket = s3.Bucket(
             self,
@@ -53,6 +56,11 @@ class WorkBucket(Construct):
                     expiration=Duration.days(RUNS_RETENTION_DAYS),
                 ),
                 s3.LifecycleRule(
+                    id="housekeeping",
+                    prefix=HOUSEKEEPING_PREFIX,
+                    expiration=Duration.days(RUNS_RETENTION_DAYS),
+                ),
+                s3.LifecycleRule(
                     id="spark-logs",
                     prefix=SPARK_LOGS_PREFIX,
                     expiration=Duration.days(SPARK_LOGS_RETENTION_DAYS),
@@ -62,7 +70,7 @@ class WorkBucket(Construct):
                     abort_incomplete_multipart_upload_after=Duration.days(1),
                 ),
             ],
-            removal_policy=RemovalPolicy.RETAIN,
+            removal_policy=KEEP,
         )
 
     @property

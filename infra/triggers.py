@@ -49,7 +49,7 @@ class Triggers(Construct):
         super().__init__(scope, construct_id)
         self.schedules: list[scheduler.Schedule] = []
         self.rules: list[events.CfnRule] = []
-        rule_role = iam.Role(
+        self.rule_role = rule_role = iam.Role(
             self,
             "RuleRole",
             assumed_by=iam.ServicePrincipal("events.amazonaws.com"),

@@ -1,4 +1,5 @@
-"""State `Summarize`: count the tables' outcomes and name the first failure."""
+"""State `Summarize`: read the tables' outcomes, abort a table no Catch took, count them and
+name the first failure."""
 
 from __future__ import annotations
 
@@ -9,9 +10,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from lambdas.runtime import logger, steps, tracer
 
 
-@logger.inject_lambda_context(
-    correlation_id_path="results[0].eventId", clear_state=True, log_event=True
-)
+@logger.inject_lambda_context(correlation_id_path="configUri", clear_state=True, log_event=True)
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return steps().summarize(event)

@@ -187,7 +187,14 @@ def consumer(aws, unique):
 @pytest.fixture(scope="session")
 def pipeline(local_runtime):
     """The replication pipeline, deployed into the session's emulator as `ferry local up` does."""
-    return deploy.deploy(local_runtime.endpoint, local_runtime.state_dir)
+    return deploy.deploy(
+        local_runtime.endpoint,
+        local_runtime.state_dir,
+        {
+            "SOURCE_METASTORE_URIS": local_runtime.source_uri,
+            "REPLICA_METASTORE_URIS": local_runtime.replica_uri,
+        },
+    )
 
 
 def fixed_clock() -> datetime:

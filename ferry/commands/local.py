@@ -79,10 +79,12 @@ def run_local_trigger(config_path: Path, home: Path) -> int:
         )
     if declared.s3:
         state_machine_arn, work_uri, aws = local_pipeline(home)
+        pipeline = deploy.Pipeline.load(home)
+        role_arn = pipeline.outputs.get("TriggerRoleArn", "") if pipeline else ""
         _check_buckets(aws, declared.s3, config_path)  # before anything is installed
         config_uri = deploy.upload_config(aws.client("s3"), work_uri, config_path)
         for trigger in declared.s3:
-            rule = deploy.add_s3_trigger(aws, state_machine_arn, config_uri, trigger)
+            rule = deploy.add_s3_trigger(aws, state_machine_arn, config_uri, trigger, role_arn)
             print(
                 f"an object created at {triggers.describe_s3_trigger(trigger)} now starts "
                 f"a replication of {config_path} (rule {rule})"

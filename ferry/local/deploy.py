@@ -1,45 +1,46 @@
 """Deploy the replication pipeline into the local AWS emulator (``ferry local up``).
 
-The same resources the CDK stack creates, with the same state machine definitions: a work
-bucket, the notification topic, the DynamoDB table of replica locks and the snapshot ledger,
-one Lambda function per state (their handlers run in-process in the emulator), an EMR
-Serverless application for the Spark copy, the replication state machine and the
-housekeeping state machine. Deploying again updates what exists.
+The local runtime deploys what ``cdk deploy`` would: the CDK app synthesizes the local
+runtime's environment (``ferry/local/environment.yml``) with the same constructs as every
+environment, and its template is created in the emulator resource by resource
+(``ferry.local.stack``) — roles and policies, functions with their environment and role,
+both state machines with their definition substitutions, the work bucket, the topics with
+their policies, the key, the state table, the secret, the EMR Serverless application, the
+rules and schedules. The CDK's file assets (the configs, the Spark job's entry point and its
+packed environment) are published to the emulated bootstrap bucket as ``cdk deploy`` does
+(``cdk bootstrap`` is emulated by creating that bucket and its version parameter). Then the
+secret gets its values, as a person does after a first deploy. Deploying again updates what
+exists.
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import time
 import uuid
-import zipfile
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import boto3
 from botocore.exceptions import ClientError
 
-from ferry import fs, triggers
+from ferry import triggers
 from ferry.config import S3Trigger
-from ferry.ledger import DynamoDbStateStore
-from infra import definition
+from ferry.local import stack
 
+ROOT = Path(__file__).resolve().parents[2]
+SETTINGS = Path(__file__).resolve().parent / "environment.yml"
+ENVIRONMENT = "local"
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
-PREFIX = "ferry-local"
-WORK_BUCKET = f"{PREFIX}-work"
-WORK_URI = f"s3://{WORK_BUCKET}"
-STATE_MACHINE = f"{PREFIX}-replication"
-HOUSEKEEPING_STATE_MACHINE = f"{PREFIX}-housekeeping"
-STATE_TABLE = f"{PREFIX}-state"
-TOPIC = f"{PREFIX}-replication-events"
-ROLE = f"{PREFIX}-role"
-SPARK_APPLICATION = f"{PREFIX}-copy"
-COPY_JOB = Path(__file__).resolve().parents[2] / "emr_jobs" / "copy_files.py"
+#: The CDK's default bootstrap qualifier, and the version ``cdk bootstrap`` records.
+BOOTSTRAP_QUALIFIER = "hnb659fds"
+BOOTSTRAP_VERSION = "30"
 RECORD = "pipeline.json"
+#: What goes into the synthesized template: a change to any of it synthesizes again.
+_SYNTH_INPUTS = ("infra", "ferry", "lambdas", "emr_jobs")
 
 
 @dataclass(frozen=True)
@@ -50,9 +51,11 @@ class Pipeline:
     work_uri: str
     topic_arn: str
     spark_application_id: str
-    #: Recorded since housekeeping exists; a record written before has neither.
     housekeeping_state_machine_arn: str | None = None
     state_table: str | None = None
+    config_secret_arn: str | None = None
+    #: The stack's outputs, as ``cdk deploy`` prints them.
+    outputs: dict[str, str] = field(default_factory=dict)
 
     def save(self, state_dir: Path) -> None:
         (state_dir / RECORD).write_text(json.dumps(asdict(self), indent=2))
@@ -60,119 +63,115 @@ class Pipeline:
     @classmethod
     def load(cls, state_dir: Path) -> Pipeline | None:
         path = state_dir / RECORD
-        return cls(**json.loads(path.read_text())) if path.exists() else None
+        if not path.exists():
+            return None
+        data = json.loads(path.read_text())
+        known = set(cls.__dataclass_fields__)
+        return cls(**{k: v for k, v in data.items() if k in known})
 
 
-def lambda_environment() -> dict[str, str]:
-    """The functions' environment, as the CDK stack sets it."""
-    return {
-        "FERRY_WORK_URI": WORK_URI,
-        "FERRY_MAX_CONCURRENCY": "4",
-        "FERRY_STATE_TABLE": STATE_TABLE,
-        "POWERTOOLS_SERVICE_NAME": "ferry",
-        "POWERTOOLS_METRICS_NAMESPACE": "Ferry",
-    }
+def bootstrap_bucket(account: str = ACCOUNT, region: str = REGION) -> str:
+    return f"cdk-{BOOTSTRAP_QUALIFIER}-assets-{account}-{region}"
 
 
-def deploy(endpoint: str, state_dir: Path) -> Pipeline:
+def bootstrap_parameter() -> str:
+    return f"/cdk-bootstrap/{BOOTSTRAP_QUALIFIER}/version"
+
+
+def synthesize(state_dir: Path) -> Path:
+    """The local environment's cloud assembly, synthesized again only when its inputs change."""
+    key = _synth_key()
+    assembly = state_dir / "cdk.out"
+    marker = assembly / ".ferry-synth-key"
+    if marker.exists() and marker.read_text() == key:
+        return assembly
+    from infra.app import build_app
+    from infra.settings import load_settings
+
+    settings = load_settings(SETTINGS, ENVIRONMENT)
+    build_app(outdir=str(assembly), settings=[settings]).synth()
+    marker.write_text(key)
+    return assembly
+
+
+def _synth_key() -> str:
+    digest = hashlib.sha256()
+    files = [ROOT / "pyproject.toml", ROOT / "constraints.txt"]
+    for folder in _SYNTH_INPUTS:
+        files += sorted(
+            p for p in (ROOT / folder).rglob("*")
+            if p.is_file() and "__pycache__" not in p.parts and "node_modules" not in p.parts
+            and p.suffix != ".pyc"
+        )  # fmt: skip
+    for path in files:
+        digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def deploy(endpoint: str, state_dir: Path, secret_values: dict[str, str] | None = None) -> Pipeline:
+    """Synthesize the local environment and deploy its stack into the emulator at ``endpoint``.
+
+    ``secret_values``: what goes into the stack's secret after the deploy (the metastores'
+    URIs), as ``aws secretsmanager put-secret-value`` after a first deploy on AWS.
+    """
+    state_dir.mkdir(parents=True, exist_ok=True)
     session = boto3.session.Session(
         aws_access_key_id="testing", aws_secret_access_key="testing", region_name=REGION
     )
 
-    def client(service: str) -> Any:
-        return session.client(service, endpoint_url=endpoint)
+    def client(service: str, region: str | None = None) -> Any:
+        return session.client(service, region_name=region or REGION, endpoint_url=endpoint)
 
-    s3, sns, iam = client("s3"), client("sns"), client("iam")
-    if WORK_BUCKET not in {b["Name"] for b in s3.list_buckets().get("Buckets", [])}:
-        s3.create_bucket(Bucket=WORK_BUCKET)
-    topic_arn = sns.create_topic(Name=TOPIC)["TopicArn"]
-    DynamoDbStateStore.create_table(client("dynamodb"), STATE_TABLE)
-    role_arn = _role(iam)
-    functions = {
-        name: _function(client("lambda"), name, handler, role_arn)
-        for name, handler in definition.ALL_FUNCTIONS.items()
-    }
-    application_id = _spark_application(client("emr-serverless"))
-    substitutions = {
-        **{f"{name}FunctionArn": arn for name, arn in functions.items()},
-        "SparkApplicationId": application_id,
-        "SparkJobRoleArn": role_arn,
-        "CopyJobEntryPoint": fs.local_uri(COPY_JOB),
-        "SparkSubmitParameters": "--conf spark.executor.cores=1",
-    }
-    state_machine_arn = _state_machine(
-        client("stepfunctions"), STATE_MACHINE, definition.render(substitutions), role_arn
-    )
-    housekeeping_arn = _state_machine(
-        client("stepfunctions"),
-        HOUSEKEEPING_STATE_MACHINE,
-        definition.render(substitutions, definition.HOUSEKEEPING_PATH),
-        role_arn,
-    )
+    assembly = synthesize(state_dir)
+    stack_name = f"Ferry-{ENVIRONMENT}"
+    _bootstrap(client)
+    _publish_assets(client, stack.file_assets(assembly, stack_name, ACCOUNT, REGION))
+    template = json.loads((assembly / f"{stack_name}.template.json").read_text())
+    outputs = stack.Deployment(template, stack_name, ACCOUNT, REGION, client).deploy()
+    if secret_values is not None:
+        client("secretsmanager").put_secret_value(
+            SecretId=outputs["ConfigSecretArn"], SecretString=json.dumps(secret_values)
+        )
     pipeline = Pipeline(
-        state_machine_arn, WORK_URI, topic_arn, application_id, housekeeping_arn, STATE_TABLE
+        state_machine_arn=outputs["ReplicationStateMachineArn"],
+        work_uri=f"s3://{outputs['WorkBucketName']}",
+        topic_arn=outputs["ReplicationEventsTopicArn"],
+        spark_application_id=outputs["SparkApplicationId"],
+        housekeeping_state_machine_arn=outputs["HousekeepingStateMachineArn"],
+        state_table=outputs["StateTableName"],
+        config_secret_arn=outputs["ConfigSecretArn"],
+        outputs=outputs,
     )
     pipeline.save(state_dir)
     return pipeline
 
 
-def _role(iam: Any) -> str:
-    try:
-        return iam.get_role(RoleName=ROLE)["Role"]["Arn"]
-    except ClientError:
-        statement = {
-            "Effect": "Allow",
-            "Principal": {"Service": "lambda.amazonaws.com"},
-            "Action": "sts:AssumeRole",
-        }
-        trust = json.dumps({"Version": "2012-10-17", "Statement": [statement]})
-        return iam.create_role(RoleName=ROLE, AssumeRolePolicyDocument=trust)["Role"]["Arn"]
+def _bootstrap(client: Any) -> None:
+    """What ``cdk bootstrap`` leaves that a deploy needs: the assets bucket, its version."""
+    s3 = client("s3")
+    bucket = bootstrap_bucket()
+    if bucket not in {b["Name"] for b in s3.list_buckets().get("Buckets", [])}:
+        s3.create_bucket(Bucket=bucket)
+    client("ssm").put_parameter(
+        Name=bootstrap_parameter(), Value=BOOTSTRAP_VERSION, Type="String", Overwrite=True
+    )
 
 
-def _placeholder_code() -> bytes:
-    # The handlers run from this checkout inside the emulator; the zip only satisfies the API.
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr("README.txt", "Ferry local runtime: handlers run in-process.\n")
-    return buffer.getvalue()
+def _publish_assets(client: Any, assets: list[stack.FileAsset]) -> None:
+    """Upload the stack's file assets (``cdk deploy`` does it with cdk-assets).
 
-
-def _function(awslambda: Any, name: str, handler: str, role_arn: str) -> str:
-    function_name = f"{PREFIX}-{name}"
-    settings = {
-        "Runtime": "python3.11",
-        "Role": role_arn,
-        "Handler": handler,
-        "Timeout": 900,
-        "MemorySize": 1024,
-        "Environment": {"Variables": lambda_environment()},
-    }
-    try:
-        awslambda.get_function(FunctionName=function_name)
-        return awslambda.update_function_configuration(FunctionName=function_name, **settings)[
-            "FunctionArn"
-        ]
-    except ClientError:
-        return awslambda.create_function(
-            FunctionName=function_name, Code={"ZipFile": _placeholder_code()}, **settings
-        )["FunctionArn"]
-
-
-def _spark_application(emr: Any) -> str:
-    for application in emr.list_applications()["applications"]:
-        if application["name"] == SPARK_APPLICATION and application["state"] != "TERMINATED":
-            return application["id"]
-    return emr.create_application(name=SPARK_APPLICATION, releaseLabel="emr-7.5.0", type="SPARK")[
-        "applicationId"
-    ]
-
-
-def _state_machine(sfn: Any, name: str, text: str, role_arn: str) -> str:
-    for machine in sfn.list_state_machines()["stateMachines"]:
-        if machine["name"] == name:
-            sfn.update_state_machine(stateMachineArn=machine["stateMachineArn"], definition=text)
-            return machine["stateMachineArn"]
-    return sfn.create_state_machine(name=name, definition=text, roleArn=role_arn)["stateMachineArn"]
+    The functions' code (a folder) is not uploaded: their handlers run from this checkout.
+    """
+    s3 = client("s3")
+    for asset in assets:
+        if asset.packaging != "file" or not asset.path.is_file():
+            continue
+        try:
+            s3.head_object(Bucket=asset.bucket, Key=asset.key)
+            continue  # content-addressed: already published
+        except ClientError:
+            pass
+        s3.upload_file(str(asset.path), asset.bucket, asset.key)
 
 
 def upload_config(s3: Any, work_uri: str, config_path: Path) -> str:
@@ -196,11 +195,14 @@ def bucket_region(aws: Any, bucket: str) -> str | None:
     return location or "us-east-1"  # S3 gives no location constraint for us-east-1
 
 
-def add_s3_trigger(aws: Any, state_machine_arn: str, config_uri: str, trigger: S3Trigger) -> str:
+def add_s3_trigger(
+    aws: Any, state_machine_arn: str, config_uri: str, trigger: S3Trigger, role_arn: str
+) -> str:
     """Make the objects ``trigger`` declares start runs of the config; the rule's name.
 
     As on AWS: the bucket sends its events to EventBridge, and the rule is on the event bus
-    of the bucket's region (``trigger.region``, else the emulator's), where they arrive.
+    of the bucket's region (``trigger.region``, else the emulator's), where they arrive; the
+    rule starts executions with ``role_arn``, the stack's role for its rules.
     """
     aws.client("s3").put_bucket_notification_configuration(
         Bucket=trigger.bucket, NotificationConfiguration={"EventBridgeConfiguration": {}}
@@ -215,7 +217,14 @@ def add_s3_trigger(aws: Any, state_machine_arn: str, config_uri: str, trigger: S
     }
     events.put_targets(
         Rule=name,
-        Targets=[{"Id": "replicate", "Arn": state_machine_arn, "InputTransformer": transformer}],
+        Targets=[
+            {
+                "Id": "replicate",
+                "Arn": state_machine_arn,
+                "RoleArn": role_arn,
+                "InputTransformer": transformer,
+            }
+        ],
     )
     return name
 

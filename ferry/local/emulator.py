@@ -1,8 +1,9 @@
 """Run the AWS emulator: moto's server, with Ferry's extensions, on a local port.
 
 Clients reach it through the standard ``AWS_ENDPOINT_URL`` variable, so Ferry's code has no
-branch for it. The pipeline's Lambda handlers run inside this server process
-(``ferry.local.emulator_lambda``), so its environment is theirs too.
+branch for it. The pipeline's Lambda handlers and Spark jobs run in processes of their own,
+with their deployed environment and their role's credentials (``ferry.local.
+emulator_lambda``, ``emulator_emr_serverless``).
 """
 
 from __future__ import annotations
@@ -40,14 +41,11 @@ def start_emulator(
     """Start a moto server on ``port``, logging under ``state_dir``."""
     if processes.port_in_use(port):
         raise RuntimeError(f"port {port} is already in use; pick another with --aws-port")
-    from ferry.local.deploy import lambda_environment
-
     env = {
         **os.environ,
         **EMULATOR_ENVIRONMENT,
-        **lambda_environment(),
-        # moto's own clients (e.g. SNS delivering to SQS) call back on this port, and the
-        # in-process Lambda handlers reach the emulated services through it.
+        # moto's own clients (e.g. SNS delivering to SQS, Step Functions' tasks) call back on
+        # this port.
         "MOTO_PORT": str(port),
         "AWS_ENDPOINT_URL": endpoint_url(port),
     }

@@ -4,10 +4,14 @@
 starts it). moto 5.2 executes state machines; three pieces of the pipeline have no
 emulation, and a module each adds them into this process:
 
-- ``emulator_lambda``: this project's Lambda handlers run in-process (moto needs Docker);
-- ``emulator_emr_serverless``: ``startJobRun.sync`` runs the job with ``spark-submit``;
-- ``emulator_eventbridge``: rules start executions of state machine targets.
+- ``emulator_lambda``: this project's Lambda handlers run in execution environments of
+  their own, with their role's credentials (moto needs Docker);
+- ``emulator_emr_serverless``: ``startJobRun.sync`` runs the job from its archive with
+  ``spark-submit``, with its role's credentials;
+- ``emulator_eventbridge``: rules start executions of state machine targets, with their role.
 
+``emulator_states`` keeps Step Functions' payload limits and error rules, ``emulator_iam``
+authorizes every request of the pipeline's roles as AWS would, and
 ``emulator_requests`` counts the requests the server serves (what the copy benchmark reads).
 
 Every patch is small and named; moto is pinned exactly because they touch its internals.
@@ -22,25 +26,38 @@ from ferry import faults
 from ferry.local import (
     emulator_emr_serverless,
     emulator_eventbridge,
+    emulator_iam,
     emulator_lambda,
     emulator_requests,
+    emulator_states,
 )
+from ferry.local.authorization import Authorizer
 
 #: Fail points armed for failure drills (``ferry.faults``): a JSON list in this file of the
 #: emulator's state folder arms them in the in-process Lambdas and the Spark job.
 FAULTS_FILE = "faults.json"
 
 
-def install(state_dir: Path) -> None:
+def install(state_dir: Path, endpoint: str) -> emulator_lambda.ExecutionEnvironments:
     """Patch moto (in this process) and switch on state machine execution."""
     from moto.core.config import default_user_config
 
     default_user_config["stepfunctions"]["execute_state_machine"] = True
+    emulator_states.install()
     fault_file = faults.FaultFile(state_dir / FAULTS_FILE)
-    emulator_lambda.install(fault_file)
-    emulator_emr_serverless.install(state_dir, fault_file)
-    emulator_eventbridge.install()
+    authorizer = Authorizer()
+    emulator_iam.install(authorizer)
+    emulator_iam.install_state_machine_credentials(authorizer)
+    environments = emulator_lambda.ExecutionEnvironments(
+        authorizer, endpoint, state_dir / "lambda", fault_file.path
+    )
+    emulator_lambda.install(environments)
+    emulator_emr_serverless.install(
+        authorizer, emulator_emr_serverless.JobRunner(state_dir, endpoint, fault_file)
+    )
+    emulator_eventbridge.install(authorizer)
     emulator_requests.install()
+    return environments
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -53,10 +70,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--state-dir", type=Path, required=True)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    install(args.state_dir)
+    environments = install(args.state_dir, f"http://127.0.0.1:{args.port}")
     from moto.server import main as moto_server
 
-    moto_server(["-H", args.host, "-p", str(args.port)])
+    try:
+        moto_server(["-H", args.host, "-p", str(args.port)])
+    finally:
+        environments.stop()
 
 
 if __name__ == "__main__":

@@ -42,8 +42,21 @@ def up(state_dir: Path, ports: dict[str, int]) -> list[ServiceStatus]:
         else:
             metastore.start_metastore(state_dir, name, ports[name])
     aws = processes.read_process(state_dir, AWS)
-    deploy.deploy(emulator.endpoint_url(aws.port), state_dir)  # type: ignore[union-attr]
-    return status(state_dir)
+    services = status(state_dir)
+    deploy.deploy(
+        emulator.endpoint_url(aws.port),  # type: ignore[union-attr]
+        state_dir,
+        secret_values(environment(services)),
+    )
+    return services
+
+
+def secret_values(settings: dict[str, str]) -> dict[str, str]:
+    """The values the deployed secret holds: the running metastores' URIs."""
+    return {
+        "SOURCE_METASTORE_URIS": settings.get("FERRY_SOURCE_METASTORE_URIS", ""),
+        "REPLICA_METASTORE_URIS": settings.get("FERRY_REPLICA_METASTORE_URIS", ""),
+    }
 
 
 def down(state_dir: Path) -> list[str]:

@@ -11,6 +11,7 @@ import pytest
 
 from ferry.catalog.glue import GlueCatalog
 from ferry.execute import ExecutionOutcome, follow, start
+from ferry.faults import FaultFile
 from ferry.local import deploy
 from ferry.local.emulator_server import FAULTS_FILE
 from ferry.local.samples import SampleTables, create_sample_tables, last_days
@@ -44,13 +45,13 @@ def run(pipeline, sfn, aws, write_config):
 @pytest.fixture
 def arm(local_runtime):
     """Arm fail points in the emulator's Lambdas and Spark jobs (``ferry.faults``)."""
-    path = local_runtime.state_dir / "aws" / FAULTS_FILE
+    fault_file = FaultFile(local_runtime.state_dir / "aws" / FAULTS_FILE)
 
     def arm_faults(*faults: dict) -> None:
-        path.write_text(json.dumps(list(faults)))
+        fault_file.write(list(faults))
 
     yield arm_faults
-    path.unlink(missing_ok=True)
+    fault_file.clear()
 
 
 WEST = "us-west-2"

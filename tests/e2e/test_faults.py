@@ -386,7 +386,7 @@ def test_an_s3_source_changed_after_planning_is_refused_and_the_replica_stands(
     assert outcome.error in {"States.ExceedToleratedFailureThreshold", "CopyIncompleteError"}
     with open(log, encoding="utf-8", errors="replace") as reported:
         reported.seek(seen)
-        failures = [line for line in reported if "S3CopyBatch failed: " in line]
+        failures = [line for line in reported if "ferry-local-s3-copy-batch failed: " in line]
     assert len(failures) == 1 and "VerificationError" in failures[0], failures
     assert f"{changed}: the source changed since it was planned" in failures[0]
     run_folder = RunLocations.for_event(pipeline.work_uri, table_result(outcome)["eventId"])

@@ -100,7 +100,7 @@ def test_inline_copy_and_metadata_only_through_the_state_machine(
     assert orders_message["modifiedPartitions"] == [[d] for d in sample.days]
     view = replica_catalog.get_table(f"{sample.database}_dr", "big_orders")
     assert f"`{sample.database}_dr`.`orders`" in view.view_expanded_text
-    copiers = {r["plan"]["copier"] for r in outcome.output["results"]}
+    copiers = {r["plan"]["copier"] for r in outcome.results}
     assert copiers == {"inline", "metadata"}
 
 
@@ -124,7 +124,7 @@ def test_spark_copy_through_emr_serverless(
         )
     )
     assert outcome.status == "SUCCEEDED", outcome
-    [result] = outcome.output["results"]
+    [result] = outcome.results
     assert result["plan"]["copier"] == "spark"
     assert result["copy"]["jobRunId"]
     [message] = successes(messages)
@@ -148,7 +148,7 @@ def test_s3_to_s3_cross_region_uses_server_side_copy(run, cross_region, consumer
         )
     )
     assert outcome.status == "SUCCEEDED", outcome
-    [result] = outcome.output["results"]
+    [result] = outcome.results
     assert result["plan"]["copier"] == "s3" and result["plan"]["files"] == 3
     [message] = successes(messages)
     table = assert_snapshot_matches_source(
@@ -175,10 +175,10 @@ def test_unchanged_table_skips_straight_to_the_end(
     # Nothing changed at the source: the diff finds nothing, nothing is copied or altered.
     second = run(document)
     assert second.status == "SUCCEEDED"
-    for result in second.output["results"]:
+    for result in second.results:
         assert result["plan"]["copier"] == "none" and result["notified"]["status"] == "UNCHANGED"
         assert (result["plan"]["files"], result["plan"]["bytes"]) == (0, 0)
-    assert "Nothing to do" in second.entered and "Commit" not in second.entered
+    assert "Nothing to do" in second.child_entered and "Commit" not in second.child_entered
     assert (
         catalog_state(replica_catalog, f"{sample.database}_dr", ["orders", "customers"]) == before
     )

@@ -1,0 +1,382 @@
+"""The AWS emulator's Step Functions keeps the rules of AWS's that moto 5.2 does not.
+
+- **``States.ALL`` catches neither ``States.DataLimitExceeded`` nor ``States.Runtime``**: on
+  AWS those are terminal (a ``Catch`` or ``Retry`` must name them); moto's wildcard matched
+  them, so a definition that relied on ``States.ALL`` to clean up after them passed locally.
+- **256 KiB for a Map state's result and for each child of a Distributed Map**: moto checks
+  a state's output and a task's result, not a Map's result before its ``ResultPath`` (a
+  Distributed Map without a ``ResultWriter`` returns every child's output inline), nor the
+  input of each child execution.
+- **``ToleratedFailurePercentage``**: moto's grammar refuses it, and its Distributed Map
+  never fails because a child failed, which is ``ToleratedFailurePercentage: 100``. That
+  value is accepted (and dropped before moto parses the definition); any other is refused,
+  since moto could not honour it.
+- **A Distributed Map's children are executions**: each with its own history, listed by
+  ``ListExecutions(mapRunArn=...)`` and read with ``GetExecutionHistory``, as on AWS (moto
+  runs them as frames of the parent and keeps no history of them).
+- **A Distributed Map's ``ResultWriter`` writes the children's results**: moto writes an
+  empty manifest. Here each child's input, status, output, or error and cause, are recorded
+  as it ends, and written as AWS writes them: ``<prefix>/<map run id>/manifest.json`` and
+  ``SUCCEEDED_0.json`` / ``FAILED_0.json``, arrays of the child executions' descriptions.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import threading
+from typing import Any
+
+#: AWS's limit on a state's input or output, a task's result, a child execution's input.
+MAX_PAYLOAD_BYTES = 256 * 1024
+
+
+def install() -> None:
+    _tolerated_failures_accepted()
+    _terminal_errors_not_in_states_all()
+    _map_result_within_the_limit()
+    _children_recorded()
+    _result_writer_writes_results()
+    _child_executions_listed()
+
+
+def payload_size(value: Any) -> int:
+    text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+    return len(text.encode("utf-8"))
+
+
+def _data_limit_exceeded(env: Any, cause: str) -> Exception:
+    from moto.stepfunctions.parser.api import ExecutionFailedEventDetails, HistoryEventType
+    from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
+        FailureEvent,
+        FailureEventException,
+    )
+    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import (
+        StatesErrorName,
+    )
+    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name_type import (  # noqa: E501
+        StatesErrorNameType,
+    )
+    from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
+
+    kind = StatesErrorNameType.StatesStatesDataLimitExceeded
+    return FailureEventException(
+        failure_event=FailureEvent(
+            env=env,
+            error_name=StatesErrorName(typ=kind),
+            event_type=HistoryEventType.TaskFailed,
+            event_details=EventDetails(
+                executionFailedEventDetails=ExecutionFailedEventDetails(
+                    error=kind.to_name(), cause=cause
+                )
+            ),
+        )
+    )
+
+
+def _tolerated_failures_accepted() -> None:
+    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+
+    create = StepFunctionsParserBackend.create_state_machine
+    update = StepFunctionsParserBackend.update_state_machine
+
+    def create_state_machine(self: Any, name: str, definition: str, *args: Any, **kw: Any) -> Any:
+        return create(self, name, without_full_tolerance(definition), *args, **kw)
+
+    def update_state_machine(self: Any, arn: str, definition: Any = None, *args: Any, **kw: Any) -> Any:
+        if isinstance(definition, str):
+            definition = without_full_tolerance(definition)
+        return update(self, arn, definition, *args, **kw)
+
+    StepFunctionsParserBackend.create_state_machine = create_state_machine
+    StepFunctionsParserBackend.update_state_machine = update_state_machine
+
+
+def without_full_tolerance(definition: str) -> str:
+    """The definition without ``ToleratedFailurePercentage: 100`` (moto's own behaviour)."""
+    try:
+        document = json.loads(definition)
+    except ValueError:
+        return definition
+
+    def strip(node: Any) -> None:
+        if isinstance(node, dict):
+            if node.get("Type") == "Map" and "ToleratedFailurePercentage" in node:
+                if node["ToleratedFailurePercentage"] != 100:
+                    raise ValueError(
+                        "the local runtime's Step Functions honours ToleratedFailurePercentage "
+                        "100 only (moto never fails a Distributed Map for a failed child)"
+                    )
+                del node["ToleratedFailurePercentage"]
+            for value in node.values():
+                strip(value)
+        elif isinstance(node, list):
+            for value in node:
+                strip(value)
+
+    strip(document)
+    return json.dumps(document)
+
+
+def _terminal_errors_not_in_states_all() -> None:
+    from moto.stepfunctions.parser.asl.component.common.error_name.error_equals_decl import (
+        ErrorEqualsDecl,
+    )
+    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import (
+        StatesErrorName,
+    )
+    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name_type import (  # noqa: E501
+        StatesErrorNameType,
+    )
+
+    terminal = {StatesErrorNameType.StatesStatesDataLimitExceeded, StatesErrorNameType.StatesRuntime}
+    matches = ErrorEqualsDecl._eval_body
+
+    def _eval_body(self: Any, env: Any) -> None:
+        error_name = env.stack[-1]
+        if (
+            isinstance(error_name, StatesErrorName)
+            and error_name.typ in terminal
+            and ErrorEqualsDecl._STATE_ALL_ERROR in self.error_names
+        ):
+            env.stack.pop()
+            env.stack.append(False)  # only an ErrorEquals that names it matches it
+            return
+        matches(self, env)
+
+    ErrorEqualsDecl._eval_body = _eval_body
+
+
+def _map_result_within_the_limit() -> None:
+    from moto.stepfunctions.parser.asl.component.state.exec.state_map.state_map import StateMap
+
+    execute = StateMap._eval_execution
+
+    def _eval_execution(self: Any, env: Any) -> None:
+        execute(self, env)
+        if env.stack and payload_size(env.stack[-1]) >= MAX_PAYLOAD_BYTES:
+            raise _data_limit_exceeded(
+                env,
+                f"The state/task '{self.name}' returned a result with a size exceeding the "
+                "maximum number of bytes service limit.",
+            )
+
+    StateMap._eval_execution = _eval_execution
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).isoformat()
+
+
+def _children_recorded() -> None:
+    from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.itemprocessor.distributed_item_processor_worker import (  # noqa: E501
+        DistributedItemProcessorWorker,
+    )
+    from moto.stepfunctions.parser.asl.eval.program_state import ProgramError
+
+    from moto.stepfunctions.parser.asl.eval.event.event_manager import EventManager
+
+    evaluate = DistributedItemProcessorWorker._eval_job
+
+    def _eval_job(self: Any, env: Any, job: Any) -> None:
+        record = self._map_run_record
+        with _lock:
+            children = record.__dict__.setdefault("ferry_children", [])
+        started = _now()
+        child: dict[str, Any] = {"index": job.job_index, "input": job.job_input, "start": started}
+        child["arn"] = child_execution_arn(record.map_run_arn, job.job_index)
+        env.event_manager = EventManager()  # the child's own history
+        if payload_size(job.job_input) >= MAX_PAYLOAD_BYTES:
+            # AWS refuses to start a child execution whose input is over the limit.
+            child.update(
+                status="FAILED",
+                error="States.DataLimitExceeded",
+                cause=f"The input of item {job.job_index} exceeds 262144 bytes.",
+            )
+            record.item_counter.failed.count()
+            job.job_output = None
+        else:
+            evaluate(self, env, job)
+            state = env.program_state()
+            if job.job_output is not None and not isinstance(state, ProgramError):
+                child.update(status="SUCCEEDED", output=job.job_output)
+            else:
+                details = (state.error if isinstance(state, ProgramError) else None) or {}
+                child.update(
+                    status="FAILED",
+                    error=details.get("error", "States.TaskFailed"),
+                    cause=details.get("cause", ""),
+                )
+        child["stop"] = _now()
+        child["events"] = env.event_manager.get_event_history()
+        with _lock:
+            children.append(child)
+            _CHILDREN[child["arn"]] = child
+            _MAP_RUN_CHILDREN.setdefault(record.map_run_arn, []).append(child["arn"])
+
+    DistributedItemProcessorWorker._eval_job = _eval_job
+
+
+_lock = threading.Lock()
+#: Every child execution of a Distributed Map by its ARN; each map run's, in order.
+_CHILDREN: dict[str, dict[str, Any]] = {}
+_MAP_RUN_CHILDREN: dict[str, list[str]] = {}
+
+
+def child_execution_arn(map_run_arn: str, index: int) -> str:
+    """A child's ARN, shaped as AWS's: the map run's, as an execution, with the child's name."""
+    return f"{map_run_arn.replace(':mapRun:', ':execution:', 1)}:{index:08d}"
+
+
+def _child_executions_listed() -> None:
+    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+    from moto.stepfunctions.responses import StepFunctionResponse
+
+    list_executions = StepFunctionResponse.list_executions
+
+    def listed(self: Any) -> Any:
+        map_run_arn = self._get_param("mapRunArn")
+        if not map_run_arn:
+            return list_executions(self)
+        from moto.core.responses import ActionResult
+
+        with _lock:
+            children = [_CHILDREN[arn] for arn in _MAP_RUN_CHILDREN.get(map_run_arn, [])]
+        machine = map_run_arn.split(":")[6].split("/")[0]
+        prefix = map_run_arn.split(":mapRun:")[0]
+        return ActionResult(
+            {
+                "executions": [
+                    {
+                        "executionArn": child["arn"],
+                        "name": f"{child['index']:08d}",
+                        "startDate": child["start"],
+                        "stopDate": child["stop"],
+                        "stateMachineArn": f"{prefix}:stateMachine:{machine}",
+                        "status": child["status"],
+                        "mapRunArn": map_run_arn,
+                    }
+                    for child in children
+                ]
+            }
+        )
+
+    StepFunctionResponse.list_executions = listed
+    history = StepFunctionsParserBackend.get_execution_history
+
+    def get_execution_history(self: Any, execution_arn: str) -> Any:
+        with _lock:
+            child = _CHILDREN.get(execution_arn)
+        if child is None:
+            return history(self, execution_arn)
+        return {"events": child["events"]}
+
+    StepFunctionsParserBackend.get_execution_history = get_execution_history
+
+
+_MAP_RUN = "__ferry_map_run__"
+
+
+def _result_writer_writes_results() -> None:
+    from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.distributed_iteration_component import (  # noqa: E501
+        DistributedIterationComponent,
+    )
+    from moto.stepfunctions.parser.asl.component.state.exec.state_map.result_writer.resource_eval import (  # noqa: E501
+        resource_eval_s3,
+    )
+
+    ResourceEvalS3 = resource_eval_s3.ResourceEvalS3
+    run_map = DistributedIterationComponent._eval_body
+
+    def _eval_body(self: Any, env: Any) -> None:
+        # Each frame has its own heap: the Map's ResultWriter finds its own map run here (moto
+        # takes the last map run of the execution, a nested Map's when Maps are nested).
+        env.heap[_MAP_RUN] = env.stack[-1].map_run_record
+        run_map(self, env)
+
+    DistributedIterationComponent._eval_body = _eval_body
+
+    from moto.stepfunctions.parser.asl.component.state.exec.state_map.result_writer.result_writer_decl import (  # noqa: E501
+        ResultWriter,
+    )
+
+    def write(self: Any, env: Any) -> None:
+        # ResultWriter's Parameters are paths into the Map state's input, as on AWS; moto
+        # evaluates them against the children's outputs.
+        outputs = env.stack.pop()
+        env.stack.append(env.states.get_input())
+        self.parargs.eval(env=env)
+        parameters = env.stack.pop()
+        env.stack.pop()
+        env.stack.extend([outputs, parameters])
+        self.resource_eval.eval_resource(env=env)
+
+    ResultWriter._eval_body = write
+
+    @staticmethod  # type: ignore[misc]
+    def _handle_put_object(env: Any, resource_runtime_part: Any, state_credentials: Any) -> None:
+        parameters = env.stack.pop()
+        env.stack.pop()  # the children's outputs: written below, from the record
+        s3 = ResourceEvalS3._get_s3_client(
+            resource_runtime_part=resource_runtime_part, state_credentials=state_credentials
+        )
+        record = env.heap.get(_MAP_RUN) or env.map_run_record_pool_manager.get_all().pop()
+        map_run_arn = record.map_run_arn
+        map_run_id = map_run_arn.split(":")[-1]
+        prefix = parameters.get("Prefix", "")
+        if prefix and not prefix.endswith("/"):
+            prefix += "/"
+        machine_arn = env.states.context_object.context_object_data["StateMachine"]["Id"]
+        children = sorted(record.__dict__.get("ferry_children", []), key=lambda c: c["index"])
+        files: dict[str, list[dict[str, Any]]] = {"FAILED": [], "PENDING": [], "SUCCEEDED": []}
+        for status in ("SUCCEEDED", "FAILED"):
+            entries = [
+                _execution(child, machine_arn, map_run_arn)
+                for child in children
+                if child["status"] == status
+            ]
+            if not entries:
+                continue
+            key = f"{prefix}{map_run_id}/{status}_0.json"
+            body = json.dumps(entries).encode()
+            s3.put_object(Bucket=parameters["Bucket"], Key=key, Body=body)
+            files[status].append({"Key": key, "Size": len(body)})
+        manifest = {
+            "DestinationBucket": parameters["Bucket"],
+            "MapRunArn": map_run_arn,
+            "ResultFiles": files,
+        }
+        key = f"{prefix}{map_run_id}/manifest.json"
+        s3.put_object(
+            Bucket=parameters["Bucket"], Key=key, Body=json.dumps(manifest, indent=2).encode()
+        )
+        env.stack.append(
+            {
+                "MapRunArn": map_run_arn,
+                "ResultWriterDetails": {"Bucket": parameters["Bucket"], "Key": key},
+            }
+        )
+
+    ResourceEvalS3._handle_put_object = _handle_put_object
+
+
+def _execution(child: dict[str, Any], machine_arn: str, map_run_arn: str) -> dict[str, Any]:
+    """A child execution as AWS describes it in a ResultWriter file."""
+    name = f"{child['index']:08d}"
+    entry: dict[str, Any] = {
+        "ExecutionArn": child["arn"],
+        "Input": json.dumps(child["input"]),
+        "InputDetails": {"Included": True},
+        "Name": name,
+        "StartDate": child["start"],
+        "StateMachineArn": machine_arn,
+        "Status": child["status"],
+        "StopDate": child["stop"],
+        "RedriveCount": 0,
+        "RedriveStatus": "NOT_REDRIVABLE",
+    }
+    if child["status"] == "SUCCEEDED":
+        entry.update(Output=json.dumps(child["output"]), OutputDetails={"Included": True})
+    else:
+        entry.update(Error=child.get("error"), Cause=child.get("cause"))
+    return entry

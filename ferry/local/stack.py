@@ -1,0 +1,606 @@
+"""Deploy a synthesized CloudFormation template into the AWS emulator.
+
+The local runtime runs what ``cdk deploy`` creates, not a twin of it written by hand: the
+template ``make synth`` would produce for the local runtime's environment
+(``ferry/local/environment.yml``) is read resource by resource, its intrinsic functions
+resolved (``Ref``, ``Fn::GetAtt``, ``Fn::Join``, ``Fn::Sub``, ``Fn::Select``, ``Fn::Split``),
+and each resource created through the emulator's own API: the roles with their policies,
+the functions with their environment and role, the state machines with their definition
+substitutions, the topics with their policies, the buckets, the key, the table, the secret,
+the schedules and rules. A resource type the emulator cannot hold is named in one error.
+
+Physical names are CloudFormation's where the template gives one; where it does not, a
+stable name is made from the stack and the logical id (CloudFormation adds a random
+suffix; the emulator needs no such protection).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import re
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+#: Resources of no consequence to what the pipeline does in the emulator (the emulator has
+#: no metrics to alarm on and no rollback); everything else is created.
+NOT_EMULATED: frozenset[str] = frozenset(
+    {
+        "AWS::CDK::Metadata",
+        "AWS::SNS::Subscription",  # e-mail subscriptions of the operations topic
+    }
+)
+
+
+class TemplateError(RuntimeError):
+    """The template holds something the local runtime cannot deploy (one line)."""
+
+
+@dataclass
+class Resolved:
+    """What the deployment knows of each resource: ``Ref`` and ``Fn::GetAtt`` values."""
+
+    account: str
+    region: str
+    stack_name: str
+    refs: dict[str, Any] = field(default_factory=dict)
+    attributes: dict[tuple[str, str], Any] = field(default_factory=dict)
+
+    def pseudo(self, name: str) -> str:
+        values = {
+            "AWS::AccountId": self.account,
+            "AWS::Region": self.region,
+            "AWS::Partition": "aws",
+            "AWS::URLSuffix": "amazonaws.com",
+            "AWS::StackName": self.stack_name,
+            "AWS::NoValue": None,
+        }
+        if name not in values:
+            raise TemplateError(f"pseudo parameter {name} is not known to the local runtime")
+        return values[name]  # type: ignore[return-value]
+
+    def value(self, node: Any) -> Any:
+        """``node`` with every intrinsic function resolved."""
+        if isinstance(node, list):
+            return [self.value(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        if len(node) == 1:
+            (key, argument), = node.items()
+            if key == "Ref":
+                if argument.startswith("AWS::"):
+                    return self.pseudo(argument)
+                if argument not in self.refs:
+                    raise TemplateError(f"Ref {argument}: not deployed (yet)")
+                return self.refs[argument]
+            if key == "Fn::GetAtt":
+                logical, attribute = (
+                    argument if isinstance(argument, list) else argument.split(".", 1)
+                )
+                if (logical, attribute) not in self.attributes:
+                    raise TemplateError(f"Fn::GetAtt {logical}.{attribute}: not known")
+                return self.attributes[(logical, attribute)]
+            if key == "Fn::Join":
+                separator, items = argument
+                return separator.join(str(item) for item in self.value(items))
+            if key == "Fn::Select":
+                index, items = argument
+                return self.value(items)[int(self.value(index))]
+            if key == "Fn::Split":
+                separator, text = argument
+                return str(self.value(text)).split(separator)
+            if key == "Fn::Sub":
+                return self._sub(argument)
+            if key.startswith("Fn::"):
+                raise TemplateError(f"{key} is not known to the local runtime")
+        return {key: self.value(item) for key, item in node.items()}
+
+    def _sub(self, argument: Any) -> str:
+        text, variables = (argument, {}) if isinstance(argument, str) else argument
+        values = {name: self.value(value) for name, value in variables.items()}
+
+        def replace(match: re.Match[str]) -> str:
+            name = match.group(1)
+            if name.startswith("!"):
+                return "${" + name[1:] + "}"
+            if name in values:
+                return str(values[name])
+            if name.startswith("AWS::"):
+                return str(self.pseudo(name))
+            if "." in name:
+                logical, attribute = name.split(".", 1)
+                return str(self.attributes[(logical, attribute)])
+            return str(self.refs[name])
+
+        return re.sub(r"\$\{([^}]+)\}", replace, text)
+
+
+def dependencies(resource: dict[str, Any]) -> set[str]:
+    """The logical ids a resource refers to (``DependsOn``, ``Ref``, ``Fn::GetAtt``, ``Fn::Sub``)."""
+    found: set[str] = set()
+    depends = resource.get("DependsOn") or []
+    found.update([depends] if isinstance(depends, str) else depends)
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if "Ref" in node and isinstance(node["Ref"], str) and not node["Ref"].startswith(
+                "AWS::"
+            ):
+                found.add(node["Ref"])
+            if "Fn::GetAtt" in node:
+                target = node["Fn::GetAtt"]
+                found.add(target[0] if isinstance(target, list) else target.split(".")[0])
+            if "Fn::Sub" in node:
+                text = node["Fn::Sub"] if isinstance(node["Fn::Sub"], str) else node["Fn::Sub"][0]
+                for name in re.findall(r"\$\{([^}!]+)\}", text):
+                    if not name.startswith("AWS::"):
+                        found.add(name.split(".")[0])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(resource.get("Properties", {}))
+    return found
+
+
+def creation_order(resources: dict[str, dict[str, Any]]) -> list[str]:
+    """Logical ids, each after everything it refers to (CloudFormation's order)."""
+    order: list[str] = []
+    state: dict[str, int] = {}
+
+    def visit(logical: str, path: tuple[str, ...]) -> None:
+        if state.get(logical) == 2:
+            return
+        if state.get(logical) == 1:
+            raise TemplateError(f"circular references: {' -> '.join((*path, logical))}")
+        state[logical] = 1
+        for needed in sorted(dependencies(resources[logical])):
+            if needed in resources:
+                visit(needed, (*path, logical))
+        state[logical] = 2
+        order.append(logical)
+
+    for logical in sorted(resources):
+        visit(logical, ())
+    return order
+
+
+def physical_name(stack_name: str, logical: str, limit: int = 63, lower: bool = False) -> str:
+    """A stable stand-in for the name CloudFormation would generate for ``logical``."""
+    digest = hashlib.sha256(f"{stack_name}/{logical}".encode()).hexdigest()[:8]
+    name = f"{stack_name}-{logical}"[: limit - len(digest) - 1] + f"-{digest}"
+    return name.lower() if lower else name
+
+
+def placeholder_code() -> bytes:
+    """A function's code in the emulator: the handlers run from this checkout instead."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("README.txt", "Ferry local runtime: handlers run from the checkout.\n")
+    return buffer.getvalue()
+
+
+Client = Callable[..., Any]
+
+
+class Deployment:
+    """One stack's template, created in the emulator through ``client(service, region)``."""
+
+    def __init__(
+        self, template: dict[str, Any], stack_name: str, account: str, region: str, client: Client
+    ):
+        self.template = template
+        self.resources: dict[str, dict[str, Any]] = template.get("Resources", {})
+        self.resolved = Resolved(account, region, stack_name)
+        self.client = client
+        #: The functions' definitions as deployed (their handlers run from the checkout).
+        self.functions: dict[str, dict[str, Any]] = {}
+
+    def deploy(self) -> dict[str, Any]:
+        """Create every resource in dependency order; the stack's outputs."""
+        unknown = sorted(
+            {
+                f"{r['Type']} ({logical})"
+                for logical, r in self.resources.items()
+                if r["Type"] not in NOT_EMULATED and not hasattr(self, _handler_name(r["Type"]))
+            }
+        )
+        if unknown:
+            raise TemplateError(f"the local runtime cannot deploy {', '.join(unknown)}")
+        for logical in creation_order(self.resources):
+            resource = self.resources[logical]
+            if resource["Type"] in NOT_EMULATED:
+                self.resolved.refs[logical] = logical
+                continue
+            properties = self.resolved.value(resource.get("Properties", {}))
+            getattr(self, _handler_name(resource["Type"]))(logical, properties)
+        return {
+            name: self.resolved.value(output["Value"])
+            for name, output in self.template.get("Outputs", {}).items()
+        }
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    @property
+    def account(self) -> str:
+        return self.resolved.account
+
+    @property
+    def region(self) -> str:
+        return self.resolved.region
+
+    def _name(self, logical: str, **options: Any) -> str:
+        return physical_name(self.resolved.stack_name, logical, **options)
+
+    def _set(self, logical: str, ref: Any, **attributes: Any) -> None:
+        self.resolved.refs[logical] = ref
+        for attribute, value in attributes.items():
+            self.resolved.attributes[(logical, attribute)] = value
+
+    @staticmethod
+    def _tags(properties: dict[str, Any]) -> list[dict[str, str]]:
+        return [{"Key": t["Key"], "Value": str(t["Value"])} for t in properties.get("Tags", [])]
+
+    # -- IAM ----------------------------------------------------------------------------------
+
+    def aws_iam_role(self, logical: str, properties: dict[str, Any]) -> None:
+        iam = self.client("iam")
+        name = properties.get("RoleName") or self._name(logical, limit=64)
+        try:
+            arn = iam.get_role(RoleName=name)["Role"]["Arn"]
+            iam.update_assume_role_policy(
+                RoleName=name, PolicyDocument=json.dumps(properties["AssumeRolePolicyDocument"])
+            )
+        except iam.exceptions.NoSuchEntityException:
+            arn = iam.create_role(
+                RoleName=name,
+                AssumeRolePolicyDocument=json.dumps(properties["AssumeRolePolicyDocument"]),
+                Description=properties.get("Description", ""),
+            )["Role"]["Arn"]
+        for policy_arn in properties.get("ManagedPolicyArns", []):
+            iam.attach_role_policy(RoleName=name, PolicyArn=policy_arn)
+        for policy in properties.get("Policies", []):
+            iam.put_role_policy(
+                RoleName=name,
+                PolicyName=policy["PolicyName"],
+                PolicyDocument=json.dumps(policy["PolicyDocument"]),
+            )
+        self._set(logical, name, Arn=arn, RoleId=name)
+
+    def aws_iam_policy(self, logical: str, properties: dict[str, Any]) -> None:
+        iam = self.client("iam")
+        for role in properties.get("Roles", []):
+            iam.put_role_policy(
+                RoleName=role,
+                PolicyName=properties["PolicyName"],
+                PolicyDocument=json.dumps(properties["PolicyDocument"]),
+            )
+        self._set(logical, properties["PolicyName"])
+
+    # -- KMS ----------------------------------------------------------------------------------
+
+    def aws_kms_key(self, logical: str, properties: dict[str, Any]) -> None:
+        kms = self.client("kms")
+        description = properties.get("Description") or logical
+        for key in kms.list_keys()["Keys"]:
+            metadata = kms.describe_key(KeyId=key["KeyId"])["KeyMetadata"]
+            if metadata.get("Description") == description and metadata["KeyState"] == "Enabled":
+                kms.put_key_policy(
+                    KeyId=key["KeyId"], PolicyName="default", Policy=json.dumps(properties["KeyPolicy"])
+                )
+                self._set(logical, key["KeyId"], Arn=metadata["Arn"], KeyId=key["KeyId"])
+                return
+        metadata = kms.create_key(
+            Policy=json.dumps(properties["KeyPolicy"]),
+            Description=description,
+            BypassPolicyLockoutSafetyCheck=True,
+        )["KeyMetadata"]
+        self._set(logical, metadata["KeyId"], Arn=metadata["Arn"], KeyId=metadata["KeyId"])
+
+    def aws_kms_alias(self, logical: str, properties: dict[str, Any]) -> None:
+        kms = self.client("kms")
+        name = properties["AliasName"]
+        aliases = {a["AliasName"] for a in kms.list_aliases()["Aliases"]}
+        if name in aliases:
+            kms.update_alias(AliasName=name, TargetKeyId=properties["TargetKeyId"])
+        else:
+            kms.create_alias(AliasName=name, TargetKeyId=properties["TargetKeyId"])
+        self._set(logical, name)
+
+    # -- S3 -----------------------------------------------------------------------------------
+
+    def aws_s3_bucket(self, logical: str, properties: dict[str, Any]) -> None:
+        s3 = self.client("s3")
+        name = properties.get("BucketName") or self._name(logical, lower=True)
+        existing = {b["Name"] for b in s3.list_buckets().get("Buckets", [])}
+        if name not in existing:
+            if self.region == "us-east-1":
+                s3.create_bucket(Bucket=name)
+            else:
+                s3.create_bucket(
+                    Bucket=name, CreateBucketConfiguration={"LocationConstraint": self.region}
+                )
+        encryption = properties.get("BucketEncryption")
+        if encryption:  # CloudFormation's names for the API's
+            rules = [
+                {
+                    "ApplyServerSideEncryptionByDefault": rule["ServerSideEncryptionByDefault"],
+                    **({"BucketKeyEnabled": rule["BucketKeyEnabled"]} if "BucketKeyEnabled" in rule else {}),
+                }
+                for rule in encryption["ServerSideEncryptionConfiguration"]
+            ]
+            s3.put_bucket_encryption(
+                Bucket=name, ServerSideEncryptionConfiguration={"Rules": rules}
+            )
+        arn = f"arn:aws:s3:::{name}"
+        self._set(
+            logical,
+            name,
+            Arn=arn,
+            DomainName=f"{name}.s3.amazonaws.com",
+            RegionalDomainName=f"{name}.s3.{self.region}.amazonaws.com",
+        )
+
+    def aws_s3_bucketpolicy(self, logical: str, properties: dict[str, Any]) -> None:
+        self.client("s3").put_bucket_policy(
+            Bucket=properties["Bucket"], Policy=json.dumps(properties["PolicyDocument"])
+        )
+        self._set(logical, properties["Bucket"])
+
+    # -- SNS ----------------------------------------------------------------------------------
+
+    def aws_sns_topic(self, logical: str, properties: dict[str, Any]) -> None:
+        name = properties.get("TopicName") or self._name(logical, limit=256)
+        attributes = {
+            key: str(properties[field_name])
+            for field_name, key in (("DisplayName", "DisplayName"), ("KmsMasterKeyId", "KmsMasterKeyId"))
+            if properties.get(field_name)
+        }
+        arn = self.client("sns").create_topic(Name=name, Attributes=attributes)["TopicArn"]
+        self._set(logical, arn, TopicArn=arn, TopicName=name)
+
+    def aws_sns_topicpolicy(self, logical: str, properties: dict[str, Any]) -> None:
+        for topic in properties["Topics"]:
+            self.client("sns").set_topic_attributes(
+                TopicArn=topic,
+                AttributeName="Policy",
+                AttributeValue=json.dumps(properties["PolicyDocument"]),
+            )
+        self._set(logical, logical)
+
+    # -- state ------------------------------------------------------------------------------
+
+    def aws_dynamodb_table(self, logical: str, properties: dict[str, Any]) -> None:
+        dynamodb = self.client("dynamodb")
+        name = properties.get("TableName") or self._name(logical, limit=255)
+        if name not in dynamodb.list_tables()["TableNames"]:
+            dynamodb.create_table(
+                TableName=name,
+                KeySchema=properties["KeySchema"],
+                AttributeDefinitions=properties["AttributeDefinitions"],
+                BillingMode=properties.get("BillingMode", "PROVISIONED"),
+            )
+        arn = dynamodb.describe_table(TableName=name)["Table"]["TableArn"]
+        self._set(logical, name, Arn=arn)
+
+    def aws_secretsmanager_secret(self, logical: str, properties: dict[str, Any]) -> None:
+        secrets = self.client("secretsmanager")
+        name = properties.get("Name") or self._name(logical)
+        try:
+            arn = secrets.describe_secret(SecretId=name)["ARN"]
+        except secrets.exceptions.ResourceNotFoundException:
+            arguments: dict[str, Any] = {"Name": name, "Description": properties.get("Description", "")}
+            if properties.get("KmsKeyId"):
+                arguments["KmsKeyId"] = properties["KmsKeyId"]
+            if "SecretString" in properties:
+                arguments["SecretString"] = properties["SecretString"]
+            elif "GenerateSecretString" in properties:
+                arguments["SecretString"] = secrets.get_random_password()["RandomPassword"]
+            arn = secrets.create_secret(**arguments)["ARN"]
+        self._set(logical, arn, Id=arn)
+
+    def aws_logs_loggroup(self, logical: str, properties: dict[str, Any]) -> None:
+        logs = self.client("logs")
+        name = properties.get("LogGroupName") or self._name(logical, limit=512)
+        found = logs.describe_log_groups(logGroupNamePrefix=name)["logGroups"]
+        if not any(group["logGroupName"] == name for group in found):
+            logs.create_log_group(logGroupName=name)
+        arn = f"arn:aws:logs:{self.region}:{self.account}:log-group:{name}:*"
+        self._set(logical, name, Arn=arn)
+
+    # -- compute ----------------------------------------------------------------------------
+
+    def aws_lambda_function(self, logical: str, properties: dict[str, Any]) -> None:
+        awslambda = self.client("lambda")
+        name = properties.get("FunctionName") or self._name(logical, limit=64)
+        settings = {
+            "Runtime": properties["Runtime"],
+            "Role": properties["Role"],
+            "Handler": properties["Handler"],
+            "Timeout": int(properties.get("Timeout", 3)),
+            "MemorySize": int(properties.get("MemorySize", 128)),
+            "Environment": {"Variables": properties.get("Environment", {}).get("Variables", {})},
+            "Description": properties.get("Description", ""),
+        }
+        try:
+            awslambda.get_function(FunctionName=name)
+            arn = awslambda.update_function_configuration(FunctionName=name, **settings)[
+                "FunctionArn"
+            ]
+        except awslambda.exceptions.ResourceNotFoundException:
+            arn = awslambda.create_function(
+                FunctionName=name, Code={"ZipFile": placeholder_code()}, **settings
+            )["FunctionArn"]
+        self.functions[logical] = {"name": name, "arn": arn, **settings}
+        self._set(logical, name, Arn=arn)
+
+    def aws_emrserverless_application(self, logical: str, properties: dict[str, Any]) -> None:
+        emr = self.client("emr-serverless")
+        name = properties.get("Name") or self._name(logical)
+        for application in emr.list_applications()["applications"]:
+            if application["name"] == name and application["state"] != "TERMINATED":
+                identifier, arn = application["id"], application["arn"]
+                break
+        else:
+            created = emr.create_application(
+                name=name,
+                releaseLabel=properties["ReleaseLabel"],
+                type=properties["Type"],
+                **({"architecture": properties["Architecture"]} if "Architecture" in properties else {}),
+            )
+            identifier, arn = created["applicationId"], created["arn"]
+        self._set(logical, identifier, ApplicationId=identifier, Arn=arn)
+
+    def aws_stepfunctions_statemachine(self, logical: str, properties: dict[str, Any]) -> None:
+        sfn = self.client("stepfunctions")
+        name = properties.get("StateMachineName") or self._name(logical, limit=80)
+        definition = properties.get("DefinitionString")
+        if definition is None:
+            definition = json.dumps(properties["Definition"])
+        for placeholder, value in (properties.get("DefinitionSubstitutions") or {}).items():
+            definition = definition.replace("${" + placeholder + "}", str(value))
+        leftover = re.findall(r"\$\{([A-Za-z0-9]+)\}", definition)
+        if leftover:
+            raise TemplateError(f"state machine {name}: no substitution for {sorted(set(leftover))}")
+        for machine in sfn.list_state_machines()["stateMachines"]:
+            if machine["name"] == name:
+                arn = machine["stateMachineArn"]
+                sfn.update_state_machine(
+                    stateMachineArn=arn, definition=definition, roleArn=properties["RoleArn"]
+                )
+                break
+        else:
+            arn = sfn.create_state_machine(
+                name=name, definition=definition, roleArn=properties["RoleArn"]
+            )["stateMachineArn"]
+        self._set(logical, arn, Arn=arn, Name=name)
+
+    # -- triggers and operations --------------------------------------------------------------
+
+    def aws_events_rule(self, logical: str, properties: dict[str, Any]) -> None:
+        bus = properties.get("EventBusName")
+        region = self.region
+        if isinstance(bus, str) and bus.startswith("arn:"):
+            region = bus.split(":")[3]
+        events = self.client("events", region)
+        name = properties.get("Name") or self._name(logical, limit=64)
+        arguments: dict[str, Any] = {
+            "Name": name,
+            "State": properties.get("State", "ENABLED"),
+            "Description": properties.get("Description", ""),
+        }
+        if "EventPattern" in properties:
+            arguments["EventPattern"] = json.dumps(properties["EventPattern"])
+        if "ScheduleExpression" in properties:
+            arguments["ScheduleExpression"] = properties["ScheduleExpression"]
+        arn = events.put_rule(**arguments)["RuleArn"]
+        targets = [
+            {
+                key: (json.dumps(value) if key == "Input" and not isinstance(value, str) else value)
+                for key, value in target.items()
+            }
+            for target in properties.get("Targets", [])
+        ]
+        if targets:
+            events.put_targets(Rule=name, Targets=targets)
+        self._set(logical, name, Arn=arn)
+
+    def aws_scheduler_schedule(self, logical: str, properties: dict[str, Any]) -> None:
+        scheduler = self.client("scheduler")
+        name = properties.get("Name") or self._name(logical, limit=64)
+        target = {
+            key: value
+            for key, value in properties["Target"].items()
+            if key in ("Arn", "RoleArn", "Input", "RetryPolicy")
+        }
+        arguments = {
+            "Name": name,
+            "ScheduleExpression": properties["ScheduleExpression"],
+            "FlexibleTimeWindow": properties.get("FlexibleTimeWindow", {"Mode": "OFF"}),
+            "Target": target,
+            "State": properties.get("State", "ENABLED"),
+        }
+        if properties.get("ScheduleExpressionTimezone"):
+            arguments["ScheduleExpressionTimezone"] = properties["ScheduleExpressionTimezone"]
+        try:
+            scheduler.get_schedule(Name=name)
+            scheduler.update_schedule(**arguments)
+        except scheduler.exceptions.ResourceNotFoundException:
+            scheduler.create_schedule(**arguments)
+        arn = f"arn:aws:scheduler:{self.region}:{self.account}:schedule/default/{name}"
+        self._set(logical, name, Arn=arn)
+
+    def aws_cloudwatch_alarm(self, logical: str, properties: dict[str, Any]) -> None:
+        name = properties.get("AlarmName") or self._name(logical, limit=255)
+        arguments = {
+            key: properties[key]
+            for key in (
+                "AlarmDescription", "AlarmActions", "MetricName", "Namespace", "Statistic",
+                "Period", "EvaluationPeriods", "Threshold", "ComparisonOperator",
+                "TreatMissingData", "Dimensions", "Metrics",
+            )  # fmt: skip
+            if key in properties
+        }
+        for number in ("Period", "EvaluationPeriods"):
+            if number in arguments:
+                arguments[number] = int(arguments[number])
+        if "Threshold" in arguments:
+            arguments["Threshold"] = float(arguments["Threshold"])
+        self.client("cloudwatch").put_metric_alarm(AlarmName=name, **arguments)
+        arn = f"arn:aws:cloudwatch:{self.region}:{self.account}:alarm:{name}"
+        self._set(logical, name, Arn=arn)
+
+    def aws_cloudwatch_dashboard(self, logical: str, properties: dict[str, Any]) -> None:
+        name = properties.get("DashboardName") or self._name(logical)
+        body = properties["DashboardBody"]
+        self.client("cloudwatch").put_dashboard(
+            DashboardName=name, DashboardBody=body if isinstance(body, str) else json.dumps(body)
+        )
+        self._set(logical, name)
+
+
+def _handler_name(resource_type: str) -> str:
+    return resource_type.lower().replace("::", "_")
+
+
+# -- the CDK's assets ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FileAsset:
+    """One file a stack's template refers to, as ``<stack>.assets.json`` lists it."""
+
+    path: Path
+    bucket: str
+    key: str
+    packaging: str
+
+
+def file_assets(assembly: Path, stack_name: str, account: str, region: str) -> list[FileAsset]:
+    """The stack's file assets with their destinations in the bootstrap bucket."""
+    manifest = json.loads((assembly / f"{stack_name}.assets.json").read_text())
+    found = []
+    for asset in manifest.get("files", {}).values():
+        source = asset["source"]
+        for destination in asset["destinations"].values():
+            bucket = (
+                destination["bucketName"]
+                .replace("${AWS::AccountId}", account)
+                .replace("${AWS::Region}", region)
+                .replace("${AWS::Partition}", "aws")
+            )
+            found.append(
+                FileAsset(
+                    assembly / source["path"],
+                    bucket,
+                    destination["objectKey"],
+                    source.get("packaging", "file"),
+                )
+            )
+    return found
