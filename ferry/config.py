@@ -511,6 +511,9 @@ class CopierOptions(_Model):
     inline_threshold_mib: int = Field(default=1024, ge=0)
     #: Files per batch of the S3 server-side copy (one Lambda invocation each).
     s3_batch_files: int = Field(default=100, ge=1, le=1000)
+    #: Bytes per batch of the S3 server-side copy, at most (a larger object is a batch of its
+    #: own): what one 15-minute Lambda copies, across regions too, with time to spare.
+    s3_batch_gib: int = Field(default=25, ge=1, le=5120)
     #: Objects above this size are copied in parts (CopyObject's own limit is 5 GiB).
     multipart_threshold_mib: int = Field(default=5120, ge=5, le=5120)
     part_size_mib: int = Field(default=512, ge=5, le=5120)

@@ -40,6 +40,11 @@ class Unresolved:
     placeholder: str
 
 
+#: What each value of a deployment's config secret holds until someone puts the real one:
+#: a run refuses to start with it (``lambdas/runtime.py``), and ``ferry doctor`` reports it.
+SECRET_PLACEHOLDER = "<not set: put the value with put-secret-value>"
+
+
 def read_documents(text: str, source: str) -> list[Any]:
     """The YAML documents of ``text`` (empty ones dropped); a YAML error is one line."""
     try:

@@ -14,7 +14,9 @@ system has none). The copiers pin every copy to that marker, so a file replaced 
 planning is refused instead of copied.
 
 A batch is the unit of work of the S3 server-side copy (one Map item, read directly by the
-state machine's ``ItemReader``) and of the copy records that Commit checks. File paths are
+state machine's ``ItemReader``) and of the copy records that Commit checks. It is bounded in
+files, in bytes (what one Lambda copies in its 15 minutes) and in text (a Map item's input
+is at most 256 KiB). File paths are
 relative to their root, which keeps a million-file manifest to tens of MB. The inline copier
 and the Spark job read the same file (``read_manifest``).
 
@@ -56,16 +58,31 @@ class ManifestSummary:
     target_schemes: tuple[str, ...] = ()
 
 
-class ManifestWriter:
-    """Writes batches as files are added; with no URI it only counts (dry runs, plans)."""
+#: A batch's JSON at most: each is one child execution's input of the S3 copy Map, which Step
+#: Functions limits to 256 KiB with the few fields its ItemSelector adds.
+BATCH_TEXT_LIMIT = 200 * 1024
+GIB = 1024**3
 
-    def __init__(self, uri: str | None, event_id: str, batch_files: int):
+
+class ManifestWriter:
+    """Writes batches as files are added; with no URI it only counts (dry runs, plans).
+
+    A batch closes at ``batch_files`` files, at ``batch_bytes`` bytes (a file larger than
+    that is a batch of its own), or before its text would pass ``BATCH_TEXT_LIMIT``.
+    """
+
+    def __init__(
+        self, uri: str | None, event_id: str, batch_files: int, batch_bytes: int = 25 * GIB
+    ):
         self.uri = uri
         self.event_id = event_id
         self.batch_files = batch_files
+        self.batch_bytes = batch_bytes
         self._out = fs.open_output(uri) if uri else None
         self._roots: list[dict[str, Any]] = []
         self._in_batch = 0
+        self._batch_bytes = 0
+        self._batch_text = 0
         self._batches = 0
         self._files = 0
         self._bytes = 0
@@ -77,21 +94,32 @@ class ManifestWriter:
     def add(self, root: CopyRoot, files: Iterable[fs.FileEntry]) -> None:
         """Add every file found below ``root.source`` (URIs as ``fs.list_files`` gives them)."""
         base = root.source.rstrip("/")
+        root_text = len(json.dumps({"source": root.source, "target": root.target, "files": []}))
         current: list[list[Any]] | None = None
         for entry in files:
+            relative = entry.uri[len(base) + 1 :]
+            # The change marker (the ETag on S3) pins each copy to the version planned.
+            item = [relative, entry.size, entry.marker] if entry.marker else [relative, entry.size]
+            text = len(json.dumps(item)) + 2
+            if self._in_batch and (
+                self._batch_bytes + entry.size > self.batch_bytes
+                or self._batch_text + text + (root_text if current is None else 0)
+                > BATCH_TEXT_LIMIT
+            ):
+                self._flush()
+                current = None
             if current is None:
                 current = []
                 self._roots.append({"source": root.source, "target": root.target, "files": current})
                 self._sources.add(fs.scheme_of(root.source))
                 self._targets.add(fs.scheme_of(root.target))
-            relative = entry.uri[len(base) + 1 :]
-            # The change marker (the ETag on S3) pins each copy to the version planned.
-            current.append(
-                [relative, entry.size, entry.marker] if entry.marker else [relative, entry.size]
-            )
+                self._batch_text += root_text
+            current.append(item)
             self._files += 1
             self._bytes += entry.size
             self._in_batch += 1
+            self._batch_bytes += entry.size
+            self._batch_text += text
             if self._in_batch == self.batch_files:
                 self._flush()
                 current = None
@@ -105,6 +133,8 @@ class ManifestWriter:
         self._batches += 1
         self._roots = []
         self._in_batch = 0
+        self._batch_bytes = 0
+        self._batch_text = 0
 
     def close(self) -> ManifestSummary:
         self._flush()

@@ -194,8 +194,10 @@ class InProcessDriver:
             raise NotImplementedError(f"state {name}: type {kind} is not driven in process")
         attempts: dict[int, int] = {}
         while True:
+            # The context object's State.RetryCount, as Step Functions gives it to a retry.
+            state_context = {**(context or {}), "State": {"RetryCount": sum(attempts.values())}}
             try:
-                result = self._execute(name, state, data, context)
+                result = self._execute(name, state, data, state_context)
                 break
             except StateError as error:
                 delay = _retry_delay(state.get("Retry", []), error.error, attempts)
@@ -285,7 +287,12 @@ class InProcessDriver:
                 output = self._iteration(name, processor, value, item_context)
             except StateError as error:
                 if not tolerated:
-                    raise
+                    # As a Map Run whose failures pass its tolerance (none, by default).
+                    raise StateError(
+                        "States.ExceedToleratedFailureThreshold",
+                        f"The specified tolerated failure threshold was exceeded: item {index} "
+                        f"of {name} failed with {error.error}: {error.cause}",
+                    ) from None
                 children.append(
                     {"index": index, "input": value, "status": "FAILED", "start": started,
                      "stop": _now(), "error": error.error, "cause": error.cause}
@@ -334,6 +341,8 @@ class InProcessDriver:
             "Error": ReplicationInterruptedError.__name__,
             "Cause": _lambda_cause(ReplicationInterruptedError.__name__, "interrupted (Ctrl-C)"),
         }
+        entered = self._execution.table_states(self._table or "")
+        data["failedState"] = entered[-1] if entered else None
         self._execution.states.append((self._table, "Abort table"))
         try:
             self._run_state("Abort table", abort, data, context)

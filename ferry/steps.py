@@ -274,7 +274,7 @@ class Steps:
             )
         # The list goes to S3, read by the Map's ItemReader: a config that selects thousands
         # of tables would not fit in a state (256 KiB).
-        run = RunLocations.for_event(self.work_uri, f"run-{self.event_ids(self.clock())}")
+        run = RunLocations.for_event(self.work_uri, f"run-{new_event_id(self.clock)}")
         fs.write_bytes(run.tables, json.dumps(items).encode())
         tables_bucket, tables_key = fs.object_location(run.tables)
         return {
@@ -323,7 +323,12 @@ class Steps:
                 event_id,
                 self.clock,
                 options.listing_threads,
-                ManifestWriter(where.manifest, event_id, options.s3_batch_files),
+                ManifestWriter(
+                    where.manifest,
+                    event_id,
+                    options.s3_batch_files,
+                    options.s3_batch_gib * 1024**3,
+                ),
             )
         faults.point("plan.planned")
         copier = choose_copier(plan, options)
@@ -465,6 +470,12 @@ class Steps:
         options = CopierOptions.model_validate(payload.get("copierOptions") or {})
         batch = payload["batch"]
         tasks = batch_tasks(batch)
+        done: list[Any] = []
+        if payload.get("attempt"):
+            # A retry (the Lambda ran out of time, or failed part-way): the objects already at
+            # the target, whole, are not copied again. The target is this event's own new
+            # folder, and S3 stores an object only once it is complete.
+            done, tasks = already_copied(tasks)
         region = fs.bucket_region(tasks[0].target) if tasks else None
         # The threads fit this batch (many small objects, or a few large ones); the client's
         # connections fit the threads (objects and their parts run on two pools).
@@ -478,10 +489,14 @@ class Steps:
             multipart_threshold=multipart_threshold,
             part_size=options.part_size_mib * MIB,
         )
+        if progress is not None and done:
+            progress(sum(task.size for task in done))
         report = copier.copy(Manifest(batch["eventId"], tuple(tasks)), progress)
         faults.point("copy.batch")
-        write_copy_record(payload["manifestUri"], batch, report.files, report.bytes)
-        return {"files": report.files, "bytes": report.bytes}
+        files = report.files + len(done)
+        size = report.bytes + sum(task.size for task in done)
+        write_copy_record(payload["manifestUri"], batch, files, size)
+        return {"files": files, "bytes": size, "resumed": len(done)}
 
     # -- Commit ---------------------------------------------------------------------------
 
@@ -695,6 +710,11 @@ class Steps:
         return summary(outcomes)
 
 
+def resolved_tables(result: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The items ``resolve_tables`` wrote (each table of the run), from its result."""
+    return json.loads(fs.read_bytes(fs.object_uri(result["tablesBucket"], result["tablesKey"])))
+
+
 @dataclass(frozen=True)
 class ChildResult:
     """One child execution of a Distributed Map, as its ``ResultWriter`` wrote it."""
@@ -747,6 +767,24 @@ def summary(outcomes: Sequence[dict[str, Any]]) -> dict[str, Any]:
             else None
         ),
     }
+
+
+def already_copied(tasks: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+    """``(done, pending)``: the tasks whose target is there with the planned size, the rest.
+
+    One listing per target folder, not a request per object.
+    """
+    folders: dict[str, dict[str, int]] = {}
+    done, pending = [], []
+    for task in tasks:
+        folder = task.target.rsplit("/", 1)[0]
+        if folder not in folders:
+            folders[folder] = {entry.uri: entry.size for entry in fs.list_files(folder)}
+        if folders[folder].get(task.target) == task.size:
+            done.append(task)
+        else:
+            pending.append(task)
+    return done, pending
 
 
 def _batch_options(options: CopierOptions) -> dict[str, Any]:

@@ -73,6 +73,11 @@ class DataAccess:
             | set(ad_hoc.read_locations)
         )
         self.write_locations = sorted(settings.write_locations)
+        self.read_keys = sorted(
+            {key for r in settings.replications for key in r.read_kms_keys}
+            | set(ad_hoc.read_kms_keys)
+        )
+        self.write_keys = sorted(settings.write_kms_keys)
         self.source_glue = self._glue(configs, source=True)
         self.replica_glue = self._glue(configs, source=False)
         self.topics = sorted(
@@ -98,11 +103,14 @@ class DataAccess:
         locations = [*self.read_locations, *self.write_locations]
         allow(grantee, S3_READ, _objects(locations))
         self._list(grantee, locations)
+        _through_s3(grantee, ("kms:Decrypt",), [*self.read_keys, *self.write_keys])
 
     def write_replicas(self, grantee: iam.IGrantable) -> None:
         """Write new snapshots below the write locations, nowhere else."""
         allow(grantee, S3_WRITE, _objects(self.write_locations))
         self._list(grantee, self.write_locations)
+        # A copy reads from a source bucket's key and writes with the replica bucket's.
+        _through_s3(grantee, ("kms:GenerateDataKey", "kms:Decrypt"), self.write_keys)
 
     def delete_replicas(self, grantee: iam.IGrantable) -> None:
         """Delete retired snapshots (abort, housekeeping): below the write locations only."""
@@ -175,6 +183,22 @@ class DataAccess:
                     conditions={"StringLike": {"s3:prefix": sorted(prefixes)}},
                 )
             )
+
+
+def _through_s3(grantee: iam.IGrantable, actions: Iterable[str], keys: list[str]) -> None:
+    """Use the data's KMS keys, only as S3 does on the grantee's behalf (SSE-KMS), each in
+    its own region (``kms:ViaService``)."""
+    by_region: dict[str, list[str]] = {}
+    for key in keys:
+        by_region.setdefault(key.split(":")[3], []).append(key)
+    for region, region_keys in sorted(by_region.items()):
+        grantee.grant_principal.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=list(actions),
+                resources=sorted(set(region_keys)),
+                conditions={"StringEquals": {"kms:ViaService": f"s3.{region}.amazonaws.com"}},
+            )
+        )
 
 
 def allow(grantee: iam.IGrantable, actions: Iterable[str], resources: list[str]) -> None:

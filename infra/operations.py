@@ -15,6 +15,7 @@ from constructs import Construct
 
 from infra.functions import Functions
 from infra.notifications import alarm_name_prefix
+from infra.triggers import Triggers
 
 NAMESPACE = "Ferry"
 PERIOD = Duration.minutes(5)
@@ -43,6 +44,7 @@ class Operations(Construct):
         replication: sfn.StateMachine,
         housekeeping: sfn.StateMachine,
         functions: Functions,
+        triggers: Triggers,
     ):
         super().__init__(scope, construct_id)
         action = actions.SnsAction(topic)
@@ -79,12 +81,37 @@ class Operations(Construct):
             housekeeping.metric_failed(period=PERIOD),
             "Housekeeping failed: retired snapshots are kept until it succeeds.",
         )
-        for name, function in functions.by_name.items():
+        # What starts replications must not fail silently: a schedule whose target refused
+        # it (after the schedule's retries), or dropped it, and an S3 rule that could not
+        # start an execution. (A function's own errors are not alarmed on: Step Functions
+        # retries them, and what is left fails the execution, which is alarmed above.)
+        alarm(
+            "schedule-failed",
+            cloudwatch.MathExpression(
+                expression="errors + dropped",
+                using_metrics={
+                    "errors": triggers.schedule_group.metric_target_errors(period=PERIOD),
+                    "dropped": triggers.schedule_group.metric_dropped(period=PERIOD),
+                },
+                period=PERIOD,
+                label="schedule invocations failed or dropped",
+            ),
+            "A schedule could not start its replication or housekeeping (EventBridge Scheduler "
+            "target error or dropped invocation): that run did not happen; see the schedule "
+            "group's metrics, then run it by hand (ferry execute).",
+        )
+        for index, rule in enumerate(triggers.rules):
             alarm(
-                f"{function.node.id.lower()}-errors",
-                function.metric_errors(period=PERIOD),
-                f"The {name} step raised an error after its retries; its log group has the "
-                "error, with the event id as the correlation id.",
+                f"trigger-failed-{index}",
+                cloudwatch.Metric(
+                    namespace="AWS/Events",
+                    metric_name="FailedInvocations",
+                    dimensions_map={"RuleName": rule.ref},
+                    statistic="Sum",
+                    period=PERIOD,
+                ),
+                f"The S3 trigger {rule.name} matched an object but could not start the "
+                "replication (EventBridge FailedInvocations): run it by hand (ferry execute).",
             )
 
         self.dashboard = cloudwatch.Dashboard(
@@ -130,4 +157,14 @@ class Operations(Construct):
                 left=[per_table("ReplicationLagSeconds", "Maximum", "lag")],
                 width=12,
             ),
+        )
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="Function errors (each attempt, retried ones included)",
+                left=[
+                    function.metric_errors(period=PERIOD, label=name)
+                    for name, function in functions.by_name.items()
+                ],
+                width=24,
+            )
         )

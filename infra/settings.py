@@ -120,6 +120,7 @@ class AdHocAccess(_Model):
     below ``write-locations`` only."""
 
     read_locations: list[S3Prefix] = Field(default_factory=list)
+    read_kms_keys: list[KmsKey] = Field(default_factory=list)
     glue: list[GlueAccess] = Field(default_factory=list)
     #: SNS topics (ARNs, IAM wildcards allowed) such configs publish to.
     topics: list[str] = Field(default_factory=list)
@@ -133,12 +134,29 @@ class AdHocAccess(_Model):
         return topics
 
 
+_KMS_KEY = re.compile(r"arn:aws[\w-]*:kms:[a-z0-9-]+:\d{12}:key/[\w*?-]+")
+
+
+def _kms_key(value: str) -> str:
+    if not _KMS_KEY.fullmatch(value):
+        raise ValueError(
+            f"{value!r} is not a KMS key ARN (arn:aws:kms:<region>:<account>:key/<id>; not an "
+            "alias: S3 names the key itself)"
+        )
+    return value
+
+
+KmsKey = Annotated[str, AfterValidator(_kms_key)]
+
+
 class Replication(_Model):
     """One replication config this environment runs, and the data it may read."""
 
     config: Path
     #: Where the source tables' data lies: the functions and Spark may read only these.
     read_locations: list[S3Prefix] = Field(min_length=1)
+    #: The KMS keys the source buckets encrypt with (SSE-KMS): reading needs kms:Decrypt.
+    read_kms_keys: list[KmsKey] = Field(default_factory=list)
 
 
 class EnvironmentSettings(_Model):
@@ -148,6 +166,9 @@ class EnvironmentSettings(_Model):
     replications: list[Replication] = Field(min_length=1)
     #: Where replicas may be written: every replica table location must lie below one.
     write_locations: list[S3Prefix] = Field(min_length=1)
+    #: The KMS keys the replica buckets encrypt with (SSE-KMS): writing needs
+    #: kms:GenerateDataKey, verifying and multipart uploads kms:Decrypt.
+    write_kms_keys: list[KmsKey] = Field(default_factory=list)
     network: Network | None = None
     spark: Spark = Field(default_factory=Spark)
     #: Values of the configs' ``${NAME}`` placeholders that are not secret (the functions'

@@ -92,6 +92,7 @@ class FerryStack(Stack):
             replication=self.pipeline.replication,
             housekeeping=self.pipeline.housekeeping,
             functions=self.functions,
+            triggers=self.triggers,
         )
         outputs = {
             "ReplicationStateMachineArn": self.pipeline.replication.state_machine_arn,

@@ -3,12 +3,16 @@ secret that holds the configs' secret placeholders."""
 
 from __future__ import annotations
 
+import json
+
+from aws_cdk import SecretValue
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
+from ferry.config_text import SECRET_PLACEHOLDER
 from infra.access import allow
 from infra.removal import KEEP
 
@@ -57,6 +61,9 @@ class ConfigSecret(Construct):
         names: list[str],
     ):  # fmt: skip
         super().__init__(scope, construct_id)
+        # It starts with a placeholder for each value (not a random string): a run refuses to
+        # start until the values are put, with a line that names the secret and the keys, and
+        # `ferry doctor` says so before the first run.
         self.secret = secretsmanager.Secret(
             self,
             "Secret",
@@ -66,5 +73,8 @@ class ConfigSecret(Construct):
                 + (", ".join(names) or "none declared")
             ),
             encryption_key=key,
+            secret_string_value=SecretValue.unsafe_plain_text(
+                json.dumps({name: SECRET_PLACEHOLDER for name in names})
+            ),
             removal_policy=KEEP,
         )

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import Duration, Environment, Stack, TimeZone
+from aws_cdk import Duration, Environment, RemovalPolicy, Stack, TimeZone
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
@@ -49,6 +49,15 @@ class Triggers(Construct):
         super().__init__(scope, construct_id)
         self.schedules: list[scheduler.Schedule] = []
         self.rules: list[events.CfnRule] = []
+        # The environment's schedules in a group of their own: its metrics (target errors,
+        # dropped invocations) are the alarms' (infra/operations.py). The group holds nothing
+        # worth keeping once the stack is gone.
+        self.schedule_group = scheduler.ScheduleGroup(
+            self,
+            "Schedules",
+            schedule_group_name=f"ferry-{settings.name}",
+            removal_policy=RemovalPolicy.DESTROY,
+        )
         self.rule_role = rule_role = iam.Role(
             self,
             "RuleRole",
@@ -134,6 +143,7 @@ class Triggers(Construct):
                     max_event_age=Duration.hours(1),
                 ),
                 key=key,
+                schedule_group=self.schedule_group,
             )
         )
 

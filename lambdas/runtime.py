@@ -16,7 +16,8 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from ferry import fs, lifecycle
 from ferry.aws import AwsClients
-from ferry.errors import FerryError
+from ferry.config_text import SECRET_PLACEHOLDER
+from ferry.errors import ConfigError, FerryError
 from ferry.steps import Steps
 
 SERVICE = "ferry"
@@ -97,6 +98,14 @@ def config_environment(aws: AwsClients) -> dict[str, str]:
         if not isinstance(values, dict):
             raise FerryError(
                 f"secret {settings().config_secret} must hold a JSON object of placeholder values"
+            )
+        unset = sorted(str(k) for k, v in values.items() if v == SECRET_PLACEHOLDER)
+        if unset:
+            raise ConfigError(
+                f"secret {settings().config_secret} still holds the placeholder of "
+                f"{', '.join(unset)}: put the values after the first deploy (aws "
+                "secretsmanager put-secret-value --secret-id <it> --secret-string "
+                f"'{{\"{unset[0]}\": \"...\"}}'), then run again"
             )
         environment.update({str(k): str(v) for k, v in values.items()})
     return environment

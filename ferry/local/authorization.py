@@ -393,22 +393,32 @@ def _s3(request: HttpRequest) -> list[Check] | Unmodelled:
             return [Check("s3:GetObjectTagging", object_arn)]
         if "acl" in query:
             return [Check("s3:GetObjectAcl", object_arn)]
-        return [Check("s3:GetObjectVersion" if versioned else "s3:GetObject", object_arn)]
+        return [
+            Check("s3:GetObjectVersion" if versioned else "s3:GetObject", object_arn),
+            *_decrypting(bucket, key),
+        ]
     if method == "PUT":
         if "tagging" in query:
             return [Check("s3:PutObjectTagging", object_arn)]
         if "acl" in query:
             return [Check("s3:PutObjectAcl", object_arn)]
-        checks = [Check("s3:PutObject", object_arn)]
+        checks = [Check("s3:PutObject", object_arn), *_encrypting(bucket, request)]
         source = request.headers.get("x-amz-copy-source")
         if source:  # CopyObject, UploadPartCopy: the source is read as well
             source_path, _, source_query = unquote(source).lstrip("/").partition("?")
             action = "s3:GetObjectVersion" if "versionId=" in source_query else "s3:GetObject"
             checks.append(Check(action, f"arn:aws:s3:::{source_path}"))
+            source_bucket, _, source_key = source_path.partition("/")
+            checks += _decrypting(source_bucket, source_key)
+        elif "uploadId" in query:  # UploadPart: S3 decrypts the upload's data key
+            checks += [
+                Check("kms:Decrypt", check.resource, check.context)
+                for check in _encrypting(bucket, request)
+            ]
         return checks
     if method == "POST":
         if "uploads" in query or "uploadId" in query:  # create / complete a multipart upload
-            return [Check("s3:PutObject", object_arn)]
+            return [Check("s3:PutObject", object_arn), *_encrypting(bucket, request)]
         return Unmodelled(f"s3 POST object ?{'&'.join(query)}")
     if method == "DELETE":
         if "uploadId" in query:
@@ -417,6 +427,48 @@ def _s3(request: HttpRequest) -> list[Check] | Unmodelled:
             return [Check("s3:DeleteObjectTagging", object_arn)]
         return [Check("s3:DeleteObjectVersion" if versioned else "s3:DeleteObject", object_arn)]
     return Unmodelled(f"s3 {method} object")
+
+
+def _bucket(name: str) -> Any:
+    from moto.s3.models import s3_backends
+
+    for account in list(s3_backends.keys()):
+        found = s3_backends[account]["aws"].buckets.get(name)
+        if found is not None:
+            return found
+    return None
+
+
+def _via_s3(key_arn: str) -> dict[str, str]:
+    """What S3 tells KMS when it uses a key on the caller's behalf (SSE-KMS)."""
+    return {"kms:ViaService": f"s3.{key_arn.split(':')[3]}.amazonaws.com"}
+
+
+def _encrypting(bucket_name: str, request: HttpRequest) -> list[Check]:
+    """The KMS data key S3 generates, with the caller's permissions, for an SSE-KMS write."""
+    key = request.headers.get("x-amz-server-side-encryption-aws-kms-key-id")
+    if key is None:
+        bucket = _bucket(bucket_name)
+        encryption = (getattr(bucket, "encryption", None) or {}).get("Rule") or {}
+        default = encryption.get("ApplyServerSideEncryptionByDefault") or {}
+        if default.get("SSEAlgorithm") != "aws:kms":
+            return []
+        key = default.get("KMSMasterKeyID")
+    if not key:
+        return []
+    arn = _key_arn(key, request.signed.region, request.account)
+    return [Check("kms:GenerateDataKey", arn, _via_s3(arn), account=arn.split(":")[4])]
+
+
+def _decrypting(bucket_name: str, key_name: str) -> list[Check]:
+    """The KMS decryption S3 asks for, with the caller's permissions, to read an SSE-KMS
+    object."""
+    bucket = _bucket(bucket_name)
+    stored = bucket.keys.get(key_name) if bucket is not None else None
+    if stored is None or getattr(stored, "encryption", None) != "aws:kms" or not stored.kms_key_id:
+        return []
+    arn = _key_arn(stored.kms_key_id, bucket.region_name, bucket.account_id)
+    return [Check("kms:Decrypt", arn, _via_s3(arn), account=arn.split(":")[4])]
 
 
 def _delete_keys(body: bytes) -> list[str]:
@@ -667,13 +719,8 @@ def _xml(text: str) -> str:
 
 
 def bucket_region_of(bucket: str) -> str | None:
-    from moto.s3.models import s3_backends
-
-    for account in list(s3_backends.keys()):
-        found = s3_backends[account]["aws"].buckets.get(bucket)
-        if found is not None:
-            return found.region_name
-    return None
+    found = _bucket(bucket)
+    return found.region_name if found is not None else None
 
 
 def request_of(environ: dict[str, Any], body: bytes, signed: Signed, account: str) -> HttpRequest:

@@ -173,9 +173,21 @@ class ExecutionEnvironments:
 
     @staticmethod
     def _key(function: Any) -> str:
-        # A changed configuration (environment, role, handler) gets new environments.
+        # A changed configuration (any update: environment, role, handler...) gets new
+        # environments, as on Lambda.
         configuration = json.dumps(
-            [function.handler, function.role, function.environment_vars], sort_keys=True
+            [
+                function.handler,
+                function.role,
+                function.environment_vars,
+                function.description,
+                function.timeout,
+                function.memory_size,
+                function.run_time,
+                getattr(function, "last_modified", ""),
+            ],
+            sort_keys=True,
+            default=str,
         )
         return f"{function.function_arn}#{configuration}"
 

@@ -7,10 +7,11 @@
   a state's output and a task's result, not a Map's result before its ``ResultPath`` (a
   Distributed Map without a ``ResultWriter`` returns every child's output inline), nor the
   input of each child execution.
-- **``ToleratedFailurePercentage``**: moto's grammar refuses it, and its Distributed Map
-  never fails because a child failed, which is ``ToleratedFailurePercentage: 100``. That
-  value is accepted (and dropped before moto parses the definition); any other is refused,
-  since moto could not honour it.
+- **``ToleratedFailurePercentage`` / ``ToleratedFailureCount``**: moto's grammar reads the
+  percentage only as a decimal (``100.0``), and its Distributed Map never fails because a
+  child failed. Here a whole percentage is read as AWS reads it, and a Map Run whose failed
+  children exceed the tolerance (by default: any) fails with
+  ``States.ExceedToleratedFailureThreshold``.
 - **A Distributed Map's children are executions**: each with its own history, listed by
   ``ListExecutions(mapRunArn=...)`` and read with ``GetExecutionHistory``, as on AWS (moto
   runs them as frames of the parent and keeps no history of them).
@@ -33,6 +34,7 @@ MAX_PAYLOAD_BYTES = 256 * 1024
 
 def install() -> None:
     _tolerated_failures_accepted()
+    _failures_tolerated_as_on_aws()
     _terminal_errors_not_in_states_all()
     _map_result_within_the_limit()
     _children_recorded()
@@ -81,41 +83,92 @@ def _tolerated_failures_accepted() -> None:
     update = StepFunctionsParserBackend.update_state_machine
 
     def create_state_machine(self: Any, name: str, definition: str, *args: Any, **kw: Any) -> Any:
-        return create(self, name, without_full_tolerance(definition), *args, **kw)
+        return create(self, name, tolerance_as_moto_reads_it(definition), *args, **kw)
 
     def update_state_machine(self: Any, arn: str, definition: Any = None, *args: Any, **kw: Any) -> Any:
         if isinstance(definition, str):
-            definition = without_full_tolerance(definition)
+            definition = tolerance_as_moto_reads_it(definition)
         return update(self, arn, definition, *args, **kw)
 
     StepFunctionsParserBackend.create_state_machine = create_state_machine
     StepFunctionsParserBackend.update_state_machine = update_state_machine
 
 
-def without_full_tolerance(definition: str) -> str:
-    """The definition without ``ToleratedFailurePercentage: 100`` (moto's own behaviour)."""
+def tolerance_as_moto_reads_it(definition: str) -> str:
+    """The definition with each ``ToleratedFailurePercentage`` a decimal number."""
     try:
         document = json.loads(definition)
     except ValueError:
         return definition
 
-    def strip(node: Any) -> None:
+    def convert(node: Any) -> None:
         if isinstance(node, dict):
-            if node.get("Type") == "Map" and "ToleratedFailurePercentage" in node:
-                if node["ToleratedFailurePercentage"] != 100:
-                    raise ValueError(
-                        "the local runtime's Step Functions honours ToleratedFailurePercentage "
-                        "100 only (moto never fails a Distributed Map for a failed child)"
-                    )
-                del node["ToleratedFailurePercentage"]
-            for value in node.values():
-                strip(value)
+            value = node.get("ToleratedFailurePercentage")
+            if node.get("Type") == "Map" and isinstance(value, int):
+                node["ToleratedFailurePercentage"] = float(value)
+            for item in node.values():
+                convert(item)
         elif isinstance(node, list):
-            for value in node:
-                strip(value)
+            for item in node:
+                convert(item)
 
-    strip(document)
+    convert(document)
     return json.dumps(document)
+
+
+def _exceeded(env: Any, cause: str) -> Exception:
+    from moto.stepfunctions.parser.api import ExecutionFailedEventDetails, HistoryEventType
+    from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
+        FailureEvent,
+        FailureEventException,
+    )
+    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import (
+        StatesErrorName,
+    )
+    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name_type import (  # noqa: E501
+        StatesErrorNameType,
+    )
+    from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
+
+    kind = StatesErrorNameType.StatesExceedToleratedFailureThreshold
+    return FailureEventException(
+        failure_event=FailureEvent(
+            env=env,
+            error_name=StatesErrorName(typ=kind),
+            event_type=HistoryEventType.MapRunFailed,
+            event_details=EventDetails(
+                executionFailedEventDetails=ExecutionFailedEventDetails(
+                    error=kind.to_name(), cause=cause
+                )
+            ),
+        )
+    )
+
+
+def _failures_tolerated_as_on_aws() -> None:
+    from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.distributed_iteration_component import (  # noqa: E501
+        DistributedIterationComponent,
+    )
+
+    run = DistributedIterationComponent._map_run
+
+    def _map_run(self: Any, env: Any, eval_input: Any) -> None:
+        run(self, env, eval_input)
+        record = eval_input.map_run_record
+        children = record.__dict__.get("ferry_children", [])
+        failed = sum(1 for child in children if child["status"] == "FAILED")
+        if not failed:
+            return
+        count = int(record.tolerated_failure_count or 0)
+        percentage = float(record.tolerated_failure_percentage or 0)
+        if failed > count and failed * 100 > percentage * len(children):
+            raise _exceeded(
+                env,
+                f"The specified tolerated failure threshold was exceeded: {failed} of "
+                f"{len(children)} child executions failed",
+            )
+
+    DistributedIterationComponent._map_run = _map_run
 
 
 def _terminal_errors_not_in_states_all() -> None:
@@ -213,11 +266,15 @@ def _children_recorded() -> None:
             children.append(child)
             _CHILDREN[child["arn"]] = child
             _MAP_RUN_CHILDREN.setdefault(record.map_run_arn, []).append(child["arn"])
+            while len(_CHILDREN) > KEPT_CHILDREN:  # the oldest first: dicts keep their order
+                _CHILDREN.pop(next(iter(_CHILDREN)))
 
     DistributedItemProcessorWorker._eval_job = _eval_job
 
 
 _lock = threading.Lock()
+#: Child executions the emulator keeps listing (a long-running emulator forgets the oldest).
+KEPT_CHILDREN = 20_000
 #: Every child execution of a Distributed Map by its ARN; each map run's, in order.
 _CHILDREN: dict[str, dict[str, Any]] = {}
 _MAP_RUN_CHILDREN: dict[str, list[str]] = {}
@@ -241,7 +298,9 @@ def _child_executions_listed() -> None:
         from moto.core.responses import ActionResult
 
         with _lock:
-            children = [_CHILDREN[arn] for arn in _MAP_RUN_CHILDREN.get(map_run_arn, [])]
+            children = [
+                _CHILDREN[arn] for arn in _MAP_RUN_CHILDREN.get(map_run_arn, []) if arn in _CHILDREN
+            ]
         machine = map_run_arn.split(":")[6].split("/")[0]
         prefix = map_run_arn.split(":mapRun:")[0]
         return ActionResult(

@@ -119,6 +119,63 @@ class Resolved:
         return re.sub(r"\$\{([^}]+)\}", replace, text)
 
 
+#: How each resource type is named and addressed, to resolve a template without deploying it:
+#: (what ``Ref`` gives, and the ARN pattern of ``Fn::GetAtt ... Arn``).
+_STATIC: dict[str, tuple[str, str]] = {
+    "AWS::IAM::Role": ("{name}", "arn:aws:iam::{account}:role/{name}"),
+    "AWS::IAM::Policy": ("{name}", ""),
+    "AWS::S3::Bucket": ("{lower}", "arn:aws:s3:::{lower}"),
+    "AWS::Lambda::Function": ("{name}", "arn:aws:lambda:{region}:{account}:function:{name}"),
+    "AWS::KMS::Key": ("{id}", "arn:aws:kms:{region}:{account}:key/{id}"),
+    "AWS::SNS::Topic": ("arn:aws:sns:{region}:{account}:{name}", "arn:aws:sns:{region}:{account}:{name}"),
+    "AWS::DynamoDB::Table": ("{name}", "arn:aws:dynamodb:{region}:{account}:table/{name}"),
+    "AWS::SecretsManager::Secret": ("arn:aws:secretsmanager:{region}:{account}:secret:{name}-abcdef", ""),
+    "AWS::StepFunctions::StateMachine": ("arn:aws:states:{region}:{account}:stateMachine:{name}", "arn:aws:states:{region}:{account}:stateMachine:{name}"),
+    "AWS::Logs::LogGroup": ("{name}", "arn:aws:logs:{region}:{account}:log-group:{name}:*"),
+    "AWS::EMRServerless::Application": ("{id}", "arn:aws:emr-serverless:{region}:{account}:/applications/{id}"),
+    "AWS::CloudWatch::Alarm": ("{name}", "arn:aws:cloudwatch:{region}:{account}:alarm:{name}"),
+    "AWS::Scheduler::ScheduleGroup": ("{name}", "arn:aws:scheduler:{region}:{account}:schedule-group/{name}"),
+    "AWS::Scheduler::Schedule": ("{name}", "arn:aws:scheduler:{region}:{account}:schedule/default/{name}"),
+    "AWS::Events::Rule": ("{name}", "arn:aws:events:{region}:{account}:rule/{name}"),
+}  # fmt: skip
+#: Properties that name a resource, by type.
+_NAME_PROPERTIES = (
+    "RoleName", "PolicyName", "BucketName", "FunctionName", "TopicName", "TableName", "Name",
+    "StateMachineName", "LogGroupName", "AlarmName", "DashboardName",
+)  # fmt: skip
+
+
+def resolved_statically(
+    template: dict[str, Any], stack_name: str, account: str, region: str
+) -> Resolved:
+    """Every resource's ``Ref`` and ``Arn`` as they would be once deployed, without deploying:
+    names the template gives, or stand-ins (``physical_name``). What a test needs to read a
+    synthesized policy as AWS will (``Resolved.value``)."""
+    resolved = Resolved(account, region, stack_name)
+    resources = template.get("Resources", {})
+    for logical in creation_order(resources):
+        resource = resources[logical]
+        properties = resource.get("Properties", {})
+        given = next((properties[p] for p in _NAME_PROPERTIES if isinstance(properties.get(p), str)), None)
+        name = given or physical_name(stack_name, logical)
+        values = {
+            "name": name,
+            "lower": (given or physical_name(stack_name, logical, lower=True)).lower(),
+            "id": hashlib.sha256(logical.encode()).hexdigest()[:32],
+            "account": account,
+            "region": region,
+        }
+        ref, arn = _STATIC.get(resource["Type"], ("{name}", ""))
+        resolved.refs[logical] = ref.format(**values)
+        if arn:
+            resolved.attributes[(logical, "Arn")] = arn.format(**values)
+        if resource["Type"] == "AWS::EMRServerless::Application":
+            resolved.attributes[(logical, "ApplicationId")] = values["id"]
+        if resource["Type"] == "AWS::StepFunctions::StateMachine":
+            resolved.attributes[(logical, "Name")] = name
+    return resolved
+
+
 def dependencies(resource: dict[str, Any]) -> set[str]:
     """The logical ids a resource refers to (``DependsOn``, ``Ref``, ``Fn::GetAtt``, ``Fn::Sub``)."""
     found: set[str] = set()
@@ -511,6 +568,15 @@ class Deployment:
             events.put_targets(Rule=name, Targets=targets)
         self._set(logical, name, Arn=arn)
 
+    def aws_scheduler_schedulegroup(self, logical: str, properties: dict[str, Any]) -> None:
+        scheduler = self.client("scheduler")
+        name = properties.get("Name") or self._name(logical, limit=64)
+        try:
+            arn = scheduler.get_schedule_group(Name=name)["Arn"]
+        except scheduler.exceptions.ResourceNotFoundException:
+            arn = scheduler.create_schedule_group(Name=name)["ScheduleGroupArn"]
+        self._set(logical, name, Arn=arn)
+
     def aws_scheduler_schedule(self, logical: str, properties: dict[str, Any]) -> None:
         scheduler = self.client("scheduler")
         name = properties.get("Name") or self._name(logical, limit=64)
@@ -519,8 +585,10 @@ class Deployment:
             for key, value in properties["Target"].items()
             if key in ("Arn", "RoleArn", "Input", "RetryPolicy")
         }
+        group = properties.get("GroupName", "default")
         arguments = {
             "Name": name,
+            "GroupName": group,
             "ScheduleExpression": properties["ScheduleExpression"],
             "FlexibleTimeWindow": properties.get("FlexibleTimeWindow", {"Mode": "OFF"}),
             "Target": target,
@@ -529,11 +597,11 @@ class Deployment:
         if properties.get("ScheduleExpressionTimezone"):
             arguments["ScheduleExpressionTimezone"] = properties["ScheduleExpressionTimezone"]
         try:
-            scheduler.get_schedule(Name=name)
+            scheduler.get_schedule(Name=name, GroupName=group)
             scheduler.update_schedule(**arguments)
         except scheduler.exceptions.ResourceNotFoundException:
             scheduler.create_schedule(**arguments)
-        arn = f"arn:aws:scheduler:{self.region}:{self.account}:schedule/default/{name}"
+        arn = f"arn:aws:scheduler:{self.region}:{self.account}:schedule/{group}/{name}"
         self._set(logical, name, Arn=arn)
 
     def aws_cloudwatch_alarm(self, logical: str, properties: dict[str, Any]) -> None:

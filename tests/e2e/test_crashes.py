@@ -158,7 +158,8 @@ def test_ctrl_c_during_a_copy_stops_promptly_removes_the_snapshot_and_tells_cons
     assert files_below(replication["target"]), "the copy started"
     interrupted = time.monotonic()
     process.send_signal(signal.SIGINT)
-    assert process.wait(60) == 130
+    code = process.wait(60)
+    assert code == 130, process.stderr.read()
     stopped = time.monotonic() - interrupted
     assert stopped < 6, f"took {stopped:.1f} s to stop"
     assert "interrupted" in process.stderr.read()

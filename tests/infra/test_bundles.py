@@ -36,7 +36,7 @@ pytestmark = pytest.mark.infra
 #: What AWS runs the code on, as AWS documents it (stated here, apart from infra/bundling.py):
 #: Lambda's python3.12 and the release emr-spark-8.0.0 both run on Amazon Linux 2023.
 LAMBDA = Target("Lambda python3.12", python=(3, 12), glibc=(2, 34), machine="x86_64")
-EMR = Target("EMR emr-spark-8.0.0, Python 3.11", python=(3, 11), glibc=(2, 34), machine="x86_64")
+EMR = Target("EMR emr-spark-8.0.0, Python 3.12", python=(3, 12), glibc=(2, 34), machine="x86_64")
 
 MIB = 1024 * 1024
 #: Lambda's "250 MB" for a function and its layers, unzipped, as its error message states it.
@@ -153,7 +153,7 @@ def isolated_environment() -> dict[str, str]:
 def test_the_deployment_targets_the_runtimes_these_tests_check():
     assert (LAMBDA_RUNTIME.name, LAMBDA_ARCHITECTURE.name) == ("python3.12", "x86_64")
     assert (EMR_RELEASE_LABEL, EMR_SPARK_VERSION) == ("emr-spark-8.0.0", "4.0.2")
-    assert (EMR_ARCHITECTURE, EMR_PYTHON) == ("X86_64", "/usr/bin/python3.11")
+    assert (EMR_ARCHITECTURE, EMR_PYTHON) == ("X86_64", "/usr/bin/python3.12")
 
 
 @pytest.mark.parametrize(
@@ -249,15 +249,18 @@ def test_every_handler_imports_from_the_bundle_on_python_3_12(lambda_bundle):
 # The Spark job's environment.
 
 
-def test_the_spark_environment_holds_only_wheels_the_releases_python_3_11_loads(environment):
-    site_packages = environment / "lib" / "python3.11" / "site-packages"
+def test_the_spark_environment_holds_only_wheels_the_releases_python_3_12_loads(environment):
+    site_packages = environment / "lib" / "python3.12" / "site-packages"
 
     assert unloadable(environment, EMR) == {}
     assert foreign_extensions(environment, EMR) == []
     assert (
-        "cp311-cp311-manylinux_2_28_x86_64" in wheel_tags(environment)["pyarrow-26.0.1.dist-info"]
+        "cp312-cp312-manylinux_2_28_x86_64" in wheel_tags(environment)["pyarrow-26.0.1.dist-info"]
     )
     assert (site_packages / "ferry" / "copier.py").is_file()
+    # What the job imports on S3 paths: the archive's interpreter has nothing else.
+    for package in ("boto3", "botocore", "s3transfer"):
+        assert (site_packages / package / "__init__.py").is_file(), package
     # The release brings its own PySpark; a second one would shadow it.
     assert not (site_packages / "pyspark").exists()
 

@@ -9,6 +9,7 @@ import pytest
 from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
 
 from ferry.errors import error_names, transient_errors
+from ferry.local.emulator_states import tolerance_as_moto_reads_it
 from ferry.steps import Steps
 from infra import definition
 
@@ -37,7 +38,20 @@ def test_every_placeholder_is_known_and_filled():
 
 
 def test_the_emulator_parses_the_definition():
-    AmazonStateLanguageParser.parse(definition.render(SUBSTITUTIONS))
+    # moto's grammar reads ToleratedFailurePercentage as a decimal only: the local runtime
+    # gives it one (ferry.local.emulator_states).
+    AmazonStateLanguageParser.parse(tolerance_as_moto_reads_it(definition.render(SUBSTITUTIONS)))
+
+
+def test_no_state_has_an_item_or_a_list_that_grows_with_the_run(rendered):
+    """256 KiB per state: what grows with the tables or the files travels through S3."""
+    maps = {n: s for n, s in definition.states(rendered).items() if s["Type"] == "Map"}
+    for name, state in maps.items():
+        assert "ItemReader" in state and "ItemsPath" not in state, name
+        assert "ResultWriter" in state, name
+        assert state["ItemProcessor"]["ProcessorConfig"]["Mode"] == "DISTRIBUTED", name
+    selected = rendered["States"]["Resolve tables"]["ResultSelector"]
+    assert "tables.$" in selected and selected["tables.$"] == "$.Payload.count"
 
 
 def test_every_task_has_retry_and_catch(rendered):
@@ -80,7 +94,13 @@ def test_failures_are_caught_per_table_and_end_the_execution_with_the_named_erro
     per_table = rendered["States"]["Replicate tables"]["ItemProcessor"]["States"]
     for name, state in per_table.items():
         for catch in state.get("Catch", []):
-            assert catch["Next"] in {"Abort table", "Abort before plan", "Abort failed"}, name
+            target = catch["Next"]
+            # A Pass that records which state failed, then Abort table.
+            if target == f"{name} failed":
+                assert per_table[target]["Result"] == name
+                assert per_table[target]["ResultPath"] == "$.failedState"
+                target = per_table[target]["Next"]
+            assert target in {"Abort table", "Abort before plan", "Abort failed"}, name
     failed = rendered["States"]["Replication failed"]
     assert (failed["Type"], failed["ErrorPath"], failed["CausePath"]) == (
         "Fail",

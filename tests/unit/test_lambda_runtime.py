@@ -9,7 +9,9 @@ from moto import mock_aws
 
 from ferry.aws import AwsClients
 from ferry.errors import FerryError
-from ferry.steps import Steps
+from ferry.config_text import SECRET_PLACEHOLDER
+from ferry.errors import ConfigError
+from ferry.steps import Steps, resolved_tables
 from lambdas import runtime
 
 CONFIG = """
@@ -45,9 +47,29 @@ def test_secret_values_resolve_the_configs_placeholders(environment, tmp_path):
 
     path = tmp_path / "sales.yml"
     path.write_text(CONFIG)
-    steps = Steps("s3://work", config_environment=values)
-    (table,) = steps.resolve_tables({"configUri": str(path)}, 4)["tables"]
+    steps = Steps((tmp_path / "work").as_uri(), config_environment=values)
+    (table,) = resolved_tables(steps.resolve_tables({"configUri": str(path)}, 4))
     assert table["sourceTable"] == "sales.orders"
+
+
+@mock_aws
+def test_a_secret_still_holding_its_placeholders_refuses_to_run_and_names_them(environment):
+    # What the stack creates: a placeholder for each declared value, until someone puts them.
+    secrets = boto3.client("secretsmanager", region_name="eu-west-1")
+    name = f"ferry/dev/config-variables-{uuid.uuid4().hex[:8]}"
+    arn = secrets.create_secret(
+        Name=name,
+        SecretString=json.dumps(
+            {"SOURCE_METASTORE_URIS": SECRET_PLACEHOLDER, "REPLICA_URIS": "thrift://r:9083"}
+        ),
+    )["ARN"]
+    environment.setenv("FERRY_CONFIG_SECRET", arn)
+    with pytest.raises(ConfigError) as raised:
+        runtime.config_environment(AwsClients())
+    message = str(raised.value)
+    assert "still holds the placeholder of SOURCE_METASTORE_URIS" in message
+    assert "put-secret-value" in message and "REPLICA_URIS" not in message
+    assert "\n" not in message
 
 
 @mock_aws
@@ -70,6 +92,8 @@ def test_an_unset_placeholder_is_named_when_the_secret_lacks_it(environment, tmp
     environment.setenv("FERRY_CONFIG_SECRET", arn)
     path = tmp_path / "sales.yml"
     path.write_text(CONFIG)
-    steps = Steps("s3://work", config_environment=runtime.config_environment(AwsClients()))
+    steps = Steps(
+        (tmp_path / "work").as_uri(), config_environment=runtime.config_environment(AwsClients())
+    )
     with pytest.raises(FerryError, match="SOURCE_METASTORE_URIS"):
         steps.resolve_tables({"configUri": str(path)}, 4)

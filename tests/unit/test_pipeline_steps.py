@@ -7,11 +7,11 @@ from ferry.config import CopierOptions, ReplicationMode, TableReplication
 from ferry.copier import CopyTask
 from ferry.errors import describe_error
 from ferry.local.emulator_emr_serverless import api_parameters
-from ferry.local.emulator_lambda import invoke_in_process
 from ferry.manifest import ManifestSummary
 from ferry.model import Column, Partition, StorageDescriptor, Table, TableType
 from ferry.plan import ReplicationPlan
-from ferry.steps import CopierKind, Steps, choose_copier
+from ferry.replicate import write_map_results
+from ferry.steps import CopierKind, choose_copier, map_results, summary
 
 EVENTS = Path(__file__).parents[2] / "events"
 
@@ -92,38 +92,50 @@ def test_lambda_error_payloads_become_a_name_and_a_line():
     )
 
 
+OUTCOMES = [
+    # Notify success ends a table that succeeded: its whole state, with what was notified.
+    {
+        "sourceTable": "sales.customers",
+        "eventId": "ferry-20261121t083000000z-5e6f7a8b",
+        "notified": {"status": "SUCCEEDED", "sourceTable": "sales.customers"},
+    },
+    # Abort table ends one that failed.
+    {
+        "status": "FAILED",
+        "sourceTable": "sales.orders",
+        "replicaTable": "sales_dr.orders",
+        "eventId": "ferry-20261121t083000000z-1a2b3c4d",
+        "failedState": "Inline copy",
+        "error": "TargetNotWritableError",
+        "cause": "cannot write s3://no-such-bucket/orders/...",
+    },
+]
+
+
 def test_summary_names_the_first_failed_table():
-    summary = Steps.summarize(json.loads((EVENTS / "summarize.json").read_text()))
-    assert summary == {
+    assert summary(OUTCOMES) == {
         "succeeded": 1,
         "unchanged": 0,
         "failed": 1,
         "error": "TargetNotWritableError",
         "cause": "sales.orders: cannot write s3://no-such-bucket/orders/...",
     }
-    assert Steps.summarize({"results": [{"status": "SUCCEEDED"}]})["error"] is None
+    assert summary([{"status": "SUCCEEDED"}])["error"] is None
 
 
-class FakeFunction:
-    """Just the attributes moto's LambdaFunction has that the in-process runner reads."""
-
-    function_name = "f"
-    function_arn = "arn:aws:lambda:us-east-1:123456789012:function:f"
-    memory_size = 128
-    timeout = 3
-
-    def __init__(self, handler):
-        self.handler = handler
-
-
-def test_in_process_lambda_returns_results_and_error_payloads(monkeypatch):
-    monkeypatch.setenv("FERRY_WORK_URI", "s3://work")
-    ok, errored, _ = invoke_in_process(
-        FakeFunction("lambdas.summarize.handler"), (EVENTS / "summarize.json").read_text()
-    )
-    assert not errored and json.loads(ok)["failed"] == 1
-    payload, errored, _ = invoke_in_process(FakeFunction("lambdas.summarize.handler"), "{}")
-    assert errored and json.loads(payload)["errorType"] == "KeyError"
+def test_the_summary_reads_the_map_results_step_functions_wrote(tmp_path):
+    # The files of a ResultWriter, as the in-process driver and the emulator write them (and
+    # as Step Functions does): a manifest naming the children's results by status.
+    children = [
+        {"index": 0, "input": {"sourceTable": "sales.customers"}, "status": "SUCCEEDED",
+         "start": "t0", "stop": "t1", "output": OUTCOMES[0]},
+        {"index": 1, "input": {"sourceTable": "sales.orders"}, "status": "SUCCEEDED",
+         "start": "t0", "stop": "t1", "output": OUTCOMES[1]},
+    ]  # fmt: skip
+    written = write_map_results("Replicate tables", "", str(tmp_path / "results"), children)
+    found = map_results(written["ResultWriterDetails"])
+    assert [child.output for child in found] == OUTCOMES
+    assert summary([child.output for child in found])["failed"] == 1
 
 
 def test_step_functions_parameters_become_emr_serverless_api_names():

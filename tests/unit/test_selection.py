@@ -288,7 +288,7 @@ class ListingCatalog:
 def test_resolve_tables_gives_each_matched_table_its_own_item(tmp_path):
     import yaml
 
-    from ferry.steps import Steps
+    from ferry.steps import Steps, resolved_tables
 
     path = tmp_path / "replication.yml"
     document = {
@@ -303,7 +303,7 @@ def test_resolve_tables_gives_each_matched_table_its_own_item(tmp_path):
         (tmp_path / "work").as_uri(), catalogs=ListingCatalog, event_ids=lambda _: next(ids)
     )
     result = steps.resolve_tables({"configUri": str(path)}, max_concurrency=4)
-    assert [(i["sourceTable"], i["replicaTable"], i["eventId"]) for i in result["tables"]] == [
+    assert [(i["sourceTable"], i["replicaTable"], i["eventId"]) for i in resolved_tables(result)] == [
         ("sales.customers", "sales_dr.customers", "e1"),
         ("sales.orders_2025", "sales_dr.orders_2025", "e2"),
         ("sales.orders_tmp", "sales_dr.orders_tmp", "e3"),
@@ -313,5 +313,5 @@ def test_resolve_tables_gives_each_matched_table_its_own_item(tmp_path):
     one = steps.resolve_tables(
         {"configUri": str(path), "tables": ["sales.orders_2025"]}, max_concurrency=4
     )
-    assert [i["sourceTable"] for i in one["tables"]] == ["sales.orders_2025"]
+    assert [i["sourceTable"] for i in resolved_tables(one)] == ["sales.orders_2025"]
     assert ListingCatalog.opened == 1

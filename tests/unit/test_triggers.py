@@ -12,7 +12,7 @@ from ferry import triggers
 from ferry.cli import main
 from ferry.config import S3Trigger, ScheduleTrigger, parse_config
 from ferry.errors import ConfigError
-from ferry.steps import Steps
+from ferry.steps import Steps, resolved_tables
 
 EVENTS = Path(__file__).parents[2] / "events"
 
@@ -326,7 +326,7 @@ def test_resolve_tables_runs_the_config_whatever_started_it(tmp_path, sample):
     payload["configUri"] = str(path)
     steps = Steps((tmp_path / "work").as_uri(), event_ids=lambda _: "ferry-e1")
     result = steps.resolve_tables(payload, max_concurrency=4)
-    assert [(t["sourceTable"], t["replicaTable"]) for t in result["tables"]] == [
+    assert [(t["sourceTable"], t["replicaTable"]) for t in resolved_tables(result)] == [
         ("sales.orders", "sales_dr.orders")
     ]
 
