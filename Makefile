@@ -22,9 +22,18 @@ EMR_SPARK_VERSION := $(shell sed -n 's/^EMR_SPARK_VERSION = "\(.*\)"$$/\1/p' inf
 EMR_VENV := .venv-emr
 EMR_STAMP := $(EMR_VENV)/.installed-$(shell cat pyproject.toml constraints.txt | sha1sum | cut -c1-12)-pyspark-$(EMR_SPARK_VERSION)
 
+# The local runtime's IAM policy simulator (Node.js), pinned by its package-lock.json.
+SIMULATOR := ferry/local/iam
+SIMULATOR_STAMP := $(SIMULATOR)/node_modules/.installed-$(shell cat $(SIMULATOR)/package-lock.json | sha1sum | cut -c1-12)
+
 .PHONY: setup java demo test test-fast test-emr-spark lint bench synth down clean
 
-setup: $(STAMP) java
+setup: $(STAMP) java $(SIMULATOR_STAMP)
+
+$(SIMULATOR_STAMP): $(SIMULATOR)/package.json $(SIMULATOR)/package-lock.json
+	@command -v npm >/dev/null || { echo "ferry: Node.js with npm is required (the CDK and the local runtime's IAM simulator)"; exit 1; }
+	cd $(SIMULATOR) && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -n "$(PYTHON)" || { echo "ferry: Python $(PYTHON_VERSION) is required (not on the PATH nor among pyenv's versions; set PYTHON=...)"; exit 1; }
@@ -92,4 +101,4 @@ down:
 	@test -x $(BIN)/ferry && $(BIN)/ferry local down || true
 
 clean: down
-	rm -rf $(VENV) $(EMR_VENV) .bundles .ferry .pytest_cache .ruff_cache *.egg-info
+	rm -rf $(VENV) $(EMR_VENV) .bundles .ferry .pytest_cache .ruff_cache *.egg-info $(SIMULATOR)/node_modules

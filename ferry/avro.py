@@ -22,7 +22,6 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import TypeVar
 from urllib.parse import urlsplit
 
 from ferry import fs
@@ -89,10 +88,7 @@ class SchemaCopy:
     target_url: str
 
 
-Shaped = TypeVar("Shaped", Table, Partition)
-
-
-def point_at_replica_schema(
+def point_at_replica_schema[Shaped: (Table, Partition)](
     shaped: Shaped, base_url: str | None, event_id: str, table_location: str | None
 ) -> tuple[Shaped, SchemaCopy | None]:
     """A replica table or partition pointing at its own copy of its schema, and the copy.

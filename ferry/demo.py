@@ -175,8 +175,7 @@ def _land_a_partition_and_follow(aws: AwsClients, pipeline: deploy.Pipeline, eas
     arn = started.pop()
     print(f"  the event started {arn.rsplit(':', 1)[-1]}")
     outcome = follow(sfn, arn, on_state=lambda state: print(f"  → {state}"))
-    results = (outcome.output or {}).get("results", [])
-    copiers = ", ".join(sorted({r["plan"]["copier"] for r in results if "plan" in r}))
+    copiers = ", ".join(sorted({r["plan"]["copier"] for r in outcome.results if "plan" in r}))
     print(f"  {outcome.status} in {outcome.seconds:.1f} s, copier: {copiers}")
     return outcome.status == "SUCCEEDED"
 

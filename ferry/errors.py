@@ -84,6 +84,16 @@ class CopyIncompleteError(CopyError):
     """Commit found a batch of the manifest without its copy record; nothing was committed."""
 
 
+class UnknownCopierError(FerryError):
+    """The plan names a copier this state machine does not know (the "Unknown copier" state)."""
+
+
+class StepFunctionsError(FerryError):
+    """A table failed with one of Step Functions' own errors (``States.*``), which the
+    execution cannot end with (its ``Fail`` state takes no name with that prefix): the cause
+    keeps the original name."""
+
+
 class NotificationError(FerryError):
     """A message could not be published to consumers (SNS); retried, then reported.
 

@@ -132,7 +132,9 @@ def follow(
 CHILD_HISTORIES = 50
 
 
-def _child_histories(sfn: Any, events: dict[int, dict[str, Any]]) -> list[dict[int, dict[str, Any]]]:
+def _child_histories(
+    sfn: Any, events: dict[int, dict[str, Any]]
+) -> list[dict[int, dict[str, Any]]]:
     """The histories of the child executions of the execution's own Distributed Maps."""
     map_runs = [
         event["mapRunStartedEventDetails"]["mapRunArn"]

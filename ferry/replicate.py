@@ -392,7 +392,8 @@ def write_map_results(
     key = f"{folder}/manifest.json"
     manifest = {"DestinationBucket": bucket, "MapRunArn": f"{name}/{run}", "ResultFiles": files}
     fs.write_bytes(fs.object_uri(bucket, key), json.dumps(manifest, indent=2).encode())
-    return {"MapRunArn": manifest["MapRunArn"], "ResultWriterDetails": {"Bucket": bucket, "Key": key}}
+    details = {"Bucket": bucket, "Key": key}
+    return {"MapRunArn": manifest["MapRunArn"], "ResultWriterDetails": details}
 
 
 # -- the data flow: a JSONPath subset, as the definition uses it ------------------------------

@@ -49,6 +49,7 @@ from ferry.errors import (
     CopyIncompleteError,
     FerryError,
     NotificationError,
+    StepFunctionsError,
     describe_error,
 )
 from ferry.event_id import new_event_id
@@ -69,6 +70,8 @@ from ferry.replica import CREATED_BY_EVENT
 logger = logging.getLogger(__name__)
 
 MIB = 1024 * 1024
+#: A Distributed Map whose failed children pass its tolerance fails with this.
+TOLERANCE_EXCEEDED = "States.ExceedToleratedFailureThreshold"
 
 
 class CopierKind(StrEnum):
@@ -574,6 +577,11 @@ class Steps:
         it). What was removed or kept is recorded in the run's ``abort.json``.
         """
         name, message = describe_error(payload["error"])
+        if name == TOLERANCE_EXCEEDED and payload.get("failedState") == "S3 server-side copy":
+            # The copy Map tolerates no failed batch: what failed is the copy. (Each batch's
+            # own error is in the function's log; the batches without a copy record are
+            # the failed ones.)
+            name, message = CopyError.__name__, f"batches of the S3 copy failed: {message}"
         event_id, source_table = payload["eventId"], payload["sourceTable"]
         plan_result = payload.get("plan") or {}
         plan_uri = plan_result.get("planUri")
@@ -755,13 +763,17 @@ def summary(outcomes: Sequence[dict[str, Any]]) -> dict[str, Any]:
     statuses = [r.get("status") or (r.get("notified") or {}).get("status") for r in outcomes]
     failed = [r for r, status in zip(outcomes, statuses, strict=True) if status == "FAILED"]
     first = failed[0] if failed else {}
+    error, cause = first.get("error"), first.get("cause")
+    if error and error.startswith("States."):
+        # The execution's Fail state cannot end with Step Functions' own names.
+        error, cause = StepFunctionsError.__name__, f"{error}: {cause}"
     return {
         "succeeded": statuses.count("SUCCEEDED"),
         "unchanged": statuses.count("UNCHANGED"),
         "failed": len(failed),
-        "error": first.get("error"),
+        "error": error,
         "cause": (
-            f"{first.get('sourceTable')}: {first.get('cause')}"
+            f"{first.get('sourceTable')}: {cause}"
             + (f" (and {len(failed) - 1} more failed tables)" if len(failed) > 1 else "")
             if failed
             else None

@@ -47,18 +47,30 @@ def build_environment(app: cdk.App, settings: EnvironmentSettings) -> None:
         )
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    """``python -m infra.app [-c environment=NAME]``: synthesize; a mistake in the settings is
+    one line on stderr, exit code 2, nothing written."""
     import os
     import sys
 
     from ferry.errors import FerryError
     from infra.settings import SettingsError
 
+    arguments = sys.argv[1:] if argv is None else argv
+    environments = [
+        value.removeprefix("environment=")
+        for flag, value in zip(arguments, arguments[1:], strict=False)
+        if flag in ("-c", "--context") and value.startswith("environment=")
+    ]
     try:
-        # The CDK CLI passes CDK_OUTDIR; run directly, write where the CLI would.
-        assembly = build_app(os.environ.get("CDK_OUTDIR", "cdk.out")).synth()
+        # The CDK CLI passes CDK_OUTDIR (and the context); run directly, write where the CLI
+        # would.
+        assembly = build_app(
+            os.environ.get("CDK_OUTDIR", "cdk.out"), environments=environments or None
+        ).synth()
     except (SettingsError, FerryError) as error:
-        sys.exit(f"ferry: error: {error}")
+        print(f"ferry: error: {error}", file=sys.stderr)
+        sys.exit(2)
     for stack in assembly.stacks:
         region = stack.environment.region
         print(f"synthesized {stack.stack_name} ({region}): {stack.template_full_path}")

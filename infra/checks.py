@@ -92,6 +92,14 @@ def _wildcard_reason(resource: str, path: str, stack: Stack) -> str | None:
             )
     if resource in topics:
         return "Topics the environment's settings name by pattern (ad-hoc-access.topics)"
+    if settings is not None:
+        keys = {k for r in settings.replications for k in r.read_kms_keys}
+        keys |= set(settings.write_kms_keys) | set(settings.ad_hoc_access.read_kms_keys)
+        if resource in keys:
+            return (
+                "KMS keys of data buckets the environment's settings name by pattern, used "
+                "only through S3 (kms:ViaService)"
+            )
     glue = re.fullmatch(r"arn:aws:glue:[\w-]+:\d{12}:(database|table)/([\w*?]+)(/\*)?", resource)
     if glue and glue.group(2) in databases:
         return (

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
-from typing import TypeVar
 
 from ferry.model import Column, Database, Partition, Table
 
@@ -17,8 +16,6 @@ from ferry.model import Column, Database, Partition, Table
 PAGE_SIZE = 1000
 
 _INTEGRAL_TYPES = {"tinyint", "smallint", "int", "integer", "bigint"}
-
-T = TypeVar("T")
 
 
 class Catalog(ABC):
@@ -103,7 +100,7 @@ def is_integral(column: Column) -> bool:
     return column.type.lower() in _INTEGRAL_TYPES
 
 
-def batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
+def batched[T](items: Iterable[T], size: int) -> Iterator[list[T]]:
     batch: list[T] = []
     for item in items:
         batch.append(item)

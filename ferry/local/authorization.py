@@ -110,9 +110,7 @@ class Authorizer:
         from moto.sts.models import sts_backends
 
         for account in {DEFAULT_ACCOUNT_ID, *sts_backends.keys()}:
-            assumed = sts_backends[account]["aws"].get_assumed_role_from_access_key(
-                access_key_id
-            )
+            assumed = sts_backends[account]["aws"].get_assumed_role_from_access_key(access_key_id)
             if assumed is not None:
                 return Caller(assumed.role_arn, assumed.arn, assumed.account_id)
         return None
@@ -474,9 +472,7 @@ def _decrypting(bucket_name: str, key_name: str) -> list[Check]:
 def _delete_keys(body: bytes) -> list[str]:
     root = ElementTree.fromstring(body)
     return [
-        element.text or ""
-        for element in root.iter()
-        if element.tag.rsplit("}", 1)[-1] == "Key"
+        element.text or "" for element in root.iter() if element.tag.rsplit("}", 1)[-1] == "Key"
     ]
 
 
@@ -521,12 +517,17 @@ def _glue(request: HttpRequest) -> list[Check] | Unmodelled:
     if operation == "GetTables":
         return on(f"database/{database}", f"table/{database}/*")
     if operation in _GLUE_TABLE_OPERATIONS:
-        table = body.get("TableName") or body.get("Name") or (body.get("TableInput") or {}).get(
-            "Name", ""
+        table = (
+            body.get("TableName")
+            or body.get("Name")
+            or (body.get("TableInput") or {}).get("Name", "")
         )
         return on(f"database/{database}", f"table/{database}/{str(table).lower()}")
     if operation == "BatchDeleteTable":
-        return on(f"database/{database}", *(f"table/{database}/{t.lower()}" for t in body["TablesToDelete"]))
+        return on(
+            f"database/{database}",
+            *(f"table/{database}/{t.lower()}" for t in body["TablesToDelete"]),
+        )
     return Unmodelled(f"glue {operation}")
 
 
@@ -535,7 +536,9 @@ def _dynamodb(request: HttpRequest) -> list[Check] | Unmodelled:
     body = request.json()
     action = f"dynamodb:{operation}"
     if operation in ("BatchWriteItem", "BatchGetItem"):
-        return [Check(action, _arn("dynamodb", request, f"table/{t}")) for t in body["RequestItems"]]
+        return [
+            Check(action, _arn("dynamodb", request, f"table/{t}")) for t in body["RequestItems"]
+        ]
     if operation == "ListTables":
         return [Check(action, "*")]
     if "TableName" in body:
@@ -736,7 +739,9 @@ def request_of(environ: dict[str, Any], body: bytes, signed: Signed, account: st
     host = headers.get("host", "")
     if signed.service == "s3":
         path = _path_style(host, path)
-    return HttpRequest(environ.get("REQUEST_METHOD", "GET"), path, query, headers, body, signed, account)
+    return HttpRequest(
+        environ.get("REQUEST_METHOD", "GET"), path, query, headers, body, signed, account
+    )
 
 
 def _path_style(host: str, path: str) -> str:

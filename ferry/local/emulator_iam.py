@@ -118,8 +118,10 @@ def _refusal(authorizer: Authorizer, environ: dict[str, Any]) -> tuple[int, list
     else:
         # HeadBucket answers a bucket's region whatever the caller may do (S3's documented
         # way to find it, ferry.fs's): a refusal there is normal work, not a finding.
-        region_lookup = signed.service == "s3" and request.method == "HEAD" and (
-            "/" not in request.path.strip("/")
+        region_lookup = (
+            signed.service == "s3"
+            and request.method == "HEAD"
+            and ("/" not in request.path.strip("/"))
         )
         denial = authorizer.authorize(caller, checks, signed.region, record=not region_lookup)
     if denial is None:
@@ -161,13 +163,12 @@ def _state_machine_of(role_arn: str, region: str) -> str | None:
 
 def install_state_machine_credentials(authorizer: Authorizer) -> None:
     """Make Step Functions call other services with the execution role's credentials."""
-    import moto.stepfunctions.parser.asl.utils.boto_client as boto_client_module
-
     # Import every module of the interpreter, so that each one's reference can be replaced.
     import moto.stepfunctions.parser.asl.component.state.exec.state_map.item_reader.eval.resource_eval_s3  # noqa: F401, E501
     import moto.stepfunctions.parser.asl.component.state.exec.state_map.result_writer.resource_eval.resource_eval_s3  # noqa: F401, E501
     import moto.stepfunctions.parser.asl.component.state.exec.state_task.lambda_eval_utils  # noqa: F401
     import moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_factory  # noqa: F401, E501
+    import moto.stepfunctions.parser.asl.utils.boto_client as boto_client_module
 
     original = boto_client_module.boto_client_for
     clients: dict[tuple[str, str, str], Any] = {}

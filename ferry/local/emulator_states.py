@@ -85,7 +85,9 @@ def _tolerated_failures_accepted() -> None:
     def create_state_machine(self: Any, name: str, definition: str, *args: Any, **kw: Any) -> Any:
         return create(self, name, tolerance_as_moto_reads_it(definition), *args, **kw)
 
-    def update_state_machine(self: Any, arn: str, definition: Any = None, *args: Any, **kw: Any) -> Any:
+    def update_state_machine(
+        self: Any, arn: str, definition: Any = None, *args: Any, **kw: Any
+    ) -> Any:
         if isinstance(definition, str):
             definition = tolerance_as_moto_reads_it(definition)
         return update(self, arn, definition, *args, **kw)
@@ -182,7 +184,10 @@ def _terminal_errors_not_in_states_all() -> None:
         StatesErrorNameType,
     )
 
-    terminal = {StatesErrorNameType.StatesStatesDataLimitExceeded, StatesErrorNameType.StatesRuntime}
+    terminal = {
+        StatesErrorNameType.StatesStatesDataLimitExceeded,
+        StatesErrorNameType.StatesRuntime,
+    }
     matches = ErrorEqualsDecl._eval_body
 
     def _eval_body(self: Any, env: Any) -> None:
@@ -225,9 +230,8 @@ def _children_recorded() -> None:
     from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.itemprocessor.distributed_item_processor_worker import (  # noqa: E501
         DistributedItemProcessorWorker,
     )
-    from moto.stepfunctions.parser.asl.eval.program_state import ProgramError
-
     from moto.stepfunctions.parser.asl.eval.event.event_manager import EventManager
+    from moto.stepfunctions.parser.asl.eval.program_state import ProgramError
 
     evaluate = DistributedItemProcessorWorker._eval_job
 

@@ -62,7 +62,9 @@ def serve(results: Any) -> None:
             answer = {"ok": True, "payload": handler(request["event"], LambdaContext(request))}
         except Exception as error:  # Lambda reports the error; the environment lives on
             name = (
-                error.error_name if isinstance(error, faults.InjectedFault) else type(error).__name__
+                error.error_name
+                if isinstance(error, faults.InjectedFault)
+                else type(error).__name__
             )
             answer = {
                 "ok": False,

@@ -70,7 +70,7 @@ class Resolved:
         if not isinstance(node, dict):
             return node
         if len(node) == 1:
-            (key, argument), = node.items()
+            ((key, argument),) = node.items()
             if key == "Ref":
                 if argument.startswith("AWS::"):
                     return self.pseudo(argument)
@@ -121,22 +121,35 @@ class Resolved:
 
 #: How each resource type is named and addressed, to resolve a template without deploying it:
 #: (what ``Ref`` gives, and the ARN pattern of ``Fn::GetAtt ... Arn``).
+_ARN = "arn:aws:{service}:{region}:{account}:"
 _STATIC: dict[str, tuple[str, str]] = {
     "AWS::IAM::Role": ("{name}", "arn:aws:iam::{account}:role/{name}"),
     "AWS::IAM::Policy": ("{name}", ""),
     "AWS::S3::Bucket": ("{lower}", "arn:aws:s3:::{lower}"),
-    "AWS::Lambda::Function": ("{name}", "arn:aws:lambda:{region}:{account}:function:{name}"),
-    "AWS::KMS::Key": ("{id}", "arn:aws:kms:{region}:{account}:key/{id}"),
-    "AWS::SNS::Topic": ("arn:aws:sns:{region}:{account}:{name}", "arn:aws:sns:{region}:{account}:{name}"),
-    "AWS::DynamoDB::Table": ("{name}", "arn:aws:dynamodb:{region}:{account}:table/{name}"),
-    "AWS::SecretsManager::Secret": ("arn:aws:secretsmanager:{region}:{account}:secret:{name}-abcdef", ""),
-    "AWS::StepFunctions::StateMachine": ("arn:aws:states:{region}:{account}:stateMachine:{name}", "arn:aws:states:{region}:{account}:stateMachine:{name}"),
-    "AWS::Logs::LogGroup": ("{name}", "arn:aws:logs:{region}:{account}:log-group:{name}:*"),
-    "AWS::EMRServerless::Application": ("{id}", "arn:aws:emr-serverless:{region}:{account}:/applications/{id}"),
-    "AWS::CloudWatch::Alarm": ("{name}", "arn:aws:cloudwatch:{region}:{account}:alarm:{name}"),
-    "AWS::Scheduler::ScheduleGroup": ("{name}", "arn:aws:scheduler:{region}:{account}:schedule-group/{name}"),
-    "AWS::Scheduler::Schedule": ("{name}", "arn:aws:scheduler:{region}:{account}:schedule/default/{name}"),
-    "AWS::Events::Rule": ("{name}", "arn:aws:events:{region}:{account}:rule/{name}"),
+    "AWS::Lambda::Function": ("{name}", _ARN + "function:{name}"),
+    "AWS::KMS::Key": ("{id}", _ARN + "key/{id}"),
+    "AWS::SNS::Topic": (_ARN + "{name}", _ARN + "{name}"),
+    "AWS::DynamoDB::Table": ("{name}", _ARN + "table/{name}"),
+    "AWS::SecretsManager::Secret": (_ARN + "secret:{name}-abcdef", ""),
+    "AWS::StepFunctions::StateMachine": (
+        _ARN + "stateMachine:{name}",
+        _ARN + "stateMachine:{name}",
+    ),
+    "AWS::Logs::LogGroup": ("{name}", _ARN + "log-group:{name}:*"),
+    "AWS::EMRServerless::Application": ("{id}", _ARN + "/applications/{id}"),
+    "AWS::CloudWatch::Alarm": ("{name}", _ARN + "alarm:{name}"),
+    "AWS::Scheduler::ScheduleGroup": ("{name}", _ARN + "schedule-group/{name}"),
+    "AWS::Scheduler::Schedule": ("{name}", _ARN + "schedule/default/{name}"),
+    "AWS::Events::Rule": ("{name}", _ARN + "rule/{name}"),
+}
+#: The service of each type's ARN.
+_SERVICE = {
+    "AWS::Lambda::Function": "lambda", "AWS::KMS::Key": "kms", "AWS::SNS::Topic": "sns",
+    "AWS::DynamoDB::Table": "dynamodb", "AWS::SecretsManager::Secret": "secretsmanager",
+    "AWS::StepFunctions::StateMachine": "states", "AWS::Logs::LogGroup": "logs",
+    "AWS::EMRServerless::Application": "emr-serverless", "AWS::CloudWatch::Alarm": "cloudwatch",
+    "AWS::Scheduler::ScheduleGroup": "scheduler", "AWS::Scheduler::Schedule": "scheduler",
+    "AWS::Events::Rule": "events",
 }  # fmt: skip
 #: Properties that name a resource, by type.
 _NAME_PROPERTIES = (
@@ -156,9 +169,12 @@ def resolved_statically(
     for logical in creation_order(resources):
         resource = resources[logical]
         properties = resource.get("Properties", {})
-        given = next((properties[p] for p in _NAME_PROPERTIES if isinstance(properties.get(p), str)), None)
+        given = next(
+            (properties[p] for p in _NAME_PROPERTIES if isinstance(properties.get(p), str)), None
+        )
         name = given or physical_name(stack_name, logical)
         values = {
+            "service": _SERVICE.get(resource["Type"], ""),
             "name": name,
             "lower": (given or physical_name(stack_name, logical, lower=True)).lower(),
             "id": hashlib.sha256(logical.encode()).hexdigest()[:32],
@@ -177,15 +193,17 @@ def resolved_statically(
 
 
 def dependencies(resource: dict[str, Any]) -> set[str]:
-    """The logical ids a resource refers to (``DependsOn``, ``Ref``, ``Fn::GetAtt``, ``Fn::Sub``)."""
+    """The logical ids a resource refers to (``DependsOn``, ``Ref``, ``Fn::GetAtt``, ``Sub``)."""
     found: set[str] = set()
     depends = resource.get("DependsOn") or []
     found.update([depends] if isinstance(depends, str) else depends)
 
     def walk(node: Any) -> None:
         if isinstance(node, dict):
-            if "Ref" in node and isinstance(node["Ref"], str) and not node["Ref"].startswith(
-                "AWS::"
+            if (
+                "Ref" in node
+                and isinstance(node["Ref"], str)
+                and not node["Ref"].startswith("AWS::")
             ):
                 found.add(node["Ref"])
             if "Fn::GetAtt" in node:
@@ -349,7 +367,9 @@ class Deployment:
             metadata = kms.describe_key(KeyId=key["KeyId"])["KeyMetadata"]
             if metadata.get("Description") == description and metadata["KeyState"] == "Enabled":
                 kms.put_key_policy(
-                    KeyId=key["KeyId"], PolicyName="default", Policy=json.dumps(properties["KeyPolicy"])
+                    KeyId=key["KeyId"],
+                    PolicyName="default",
+                    Policy=json.dumps(properties["KeyPolicy"]),
                 )
                 self._set(logical, key["KeyId"], Arn=metadata["Arn"], KeyId=key["KeyId"])
                 return
@@ -388,7 +408,11 @@ class Deployment:
             rules = [
                 {
                     "ApplyServerSideEncryptionByDefault": rule["ServerSideEncryptionByDefault"],
-                    **({"BucketKeyEnabled": rule["BucketKeyEnabled"]} if "BucketKeyEnabled" in rule else {}),
+                    **(
+                        {"BucketKeyEnabled": rule["BucketKeyEnabled"]}
+                        if "BucketKeyEnabled" in rule
+                        else {}
+                    ),
                 }
                 for rule in encryption["ServerSideEncryptionConfiguration"]
             ]
@@ -416,7 +440,10 @@ class Deployment:
         name = properties.get("TopicName") or self._name(logical, limit=256)
         attributes = {
             key: str(properties[field_name])
-            for field_name, key in (("DisplayName", "DisplayName"), ("KmsMasterKeyId", "KmsMasterKeyId"))
+            for field_name, key in (
+                ("DisplayName", "DisplayName"),
+                ("KmsMasterKeyId", "KmsMasterKeyId"),
+            )
             if properties.get(field_name)
         }
         arn = self.client("sns").create_topic(Name=name, Attributes=attributes)["TopicArn"]
@@ -452,7 +479,10 @@ class Deployment:
         try:
             arn = secrets.describe_secret(SecretId=name)["ARN"]
         except secrets.exceptions.ResourceNotFoundException:
-            arguments: dict[str, Any] = {"Name": name, "Description": properties.get("Description", "")}
+            arguments: dict[str, Any] = {
+                "Name": name,
+                "Description": properties.get("Description", ""),
+            }
             if properties.get("KmsKeyId"):
                 arguments["KmsKeyId"] = properties["KmsKeyId"]
             if "SecretString" in properties:
@@ -509,7 +539,11 @@ class Deployment:
                 name=name,
                 releaseLabel=properties["ReleaseLabel"],
                 type=properties["Type"],
-                **({"architecture": properties["Architecture"]} if "Architecture" in properties else {}),
+                **(
+                    {"architecture": properties["Architecture"]}
+                    if "Architecture" in properties
+                    else {}
+                ),
             )
             identifier, arn = created["applicationId"], created["arn"]
         self._set(logical, identifier, ApplicationId=identifier, Arn=arn)
@@ -524,7 +558,9 @@ class Deployment:
             definition = definition.replace("${" + placeholder + "}", str(value))
         leftover = re.findall(r"\$\{([A-Za-z0-9]+)\}", definition)
         if leftover:
-            raise TemplateError(f"state machine {name}: no substitution for {sorted(set(leftover))}")
+            raise TemplateError(
+                f"state machine {name}: no substitution for {sorted(set(leftover))}"
+            )
         for machine in sfn.list_state_machines()["stateMachines"]:
             if machine["name"] == name:
                 arn = machine["stateMachineArn"]
@@ -609,9 +645,18 @@ class Deployment:
         arguments = {
             key: properties[key]
             for key in (
-                "AlarmDescription", "AlarmActions", "MetricName", "Namespace", "Statistic",
-                "Period", "EvaluationPeriods", "Threshold", "ComparisonOperator",
-                "TreatMissingData", "Dimensions", "Metrics",
+                "AlarmDescription",
+                "AlarmActions",
+                "MetricName",
+                "Namespace",
+                "Statistic",
+                "Period",
+                "EvaluationPeriods",
+                "Threshold",
+                "ComparisonOperator",
+                "TreatMissingData",
+                "Dimensions",
+                "Metrics",
             )  # fmt: skip
             if key in properties
         }

@@ -235,14 +235,16 @@ def test_a_timeout_in_an_s3_copy_batch_is_retried_and_a_failed_batch_removes_the
     rewrite_orders(sample)
     before = catalog_state(west, replica_db, ["orders"])
 
-    # Batches fail for good. On AWS the distributed Map then fails
-    # (States.ExceedToleratedFailureThreshold); moto 5.2 lets it succeed, and Commit refuses
-    # for want of the failed batches' copy records. Either way nothing is committed.
+    # Batches fail for good: the distributed Map then fails (it tolerates no failed batch:
+    # States.ExceedToleratedFailureThreshold), which the table reports as a CopyError.
+    # Nothing is committed.
     arm({"point": "copy.batch", "error": "CopyError", "skip": 1, "times": 99})
     outcome = run(document)
     assert outcome.status == "FAILED"
-    assert outcome.error in {"States.ExceedToleratedFailureThreshold", "CopyIncompleteError"}
+    assert outcome.error == "CopyError"
     result = table_result(outcome)
+    assert result["failedState"] == "S3 server-side copy"
+    assert "batches of the S3 copy failed" in result["cause"]
     assert result["snapshotRemoved"] is True and not files_below(result["snapshot"])
     assert catalog_state(west, replica_db, ["orders"]) == before
 
@@ -380,10 +382,10 @@ def test_an_s3_source_changed_after_planning_is_refused_and_the_replica_stands(
     seen = log.stat().st_size
     outcome = run_changing_source(document, change)
     assert outcome.status == "FAILED", outcome
-    # On AWS the distributed Map fails with the batch; moto's lets it succeed, and Commit
-    # refuses for want of that batch's copy record. The batch itself (one file) failed with
-    # VerificationError, as the Lambda service reports it; the others were copied.
-    assert outcome.error in {"States.ExceedToleratedFailureThreshold", "CopyIncompleteError"}
+    # The distributed Map fails with the batch (it tolerates no failed batch): a CopyError
+    # of the table. The batch itself (one file) failed with VerificationError, as the Lambda
+    # service reports it; the others were copied.
+    assert outcome.error == "CopyError"
     with open(log, encoding="utf-8", errors="replace") as reported:
         reported.seek(seen)
         failures = [line for line in reported if "ferry-local-s3-copy-batch failed: " in line]

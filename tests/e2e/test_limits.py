@@ -76,7 +76,9 @@ def test_a_grant_removed_from_a_role_fails_the_run_as_on_aws(
     granted = iam.get_role_policy(RoleName=role, PolicyName=name)["PolicyDocument"]
     reduced = copy.deepcopy(granted)
     for statement in reduced["Statement"]:
-        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        actions = (
+            statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        )
         statement["Action"] = [a for a in actions if a != "s3:PutObject"] or ["s3:GetObject"]
     document = cross_region.document(replica_database=f"{cross_region.sample.database}_iam")
     west = cross_region.west
@@ -90,7 +92,7 @@ def test_a_grant_removed_from_a_role_fails_the_run_as_on_aws(
     assert outcome.status == "FAILED", outcome
     [table] = outcome.results
     assert table["failedState"] == "S3 server-side copy"
-    assert table["error"] == "States.ExceedToleratedFailureThreshold"
+    assert table["error"] == "CopyError" and "batches of the S3 copy failed" in table["cause"]
     refused = [d for d in denials(local_runtime)[seen:] if d["action"] == "s3:PutObject"]
     assert refused and all(role in d["caller"] for d in refused)
     assert "is not authorized to perform: s3:PutObject" in refused[0]["message"]
@@ -110,7 +112,9 @@ def test_every_request_of_a_run_is_the_deployed_roles_and_none_is_refused(
     assert denials(local_runtime)[seen:] == []
 
 
-def test_a_function_whose_role_lambda_may_not_assume_cannot_run(run, local_runtime, pipeline, cross_region):
+def test_a_function_whose_role_lambda_may_not_assume_cannot_run(
+    run, local_runtime, pipeline, cross_region
+):
     iam = boto3.client("iam")
     role = role_of(iam, "Ferry-local-FunctionsResolveTablesRole")
     trust = iam.get_role(RoleName=role)["Role"]["AssumeRolePolicyDocument"]
@@ -129,6 +133,73 @@ def test_a_function_whose_role_lambda_may_not_assume_cannot_run(run, local_runti
     assert outcome.status == "FAILED"
     assert outcome.error == "AccessDeniedException"
     assert "sts:AssumeRole" in outcome.cause
+
+
+def kms_encrypted_source(aws, unique: str, region: str):
+    """Sample tables in Glue on a bucket of ``region`` that encrypts with its own KMS key."""
+    from ferry.local.samples import create_sample_tables, last_days
+    from tests.conftest import NOW
+
+    s3 = boto3.client("s3", region_name=region)
+    bucket = f"src-kms-{region}-{unique}"
+    if region == "us-east-1":
+        s3.create_bucket(Bucket=bucket)
+    else:
+        s3.create_bucket(Bucket=bucket, CreateBucketConfiguration={"LocationConstraint": region})
+    key = boto3.client("kms", region_name=region).create_key()["KeyMetadata"]["Arn"]
+    s3.put_bucket_encryption(
+        Bucket=bucket,
+        ServerSideEncryptionConfiguration={
+            "Rules": [
+                {"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "aws:kms", "KMSMasterKeyID": key}}
+            ]
+        },
+    )
+    glue = GlueCatalog(region, boto3.client("glue", region_name=region))
+    sample = create_sample_tables(
+        glue, f"sales_kms_{unique}", f"s3://{bucket}/warehouse", last_days(NOW.date(), 2)
+    )
+    return glue, sample, key
+
+
+@pytest.mark.parametrize(
+    "region, allowed", [("us-east-1", True), ("us-west-2", False)], ids=["named", "not-named"]
+)
+def test_a_source_encrypted_with_a_kms_key_is_read_only_if_the_settings_name_the_key(
+    run, local_runtime, aws, unique, region, allowed
+):
+    """The local environment names the KMS keys of us-east-1 (``read-kms-keys``): a source
+    bucket there that encrypts with its own key is read through S3; one in another region is
+    refused, on kms:Decrypt, as on AWS."""
+    glue, sample, key = kms_encrypted_source(aws, unique, region)
+    replica_bucket = f"dr-kms-{unique}"
+    boto3.client("s3", region_name=region).create_bucket(
+        Bucket=replica_bucket,
+        **({} if region == "us-east-1" else {"CreateBucketConfiguration": {"LocationConstraint": region}}),
+    )
+    document = {
+        "source-catalog": {"name": "src", "glue": {"region": region}},
+        "replica-catalog": {"name": "dr", "glue": {"region": region}},
+        "table-replications": [
+            {
+                "source-table": {"database-name": sample.database, "table-name": "orders"},
+                "replica-table": {
+                    "database-name": f"{sample.database}_dr",
+                    "table-location": f"s3://{replica_bucket}/orders",
+                },
+            }
+        ],
+    }
+    seen = len(denials(local_runtime))
+    outcome = run(document)
+    refused = [d for d in denials(local_runtime)[seen:] if d["action"] == "kms:Decrypt"]
+    if allowed:
+        assert outcome.status == "SUCCEEDED", (outcome.error, outcome.cause)
+        assert refused == []
+    else:
+        assert outcome.status == "FAILED"
+        assert refused and refused[0]["resource"] == key
+        assert glue.get_table(f"{sample.database}_dr", "orders") is None
 
 
 # -- Step Functions' payload limits ---------------------------------------------------------------
@@ -203,7 +274,9 @@ def test_a_config_of_1000_tables_stays_within_every_limit(run, sfn, aws, unique)
     for number in range(1000):
         name = f"t{number:04d}"
         glue.create_table(
-            Table(database, name, TableType.EXTERNAL, storage.with_location(f"s3://{source}/{name}"))
+            Table(
+                database, name, TableType.EXTERNAL, storage.with_location(f"s3://{source}/{name}")
+            )
         )
     document = {
         "source-catalog": {"name": "east", "glue": {"region": "us-east-1"}},
@@ -303,7 +376,9 @@ def test_a_table_of_a_million_files_through_the_s3_copy_map_stays_within_every_l
     assert largest < LIMIT
     # Each batch's result went to S3 (ResultWriter), none through the state.
     listed = aws["s3"].list_objects_v2(Bucket=work_bucket, Prefix=f"runs/{event}/copy-batches/")
-    [manifest] = [o["Key"] for o in listed.get("Contents", []) if o["Key"].endswith("manifest.json")]
+    [manifest] = [
+        o["Key"] for o in listed.get("Contents", []) if o["Key"].endswith("manifest.json")
+    ]
     files = json.loads(aws["s3"].get_object(Bucket=work_bucket, Key=manifest)["Body"].read())
     succeeded = files["ResultFiles"]["SUCCEEDED"]
     results = json.loads(

@@ -108,7 +108,11 @@ def decide(simulator, template, resolved, role_logical, action, resource, contex
 
 def test_every_function_in_a_vpc_may_manage_its_network_interfaces(deployed, simulator):
     stack, template, resolved = deployed
-    in_vpc = [f for f in of_type(template, "AWS::Lambda::Function").values() if "VpcConfig" in f["Properties"]]
+    in_vpc = [
+        f
+        for f in of_type(template, "AWS::Lambda::Function").values()
+        if "VpcConfig" in f["Properties"]
+    ]
     assert stack.settings.network is not None and in_vpc, "the example environments use a VPC"
     for function in in_vpc:
         role = function["Properties"]["Role"]["Fn::GetAtt"][0]
@@ -121,7 +125,10 @@ def test_every_function_in_a_vpc_may_manage_its_network_interfaces(deployed, sim
     for function in of_type(template, "AWS::Lambda::Function").values():
         if "VpcConfig" not in function["Properties"]:
             role = function["Properties"]["Role"]["Fn::GetAtt"][0]
-            assert decide(simulator, template, resolved, role, "ec2:CreateNetworkInterface", "*") != "Allowed"
+            assert (
+                decide(simulator, template, resolved, role, "ec2:CreateNetworkInterface", "*")
+                != "Allowed"
+            )
 
 
 # -- 2. a failed first deploy can be retried ---------------------------------------------------
@@ -163,7 +170,10 @@ def test_cloudwatch_may_publish_this_environments_alarms_and_nothing_else(deploy
         for p in of_type(template, "AWS::SNS::TopicPolicy").values()
         if p["Properties"]["Topics"] == [{"Ref": topic_logical}]
     ]
-    alarms = [resolved.value(a["Properties"]) for a in of_type(template, "AWS::CloudWatch::Alarm").values()]
+    alarms = [
+        resolved.value(a["Properties"])
+        for a in of_type(template, "AWS::CloudWatch::Alarm").values()
+    ]
     assert alarms and all(a["AlarmActions"] == [topic_arn] for a in alarms)
 
     def publish(alarm_name: str, source_account: str = account) -> str:
@@ -215,7 +225,17 @@ def test_housekeeping_may_write_its_report_where_it_writes_it(deployed, simulato
     report = f"arn:aws:s3:::{work}/housekeeping/ferry-20261121t083000000z-1a2b3c4d.json"
     assert decide(simulator, template, resolved, role, "s3:PutObject", report) == "Allowed"
     # and it may not write the runs' files of other steps
-    assert decide(simulator, template, resolved, role, "s3:PutObject", f"arn:aws:s3:::{work}/configs/x.yml") != "Allowed"
+    assert (
+        decide(
+            simulator,
+            template,
+            resolved,
+            role,
+            "s3:PutObject",
+            f"arn:aws:s3:::{work}/configs/x.yml",
+        )
+        != "Allowed"
+    )
 
 
 # -- 6. payloads: the Distributed Maps write their results to S3 ---------------------------------
@@ -260,11 +280,16 @@ def test_an_unknown_copier_fails_the_table_with_a_named_error():
 
 def test_failed_triggers_are_alarmed_on_and_retried_function_errors_are_not(deployed):
     stack, template, resolved = deployed
-    alarms = {a["Properties"]["AlarmName"]: a["Properties"] for a in of_type(template, "AWS::CloudWatch::Alarm").values()}
+    alarms = {
+        a["Properties"]["AlarmName"]: a["Properties"]
+        for a in of_type(template, "AWS::CloudWatch::Alarm").values()
+    }
     name = stack.settings.name
     assert f"ferry-{name}-schedule-failed" in alarms
     schedules = alarms[f"ferry-{name}-schedule-failed"]
-    metrics = {m["MetricStat"]["Metric"]["MetricName"] for m in schedules["Metrics"] if "MetricStat" in m}
+    metrics = {
+        m["MetricStat"]["Metric"]["MetricName"] for m in schedules["Metrics"] if "MetricStat" in m
+    }
     assert metrics == {"TargetErrorCount", "InvocationDroppedCount"}
     rules = of_type(template, "AWS::Events::Rule")
     trigger_alarms = [a for n, a in alarms.items() if n.startswith(f"ferry-{name}-trigger-failed-")]
@@ -320,18 +345,31 @@ def test_kms_keys_of_the_data_are_granted_through_s3_only(stacks, simulator):
     template = Template.from_stack(stack).to_json()
     resolved = resolved_statically(template, "Ferry-dev", "111111111111", "eu-west-1")
     via_s3 = {"kms:ViaService": "s3.eu-west-1.amazonaws.com"}
-    source, replica = (f"arn:aws:kms:eu-west-1:111111111111:key/{k}" for k in ("source-key", "replica-key"))
+    source, replica = (
+        f"arn:aws:kms:eu-west-1:111111111111:key/{k}" for k in ("source-key", "replica-key")
+    )
     copy = role_of_function(template, "-inline-copy")
     plan = role_of_function(template, "-plan")
     spark = next(k for k in of_type(template, "AWS::IAM::Role") if "JobRole" in k)
     for role in (copy, spark):
-        assert decide(simulator, template, resolved, role, "kms:Decrypt", source, via_s3) == "Allowed"
-        assert decide(simulator, template, resolved, role, "kms:GenerateDataKey", replica, via_s3) == "Allowed"
+        assert (
+            decide(simulator, template, resolved, role, "kms:Decrypt", source, via_s3) == "Allowed"
+        )
+        assert (
+            decide(simulator, template, resolved, role, "kms:GenerateDataKey", replica, via_s3)
+            == "Allowed"
+        )
         # not with the key directly, and not to write with the source's key
         assert decide(simulator, template, resolved, role, "kms:Decrypt", source) != "Allowed"
-        assert decide(simulator, template, resolved, role, "kms:GenerateDataKey", source, via_s3) != "Allowed"
+        assert (
+            decide(simulator, template, resolved, role, "kms:GenerateDataKey", source, via_s3)
+            != "Allowed"
+        )
     assert decide(simulator, template, resolved, plan, "kms:Decrypt", source, via_s3) == "Allowed"
-    assert decide(simulator, template, resolved, plan, "kms:GenerateDataKey", replica, via_s3) != "Allowed"
+    assert (
+        decide(simulator, template, resolved, plan, "kms:GenerateDataKey", replica, via_s3)
+        != "Allowed"
+    )
 
 
 # -- 9. one Python ------------------------------------------------------------------------------
@@ -340,5 +378,7 @@ def test_kms_keys_of_the_data_are_granted_through_s3_only(stacks, simulator):
 def test_the_suite_the_functions_and_the_spark_job_run_one_python():
     import sys
 
-    lambda_python = tuple(int(p) for p in bundling.LAMBDA_RUNTIME.name.removeprefix("python").split("."))
+    lambda_python = tuple(
+        int(p) for p in bundling.LAMBDA_RUNTIME.name.removeprefix("python").split(".")
+    )
     assert lambda_python == bundling.EMR_PYTHON_VERSION == sys.version_info[:2]

@@ -79,6 +79,15 @@ def test_a_replica_outside_the_write_locations_fails_the_synth(environments):
         ({"log-retention-days": 0}, "log-retention-days"),
         ({"spark": {"maximum-vcpu": 1}}, "spark.maximum-vcpu"),
         ({"netwrok": {}}, "netwrok"),
+        ({"write-kms-keys": ["alias/dr"]}, "write-kms-keys.0"),
+        (
+            {"replications": [{"config": "sales.yml", "read-locations": ["s3://src-bucket/"],
+                               "read-kms-keys": ["arn:aws:kms:eu-west-1:1:key/k"]}]},
+            "replications.0.read-kms-keys.0",
+        ),
+        ({"ad-hoc-access": {"topics": ["ferry-*"]}}, "ad-hoc-access.topics"),
+        ({"ad-hoc-access": {"glue": [{"read-databases": ["Sales-DB"]}]}}, "read-databases.0"),
+        ({"ad-hoc-access": {"read-locations": ["s3://Bad_Bucket/"]}}, "read-locations.0"),
     ],
 )
 def test_a_mistake_is_one_line_naming_the_file_and_key(environments, changes, message):
@@ -88,6 +97,27 @@ def test_a_mistake_is_one_line_naming_the_file_and_key(environments, changes, me
     assert str(raised.value).startswith("qa.yml: ") or "environments/qa.yml" in str(raised.value)
     assert message in str(raised.value)
     assert "\n" not in str(raised.value)
+
+
+def test_locations_may_name_buckets_by_iam_wildcards(environments):
+    environments("qa", **{"write-locations": ["s3://dr-*/"]})
+    (config,) = load_environment("qa").configs.values()
+    assert config.table_replications[0].replica_table.table_location.startswith("s3://dr-bucket/")
+    environments("qa", **{"write-locations": ["s3://dr-*/elsewhere/"]})
+    with pytest.raises(SettingsError, match="outside write-locations"):
+        _ = load_environment("qa").configs
+
+
+def test_a_settings_mistake_stops_the_synth_with_one_line_and_exit_2(environments, capsys):
+    from infra import app
+
+    environments("qa", **{"write-kms-keys": ["alias/dr"]})
+    with pytest.raises(SystemExit) as stopped:
+        app.main(["-c", "environment=qa"])
+    assert stopped.value.code == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith("ferry: error: ") and "write-kms-keys.0" in error
+    assert "\n" not in error
 
 
 def test_an_unknown_environment_names_the_known_ones(environments):

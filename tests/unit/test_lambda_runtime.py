@@ -8,9 +8,8 @@ import pytest
 from moto import mock_aws
 
 from ferry.aws import AwsClients
-from ferry.errors import FerryError
 from ferry.config_text import SECRET_PLACEHOLDER
-from ferry.errors import ConfigError
+from ferry.errors import ConfigError, FerryError
 from ferry.steps import Steps, resolved_tables
 from lambdas import runtime
 

@@ -121,6 +121,16 @@ def test_summary_names_the_first_failed_table():
         "cause": "sales.orders: cannot write s3://no-such-bucket/orders/...",
     }
     assert summary([{"status": "SUCCEEDED"}])["error"] is None
+    # A Fail state takes no error name of Step Functions' own: the name moves to the cause.
+    uncaught = {"status": "FAILED", "sourceTable": "s.t", "error": "States.DataLimitExceeded",
+                "cause": "too big"}  # fmt: skip
+    assert summary([uncaught]) | {} == {
+        "succeeded": 0,
+        "unchanged": 0,
+        "failed": 1,
+        "error": "StepFunctionsError",
+        "cause": "s.t: States.DataLimitExceeded: too big",
+    }
 
 
 def test_the_summary_reads_the_map_results_step_functions_wrote(tmp_path):
