@@ -191,6 +191,26 @@ def _parser() -> argparse.ArgumentParser:
     local.add_argument("--json", action="store_true", help="print the settings as JSON")
     local.set_defaults(handler=_local)
 
+    doctor = commands.add_parser(
+        "doctor",
+        help="check what a deploy of an environment needs (bootstrap, secret, network, "
+        "metastores, Spark), with your AWS credentials",
+    )
+    doctor.add_argument(
+        "--environment",
+        required=True,
+        metavar="NAME",
+        help="infra/environments/NAME.yml; 'local': the local runtime",
+    )
+    doctor.add_argument(
+        "--home", type=Path, default=Path(".ferry"), help="the local runtime's state folder"
+    )
+    doctor.add_argument(
+        "--spark-job", action="store_true", help="also run a tiny job on the Spark application"
+    )
+    doctor.add_argument("--json", action="store_true", help="print the checks as JSON")
+    doctor.set_defaults(handler=_doctor)
+
     demo = commands.add_parser("demo", help="replicate sample tables on the local runtime")
     demo.add_argument(
         "--home", type=Path, default=Path(".ferry"), help="state folder (default .ferry)"
@@ -271,6 +291,12 @@ def _local(args: argparse.Namespace) -> int:
         runtime.AWS: args.aws_port,
     }
     return run_local(args.action, home, ports, as_json=args.json)
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    from ferry.commands.doctor import run_doctor
+
+    return run_doctor(args.environment, home=args.home, as_json=args.json, spark_job=args.spark_job)
 
 
 def _demo(args: argparse.Namespace) -> int:

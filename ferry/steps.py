@@ -297,6 +297,26 @@ class Steps:
         with self._open(config.source_catalog) as catalog:
             return selection.expand(config, tables, catalog.list_table_names, source)
 
+    def check_catalogs(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """Whether each catalog of a config answers from where this runs (``ferry doctor``
+        invokes the deployed Plan function with ``{"check": "catalogs"}``): a cheap read of a
+        database the config names, which the function's role may read."""
+        config = load_config_uri(payload["configUri"], self.config_environment)
+        first = config.table_replications[0]
+        answers = []
+        for role, catalog, database in (
+            ("source", config.source_catalog, first.source_table.database_name),
+            ("replica", config.replica_catalog, first.replica_database),
+        ):
+            name = f"{role} {catalog.name} ({self.catalog_description(catalog)})"
+            try:
+                with self._open(catalog) as opened:
+                    opened.get_database(database)
+                answers.append({"catalog": name, "ok": True, "detail": "answered"})
+            except Exception as error:  # noqa: BLE001 - the answer is the check's finding
+                answers.append({"catalog": name, "ok": False, "detail": str(error)[:300]})
+        return {"catalogs": answers}
+
     # -- Plan -----------------------------------------------------------------------------
 
     def plan(self, payload: dict[str, Any]) -> dict[str, Any]:

@@ -12,4 +12,6 @@ from lambdas.runtime import logger, steps, tracer
 @logger.inject_lambda_context(correlation_id_path="eventId", clear_state=True, log_event=True)
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    if event.get("check") == "catalogs":  # `ferry doctor`: do the metastores answer from here?
+        return steps().check_catalogs(event)
     return steps().plan(event)

@@ -10,7 +10,8 @@ emulation, and a module each adds them into this process:
   ``spark-submit``, with its role's credentials;
 - ``emulator_eventbridge``: rules start executions of state machine targets, with their role.
 
-``emulator_states`` keeps Step Functions' payload limits and error rules, ``emulator_iam``
+``emulator_states`` keeps Step Functions' payload limits and error rules, ``emulator_s3``
+answers a bucket's EventBridge notifications as S3 does, ``emulator_iam``
 authorizes every request of the pipeline's roles as AWS would, and
 ``emulator_requests`` counts the requests the server serves (what the copy benchmark reads).
 
@@ -29,6 +30,7 @@ from ferry.local import (
     emulator_iam,
     emulator_lambda,
     emulator_requests,
+    emulator_s3,
     emulator_states,
 )
 from ferry.local.authorization import Authorizer
@@ -44,6 +46,7 @@ def install(state_dir: Path, endpoint: str) -> emulator_lambda.ExecutionEnvironm
 
     default_user_config["stepfunctions"]["execute_state_machine"] = True
     emulator_states.install()
+    emulator_s3.install()
     fault_file = faults.FaultFile(state_dir / FAULTS_FILE)
     authorizer = Authorizer()
     emulator_iam.install(authorizer)

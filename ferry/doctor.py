@@ -1,0 +1,541 @@
+"""``ferry doctor``: what a first deploy needs, checked before and after it, one line each.
+
+Each check answers one question a person would otherwise need an AWS expert for, with the
+user's own credentials, and says what to do when the answer is no: is the CDK bootstrapped
+in every region the app deploys to; are these credentials the environment's account; is the
+stack deployed and healthy; does the config secret still hold placeholders; does every
+trigger bucket send its events to EventBridge; can the functions reach AWS's services and the
+metastores from the configured subnets; does each metastore answer from inside the VPC (the
+deployed Plan function, invoked in its check mode); is the Spark copy's application and its
+packed environment there.
+
+Against the local runtime (``--environment local``) every check that can be made there is
+made the same way, through the emulator; the network checks are skipped (no VPC).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+from typing import Any
+from urllib.parse import urlparse
+
+from ferry.aws import AwsClients
+from ferry.config_text import SECRET_PLACEHOLDER
+
+OK, FAILED, SKIPPED = "ok", "failed", "skipped"
+BOOTSTRAP_PARAMETER = "/cdk-bootstrap/hnb659fds/version"
+#: Services the functions call from their subnets (VPC endpoint service names).
+VPC_SERVICES = ("s3", "dynamodb", "glue", "sns", "secretsmanager", "sts", "emr-serverless", "logs")
+#: Services S3 and DynamoDB offer Gateway endpoints for (reached through route tables).
+GATEWAY_SERVICES = ("s3", "dynamodb")
+HTTPS = 443
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One check: what, its outcome, what was found, and what to do when it failed."""
+
+    check: str
+    status: str
+    detail: str
+    fix: str | None = None
+
+    def line(self) -> str:
+        mark = {OK: "✓", FAILED: "✗", SKIPPED: "–"}[self.status]
+        text = f"{mark} {self.check}: {self.detail}"
+        return f"{text} → {self.fix}" if self.fix and self.status == FAILED else text
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """Where the environment's stack is, if it is deployed: its outputs by name."""
+
+    outputs: dict[str, str]
+    #: How the stack was found ("CloudFormation stack Ferry-prod UPDATE_COMPLETE", ...).
+    description: str
+
+
+class Doctor:
+    """The checks of one environment (``infra.settings.EnvironmentSettings``)."""
+
+    def __init__(
+        self,
+        settings: Any,
+        aws: AwsClients,
+        *,
+        local: Deployment | None = None,
+        spark_job: bool = False,
+    ):
+        self.settings = settings
+        self.aws = aws
+        self.local = local
+        self.spark_job = spark_job
+
+    # -- the run ---------------------------------------------------------------------------
+
+    def run(self) -> list[Finding]:
+        findings = [self.account(), *self.bootstrap()]
+        deployment, found = self.stack()
+        findings.append(found)
+        findings.append(self.secret(deployment))
+        findings.extend(self.trigger_buckets())
+        findings.extend(self.network())
+        findings.extend(self.catalogs(deployment))
+        findings.extend(self.spark(deployment))
+        return findings
+
+    def _guarded(self, check: str, body: Callable[[], Finding]) -> Finding:
+        """A check whose call failed (denied, unreachable) is a failed check, not a crash."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            return body()
+        except ClientError as error:
+            reply = error.response.get("Error", {})
+            return Finding(check, FAILED, f"{reply.get('Code')}: {reply.get('Message', '')}")
+        except BotoCoreError as error:
+            return Finding(check, FAILED, str(error))
+
+    # -- account and bootstrap ---------------------------------------------------------------
+
+    def account(self) -> Finding:
+        def body() -> Finding:
+            found = self.aws.client("sts").get_caller_identity()["Account"]
+            if found != self.settings.account:
+                return Finding(
+                    "account",
+                    FAILED,
+                    f"these credentials are account {found}, the settings' is "
+                    f"{self.settings.account}",
+                    "use credentials of the environment's account (AWS_PROFILE)",
+                )
+            return Finding("account", OK, f"credentials of {found}")
+
+        return self._guarded("account", body)
+
+    def regions(self) -> list[str]:
+        """Every region the app deploys to: the environment's, and each forwarder's."""
+        from infra.triggers import foreign_regions
+
+        return [self.settings.region, *sorted(foreign_regions(self.settings))]
+
+    def bootstrap(self) -> list[Finding]:
+        findings = []
+        account = self.settings.account
+        for region in self.regions():
+            check = f"bootstrap {region}"
+            command = f"npx aws-cdk@2 bootstrap aws://{account}/{region}"
+
+            def body(region: str = region, check: str = check, command: str = command) -> Finding:
+                ssm = self.aws.client("ssm", region)
+                try:
+                    version = ssm.get_parameter(Name=BOOTSTRAP_PARAMETER)["Parameter"]["Value"]
+                except ssm.exceptions.ParameterNotFound:
+                    return Finding(check, FAILED, "the CDK is not bootstrapped here", command)
+                return Finding(check, OK, f"CDK bootstrap version {version}")
+
+            findings.append(self._guarded(check, body))
+        return findings
+
+    # -- the stack and its secret -------------------------------------------------------------
+
+    def stack(self) -> tuple[Deployment | None, Finding]:
+        name = self.settings.stack_name
+        if self.local is not None:
+            return self.local, Finding("stack", OK, self.local.description)
+        cloudformation = self.aws.client("cloudformation", self.settings.region)
+        try:
+            [stack] = cloudformation.describe_stacks(StackName=name)["Stacks"]
+        except cloudformation.exceptions.ClientError as error:
+            if "does not exist" in str(error):
+                return None, Finding(
+                    "stack",
+                    SKIPPED,
+                    f"{name} is not deployed yet: the checks of the deployed stack are skipped",
+                    f"npx aws-cdk@2 deploy -c environment={self.settings.name} --all",
+                )
+            raise
+        status = stack["StackStatus"]
+        outputs = {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])}
+        deployment = Deployment(outputs, f"CloudFormation stack {name} {status}")
+        if "ROLLBACK" in status or not status.endswith("COMPLETE"):
+            return deployment, Finding(
+                "stack",
+                FAILED,
+                f"{name} is {status}",
+                "look at the stack's events in CloudFormation; deploy again once fixed",
+            )
+        return deployment, Finding("stack", OK, f"{name} {status}")
+
+    def secret(self, deployment: Deployment | None) -> Finding:
+        names = sorted(self.settings.secret_variables)
+        secret_id = f"ferry/{self.settings.name}/config-variables"
+        check = f"secret {secret_id}"
+        if deployment is None:
+            return Finding(check, SKIPPED, "not deployed yet")
+        if not names:
+            return Finding(check, OK, "the configs declare no secret values")
+        secret_id = deployment.outputs.get("ConfigSecretArn", secret_id)
+
+        def body() -> Finding:
+            reply = self.aws.client("secretsmanager", self.settings.region).get_secret_value(
+                SecretId=secret_id
+            )
+            try:
+                values = json.loads(reply.get("SecretString") or "")
+            except ValueError:
+                values = None
+            if not isinstance(values, dict):
+                return Finding(check, FAILED, "holds no JSON object", _put_secret(secret_id, names))
+            unset = [n for n in names if values.get(n) in (None, "", SECRET_PLACEHOLDER)]
+            if unset:
+                return Finding(
+                    check,
+                    FAILED,
+                    f"{', '.join(unset)} not set (a placeholder): a run would refuse to start",
+                    _put_secret(secret_id, unset),
+                )
+            return Finding(check, OK, f"{', '.join(names)} set")
+
+        return self._guarded(check, body)
+
+    # -- triggers ----------------------------------------------------------------------------
+
+    def trigger_buckets(self) -> list[Finding]:
+        seen: dict[str, str | None] = {}
+        for config in self.settings.configs.values():
+            for trigger in config.triggers.s3:
+                seen.setdefault(trigger.bucket, trigger.region)
+        findings = []
+        for bucket, region in sorted(seen.items()):
+            check = f"trigger bucket {bucket}"
+
+            def body(bucket: str = bucket, region: str | None = region, check: str = check):
+                s3 = self.aws.client("s3", region or self.settings.region)
+                configuration = s3.get_bucket_notification_configuration(Bucket=bucket)
+                if "EventBridgeConfiguration" not in configuration:
+                    return Finding(
+                        check,
+                        FAILED,
+                        "does not send its events to EventBridge: its triggers never fire",
+                        f"aws s3api put-bucket-notification-configuration --bucket {bucket} "
+                        "--notification-configuration '{\"EventBridgeConfiguration\": {}}'",
+                    )
+                return Finding(check, OK, "sends its events to EventBridge")
+
+            findings.append(self._guarded(check, body))
+        return findings
+
+    # -- the network -------------------------------------------------------------------------
+
+    def network(self) -> list[Finding]:
+        network = self.settings.network
+        if network is None:
+            return [Finding("network", SKIPPED, "no VPC in the settings (Glue catalogs only)")]
+        if self.local is not None:
+            return [Finding("network", SKIPPED, "the local runtime has no VPC")]
+        ec2 = self.aws.client("ec2", self.settings.region)
+        return [
+            self._guarded("subnets", lambda: check_subnets(ec2, network)),
+            self._guarded(
+                "services from the subnets",
+                lambda: check_routes(ec2, network, self.settings.region),
+            ),
+            self._guarded(
+                "security groups",
+                lambda: check_security_groups(ec2, network, self.metastore_ports()),
+            ),
+        ]
+
+    def metastore_ports(self) -> list[int]:
+        ports = set()
+        for config in self.settings.configs.values():
+            for catalog in (config.source_catalog, config.replica_catalog):
+                ports.update(metastore_ports(catalog.hive_metastore_uris))
+        return sorted(ports)
+
+    # -- the metastores, from inside --------------------------------------------------------
+
+    def catalogs(self, deployment: Deployment | None) -> list[Finding]:
+        if deployment is None:
+            return [Finding("catalogs", SKIPPED, "not deployed yet")]
+        function = f"ferry-{self.settings.name}-plan"
+        findings = []
+        for path in self.settings.configs:
+            key = "ConfigUri" + path.stem.title().replace("-", "")
+            uri = deployment.outputs.get(key)
+            check = f"catalogs of {path.name}"
+            if uri is None:
+                findings.append(Finding(check, FAILED, f"the stack has no output {key}"))
+                continue
+
+            def body(uri: str = uri, check: str = check) -> Finding:
+                reply = self.aws.client("lambda", self.settings.region).invoke(
+                    FunctionName=function,
+                    Payload=json.dumps({"check": "catalogs", "configUri": uri}).encode(),
+                )
+                payload = json.loads(reply["Payload"].read() or b"{}")
+                if reply.get("FunctionError"):
+                    return Finding(
+                        check,
+                        FAILED,
+                        f"{function} failed: {payload.get('errorType')}: "
+                        f"{payload.get('errorMessage')}",
+                    )
+                failing = [c for c in payload.get("catalogs", []) if not c["ok"]]
+                answered = ", ".join(c["catalog"] for c in payload.get("catalogs", []))
+                if failing:
+                    return Finding(
+                        check,
+                        FAILED,
+                        "; ".join(f"{c['catalog']}: {c['detail']}" for c in failing),
+                        "open the metastores' port to the functions' security groups, "
+                        "and check the secret's URIs",
+                    )
+                return Finding(check, OK, f"{answered} answered {function}")
+
+            findings.append(self._guarded(check, body))
+        return findings
+
+    # -- the Spark copy ---------------------------------------------------------------------
+
+    def spark(self, deployment: Deployment | None) -> list[Finding]:
+        from infra.bundling import EMR_RELEASE_LABEL
+
+        if deployment is None:
+            return [Finding("spark", SKIPPED, "not deployed yet")]
+        application_id = deployment.outputs.get("SparkApplicationId")
+        emr = self.aws.client("emr-serverless", self.settings.region)
+
+        def application() -> Finding:
+            found = emr.get_application(applicationId=application_id)["application"]
+            label = found.get("releaseLabel")
+            if label != EMR_RELEASE_LABEL or found.get("state") == "TERMINATED":
+                return Finding(
+                    "spark application",
+                    FAILED,
+                    f"{application_id} is {found.get('state')} on {label}, not {EMR_RELEASE_LABEL}",
+                    "deploy the stack again",
+                )
+            return Finding(
+                "spark application", OK, f"{application_id} on {label} ({found.get('state')})"
+            )
+
+        findings = [self._guarded("spark application", application)]
+        findings.append(self._guarded("spark job's code", lambda: self.spark_code(deployment)))
+        if self.spark_job and self.local is None:
+            findings.append(self._guarded("spark job", lambda: self.run_spark_job(deployment)))
+        elif self.spark_job:
+            findings.append(
+                Finding(
+                    "spark job",
+                    SKIPPED,
+                    "the local runtime runs Spark jobs the state machine starts, not others",
+                )
+            )
+        return findings
+
+    def spark_code(self, deployment: Deployment) -> Finding:
+        """The entry point and the packed environment the state machine names exist in S3."""
+        machine = deployment.outputs["ReplicationStateMachineArn"]
+        definition = self.aws.client("stepfunctions", self.settings.region).describe_state_machine(
+            stateMachineArn=machine
+        )["definition"]
+        entry_point, archive = spark_code_of(definition)
+        missing = []
+        for uri in (entry_point, archive):
+            bucket, _, key = uri.removeprefix("s3://").partition("/")
+            try:
+                self.aws.client("s3", self.settings.region).head_object(Bucket=bucket, Key=key)
+            except self.aws.client("s3").exceptions.ClientError:
+                missing.append(uri)
+        if missing:
+            return Finding(
+                "spark job's code",
+                FAILED,
+                f"missing: {', '.join(missing)}",
+                "deploy the stack again (cdk deploy publishes the assets)",
+            )
+        return Finding("spark job's code", OK, f"{entry_point} and {archive}")
+
+    def run_spark_job(self, deployment: Deployment) -> Finding:
+        """A tiny job run (the copy job's --help) on the application, polled to its end."""
+        import time
+
+        definition = self.aws.client("stepfunctions", self.settings.region).describe_state_machine(
+            stateMachineArn=deployment.outputs["ReplicationStateMachineArn"]
+        )["definition"]
+        entry_point, _ = spark_code_of(definition)
+        parameters = spark_submit_parameters_of(definition)
+        emr = self.aws.client("emr-serverless", self.settings.region)
+        role = job_role_of(definition)
+        started = emr.start_job_run(
+            applicationId=deployment.outputs["SparkApplicationId"],
+            executionRoleArn=role,
+            name="ferry-doctor",
+            jobDriver={
+                "sparkSubmit": {
+                    "entryPoint": entry_point,
+                    "entryPointArguments": ["--help"],
+                    "sparkSubmitParameters": parameters,
+                }
+            },
+        )
+        while True:
+            run = emr.get_job_run(
+                applicationId=deployment.outputs["SparkApplicationId"],
+                jobRunId=started["jobRunId"],
+            )["jobRun"]
+            if run["state"] in ("SUCCESS", "FAILED", "CANCELLED"):
+                break
+            time.sleep(10)
+        if run["state"] != "SUCCESS":
+            return Finding(
+                "spark job",
+                FAILED,
+                f"job run {started['jobRunId']} {run['state']}: {run.get('stateDetails')}",
+                "its logs are under the work bucket's spark-logs/",
+            )
+        return Finding("spark job", OK, f"job run {started['jobRunId']} succeeded")
+
+
+def _put_secret(secret_id: str, names: Iterable[str]) -> str:
+    values = ", ".join(f'"{name}": "..."' for name in names)
+    return (
+        f"aws secretsmanager put-secret-value --secret-id {secret_id} "
+        f"--secret-string '{{{values}}}'"
+    )
+
+
+def metastore_ports(uris: str | None) -> list[int]:
+    """The ports of a catalog's ``hive-metastore-uris`` (``thrift://host:port,...``)."""
+    if not uris:
+        return []
+    ports = []
+    for uri in uris.split(","):
+        parsed = urlparse(uri.strip())
+        if parsed.scheme == "thrift":
+            ports.append(parsed.port or 9083)
+    return ports
+
+
+def spark_code_of(definition: str) -> tuple[str, str]:
+    """The Spark copy's entry point and packed environment, as the state machine names them."""
+    entry = re.search(r'"EntryPoint"\s*:\s*"(s3://[^"]+)"', definition)
+    archive = re.search(r"spark\.archives=(s3://[^#\s\"]+)", definition)
+    if entry is None or archive is None:
+        raise ValueError("the state machine names no Spark entry point or archive")
+    return entry.group(1), archive.group(1)
+
+
+def spark_submit_parameters_of(definition: str) -> str:
+    found = re.search(r'"SparkSubmitParameters"\s*:\s*"([^"]*)"', definition)
+    return found.group(1) if found else ""
+
+
+def job_role_of(definition: str) -> str:
+    found = re.search(r'"ExecutionRoleArn"\s*:\s*"([^"]+)"', definition)
+    if found is None:
+        raise ValueError("the state machine names no Spark job role")
+    return found.group(1)
+
+
+# -- the network's decisions, on EC2's descriptions -------------------------------------------
+
+
+def check_subnets(ec2: Any, network: Any) -> Finding:
+    subnets = ec2.describe_subnets(SubnetIds=network.subnet_ids)["Subnets"]
+    elsewhere = [s["SubnetId"] for s in subnets if s["VpcId"] != network.vpc_id]
+    if elsewhere:
+        return Finding(
+            "subnets",
+            FAILED,
+            f"{', '.join(elsewhere)} not in {network.vpc_id}",
+            "name subnets of the settings' VPC",
+        )
+    return Finding("subnets", OK, f"{len(subnets)} in {network.vpc_id}")
+
+
+def check_routes(ec2: Any, network: Any, region: str) -> Finding:
+    """Every service the functions call is reachable from every subnet: an endpoint in the
+    VPC (a Gateway endpoint on the subnet's route table), or a default route to a NAT."""
+    endpoints = ec2.describe_vpc_endpoints(
+        Filters=[{"Name": "vpc-id", "Values": [network.vpc_id]}]
+    )["VpcEndpoints"]
+    by_service = {}
+    for endpoint in endpoints:
+        if endpoint.get("State", "available").lower() not in ("available", "pending"):
+            continue
+        service = endpoint["ServiceName"].removeprefix(f"com.amazonaws.{region}.")
+        by_service.setdefault(service, []).append(endpoint)
+    unreachable: dict[str, list[str]] = {}
+    for subnet in network.subnet_ids:
+        tables = ec2.describe_route_tables(
+            Filters=[{"Name": "association.subnet-id", "Values": [subnet]}]
+        )["RouteTables"]
+        if not tables:  # the VPC's main route table
+            tables = ec2.describe_route_tables(
+                Filters=[
+                    {"Name": "vpc-id", "Values": [network.vpc_id]},
+                    {"Name": "association.main", "Values": ["true"]},
+                ]
+            )["RouteTables"]
+        table_ids = {t["RouteTableId"] for t in tables}
+        nat = any(
+            route.get("DestinationCidrBlock") == "0.0.0.0/0" and route.get("NatGatewayId")
+            for table in tables
+            for route in table.get("Routes", [])
+        )
+        for service in VPC_SERVICES:
+            reachable = nat
+            for endpoint in by_service.get(service, []):
+                if endpoint.get("VpcEndpointType") == "Gateway" or service in GATEWAY_SERVICES:
+                    reachable |= bool(table_ids & set(endpoint.get("RouteTableIds", [])))
+                else:
+                    reachable = True
+            if not reachable:
+                unreachable.setdefault(service, []).append(subnet)
+    if unreachable:
+        missing = ", ".join(sorted(unreachable))
+        return Finding(
+            "services from the subnets",
+            FAILED,
+            f"no VPC endpoint and no NAT route for {missing}",
+            f"add VPC endpoints (com.amazonaws.{region}.<service>; Gateway endpoints for s3 "
+            "and dynamodb on the subnets' route tables) or a NAT gateway route",
+        )
+    return Finding(
+        "services from the subnets", OK, f"{', '.join(VPC_SERVICES)} reachable (endpoint or NAT)"
+    )
+
+
+def check_security_groups(ec2: Any, network: Any, ports: list[int]) -> Finding:
+    groups = ec2.describe_security_groups(GroupIds=network.security_group_ids)["SecurityGroups"]
+    needed = [HTTPS, *ports]
+    closed = [
+        port
+        for port in needed
+        if not any(_egress_allows(rule, port) for g in groups for rule in g["IpPermissionsEgress"])
+    ]
+    if closed:
+        return Finding(
+            "security groups",
+            FAILED,
+            f"no outbound rule for TCP {', '.join(map(str, closed))}",
+            "allow outbound TCP 443 (AWS's services) and each metastore's port",
+        )
+    return Finding("security groups", OK, f"outbound TCP {', '.join(map(str, needed))} allowed")
+
+
+def _egress_allows(rule: dict[str, Any], port: int) -> bool:
+    if rule.get("IpProtocol") == "-1":
+        return True
+    if rule.get("IpProtocol") not in ("tcp", "6"):
+        return False
+    return rule.get("FromPort", 0) <= port <= rule.get("ToPort", 65535)

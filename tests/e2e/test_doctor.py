@@ -1,0 +1,90 @@
+"""``ferry doctor`` against the local runtime: every check that can be made there passes once
+the deployment is as it should be, and a check that fails says what to do."""
+
+from __future__ import annotations
+
+import json
+
+import boto3
+import pytest
+
+from ferry.commands.doctor import run_doctor
+from ferry.config_text import SECRET_PLACEHOLDER
+
+pytestmark = pytest.mark.e2e
+
+LANDING = "ferry-demo-landing"  # the trigger bucket of the local environment's config
+
+
+def findings(capsys) -> dict[str, dict]:
+    return {f["check"]: f for f in json.loads(capsys.readouterr().out)}
+
+
+@pytest.fixture
+def landing_bucket(pipeline):
+    s3 = boto3.client("s3")
+    if LANDING not in {b["Name"] for b in s3.list_buckets()["Buckets"]}:
+        s3.create_bucket(Bucket=LANDING)
+    s3.put_bucket_notification_configuration(Bucket=LANDING, NotificationConfiguration={})
+    yield s3
+
+
+def test_every_check_the_local_runtime_can_make_passes_once_the_deployment_is_complete(
+    pipeline, local_runtime, landing_bucket, capsys
+):
+    home = local_runtime.state_dir
+    # The trigger bucket does not send its events to EventBridge yet: that check fails.
+    assert run_doctor("local", home=home, as_json=True) == 1
+    found = findings(capsys)
+    bucket = found[f"trigger bucket {LANDING}"]
+    assert bucket["status"] == "failed"
+    assert "put-bucket-notification-configuration --bucket ferry-demo-landing" in bucket["fix"]
+    assert [c for c, f in found.items() if f["status"] == "failed"] == [f"trigger bucket {LANDING}"]
+
+    landing_bucket.put_bucket_notification_configuration(
+        Bucket=LANDING, NotificationConfiguration={"EventBridgeConfiguration": {}}
+    )
+    assert run_doctor("local", home=home) == 0
+    lines = capsys.readouterr().out.splitlines()
+    by_check = {line.split(":", 1)[0][2:]: line for line in lines if line[:1] in "✓✗–"}
+    assert by_check["bootstrap us-east-1"].startswith("✓")
+    assert by_check["account"].startswith("✓")
+    assert by_check["stack"].startswith("✓")
+    assert by_check["secret ferry/local/config-variables"].startswith("✓")
+    # The metastores answered the deployed Plan function, from its own process and role.
+    assert by_check["catalogs of landing-dr.yml"].startswith("✓")
+    assert "answered ferry-local-plan" in by_check["catalogs of landing-dr.yml"]
+    assert by_check["spark application"].startswith("✓")
+    assert by_check["spark job's code"].startswith("✓")
+    assert by_check["network"].startswith("–")
+    assert lines[-1].endswith(", 0 failed")
+
+
+def test_a_secret_still_holding_its_placeholder_fails_its_check_and_names_the_value(
+    pipeline, local_runtime, landing_bucket, capsys
+):
+    secrets = boto3.client("secretsmanager")
+    arn = pipeline.config_secret_arn
+    before = secrets.get_secret_value(SecretId=arn)["SecretString"]
+    values = json.loads(before)
+    secrets.put_secret_value(
+        SecretId=arn,
+        SecretString=json.dumps({**values, "SOURCE_METASTORE_URIS": SECRET_PLACEHOLDER}),
+    )
+    try:
+        assert run_doctor("local", home=local_runtime.state_dir, as_json=True) == 1
+    finally:
+        secrets.put_secret_value(SecretId=arn, SecretString=before)
+    secret = findings(capsys)["secret ferry/local/config-variables"]
+    assert secret["status"] == "failed"
+    assert secret["detail"].startswith("SOURCE_METASTORE_URIS not set")
+    assert "put-secret-value --secret-id" in secret["fix"] and "REPLICA" not in secret["fix"]
+
+
+def test_an_unknown_environment_is_one_line_and_exit_2(capsys):
+    from ferry.cli import main
+
+    assert main(["doctor", "--environment", "prd"]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("ferry: error: no settings for environment 'prd'")
+    assert len(error.strip().splitlines()) == 1

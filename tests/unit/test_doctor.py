@@ -1,0 +1,132 @@
+"""``ferry doctor``'s decisions on what AWS describes: the VPC, and the metastores' ports."""
+
+from __future__ import annotations
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from ferry.doctor import (
+    FAILED,
+    OK,
+    check_routes,
+    check_security_groups,
+    check_subnets,
+    metastore_ports,
+    spark_code_of,
+)
+from infra.settings import Network
+
+REGION = "eu-west-1"
+
+
+def test_metastore_ports_come_from_the_uris():
+    assert metastore_ports("thrift://a:9083,thrift://b:10000") == [9083, 10000]
+    assert metastore_ports("thrift://a") == [9083]
+    assert metastore_ports(None) == []
+
+
+@pytest.fixture
+def vpc():
+    with mock_aws():
+        ec2 = boto3.client("ec2", region_name=REGION)
+        vpc_id = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+        subnet = ec2.create_subnet(
+            VpcId=vpc_id, CidrBlock="10.0.1.0/24", AvailabilityZone=f"{REGION}a"
+        )["Subnet"]["SubnetId"]
+        table = ec2.create_route_table(VpcId=vpc_id)["RouteTable"]["RouteTableId"]
+        ec2.associate_route_table(RouteTableId=table, SubnetId=subnet)
+        group = ec2.create_security_group(GroupName="ferry", Description="f", VpcId=vpc_id)[
+            "GroupId"
+        ]
+        network = Network(
+            vpc_id=vpc_id,
+            availability_zones=[f"{REGION}a"],
+            subnet_ids=[subnet],
+            security_group_ids=[group],
+        )
+        yield ec2, network, table, group
+
+
+def test_services_unreachable_without_endpoints_or_a_nat_are_named(vpc):
+    ec2, network, _, _ = vpc
+    finding = check_routes(ec2, network, REGION)
+    assert finding.status == FAILED
+    assert "no VPC endpoint and no NAT route for" in finding.detail
+    for service in ("dynamodb", "emr-serverless", "glue", "s3", "secretsmanager", "sns", "sts"):
+        assert service in finding.detail
+
+
+def test_endpoints_for_every_service_make_them_reachable(vpc):
+    ec2, network, table, _ = vpc
+    for service in ("s3", "dynamodb"):
+        ec2.create_vpc_endpoint(
+            VpcId=network.vpc_id,
+            ServiceName=f"com.amazonaws.{REGION}.{service}",
+            VpcEndpointType="Gateway",
+            RouteTableIds=[table],
+        )
+    for service in ("glue", "sns", "secretsmanager", "sts", "emr-serverless"):
+        ec2.create_vpc_endpoint(
+            VpcId=network.vpc_id,
+            ServiceName=f"com.amazonaws.{REGION}.{service}",
+            VpcEndpointType="Interface",
+            SubnetIds=network.subnet_ids,
+        )
+    finding = check_routes(ec2, network, REGION)
+    assert finding.status == FAILED and finding.detail.endswith("for logs")
+    ec2.create_vpc_endpoint(
+        VpcId=network.vpc_id,
+        ServiceName=f"com.amazonaws.{REGION}.logs",
+        VpcEndpointType="Interface",
+        SubnetIds=network.subnet_ids,
+    )
+    assert check_routes(ec2, network, REGION).status == OK
+
+
+def test_a_default_route_to_a_nat_reaches_every_service(vpc):
+    ec2, network, table, _ = vpc
+    public = ec2.create_subnet(VpcId=network.vpc_id, CidrBlock="10.0.2.0/24")["Subnet"]["SubnetId"]
+    allocation = ec2.allocate_address(Domain="vpc")["AllocationId"]
+    nat = ec2.create_nat_gateway(SubnetId=public, AllocationId=allocation)["NatGateway"][
+        "NatGatewayId"
+    ]
+    ec2.create_route(RouteTableId=table, DestinationCidrBlock="0.0.0.0/0", NatGatewayId=nat)
+    assert check_routes(ec2, network, REGION).status == OK
+
+
+def test_security_groups_must_let_https_and_the_metastores_out(vpc):
+    ec2, network, _, group = vpc
+    ec2.revoke_security_group_egress(
+        GroupId=group,
+        IpPermissions=[{"IpProtocol": "-1", "IpRanges": [{"CidrIp": "0.0.0.0/0"}]}],
+    )
+    closed = check_security_groups(ec2, network, [9083])
+    assert closed.status == FAILED and closed.detail == "no outbound rule for TCP 443, 9083"
+    ec2.authorize_security_group_egress(
+        GroupId=group,
+        IpPermissions=[
+            {"IpProtocol": "tcp", "FromPort": 443, "ToPort": 443,
+             "IpRanges": [{"CidrIp": "0.0.0.0/0"}]},
+        ],
+    )  # fmt: skip
+    assert check_security_groups(ec2, network, [9083]).detail == "no outbound rule for TCP 9083"
+    assert check_security_groups(ec2, network, []).status == OK
+
+
+def test_subnets_outside_the_vpc_are_named(vpc):
+    ec2, network, _, _ = vpc
+    assert check_subnets(ec2, network).status == OK
+    other = ec2.create_vpc(CidrBlock="10.1.0.0/16")["Vpc"]["VpcId"]
+    elsewhere = ec2.create_subnet(VpcId=other, CidrBlock="10.1.1.0/24")["Subnet"]["SubnetId"]
+    wrong = network.model_copy(update={"subnet_ids": [*network.subnet_ids, elsewhere]})
+    finding = check_subnets(ec2, wrong)
+    assert finding.status == FAILED and elsewhere in finding.detail
+
+
+def test_the_spark_code_is_read_from_the_definition():
+    definition = (
+        '{"Parameters": {"EntryPoint": "s3://assets/abc.py", "SparkSubmitParameters": '
+        '"--conf spark.archives=s3://assets/def.tgz#environment --conf x=y"}}'
+    )
+    assert spark_code_of(definition) == ("s3://assets/abc.py", "s3://assets/def.tgz")
