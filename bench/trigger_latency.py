@@ -47,7 +47,8 @@ from ferry.local.samples import (  # noqa: E402
 )
 from ferry.model import Partition, StorageDescriptor  # noqa: E402
 
-SOURCE_BUCKET, REPLICA_BUCKET = "landing", "replica"
+# Buckets the local environment's roles may read and write (ferry/local/environment.yml).
+SOURCE_BUCKET, REPLICA_BUCKET = "landing-bench", "dr-bench"
 DATABASE = "sales"
 
 

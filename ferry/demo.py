@@ -6,11 +6,14 @@
 3. replicates ``sales`` through the state machine to the replica Hive metastore (inline
    copy, Spark copy on "EMR Serverless", metadata-only view), and with ``ferry replicate``
    to Glue + S3;
-4. installs the S3 trigger the ``landing`` config declares, then drops a ``_SUCCESS``
-   marker into the landing bucket: the S3 event starts a replication to another region
-   (S3 server-side copy);
+4. switches on the landing bucket's EventBridge notifications, then drops a ``_SUCCESS``
+   marker into it: the rule the stack deployed for its landing config (the local
+   environment's own, ``ferry/local/replications/landing-dr.yml``) starts a replication to
+   another region (S3 server-side copy);
 5. runs a replication that fails on purpose and shows the replica unchanged;
-6. reads every replica back through its catalog and compares it with its source.
+6. reads every replica back through its catalog and compares it with its source;
+7. shows what a consumer of the SNS topic received;
+8. runs ``ferry doctor`` on the local runtime: every check it can make there passes.
 """
 
 from __future__ import annotations
@@ -29,8 +32,8 @@ from ferry.catalog import Catalog
 from ferry.catalog.glue import GlueCatalog
 from ferry.catalog.hive import HiveMetastoreCatalog
 from ferry.commands import EXIT_FAILED, EXIT_OK, run_command
+from ferry.commands.doctor import run_doctor
 from ferry.commands.execute import run_execute
-from ferry.commands.local import run_local_trigger
 from ferry.commands.replicate import run_replicate
 from ferry.execute import follow
 from ferry.local import deploy, runtime
@@ -91,8 +94,16 @@ def run(home: Path, ports: dict[str, int]) -> int:
     direct = run_replicate(configs["glue"])
 
     _heading("4. An S3 event starts a replication: a _SUCCESS marker lands in the source bucket")
-    print(f"  $ ferry local trigger {configs['landing']}")
-    run_command(lambda: run_local_trigger(configs["landing"], home))
+    # The stack deployed the rule its landing config declares (ferry/local/replications/); the
+    # bucket sends its events to EventBridge once someone switches that on, as on AWS.
+    print(f"  the stack's rule: objects *_SUCCESS below s3://{LANDING_BUCKET}/warehouse/")
+    print(
+        f"  $ aws s3api put-bucket-notification-configuration --bucket {LANDING_BUCKET} "
+        "--notification-configuration '{\"EventBridgeConfiguration\": {}}'"
+    )
+    aws.client("s3").put_bucket_notification_configuration(
+        Bucket=LANDING_BUCKET, NotificationConfiguration={"EventBridgeConfiguration": {}}
+    )
     triggered = _land_a_partition_and_follow(aws, pipeline, east)
 
     _heading("5. A replication that fails on purpose: its target bucket does not exist")
@@ -135,9 +146,13 @@ def run(home: Path, ports: dict[str, int]) -> int:
             line += f"  {message['errorMessage'][:70]}…"
         print(line)
 
+    _heading("8. Is the deployment complete? What `ferry doctor` checks before a first run")
+    print("  $ ferry doctor --environment local")
+    doctor = run_command(lambda: run_doctor("local", home=home))
+
     ok = (
         full == EXIT_OK and direct == EXIT_OK and triggered and broken == EXIT_FAILED
-        and unchanged and same
+        and unchanged and same and doctor == EXIT_OK
     )  # fmt: skip
     _heading("Done: every step behaved as it should" if ok else "Something went wrong (see above)")
     print(f"  configs: {home / 'demo'}")
@@ -174,7 +189,12 @@ def _land_a_partition_and_follow(aws: AwsClients, pipeline: deploy.Pipeline, eas
         return False
     arn = started.pop()
     print(f"  the event started {arn.rsplit(':', 1)[-1]}")
-    outcome = follow(sfn, arn, on_state=lambda state: print(f"  → {state}"))
+    outcome = follow(
+        sfn,
+        arn,
+        on_state=lambda state: print(f"  → {state}"),
+        on_child=lambda states: print(f"    ↳ {' → '.join(states)}"),
+    )
     copiers = ", ".join(sorted({r["plan"]["copier"] for r in outcome.results if "plan" in r}))
     print(f"  {outcome.status} in {outcome.seconds:.1f} s, copier: {copiers}")
     return outcome.status == "SUCCEEDED"
@@ -236,22 +256,6 @@ def _write_configs(home: Path, source_uri: str, replica_uri: str, topic: str) ->
             **listener,
             "table-replications": sales(f"s3://{DR_BUCKET}/warehouse", False),
         },
-        "landing": {
-            "source-catalog": {"name": "landing", "glue": {"region": "us-east-1"}},
-            "replica-catalog": {"name": "west", "glue": {"region": WEST}},
-            **listener,
-            # A _SUCCESS marker below warehouse/ starts a run (`ferry local trigger`).
-            "triggers": {"s3": [{"bucket": LANDING_BUCKET, "prefix": "warehouse/"}]},
-            "table-replications": [
-                {
-                    "source-table": {"database-name": LANDING, "table-name": "orders"},
-                    "replica-table": {
-                        "database-name": LANDING_DR,
-                        "table-location": f"s3://{WEST_BUCKET}/orders",
-                    },
-                }
-            ],
-        },  # fmt: skip
         "broken": {
             "source-catalog": hive_source,
             "replica-catalog": {"name": "dr", "hive-metastore-uris": replica_uri},

@@ -69,8 +69,10 @@ def follow(
     on_state: Callable[[str], None] = lambda name: None,
     poll_seconds: float = 0.5,
     timeout_seconds: float | None = None,
+    on_child: Callable[[list[str]], None] = lambda states: None,
 ) -> ExecutionOutcome:
-    """Poll the execution's history until it ends, reporting each state as it is entered."""
+    """Poll the execution's history until it ends, reporting each state as it is entered,
+    then each child execution's states (each table's, run by the Map over the tables)."""
     started = time.monotonic()
     seen: set[int] = set()
     events: dict[int, dict[str, Any]] = {}
@@ -95,9 +97,7 @@ def follow(
     tables = table_outcomes(output, state_outputs)
     children = _child_histories(sfn, events)
     for child in children:
-        for event_id in sorted(child):
-            if child[event_id]["type"].endswith(_ENTERED):
-                on_state(child[event_id]["stateEnteredEventDetails"]["name"])
+        on_child(_entered(child))
     return ExecutionOutcome(
         execution_arn=execution_arn,
         status=description["status"],
@@ -110,20 +110,11 @@ def follow(
             # Without the children's histories, each failed table says where it failed.
             *(() if children else _failed_tables(tables)),
         ],
-        child_entered=[
-            child[i]["stateEnteredEventDetails"]["name"]
-            for child in children
-            for i in sorted(child)
-            if child[i]["type"].endswith(_ENTERED)
-        ],
+        child_entered=[state for child in children for state in _entered(child)],
         output=output,
         state_outputs=state_outputs,
         tables=tables,
-        entered=[
-            events[i]["stateEnteredEventDetails"]["name"]
-            for i in sorted(events)
-            if events[i]["type"].endswith(_ENTERED)
-        ],
+        entered=_entered(events),
     )
 
 
@@ -185,6 +176,14 @@ def _failed_tables(tables: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
         (table.get("failedState") or "?", table.get("error") or "", table.get("cause") or "")
         for table in tables
         if table.get("status") == "FAILED"
+    ]
+
+
+def _entered(events: dict[int, dict[str, Any]]) -> list[str]:
+    return [
+        events[i]["stateEnteredEventDetails"]["name"]
+        for i in sorted(events)
+        if events[i]["type"].endswith(_ENTERED)
     ]
 
 

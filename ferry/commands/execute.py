@@ -13,6 +13,11 @@ from ferry.execute import follow, start
 from ferry.local import deploy
 
 
+def _print_table_states(states: list[str]) -> None:
+    """One table's states, from its child execution of the Map over the tables."""
+    print(f"    ↳ {' → '.join(states)}")
+
+
 def run_execute(
     config_path: Path,
     tables: Sequence[str] = (),
@@ -45,6 +50,7 @@ def run_execute(
         sfn,
         execution_arn,
         on_state=(lambda s: None) if as_json else (lambda s: print(f"  → {s}")),
+        on_child=(lambda states: None) if as_json else _print_table_states,
     )
     if as_json:
         print(json.dumps(outcome.to_dict(), indent=2))

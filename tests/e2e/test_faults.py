@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 
+import boto3
 import pytest
 
 from ferry import fs
@@ -219,6 +220,16 @@ def test_a_failed_summary_is_reported_as_such_and_the_replicas_stand(run, arm, h
     hive["holds_source"]()
 
 
+def copy_batch_results(plan: dict) -> list[dict]:
+    """Each batch's result, as the S3 copy Map's ResultWriter wrote it."""
+    from ferry.steps import map_results
+
+    bucket, prefix = plan["manifestBucket"], plan["copyResultsPrefix"]
+    listed = boto3.client("s3").list_objects_v2(Bucket=bucket, Prefix=prefix)
+    [manifest] = [o["Key"] for o in listed["Contents"] if o["Key"].endswith("manifest.json")]
+    return [child.output for child in map_results({"Bucket": bucket, "Key": manifest})]
+
+
 def test_a_timeout_in_an_s3_copy_batch_is_retried_and_a_failed_batch_removes_the_snapshot(
     run, arm, cross_region
 ):
@@ -226,12 +237,16 @@ def test_a_timeout_in_an_s3_copy_batch_is_retried_and_a_failed_batch_removes_the
     document = cross_region.document(**{"copier-options": {"s3-batch-files": 1}})
     replica_db = f"{sample.database}_dr"
 
-    # The second batch's Lambda times out after copying, before recording: retried.
+    # The second batch's Lambda times out after copying, before recording: retried, and the
+    # retry copies nothing again (its object is at the target whole).
     arm({"point": "copy.batch", "action": "timeout", "skip": 1})
     outcome = run(document)
     assert outcome.status == "SUCCEEDED", outcome
-    assert table_result(outcome)["plan"]["copier"] == "s3"
+    result = table_result(outcome)
+    assert result["plan"]["copier"] == "s3"
     assert_replica_holds_source(west, replica_db, "orders", east, sample.orders)
+    batches = copy_batch_results(result["plan"])
+    assert sorted(b["resumed"] for b in batches) == [0] * (len(batches) - 1) + [1]
     rewrite_orders(sample)
     before = catalog_state(west, replica_db, ["orders"])
 
