@@ -19,6 +19,7 @@ from cdk_nag import AwsSolutionsChecks
 from constructs import IConstruct
 
 from infra.bundling import LAMBDA_RUNTIME
+from infra.functions import NETWORK_INTERFACE_ACTIONS
 
 _WILDCARD = re.compile(r"^AwsSolutions-IAM5\[Resource::(?P<resource>.+)\]$")
 
@@ -150,12 +151,7 @@ def _wildcard_reason(resource: str, path: str, stack: Stack) -> str | None:
 #: Actions AWS authorizes on "*" only (or, for a function's network interfaces, on interfaces
 #: Lambda names itself).
 SERVICE_WIDE_ACTIONS = {
-    "ec2:CreateNetworkInterface",
-    "ec2:DescribeNetworkInterfaces",
-    "ec2:DescribeSubnets",
-    "ec2:DeleteNetworkInterface",
-    "ec2:AssignPrivateIpAddresses",
-    "ec2:UnassignPrivateIpAddresses",
+    *NETWORK_INTERFACE_ACTIONS,
     "xray:PutTraceSegments",
     "xray:PutTelemetryRecords",
     "xray:GetSamplingRules",

@@ -88,19 +88,26 @@ class Spark(_Model):
     idle_timeout_minutes: int = Field(default=15, ge=1, le=10080)
 
 
-_GLUE_DATABASE = re.compile(r"[a-z0-9_*?]{1,255}")
+def _matching(pattern: str, what: str) -> AfterValidator:
+    """A value that matches ``pattern`` whole; otherwise ``what`` says what it should be."""
+    compiled = re.compile(pattern)
+
+    def check(value: str) -> str:
+        if not compiled.fullmatch(value):
+            raise ValueError(f"{value!r} is not {what}")
+        return value
+
+    return AfterValidator(check)
 
 
-def _glue_database(value: str) -> str:
-    if not _GLUE_DATABASE.fullmatch(value):
-        raise ValueError(
-            f"{value!r} is not a Glue database name (lower-case letters, digits and '_'; "
-            "IAM's wildcards * and ? allowed)"
-        )
-    return value
-
-
-GlueDatabase = Annotated[str, AfterValidator(_glue_database)]
+GlueDatabase = Annotated[
+    str,
+    _matching(
+        r"[a-z0-9_*?]{1,255}",
+        "a Glue database name (lower-case letters, digits and '_'; IAM's wildcards * and ? "
+        "allowed)",
+    ),
+]
 
 
 class GlueAccess(_Model):
@@ -134,19 +141,14 @@ class AdHocAccess(_Model):
         return topics
 
 
-_KMS_KEY = re.compile(r"arn:aws[\w-]*:kms:[a-z0-9-]+:\d{12}:key/[\w*?-]+")
-
-
-def _kms_key(value: str) -> str:
-    if not _KMS_KEY.fullmatch(value):
-        raise ValueError(
-            f"{value!r} is not a KMS key ARN (arn:aws:kms:<region>:<account>:key/<id>; not an "
-            "alias: S3 names the key itself)"
-        )
-    return value
-
-
-KmsKey = Annotated[str, AfterValidator(_kms_key)]
+KmsKey = Annotated[
+    str,
+    _matching(
+        r"arn:aws[\w-]*:kms:[a-z0-9-]+:\d{12}:key/[\w*?-]+",
+        "a KMS key ARN (arn:aws:kms:<region>:<account>:key/<id>; not an alias: S3 names the "
+        "key itself)",
+    ),
+]
 
 
 class Replication(_Model):

@@ -234,6 +234,9 @@ def install(authorizer: Authorizer, runner: JobRunner) -> None:
 
     _accept_spark_runtime_labels()
     from moto.stepfunctions.parser.api import HistoryEventType, TaskFailedEventDetails
+    from moto.stepfunctions.parser.asl.component.common.error_name.custom_error_name import (
+        CustomErrorName,
+    )
     from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
         FailureEvent,
         FailureEventException,
@@ -298,17 +301,22 @@ def install(authorizer: Authorizer, runner: JobRunner) -> None:
             denial = authorizer.authorize(caller, checks, runtime.region)
             if denial is None:
                 return
-            raise FailureEventException(
+            name = "EMRServerless.AccessDeniedException"  # as Step Functions names it
+            raise self._failed(env, CustomErrorName(name), name, denial.message)
+
+        def _failed(self, env: Any, error_name: Any, error: str, cause: str) -> Exception:
+            """The task's failure, as Step Functions reports a failed service task."""
+            return FailureEventException(
                 FailureEvent(
                     env=env,
-                    error_name=StatesErrorName(typ=StatesErrorNameType.StatesTaskFailed),
+                    error_name=error_name,
                     event_type=HistoryEventType.TaskFailed,
                     event_details=EventDetails(
                         taskFailedEventDetails=TaskFailedEventDetails(
                             resource=self._get_sfn_resource(),
                             resourceType=self._get_sfn_resource_type(),
-                            error="EMRServerless.AccessDeniedException",
-                            cause=denial.message,
+                            error=error,
+                            cause=cause,
                         )
                     ),
                 )
@@ -400,20 +408,9 @@ def install(authorizer: Authorizer, runner: JobRunner) -> None:
                     "StateDetails": job_run.state_details,
                 }
                 if job_run.state in _FAILED_JOB_STATES:
-                    raise FailureEventException(
-                        FailureEvent(
-                            env=env,
-                            error_name=StatesErrorName(typ=StatesErrorNameType.StatesTaskFailed),
-                            event_type=HistoryEventType.TaskFailed,
-                            event_details=EventDetails(
-                                taskFailedEventDetails=TaskFailedEventDetails(
-                                    resource=self._get_sfn_resource(),
-                                    resourceType=self._get_sfn_resource_type(),
-                                    error=StatesErrorNameType.StatesTaskFailed.to_name(),
-                                    cause=to_json_str(output),
-                                )
-                            ),
-                        )
+                    failed = StatesErrorNameType.StatesTaskFailed
+                    raise self._failed(
+                        env, StatesErrorName(typ=failed), failed.to_name(), to_json_str(output)
                     )
                 return output
 

@@ -47,7 +47,9 @@ def payload_size(value: Any) -> int:
     return len(text.encode("utf-8"))
 
 
-def _data_limit_exceeded(env: Any, cause: str) -> Exception:
+def states_failure(env: Any, kind_name: str, cause: str, event: str = "TaskFailed") -> Exception:
+    """A failure named by one of Step Functions' own errors (``StatesErrorNameType.<kind>``),
+    as the interpreter raises its own."""
     from moto.stepfunctions.parser.api import ExecutionFailedEventDetails, HistoryEventType
     from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
         FailureEvent,
@@ -61,12 +63,12 @@ def _data_limit_exceeded(env: Any, cause: str) -> Exception:
     )
     from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
 
-    kind = StatesErrorNameType.StatesStatesDataLimitExceeded
+    kind = getattr(StatesErrorNameType, kind_name)
     return FailureEventException(
         failure_event=FailureEvent(
             env=env,
             error_name=StatesErrorName(typ=kind),
-            event_type=HistoryEventType.TaskFailed,
+            event_type=getattr(HistoryEventType, event),
             event_details=EventDetails(
                 executionFailedEventDetails=ExecutionFailedEventDetails(
                     error=kind.to_name(), cause=cause
@@ -74,6 +76,10 @@ def _data_limit_exceeded(env: Any, cause: str) -> Exception:
             ),
         )
     )
+
+
+def _data_limit_exceeded(env: Any, cause: str) -> Exception:
+    return states_failure(env, "StatesStatesDataLimitExceeded", cause)
 
 
 def _tolerated_failures_accepted() -> None:
@@ -119,32 +125,7 @@ def tolerance_as_moto_reads_it(definition: str) -> str:
 
 
 def _exceeded(env: Any, cause: str) -> Exception:
-    from moto.stepfunctions.parser.api import ExecutionFailedEventDetails, HistoryEventType
-    from moto.stepfunctions.parser.asl.component.common.error_name.failure_event import (
-        FailureEvent,
-        FailureEventException,
-    )
-    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import (
-        StatesErrorName,
-    )
-    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name_type import (  # noqa: E501
-        StatesErrorNameType,
-    )
-    from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
-
-    kind = StatesErrorNameType.StatesExceedToleratedFailureThreshold
-    return FailureEventException(
-        failure_event=FailureEvent(
-            env=env,
-            error_name=StatesErrorName(typ=kind),
-            event_type=HistoryEventType.MapRunFailed,
-            event_details=EventDetails(
-                executionFailedEventDetails=ExecutionFailedEventDetails(
-                    error=kind.to_name(), cause=cause
-                )
-            ),
-        )
-    )
+    return states_failure(env, "StatesExceedToleratedFailureThreshold", cause, "MapRunFailed")
 
 
 def _failures_tolerated_as_on_aws() -> None:

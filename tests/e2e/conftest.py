@@ -26,7 +26,9 @@ def sfn(local_runtime):
 def run(pipeline, sfn, aws, write_config):
     """Replicate a config document through the deployed state machine; the outcome."""
 
-    def execute(document: dict, name: str = "replication.yml") -> ExecutionOutcome:
+    def execute(
+        document: dict, name: str = "replication.yml", timeout_seconds: float = 240
+    ) -> ExecutionOutcome:
         config_uri = deploy.upload_config(
             aws["s3"], pipeline.work_uri, write_config(document, name)
         )
@@ -36,7 +38,7 @@ def run(pipeline, sfn, aws, write_config):
             deploy.execution_name("test"),
             {"configUri": config_uri},
         )
-        return follow(sfn, arn, poll_seconds=0.2, timeout_seconds=240)
+        return follow(sfn, arn, poll_seconds=0.2, timeout_seconds=timeout_seconds)
 
     return execute
 

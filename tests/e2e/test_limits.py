@@ -292,7 +292,7 @@ def test_a_config_of_1000_tables_stays_within_every_limit(run, sfn, aws, unique)
         ],
     }
     started = time.monotonic()
-    outcome = run(document)
+    outcome = run(document, timeout_seconds=1200)
     seconds = time.monotonic() - started
     assert outcome.status == "SUCCEEDED", (outcome.error, outcome.cause)
     assert len(outcome.results) == 1000

@@ -287,7 +287,14 @@ def test_the_spark_environment_stays_small(emr_archive, environment):
 
 def test_the_copy_job_starts_in_the_spark_environment(environment, tmp_path):
     if not is_python(EMR_PYTHON, EMR.python):
-        pytest.skip(f"no {EMR_PYTHON} on this machine to run the environment with")
+        # As the local runtime runs the job: the environment's interpreter link pointed at
+        # this machine's Python of the release's version (the e2e suite runs the whole job).
+        from ferry.local.emulator_emr_serverless import _interpreter_here
+
+        copied = tmp_path / "environment"
+        shutil.copytree(environment, copied, symlinks=True)
+        _interpreter_here(copied)
+        environment = copied
     python = str(environment / "bin" / "python")
     # As spark-submit starts it: the entry point on its own, everything else from the archive.
     entry_point = shutil.copy(SPARK_JOB_ENTRY_POINT, tmp_path)
@@ -304,7 +311,8 @@ def test_the_copy_job_starts_in_the_spark_environment(environment, tmp_path):
         [
             python,
             "-c",
-            "import sys, pyarrow, ferry; print(sys.prefix, pyarrow.__file__, ferry.__file__)",
+            "import sys, pyarrow, ferry, boto3, botocore; "
+            "print(sys.prefix, pyarrow.__file__, ferry.__file__, boto3.__file__)",
         ],
         capture_output=True,
         text=True,
