@@ -66,7 +66,11 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.update({**emulator.EMULATOR_ENVIRONMENT, "AWS_ENDPOINT_URL": endpoint})
     fs.configure(fs.S3Settings.from_environment(os.environ))
     try:
-        pipeline = deploy.deploy(endpoint, state_dir)
+        # No metastore here: the secret's values (which a run refuses to start without) name
+        # none that is used.
+        unused = {"SOURCE_METASTORE_URIS": "thrift://unused:9083",
+                  "REPLICA_METASTORE_URIS": "thrift://unused:9084"}  # fmt: skip
+        pipeline = deploy.deploy(endpoint, state_dir, unused)
         session = boto3.session.Session(region_name="us-east-1")
         s3, glue, sfn = (session.client(name) for name in ("s3", "glue", "stepfunctions"))
         for bucket in (SOURCE_BUCKET, REPLICA_BUCKET):
@@ -98,7 +102,8 @@ def main(argv: list[str] | None = None) -> int:
         )
     finally:
         processes.stop_process(state_dir, "aws")
-        shutil.rmtree(state_dir, ignore_errors=True)
+        if not os.environ.get("FERRY_KEEP"):
+            shutil.rmtree(state_dir, ignore_errors=True)
     return 0
 
 
@@ -135,7 +140,11 @@ def _trigger_and_wait(s3, glue, sfn, pipeline, marker: str, day: str) -> dict[st
     s3.put_object(Bucket=SOURCE_BUCKET, Key=marker, Body=b"")
     while not _visible(glue, day):
         if time.time() - started > 300:
-            raise RuntimeError(f"dt={day} not visible in the replica after 300 s")
+            executions = [a for a in _executions(sfn, pipeline) if a not in before]
+            states = [sfn.describe_execution(executionArn=a)["status"] for a in executions]
+            raise RuntimeError(
+                f"dt={day} not visible in the replica after 300 s (executions: {states})"
+            )
         time.sleep(0.02)
     visible = time.time() - started
     [arn] = [arn for arn in _executions(sfn, pipeline) if arn not in before]
