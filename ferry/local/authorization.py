@@ -96,8 +96,7 @@ class Authorizer:
         self.simulator = simulator or PolicySimulator()
         self._cache: dict[str, Decision] = {}
         self._lock = threading.Lock()
-        #: Every denial, newest last (the tests and ``ferry local status`` read them).
-        self.denials: list[Denial] = []
+        self._denials: list[Denial] = []
 
     # -- who ------------------------------------------------------------------------------
 
@@ -124,7 +123,7 @@ class Authorizer:
 
         ``caller`` is a role session, or a service principal (``states.amazonaws.com``
         acting with a role is a role session; a service acting on its own, e.g. assuming a
-        role, is its principal name). ``record``: keep the denial in ``denials`` (not for a
+        role, is its principal name). ``record``: keep the denial (``denials``; not for a
         refusal that is part of normal work, such as a bucket's region looked up).
         """
         for check in checks:
@@ -133,11 +132,24 @@ class Authorizer:
                 principal = caller if isinstance(caller, str) else caller.session_arn
                 denial = Denial(principal, check.action, check.resource, _reason(decision))
                 if record:
-                    with self._lock:
-                        self.denials.append(denial)
-                    logger.warning("denied: %s", denial.message)
+                    self.record(denial)
                 return denial
         return None
+
+    #: Denials kept (a long-running emulator forgets the oldest).
+    KEPT_DENIALS = 10_000
+
+    def record(self, denial: Denial) -> None:
+        """Keep ``denial`` for ``denials`` and log it."""
+        logger.warning("denied: %s", denial.message)
+        with self._lock:
+            self._denials.append(denial)
+            del self._denials[: -self.KEPT_DENIALS]
+
+    def denials(self) -> list[Denial]:
+        """What was refused, oldest first (``GET /ferry-api/denials``)."""
+        with self._lock:
+            return list(self._denials)
 
     def assume(
         self, role_arn: str, service: str, session: str, region: str, source_arn: str | None = None

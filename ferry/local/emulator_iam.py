@@ -112,9 +112,7 @@ def _refusal(authorizer: Authorizer, environ: dict[str, Any]) -> tuple[int, list
             "the local runtime does not know which IAM permissions this request needs "
             "(add it to ferry/local/authorization.py)",
         )
-        with authorizer._lock:
-            authorizer.denials.append(denial)
-        logger.warning("unmodelled: %s", denial.message)
+        authorizer.record(denial)
     else:
         # HeadBucket answers a bucket's region whatever the caller may do (S3's documented
         # way to find it, ferry.fs's): a refusal there is normal work, not a finding.
@@ -134,18 +132,12 @@ def _refusal(authorizer: Authorizer, environ: dict[str, Any]) -> tuple[int, list
 
 
 def _denials(authorizer: Authorizer, start_response: Any) -> list[bytes]:
-    with authorizer._lock:
-        body = json.dumps(
-            [
-                {
-                    "caller": d.caller,
-                    "action": d.action,
-                    "resource": d.resource,
-                    "message": d.message,
-                }
-                for d in authorizer.denials
-            ]
-        ).encode()
+    body = json.dumps(
+        [
+            {"caller": d.caller, "action": d.action, "resource": d.resource, "message": d.message}
+            for d in authorizer.denials()
+        ]
+    ).encode()
     start_response("200 OK", [("Content-Type", "application/json")])
     return [body]
 
