@@ -55,6 +55,9 @@ class _Model(BaseModel):
     #: Circus Train's keys at this level that Ferry accepts without using them, each with
     #: what Ferry does instead (the warning a person reads).
     circus_train_keys: ClassVar[Mapping[str, str]] = {}
+    #: Keys at this level whose value is a location (``check_location``): one written with
+    #: repeated slashes is read as Hadoop reads it (``read_as_hadoop``), with a warning.
+    location_keys: ClassVar[frozenset[str]] = frozenset()
 
     @model_validator(mode="before")
     @classmethod
@@ -97,7 +100,11 @@ class OrphanedDataStrategy(StrEnum):
 
 @dataclass(frozen=True)
 class ConfigWarning:
-    """A Circus Train key Ferry accepts without using it, and what Ferry does instead."""
+    """Something the config says that Ferry reads otherwise than written, and how.
+
+    A Circus Train key Ferry accepts without using it (and what Ferry does instead), or a
+    location Ferry reads in Hadoop's spelling (``read_as_hadoop``).
+    """
 
     source: str
     key: str
@@ -141,7 +148,9 @@ def check_location(location: str) -> str:
     be read differently than it is written is refused:
     ``file://tmp/x`` names the host ``tmp`` and the path ``/x`` (Ferry would write to
     ``/x``), ``s3:///x`` names no bucket, ``..`` segments are taken literally by object
-    stores (so are empty ones: ``a//b``), and a query or fragment would be dropped.
+    stores (so are empty ones: ``a//b``), and a query or fragment would be dropped. When a
+    config file loads, a location whose only fault is repeated slashes is read as Hadoop
+    reads it instead (``read_as_hadoop``).
     """
     parsed = urlsplit(location)
     scheme = parsed.scheme.lower()
@@ -172,6 +181,42 @@ def check_location(location: str) -> str:
             f"e.g. {scheme}://{parsed.netloc}{posixpath.normpath(path)}"
         )
     return location.rstrip("/")
+
+
+_REPEATED_SLASHES = re.compile(r"/{2,}")
+
+
+def read_as_hadoop(location: str) -> str | None:
+    """``location`` as Hive reads it, when only repeated slashes keep Ferry from taking it
+    as written; else None (Ferry takes it as written, or refuses it either way).
+
+    Hadoop's ``Path``, through which Hive and Circus Train read every location, collapses
+    repeated slashes in the path and keeps the scheme and authority:
+    ``file:/data/warehouse//db/table`` is ``file:/data/warehouse/db/table``,
+    ``s3://bucket/warehouse//db/table`` is ``s3://bucket/warehouse/db/table``. Configs
+    write such locations by joining placeholders, ``${warehouse-uri}/db/table`` with a
+    warehouse URI that ends in ``/``. Ferry's file layer would take the empty segment
+    literally (an object store keeps it in the key), so the location is rewritten the way
+    Hive will read it; a location still refused after that (``..``, no bucket) is refused
+    as written.
+    """
+    try:
+        check_location(location)
+        return None
+    except ValueError:
+        pass
+    scheme, colon, rest = location.partition(":")
+    if not colon or "?" in location or "#" in location:
+        return None
+    authority = ""
+    if rest.startswith("//"):
+        authority, slash, path = rest[2:].partition("/")
+        authority, rest = f"//{authority}", slash + path
+    normal = f"{scheme}:{authority}{_REPEATED_SLASHES.sub('/', rest)}"
+    try:
+        return check_location(normal)
+    except ValueError:
+        return None
 
 
 _THRIFT_URI = re.compile(r"thrift://(?P<host>\[[0-9A-Fa-f:.]+\]|[^:/\[\]\s]+):(?P<port>[^/]*)")
@@ -652,6 +697,8 @@ def _compile(pattern: str) -> re.Pattern[str]:
 
 
 class ReplicaTableConfig(_Model):
+    location_keys: ClassVar[frozenset[str]] = frozenset({"table-location"})
+
     database_name: str | None = None
     table_name: str | None = None
     table_location: str | None = None
@@ -680,6 +727,8 @@ class AvroSerdeOptions(_Model):
     replica's ``table-location``, so Hive never reads it as data); the replica's
     ``avro.schema.url`` points at the copy (``ferry/avro.py``).
     """
+
+    location_keys: ClassVar[frozenset[str]] = frozenset({"base-url"})
 
     base_url: str | None = None
 
@@ -1015,7 +1064,8 @@ class ReplicationConfig(_Model):
     copier_options: CopierOptions = Field(default_factory=CopierOptions)
     transform_options: TransformOptions = Field(default_factory=TransformOptions)
     orphaned_data_strategy: OrphanedDataStrategy = OrphanedDataStrategy.HOUSEKEEPING
-    table_replications: list[TableReplication] = Field(min_length=1)
+    #: None or empty: Circus Train's housekeeping-only config (``housekeeping_only``).
+    table_replications: list[TableReplication] = Field(default_factory=list)
 
     _warnings: tuple[ConfigWarning, ...] = PrivateAttr(default=())
 
@@ -1028,6 +1078,15 @@ class ReplicationConfig(_Model):
         transform = info.data.get("transform_options") or TransformOptions()
         orphaned = info.data.get("orphaned_data_strategy") or OrphanedDataStrategy.HOUSEKEEPING
         return [_with_defaults(r, copier, transform, orphaned) for r in replications]
+
+    @model_validator(mode="after")
+    def _triggers_start_replications(self) -> ReplicationConfig:
+        if self.housekeeping_only and self.triggers.declared:
+            raise ValueError(
+                "triggers: a trigger starts a replication of the config, and it has no "
+                "table-replications; give it table-replications or remove the triggers"
+            )
+        return self
 
     @model_validator(mode="after")
     def _distinct_replicas(self) -> ReplicationConfig:
@@ -1075,8 +1134,16 @@ class ReplicationConfig(_Model):
 
     @property
     def warnings(self) -> tuple[ConfigWarning, ...]:
-        """Circus Train's keys that Ferry accepted without using them, in file order."""
+        """Circus Train's keys that Ferry accepted without using them, in file order, then
+        the locations Ferry reads in Hadoop's spelling."""
         return self._warnings
+
+    @property
+    def housekeeping_only(self) -> bool:
+        """True when the config has no ``table-replications``: Circus Train's
+        housekeeping-only config, which ``ferry housekeeping`` takes and a replication
+        refuses."""
+        return not self.table_replications
 
     def copier_options_for(self, replication: TableReplication) -> CopierOptions:
         return replication.copier_options or self.copier_options
@@ -1103,7 +1170,8 @@ class ReplicationConfig(_Model):
                 listed = ", ".join(
                     sorted({r.source_table.qualified_name for r in self.table_replications})
                 )
-                raise ConfigError(f"{name}: not in the config (its tables: {listed})")
+                tables_of = f"its tables: {listed}" if listed else "it has no table-replications"
+                raise ConfigError(f"{name}: not in the config ({tables_of})")
         # A source replicated to two replicas is two replications: both are selected.
         return [r for r in self.table_replications if any(r.selects(n) for n in tables)]
 
@@ -1221,11 +1289,14 @@ def parse_config(
 
     In order: ``${NAME}`` placeholders are resolved (from ``environ``, default this process's
     environment); Circus Train's keys that Ferry does not use become warnings; an unset
-    placeholder is an error unless it sits under such a key (its value is never used); then
-    the models check the rest.
+    placeholder is an error unless it sits under such a key (its value is never used); a
+    location with repeated slashes is read as Hadoop reads it, with a warning; then the
+    models check the rest.
     """
     if not isinstance(data, dict):
-        raise ConfigError(f"{source}: the config must be a mapping with 'table-replications'")
+        raise ConfigError(
+            f"{source}: the config must be a mapping with 'source-catalog' and 'replica-catalog'"
+        )
     environ = os.environ if environ is None else environ
     data, unresolved = config_text.resolve_placeholders(data, environ)
     warnings: list[ConfigWarning] = []
@@ -1237,6 +1308,7 @@ def parse_config(
                 f"{source}: {_path(list(placeholder.path))}: {placeholder.placeholder} is not "
                 f"set in the environment (write ${{NAME:default}} for a default)"
             )
+    data = _read_locations_as_hadoop(data, ReplicationConfig, (), source, warnings)
     try:
         config = ReplicationConfig.model_validate(data)
     except ValidationError as error:
@@ -1282,6 +1354,50 @@ def _set_aside_circus_train_keys(
         else:
             kept[key] = value
     return kept
+
+
+def _read_locations_as_hadoop(
+    data: Any,
+    model: type[BaseModel],
+    path: config_text.KeyPath,
+    source: str,
+    warnings: list[ConfigWarning],
+) -> Any:
+    """``data`` with each location that has repeated slashes as Hadoop reads it, each one
+    a warning naming its key, as written and as read (``read_as_hadoop``).
+
+    Walks the document along the models' fields, as ``_set_aside_circus_train_keys`` does;
+    a location Ferry refuses either way is left for the model to refuse as written.
+    """
+    if not isinstance(data, dict):
+        return data
+    known = _fields_by_key(model)
+    locations: frozenset[str] = getattr(model, "location_keys", frozenset())
+    read = {}
+    for key, value in data.items():
+        field = known.get(key) if isinstance(key, str) else None
+        inner = _model_of(field.annotation) if field is not None else None
+        if isinstance(key, str) and _kebab(key) in locations and isinstance(value, str):
+            normal = read_as_hadoop(value)
+            if normal is not None:
+                warnings.append(
+                    ConfigWarning(
+                        source,
+                        _path([*path, key]),
+                        f"{value!r} is read as {normal!r}: repeated slashes count as one, "
+                        "as Hive (Hadoop's Path) reads a location",
+                    )
+                )
+                value = normal
+        elif inner is not None and isinstance(value, list):
+            value = [
+                _read_locations_as_hadoop(item, inner, (*path, key, index), source, warnings)
+                for index, item in enumerate(value)
+            ]
+        elif inner is not None:
+            value = _read_locations_as_hadoop(value, inner, (*path, key), source, warnings)
+        read[key] = value
+    return read
 
 
 def _fields_by_key(model: type[BaseModel]) -> dict[str, Any]:

@@ -36,11 +36,22 @@ def print_warnings(config: ReplicationConfig) -> None:
         print(f"ferry: warning: {warning}", file=sys.stderr)
 
 
-def load_selected(config_path: Path, tables: Sequence[str]) -> ReplicationConfig:
-    """The config, its warnings printed, with ``--table`` checked against it (exit 2)."""
+def load_selected(
+    config_path: Path, tables: Sequence[str], *, replicates: bool = True
+) -> ReplicationConfig:
+    """The config, its warnings printed, with ``--table`` checked against it (exit 2).
+
+    A command that ``replicates`` refuses a housekeeping-only config (no
+    ``table-replications``) with one line, before its warnings: nothing would run.
+    """
     from ferry.config import load_config
 
     config = load_config(config_path)  # a bad config stops here, before anything starts
+    if replicates and config.housekeeping_only:
+        raise UsageError(
+            f"{config_path}: the config holds only housekeeping settings (no "
+            "table-replications): nothing to replicate"
+        )
     print_warnings(config)
     try:
         config.select(list(tables))

@@ -43,7 +43,7 @@ def run_housekeeping(
     from ferry.steps import Steps
     from infra import definition
 
-    load_selected(config_path, tables)
+    config = load_selected(config_path, tables, replicates=False)
     home = home.resolve()
     aws = AwsClients()
     steps = Steps(
@@ -72,7 +72,15 @@ def run_housekeeping(
     if as_json:
         print(json.dumps(report, indent=2))
     else:
-        print_report(Console(highlight=False, soft_wrap=True), report)
+        console = Console(highlight=False, soft_wrap=True)
+        if config.housekeeping_only:
+            # Circus Train's housekeeping-only config: housekeeping deletes only below the
+            # table-locations of a config's replications, and this one has none.
+            console.print(
+                f"nothing to housekeep: {escape(str(config_path))} has no table-replications; "
+                "Ferry housekeeps each replica table with the config that replicates it"
+            )
+        print_report(console, report)
     return EXIT_OK
 
 

@@ -5,10 +5,13 @@ asserted here) or accepted with one warning saying what Ferry does instead; a ke
 neither is an error that suggests the closest one.
 """
 
+import json
 from datetime import timedelta
 
 import pytest
 
+from ferry.cli import main
+from ferry.commands import print_warnings
 from ferry.config import (
     CopierOptions,
     OrphanedDataStrategy,
@@ -460,6 +463,224 @@ def test_without_an_active_profile_the_profile_documents_do_not_apply(tmp_path):
         ConfigError, match="replica-catalog: give exactly one of 'hive-metastore-uris' or 'glue'"
     ):
         load(tmp_path, PROFILES)
+
+
+# -- Circus Train's integration-test configs -------------------------------------------------
+
+# Circus Train's integration tests run their configs with the catalogs given by the test
+# runner (written here) and its placeholders set; a location is the replica warehouse's URI,
+# which ends in a slash, joined to a path that starts with one.
+# CircusTrainHdfsHdfsIntegrationTest/partitioned-single-table-with-housekeeping.yml:
+RUNNER_CATALOGS = """
+source-catalog: {name: source, hive-metastore-uris: "thrift://127.0.0.1:1"}
+replica-catalog: {name: replica, hive-metastore-uris: "thrift://127.0.0.1:2"}
+"""
+PARTITIONED_WITH_HOUSEKEEPING = (
+    RUNNER_CATALOGS
+    + """
+table-replications:
+  - source-table:
+      database-name: ${circus-train-runner.database-name}
+      table-name: ct_table_p
+      partition-filter: (continent='Europe' AND country='UK') OR (continent='Asia' AND country='China')
+      partition-limit: 100
+    replica-table:
+      table-location: ${circus-train-runner.replica-warehouse-uri}/${circus-train-runner.database-name}/ct_table_p
+copier-options:
+  file-attribute: replication, blocksize, user, group, permission, checksumtype
+  preserve-raw-xattrs: false
+housekeeping:
+  expired-path-duration: P1DT1H2M10S
+spring:
+  jpa:
+    properties:
+      hibernate.listeners.envers.autoRegister: true
+"""
+)
+TABLE_LOCATION = "table-replications[0].replica-table.table-location"
+
+
+def runner(warehouse: str) -> dict[str, str]:
+    return {
+        "circus-train-runner.replica-warehouse-uri": warehouse,
+        "circus-train-runner.database-name": "ct_database",
+    }
+
+
+@pytest.mark.parametrize(
+    "warehouse",
+    [
+        "file:/data/warehouse/",  # Hive's spelling of a local path
+        "file:///data/warehouse/",
+        "hdfs://namenode:8020/data/warehouse/",
+        "s3://bucket/warehouse/",
+        "s3a://bucket/warehouse/",
+    ],
+)
+def test_a_location_joined_with_a_doubled_slash_is_read_as_hadoop_reads_it(tmp_path, warehouse):
+    config = load(tmp_path, PARTITIONED_WITH_HOUSEKEEPING, runner(warehouse))
+    [replication] = config.table_replications
+    read = f"{warehouse}ct_database/ct_table_p"
+    assert replication.replica_table.table_location == read
+    assert replication.source_table.qualified_name == "ct_database.ct_table_p"
+    assert config.housekeeping.expired_path_duration == timedelta(
+        days=1, hours=1, minutes=2, seconds=10
+    )
+    written = f"{warehouse}/ct_database/ct_table_p"
+    warnings = warned(config)
+    assert warnings[TABLE_LOCATION] == (
+        f"{written!r} is read as {read!r}: repeated slashes count as one, as Hive (Hadoop's "
+        "Path) reads a location"
+    )
+    assert list(warnings) == [
+        "copier-options.file-attribute",
+        "copier-options.preserve-raw-xattrs",
+        "spring",
+        TABLE_LOCATION,
+    ]
+
+
+def test_the_warning_is_one_line_naming_the_key_as_written_and_as_read(tmp_path, capsys):
+    config = load(tmp_path, PARTITIONED_WITH_HOUSEKEEPING, runner("s3://bucket/warehouse/"))
+    print_warnings(config)
+    lines = capsys.readouterr().err.splitlines()
+    assert [line for line in lines if "table-location" in line] == [
+        f"ferry: warning: {tmp_path / 'circus-train.yml'}: {TABLE_LOCATION}: "
+        "'s3://bucket/warehouse//ct_database/ct_table_p' is read as "
+        "'s3://bucket/warehouse/ct_database/ct_table_p': repeated slashes count as one, as Hive "
+        "(Hadoop's Path) reads a location"
+    ]
+    assert len(lines) == 4  # one line a key: three Circus Train keys and the location
+
+
+def test_avro_base_urls_and_pattern_roots_are_read_the_same_way(tmp_path):
+    text = RUNNER_CATALOGS + (
+        "transform-options: {avro-serde-options: {base-url: '${W}/schemas'}}\n"
+        "table-replications:\n"
+        "  - source-table: {database-name: db, table-name-pattern: 'ct_.*'}\n"
+        "    replica-table: {database-name: db_dr, table-location: '${W}/db_dr'}\n"
+        "  - source-table: {database-name: db, table-name: t}\n"
+        "    replica-table: {database-name: db_dr, table-location: 's3://bucket/dr/t'}\n"
+        "    transform-options: {avro-serde-options: {base-url: '${W}//t/schemas/'}}\n"
+    )
+    config = load(tmp_path, text, {"W": "s3://bucket/dr/"})
+    pattern, table = config.table_replications
+    assert pattern.for_table("ct_a").replica_table.table_location == "s3://bucket/dr/db_dr/ct_a"
+    assert pattern.transform_options.avro_base_url == "s3://bucket/dr/schemas"
+    assert table.transform_options.avro_base_url == "s3://bucket/dr/t/schemas"
+    assert table.replica_table.table_location == "s3://bucket/dr/t"
+    assert list(warned(config)) == [
+        "transform-options.avro-serde-options.base-url",
+        "table-replications[0].replica-table.table-location",
+        "table-replications[1].transform-options.avro-serde-options.base-url",
+    ]
+
+
+def test_a_location_refused_for_more_than_its_slashes_is_refused_as_written(tmp_path):
+    with pytest.raises(ConfigError) as raised:
+        load(tmp_path, PARTITIONED_WITH_HOUSEKEEPING, runner("s3://bucket/warehouse/../"))
+    assert str(raised.value) == (
+        f"{tmp_path / 'circus-train.yml'}: {TABLE_LOCATION}: "
+        "'s3://bucket/warehouse/..//ct_database/ct_table_p' has an empty, '.' or '..' segment; "
+        "write the folder itself, e.g. s3://bucket/ct_database/ct_table_p"
+    )
+
+
+# -- housekeeping-only configs ----------------------------------------------------------------
+
+# CircusTrainHdfsHdfsIntegrationTest/housekeeping-only.yml, with the catalogs of its runner
+# and the housekeeping section of Circus Train's README ("Configuring housekeeping").
+HOUSEKEEPING_ONLY = (
+    RUNNER_CATALOGS
+    + """
+graphite:
+  prefix: dummy
+  namespace: test
+housekeeping:
+  expired-path-duration: P3D
+  db-init-script: classpath:/schema.sql
+  data-source:
+    driver-class-name: org.h2.Driver
+    url: jdbc:h2:${housekeeping.h2.database};AUTO_SERVER=TRUE;DB_CLOSE_ON_EXIT=FALSE
+    username: user
+    password: secret
+"""
+)
+
+
+def test_a_housekeeping_only_config_loads(tmp_path):
+    config = load(tmp_path, HOUSEKEEPING_ONLY)
+    assert config.housekeeping_only
+    assert config.table_replications == [] and config.select() == []
+    assert config.housekeeping.expired_path_duration == timedelta(days=3)
+    assert list(warned(config)) == [
+        "graphite",
+        "housekeeping.db-init-script",
+        "housekeeping.data-source",
+    ]
+    with pytest.raises(ConfigError) as raised:
+        config.select(["sales.orders"])
+    assert str(raised.value) == "sales.orders: not in the config (it has no table-replications)"
+
+
+def test_a_housekeeping_only_config_declares_no_triggers(tmp_path):
+    text = HOUSEKEEPING_ONLY + "triggers: {schedule: {expression: rate(1 day)}}\n"
+    with pytest.raises(ConfigError) as raised:
+        load(tmp_path, text)
+    assert str(raised.value) == (
+        f"{tmp_path / 'circus-train.yml'}: triggers: a trigger starts a replication of the "
+        "config, and it has no table-replications; give it table-replications or remove the "
+        "triggers"
+    )
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["replicate", "--home", "{home}"],
+        ["replicate", "--dry-run", "--home", "{home}"],
+        ["plan"],
+        ["execute", "--wait", "--home", "{home}"],
+    ],
+    ids=lambda command: " ".join(a for a in command if a != "{home}" and a != "--home"),
+)
+def test_replicating_a_housekeeping_only_config_is_one_line_and_runs_nothing(
+    tmp_path, capsys, command
+):
+    path = tmp_path / "housekeeping.yml"
+    path.write_text(HOUSEKEEPING_ONLY)
+    home = tmp_path / "home"
+    name, *options = (argument.format(home=home) for argument in command)
+    # The catalogs' ports have no metastore: the refusal comes before either is reached.
+    assert main([name, str(path), *options]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == (
+        f"ferry: error: {path}: the config holds only housekeeping settings (no "
+        "table-replications): nothing to replicate\n"
+    )
+    assert not home.exists()  # no state, no work folder
+
+
+def test_housekeeping_of_a_housekeeping_only_config_has_nothing_to_do(tmp_path, capsys):
+    path = tmp_path / "housekeeping.yml"
+    path.write_text(HOUSEKEEPING_ONLY)
+    home = tmp_path / "home"
+    # The catalogs' ports have no metastore: housekeeping of no table opens neither.
+    assert main(["housekeeping", str(path), "--home", str(home)]) == 0
+    out, err = capsys.readouterr()
+    lines = out.splitlines()
+    assert lines[:2] == [
+        f"nothing to housekeep: {path} has no table-replications; Ferry housekeeps each "
+        "replica table with the config that replicates it",
+        "deleted 0 superseded locations, kept 0",
+    ]
+    assert lines[2].startswith(f"report: file://{home}/work/housekeeping/")
+    assert len(lines) == 3
+    assert "ferry: warning:" in err and "ferry: error:" not in err
+    assert main(["housekeeping", str(path), "--home", str(home), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["tables"] == [] and not report["dryRun"]
 
 
 # -- mistakes ---------------------------------------------------------------------------------

@@ -87,10 +87,6 @@ def test_circus_train_copier_options_are_accepted(tmp_path):
             ),
             "two table-replications write the same replica table sales_dr.orders",
         ),
-        (
-            BASE.split("table-replications:")[0] + "table-replications: []\n",
-            "table-replications: List should have at least 1 item",
-        ),
     ],
 )
 def test_bad_config_is_one_line_naming_file_and_key(tmp_path, text, message):
@@ -144,8 +140,12 @@ LOCATION = "table-replications[0].replica-table.table-location: "
             "s3://dr/a/../orders",
             "has an empty, '.' or '..' segment; write the folder itself, e.g. s3://dr/orders",
         ),
-        ("file:///data//orders", "e.g. file:///data/orders"),
+        # Still refused once its repeated slashes are one: refused as written.
+        ("s3://dr/a//../orders", "'s3://dr/a//../orders' has an empty, '.' or '..' segment"),
+        ("file://tmp//x", "'file://tmp//x' names the host 'tmp'"),
+        ("s3:///x//y", "'s3:///x//y' names no bucket"),
         ("s3://dr/orders?versionId=1", "has a '?' or '#'"),
+        ("s3://dr//orders?versionId=1", "has a '?' or '#'"),
         ("/data/orders", "'/data/orders' is not a URI"),
         ("file:data/orders", "'file:data/orders' is not an absolute path"),
     ],
@@ -177,6 +177,43 @@ def test_a_location_ferry_cannot_write_as_written_is_refused(tmp_path, location,
 def test_supported_locations_load(tmp_path, location):
     config = load(tmp_path, TWO_METASTORES.replace("s3://dr/orders", location))
     assert config.table_replications[0].replica_table.table_location == location.rstrip("/")
+    assert config.warnings == ()
+
+
+@pytest.mark.parametrize(
+    ("written", "read"),
+    [
+        ("file:/data/warehouse//orders", "file:/data/warehouse/orders"),  # Hive's spelling
+        ("file:///data/warehouse//orders", "file:///data/warehouse/orders"),
+        ("file:////data/orders", "file:///data/orders"),
+        (
+            "hdfs://nn:8020/warehouse//sales_dr///orders/",
+            "hdfs://nn:8020/warehouse/sales_dr/orders",
+        ),
+        ("hdfs:///warehouse//orders", "hdfs:///warehouse/orders"),
+        ("s3://dr/warehouse//orders", "s3://dr/warehouse/orders"),
+        ("s3a://dr//warehouse//orders", "s3a://dr/warehouse/orders"),
+        ("gs://dr/warehouse//orders", "gs://dr/warehouse/orders"),
+    ],
+)
+def test_repeated_slashes_are_read_as_hadoops_path_reads_them(tmp_path, written, read):
+    config = load(tmp_path, TWO_METASTORES.replace("s3://dr/orders", written))
+    assert config.table_replications[0].replica_table.table_location == read
+    [warning] = config.warnings
+    assert str(warning) == (
+        f"{tmp_path / 'c.yml'}: {LOCATION}{written!r} is read as {read!r}: repeated slashes "
+        "count as one, as Hive (Hadoop's Path) reads a location"
+    )
+
+
+def test_a_config_without_table_replications_is_housekeeping_only(tmp_path):
+    head = TWO_METASTORES.split("table-replications:")[0]
+    for text in (head, head + "table-replications:\n", head + "table-replications: []\n"):
+        config = load(tmp_path, text)
+        assert config.housekeeping_only
+        assert config.table_replications == [] and config.select() == []
+        assert config.replica_catalog.metastore_uris == ["thrift://ms2:9083"]
+    assert not load(tmp_path, TWO_METASTORES).housekeeping_only
 
 
 @pytest.mark.parametrize(
