@@ -22,11 +22,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ferry import faults, fs
+from ferry import faults
 from ferry.avro import copy_schema
 from ferry.catalog import Catalog, batched
 from ferry.errors import ReplicaChangedError
 from ferry.model import Database, Table
+from ferry.ownership import referenced_locations
 from ferry.plan import ReplicationPlan
 from ferry.replica import CREATED_BY_EVENT, REPLICATION_EVENT
 
@@ -119,19 +120,9 @@ def commit(plan: ReplicationPlan, replica: Catalog, batch_size: int) -> CommitRe
 
 
 def snapshot_references(snapshot: str, replica: Catalog, database: str, name: str) -> list[str]:
-    """Every replica location (table or partition) at or below ``snapshot``.
+    """Every replica location (table or partition) at or below ``snapshot``, or holding it.
 
     A failed run may remove its snapshot folder only when this is empty: once any replica
     metadata points into it, it holds data a reader may be using.
     """
-    table = replica.get_table(database, name)
-    if table is None:
-        return []
-    locations = [table.location] + (
-        [p.location for p in replica.list_partitions(table)] if table.is_partitioned else []
-    )
-    return [
-        location
-        for location in locations
-        if location and fs.relative_path(location, snapshot) is not None
-    ]
+    return referenced_locations(replica, database, name).referencing(snapshot)

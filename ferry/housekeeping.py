@@ -9,36 +9,44 @@ Housekeeping, per replica table of the config, deletes an entry's location when 
 - the replica catalog, asked right before, references nothing at or below it (nor a
   location it lies in: an unpartitioned table's data folder);
 - no other ledger entry below it is still in its grace period;
-- it lies strictly below the table's managed location (the config's
-  ``replica-table.table-location``): Ferry deletes nothing it does not own;
+- Ferry owns it (``ferry.ownership``): it lies in a snapshot folder Ferry created, no table
+  of the replica databases references it, it is not inside a source's location, and the
+  replica is not a METADATA_MIRROR (a mirror owns nothing, whatever its config says);
 - the table's ``orphaned-data-strategy`` is not ``NONE`` (which keeps everything).
 
 A dry run deletes nothing and reports what it would delete. The **vacuum** lists the
-folders directly below each managed location (``<table-location>/<event-id>/``) that
-neither the catalog nor the ledger knows — what a run killed part-way through its copy
-leaves behind, or a snapshot whose ledger entries a crash lost — and deletes them only when
-asked: it then hands them to the ledger, so they are deleted like any superseded snapshot,
+snapshot folders (named by an event id) directly below the table's locations — today's,
+and each earlier one the replica recorded snapshots below — that neither the catalog nor
+the ledger knows: what a run killed part-way through its copy leaves behind, or a snapshot
+whose ledger entries a crash lost. It deletes them only when asked, and only those Ferry
+owns: it then hands them to the ledger, so they are deleted like any superseded snapshot,
 once a grace period has passed since Ferry first saw them unreferenced. A folder whose
 event holds the table's lock (a copy still running) is never handed over.
 """
 
 from __future__ import annotations
 
-import bisect
-import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from ferry import fs
+from ferry import fs, lifecycle
 from ferry.catalog import Catalog
-from ferry.config import ReplicationConfig, TableReplication
+from ferry.config import ReplicationConfig, ReplicationMode, TableReplication
 from ferry.duration import format_duration, parse_duration
 from ferry.errors import ConfigError, FerryError
 from ferry.ledger import LedgerEntry
 from ferry.lifecycle import ReplicaState
+from ferry.ownership import (
+    DatabaseReferences,
+    Ownership,
+    Paths,
+    event_time,
+    is_snapshot_name,
+    referenced_locations,
+)
 
 #: Circus Train's default ``housekeeping.expired-path-duration``.
 DEFAULT_EXPIRED_PATH_DURATION = timedelta(days=3)
@@ -48,10 +56,6 @@ HOUSEKEEPING, NONE = "HOUSEKEEPING", "NONE"
 VACUUM_EVENT = "vacuum"
 #: At most this many paths per list travel in the step's result; the report has them all.
 RESULT_PATHS = 100
-
-# An event id's time: Ferry's ``ferry-20261121t083000123z-…`` and Circus Train's
-# ``ctt-20161207t155219.461z-…`` alike.
-_EVENT_TIME = re.compile(r"(\d{8})t(\d{6})")
 
 
 class Action(StrEnum):
@@ -281,9 +285,14 @@ def housekeep(
         started=now.isoformat(),
         state=state.store.description,
     )
+    # Every table of the replica databases the config writes to: read once, when a deletion
+    # is first about to happen.
+    catalog = DatabaseReferences(replica, {r.replica_database for r in replications})
     for replication in replications:
         report.tables.append(
-            _housekeep_table(config, replication, replica, state, now, key_of(replication), request)
+            _housekeep_table(
+                config, replication, replica, state, now, key_of(replication), request, catalog
+            )
         )
     return report
 
@@ -296,6 +305,7 @@ def _housekeep_table(
     now: datetime,
     key: str,
     request: Request,
+    catalog: DatabaseReferences,
 ) -> TableHousekeeping:
     policy = policy_of(config, replication)
     root = replication.replica_table.table_location
@@ -306,19 +316,35 @@ def _housekeep_table(
         grace_period=format_duration(policy.expired_path_duration),
         strategy=policy.orphaned_data_strategy,
     )
+    if replication.replication_mode is ReplicationMode.METADATA_MIRROR:
+        outcome.skipped = (
+            "METADATA_MIRROR: the replica points at the source's data; Ferry owns none of it"
+        )
+        return outcome
     entries = state.store.entries(key)
-    if not root:
+    created = state.store.created(key)
+    if not root and not entries and not created:
         outcome.skipped = "no replica-table.table-location: Ferry manages no data of this table"
         return outcome
     # The catalog, asked right before deleting: nothing it references is ever deleted.
-    live = LiveLocations.read(replica, replication.replica_database, replication.replica_table_name)
-    outcome.ledger = housekeep_ledger(entries, root, live, policy, now, request, state, key)
+    table = replica.get_table(replication.replica_database, replication.replica_table_name)
+    live = referenced_locations(
+        replica, replication.replica_database, replication.replica_table_name
+    )
+    owner = lifecycle.ownership(
+        state, key, replication, live, table.parameters if table else None, catalog,
+        ledgered=[e.snapshot for e in entries if e.snapshot],
+    )  # fmt: skip
+    outcome.ledger = housekeep_ledger(entries, owner, policy, now, request, state, key)
+    if owner.owns_nothing:
+        return outcome
     if request.vacuum:
         remaining = [e.path for e in entries if e.path not in _deleted(outcome.ledger)]
         lease = state.store.lease(key)
         holder = lease.holder if lease is not None and not lease.expired(now) else None
+        roots = sorted({fs.normalise(r) for r in [root, *(c.root for c in created)] if r})
         outcome.orphans = _vacuum(
-            root, live, remaining, holder, policy, now, request,
+            roots, owner, remaining, holder, policy, now, request,
             state, key, replication.replica_qualified_name,
         )  # fmt: skip
     return outcome
@@ -330,17 +356,20 @@ def _deleted(outcomes: Sequence[PathOutcome]) -> set[str]:
 
 def housekeep_ledger(
     entries: Sequence[LedgerEntry],
-    root: str,
-    live: LiveLocations,
+    owner: Ownership,
     policy: HousekeepingPolicy,
     now: datetime,
     request: Request,
     state: ReplicaState,
     key: str,
 ) -> list[PathOutcome]:
-    """Decide, entry by entry, and delete (unless a dry run) what may go; the outcomes."""
+    """Decide, entry by entry, and delete (unless a dry run) what may go; the outcomes.
+
+    ``owner`` says what Ferry may delete at all (``ferry.ownership``): only folders it
+    created, nothing any table references, nothing inside a source's location.
+    """
     grace = policy.expired_path_duration
-    waiting = _Paths(e.path for e in entries if now < e.recorded_at + grace)
+    waiting = Paths(e.path for e in entries if now < e.recorded_at + grace)
     outcomes = []
     # Deepest first: a partition's folder goes before the snapshot folder that holds it.
     for entry in sorted(entries, key=lambda e: (-e.path.count("/"), e.path)):
@@ -351,17 +380,14 @@ def housekeep_ledger(
             )
 
         expires = entry.recorded_at + grace
-        if fs.relative_path(entry.path, root) in (None, ""):
-            outcomes.append(kept(f"outside the managed table location {root}"))
-        elif policy.keeps_everything:
+        if policy.keeps_everything:
             outcomes.append(kept("orphaned-data-strategy is NONE: housekeeping keeps everything"))
         elif now < expires:
             outcomes.append(
                 kept(f"in its grace period until {expires.isoformat(timespec='seconds')}")
             )
-        elif references := live.referencing(entry.path):
-            more = f" and {len(references) - 1} more" if len(references) > 1 else ""
-            outcomes.append(kept(f"the replica references {references[0]}{more}"))
+        elif refusal := owner.refusal(entry.path):
+            outcomes.append(kept(refusal))
         elif below := waiting.at_or_below(entry.path, exclude=entry.path):
             outcomes.append(kept(f"{below[0]} below it is still in its grace period"))
         else:
@@ -370,6 +396,8 @@ def housekeep_ledger(
             if not request.dry_run:
                 fs.delete_tree(entry.path)
                 state.store.forget(key, entry.path)
+                if owner.recorded(entry.path) and entry.path == owner.snapshot_of(entry.path):
+                    state.store.forget_created(key, fs.normalise(entry.path))
             outcomes.append(
                 PathOutcome(
                     entry.path,
@@ -383,8 +411,8 @@ def housekeep_ledger(
 
 
 def _vacuum(
-    root: str,
-    live: LiveLocations,
+    roots: Sequence[str],
+    owner: Ownership,
     ledgered: Iterable[str],
     holder: str | None,
     policy: HousekeepingPolicy,
@@ -394,120 +422,60 @@ def _vacuum(
     key: str,
     replica_table: str,
 ) -> list[PathOutcome]:
-    """Folders below ``root`` that neither the catalog nor the ledger knows.
+    """Snapshot folders below the table's locations (today's, and each one it recorded
+    snapshots below) that neither the catalog nor the ledger knows.
 
-    Asked to delete them, the vacuum hands them to the ledger, recorded now: housekeeping
-    deletes them once a grace period has passed since Ferry first saw them unreferenced,
-    asking the catalog again first. Neither a folder's name nor its files' times tell when
-    a reader last resolved it (a commit whose ledger entries were lost to a crash right
-    after it leaves an old snapshot that readers used until a moment ago).
+    Only folders named by an event id are looked at: nothing else below a table-location is
+    Ferry's. Asked to delete them, the vacuum hands those Ferry created
+    (``ferry.ownership``) to the ledger, recorded now: housekeeping deletes them once a grace
+    period has passed since Ferry first saw them unreferenced, asking the catalog again
+    first. Neither a folder's name nor its files' times tell when a reader last resolved it
+    (a commit whose ledger entries were lost to a crash right after it leaves an old
+    snapshot that readers used until a moment ago).
     """
-    known = _Paths(ledgered)
+    known = Paths(ledgered)
     orphans, handed = [], []
-    for folder in fs.list_folders(root):
-        path = fs.normalise(folder.uri)
-        if live.referencing(path) or known.at_or_below(path) or known.holds(path):
+    for root in roots:
+        try:
+            folders = fs.list_folders(root)
+        except FileNotFoundError:
             continue
-        name = path.rsplit("/", 1)[-1]
-        written = _written_at(path, name, folder.mtime_ns)
-        age = f"written {written.isoformat(timespec='seconds')}" if written else "age unknown"
-        unknown = f"unknown to the catalog and the ledger ({age})"
-        if not request.delete_orphans:
-            orphans.append(PathOutcome(path, Action.FOUND, unknown))
-        elif name == holder:
-            orphans.append(
-                PathOutcome(path, Action.KEPT, "a replication holding the lock writes it")
-            )
-        elif policy.keeps_everything:
-            orphans.append(PathOutcome(path, Action.KEPT, "orphaned-data-strategy is NONE: kept"))
-        else:
-            until = (now + policy.expired_path_duration).isoformat(timespec="seconds")
-            action = Action.WOULD_LEDGER if request.dry_run else Action.LEDGERED
-            orphans.append(PathOutcome(path, action, f"{unknown}; deleted after {until}"))
-            handed.append(LedgerEntry(key, path, VACUUM_EVENT, replica_table, now))
+        for folder in folders:
+            path = fs.normalise(folder.uri)
+            name = path.rsplit("/", 1)[-1]
+            if not is_snapshot_name(name):
+                continue
+            if owner.replica.referencing(path) or known.at_or_below(path) or known.above(path):
+                continue
+            written = event_time(name) or _newest_file(path, folder.mtime_ns)
+            age = f"written {written.isoformat(timespec='seconds')}" if written else "age unknown"
+            unknown = f"unknown to the catalog and the ledger ({age})"
+            refusal = owner.refusal(path)
+            if not request.delete_orphans:
+                orphans.append(PathOutcome(path, Action.FOUND, unknown))
+            elif name == holder:
+                orphans.append(
+                    PathOutcome(path, Action.KEPT, "a replication holding the lock writes it")
+                )
+            elif policy.keeps_everything:
+                orphans.append(
+                    PathOutcome(path, Action.KEPT, "orphaned-data-strategy is NONE: kept")
+                )
+            elif refusal:
+                orphans.append(PathOutcome(path, Action.KEPT, f"{unknown}; kept: {refusal}"))
+            else:
+                until = (now + policy.expired_path_duration).isoformat(timespec="seconds")
+                action = Action.WOULD_LEDGER if request.dry_run else Action.LEDGERED
+                orphans.append(PathOutcome(path, action, f"{unknown}; deleted after {until}"))
+                handed.append(LedgerEntry(key, path, VACUUM_EVENT, replica_table, now, path))
     if handed and not request.dry_run:
         state.store.record(handed)
     return orphans
 
 
-def _written_at(path: str, name: str, mtime_ns: int | None) -> datetime | None:
-    """When a snapshot folder was written: its event id's time, else its newest file's."""
-    match = _EVENT_TIME.search(name)
-    if match:
-        try:
-            return datetime.strptime("".join(match.groups()), "%Y%m%d%H%M%S").replace(tzinfo=UTC)
-        except ValueError:
-            pass
+def _newest_file(path: str, mtime_ns: int | None) -> datetime | None:
+    """When a folder was last written: its newest file's time."""
     times = [entry.mtime_ns for entry in fs.list_files(path) if entry.mtime_ns] or (
         [mtime_ns] if mtime_ns else []
     )
     return datetime.fromtimestamp(max(times) / 1e9, UTC) if times else None
-
-
-# -- what the catalog references -----------------------------------------------------------
-
-
-class _Paths:
-    """Normalised locations, sorted, to find those at or below a path without a scan."""
-
-    def __init__(self, paths: Iterable[str]):
-        self.paths = sorted({fs.normalise(p) for p in paths})
-        self._set = set(self.paths)
-
-    def at_or_below(self, path: str, exclude: str | None = None) -> list[str]:
-        path = fs.normalise(path)
-        found = [path] if path in self._set and path != exclude else []
-        prefix = path + "/"
-        index = bisect.bisect_left(self.paths, prefix)
-        while index < len(self.paths) and self.paths[index].startswith(prefix):
-            found.append(self.paths[index])
-            index += 1
-        return found
-
-    def holds(self, path: str) -> bool:
-        """True when one of the paths is an ancestor of ``path``."""
-        parts = fs.normalise(path).split("/")
-        return any("/".join(parts[:end]) in self._set for end in range(3, len(parts)))
-
-
-@dataclass(frozen=True)
-class LiveLocations:
-    """Every location a replica table references, read from its catalog."""
-
-    #: Every location: the table's and its partitions'.
-    every: _Paths
-    #: Locations whose whole subtree is data a reader uses: partitions, or an
-    #: unpartitioned table's location (a partitioned table's own location is not read).
-    data: _Paths
-
-    @classmethod
-    def of(
-        cls, table_location: str | None, partition_locations: Sequence[str], partitioned: bool
-    ) -> LiveLocations:
-        own = [table_location] if table_location else []
-        partitions = list(partition_locations) if partitioned else []
-        return cls(_Paths(own + partitions), _Paths(partitions if partitioned else own))
-
-    @classmethod
-    def read(cls, catalog: Catalog, database: str, name: str) -> LiveLocations:
-        table = catalog.get_table(database, name)
-        if table is None:
-            return cls.of(None, (), False)
-        partitions = (
-            [p.location for p in catalog.list_partitions(table) if p.location]
-            if table.is_partitioned
-            else []
-        )
-        return cls.of(table.location, partitions, table.is_partitioned)
-
-    def referencing(self, path: str) -> list[str]:
-        """The referenced locations at or below ``path``, or the one holding it."""
-        below = self.every.at_or_below(path)
-        if below:
-            return below
-        parts = fs.normalise(path).split("/")
-        return [
-            "/".join(parts[:end])
-            for end in range(3, len(parts))
-            if "/".join(parts[:end]) in self.data._set
-        ]

@@ -19,8 +19,15 @@ Keys, in one DynamoDB table (``pk`` string hash key, ``sk`` string range key, on
 item                       pk                                  sk
 =========================  ==================================  ===============================
 ledger entry               the replica (``replica_key``)       ``snapshot#<path>``
+created snapshot           the replica                         ``created#<snapshot folder>``
+recording since            the replica                         ``created-since``
 lock (lease)               the replica                         ``lock``
 =========================  ==================================  ===============================
+
+A **created snapshot** is what makes a folder Ferry's (``ferry.ownership``): the run that
+writes ``<table-location>/<event-id>/`` records it, with that table-location and the source
+table's location, before it copies anything. Deletion trusts this record, never the
+config's table-location of the day.
 
 A replica is named by its catalog and table, ``<catalog>/<database>.<table>`` (lower case;
 the catalog is its metastore URIs, or ``glue:<region>[:<catalog id>]``), so one table's
@@ -41,6 +48,9 @@ from typing import Any, Protocol
 from ferry.errors import ReplicaLockedError
 
 LEDGER_PREFIX = "snapshot#"
+CREATED_PREFIX = "created#"
+#: When the replica's first snapshot was recorded: written once, never moved.
+SINCE_KEY = "created-since"
 LOCK_KEY = "lock"
 #: DynamoDB's BatchWriteItem takes at most 25 items per call.
 _BATCH = 25
@@ -62,6 +72,24 @@ class LedgerEntry:
     #: ``database.table`` of the replica, for people.
     replica_table: str
     recorded_at: datetime
+    #: The snapshot folder Ferry created that holds the location (``<root>/<event-id>``);
+    #: None in entries recorded before Ferry kept it.
+    snapshot: str | None = None
+
+
+@dataclass(frozen=True)
+class CreatedSnapshot:
+    """A snapshot folder a run created: the only kind of folder Ferry ever deletes."""
+
+    replica: str
+    #: ``<root>/<event-id>``, normalised.
+    path: str
+    event_id: str
+    #: The replica's ``table-location`` when the run wrote it.
+    root: str
+    #: The source table's location then: nothing inside it is ever deleted.
+    source_location: str | None
+    created_at: datetime
 
 
 @dataclass(frozen=True)
@@ -89,6 +117,19 @@ class Ledger(Protocol):
 
     def forget(self, replica: str, path: str) -> None:
         """Remove one entry (its location was deleted); nothing if there is none."""
+
+    def record_created(self, snapshot: CreatedSnapshot) -> None:
+        """Record a snapshot folder a run is about to write (again on a retry: overwritten)."""
+
+    def created(self, replica: str) -> list[CreatedSnapshot]:
+        """Every snapshot folder recorded for one replica, in path order."""
+
+    def recording_since(self, replica: str) -> datetime | None:
+        """When the replica's first snapshot was recorded (kept when records are forgotten):
+        every snapshot Ferry wrote for it since then is recorded."""
+
+    def forget_created(self, replica: str, path: str) -> None:
+        """Remove a created snapshot's record (the folder was deleted)."""
 
 
 class Locks(Protocol):
@@ -179,6 +220,7 @@ class DynamoDbStateStore:
                         "eventId": {"S": entry.event_id},
                         "replicaTable": {"S": entry.replica_table},
                         "recordedAt": {"S": _iso(entry.recorded_at)},
+                        **({"snapshot": {"S": entry.snapshot}} if entry.snapshot else {}),
                     }
                 }
             }
@@ -197,33 +239,91 @@ class DynamoDbStateStore:
                 delay = min(delay * 2, 2.0)
 
     def entries(self, replica: str) -> list[LedgerEntry]:
-        found = []
+        found = list(
+            LedgerEntry(
+                replica=item["pk"]["S"],
+                path=item["path"]["S"],
+                event_id=item["eventId"]["S"],
+                replica_table=item["replicaTable"]["S"],
+                recorded_at=_moment(item["recordedAt"]["S"]),
+                snapshot=item.get("snapshot", {}).get("S"),
+            )
+            for item in self._items(replica, LEDGER_PREFIX)
+        )
+        return sorted(found, key=lambda entry: entry.path)
+
+    def _items(self, replica: str, prefix: str) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
         arguments: dict[str, Any] = {
             "TableName": self.table_name,
             "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
-            "ExpressionAttributeValues": {":pk": {"S": replica}, ":prefix": {"S": LEDGER_PREFIX}},
+            "ExpressionAttributeValues": {":pk": {"S": replica}, ":prefix": {"S": prefix}},
             "ConsistentRead": True,
         }
         while True:
             page = self.client.query(**arguments)
-            found.extend(
-                LedgerEntry(
-                    replica=item["pk"]["S"],
-                    path=item["path"]["S"],
-                    event_id=item["eventId"]["S"],
-                    replica_table=item["replicaTable"]["S"],
-                    recorded_at=_moment(item["recordedAt"]["S"]),
-                )
-                for item in page.get("Items", [])
-            )
+            items.extend(page.get("Items", []))
             if "LastEvaluatedKey" not in page:
-                return sorted(found, key=lambda entry: entry.path)
+                return items
             arguments["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     def forget(self, replica: str, path: str) -> None:
         self.client.delete_item(
             TableName=self.table_name,
             Key={"pk": {"S": replica}, "sk": {"S": LEDGER_PREFIX + path}},
+        )
+
+    def record_created(self, snapshot: CreatedSnapshot) -> None:
+        item = {
+            "pk": {"S": snapshot.replica},
+            "sk": {"S": CREATED_PREFIX + snapshot.path},
+            "path": {"S": snapshot.path},
+            "eventId": {"S": snapshot.event_id},
+            "root": {"S": snapshot.root},
+            "createdAt": {"S": _iso(snapshot.created_at)},
+        }
+        if snapshot.source_location:
+            item["sourceLocation"] = {"S": snapshot.source_location}
+        try:
+            self.client.put_item(
+                TableName=self.table_name,
+                Item={
+                    "pk": {"S": snapshot.replica},
+                    "sk": {"S": SINCE_KEY},
+                    "since": {"S": _iso(snapshot.created_at)},
+                },
+                ConditionExpression="attribute_not_exists(pk)",
+            )
+        except self.client.exceptions.ConditionalCheckFailedException:
+            pass  # recorded since earlier
+        self.client.put_item(TableName=self.table_name, Item=item)
+
+    def recording_since(self, replica: str) -> datetime | None:
+        item = self.client.get_item(
+            TableName=self.table_name,
+            Key={"pk": {"S": replica}, "sk": {"S": SINCE_KEY}},
+            ConsistentRead=True,
+        ).get("Item")
+        return _moment(item["since"]["S"]) if item else None
+
+    def created(self, replica: str) -> list[CreatedSnapshot]:
+        found = [
+            CreatedSnapshot(
+                replica=item["pk"]["S"],
+                path=item["path"]["S"],
+                event_id=item["eventId"]["S"],
+                root=item["root"]["S"],
+                source_location=item.get("sourceLocation", {}).get("S"),
+                created_at=_moment(item["createdAt"]["S"]),
+            )
+            for item in self._items(replica, CREATED_PREFIX)
+        ]
+        return sorted(found, key=lambda snapshot: snapshot.path)
+
+    def forget_created(self, replica: str, path: str) -> None:
+        self.client.delete_item(
+            TableName=self.table_name,
+            Key={"pk": {"S": replica}, "sk": {"S": CREATED_PREFIX + path}},
         )
 
     # -- locks
@@ -330,7 +430,21 @@ CREATE TABLE IF NOT EXISTS ledger (
     event_id TEXT NOT NULL,
     replica_table TEXT NOT NULL,
     recorded_at TEXT NOT NULL,
+    snapshot TEXT,
     PRIMARY KEY (replica, path)
+);
+CREATE TABLE IF NOT EXISTS created (
+    replica TEXT NOT NULL,
+    path TEXT NOT NULL,
+    event_id TEXT NOT NULL,
+    root TEXT NOT NULL,
+    source_location TEXT,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (replica, path)
+);
+CREATE TABLE IF NOT EXISTS created_since (
+    replica TEXT PRIMARY KEY,
+    since TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS locks (
     replica TEXT PRIMARY KEY,
@@ -356,6 +470,9 @@ class SqliteStateStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._connect() as connection:
             connection.executescript(_SCHEMA)
+            columns = {row[1] for row in connection.execute("PRAGMA table_info(ledger)")}
+            if "snapshot" not in columns:  # a file written before entries named their snapshot
+                connection.execute("ALTER TABLE ledger ADD COLUMN snapshot TEXT")
 
     def _connect(self) -> _Closing:
         # One connection per call: threads never share one; autocommit unless BEGIN.
@@ -367,9 +484,18 @@ class SqliteStateStore:
         with self._connect() as connection:
             connection.execute("BEGIN IMMEDIATE")
             connection.executemany(
-                "INSERT OR REPLACE INTO ledger VALUES (?, ?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO ledger "
+                "(replica, path, event_id, replica_table, recorded_at, snapshot) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
                 [
-                    (e.replica, e.path, e.event_id, e.replica_table, _iso(e.recorded_at))
+                    (
+                        e.replica,
+                        e.path,
+                        e.event_id,
+                        e.replica_table,
+                        _iso(e.recorded_at),
+                        e.snapshot,
+                    )
                     for e in entries
                 ],
             )
@@ -378,15 +504,55 @@ class SqliteStateStore:
     def entries(self, replica: str) -> list[LedgerEntry]:
         with self._connect() as connection:
             rows = connection.execute(
-                "SELECT replica, path, event_id, replica_table, recorded_at FROM ledger "
+                "SELECT replica, path, event_id, replica_table, recorded_at, snapshot FROM ledger "
                 "WHERE replica = ? ORDER BY path",
                 (replica,),
             ).fetchall()
-        return [LedgerEntry(r[0], r[1], r[2], r[3], _moment(r[4])) for r in rows]
+        return [LedgerEntry(r[0], r[1], r[2], r[3], _moment(r[4]), r[5]) for r in rows]
 
     def forget(self, replica: str, path: str) -> None:
         with self._connect() as connection:
             connection.execute("DELETE FROM ledger WHERE replica = ? AND path = ?", (replica, path))
+
+    def record_created(self, snapshot: CreatedSnapshot) -> None:
+        with self._connect() as connection:
+            connection.execute(
+                "INSERT OR IGNORE INTO created_since VALUES (?, ?)",
+                (snapshot.replica, _iso(snapshot.created_at)),
+            )
+            connection.execute(
+                "INSERT OR REPLACE INTO created VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    snapshot.replica,
+                    snapshot.path,
+                    snapshot.event_id,
+                    snapshot.root,
+                    snapshot.source_location,
+                    _iso(snapshot.created_at),
+                ),
+            )
+
+    def created(self, replica: str) -> list[CreatedSnapshot]:
+        with self._connect() as connection:
+            rows = connection.execute(
+                "SELECT replica, path, event_id, root, source_location, created_at FROM created "
+                "WHERE replica = ? ORDER BY path",
+                (replica,),
+            ).fetchall()
+        return [CreatedSnapshot(r[0], r[1], r[2], r[3], r[4], _moment(r[5])) for r in rows]
+
+    def recording_since(self, replica: str) -> datetime | None:
+        with self._connect() as connection:
+            row = connection.execute(
+                "SELECT since FROM created_since WHERE replica = ?", (replica,)
+            ).fetchone()
+        return _moment(row[0]) if row else None
+
+    def forget_created(self, replica: str, path: str) -> None:
+        with self._connect() as connection:
+            connection.execute(
+                "DELETE FROM created WHERE replica = ? AND path = ?", (replica, path)
+            )
 
     # -- locks
 

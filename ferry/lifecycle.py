@@ -4,12 +4,13 @@
 lease length) and calls the functions here at four points:
 
 - **Plan**, first thing: ``take_lock`` — one replication per replica table at a time; a
-  second one fails fast with ``ReplicaLockedError``;
+  second one fails fast with ``ReplicaLockedError``; once planned, ``snapshot_created``
+  records the snapshot folder the run is about to write (what makes it Ferry's to delete
+  later, ``ferry.ownership``);
 - **Commit**: ``locations_before_commit`` reads every location the replica references
   before anything is written (kept in the run's folder, so a retried commit uses the first
   attempt's), and ``committed`` records in the ledger each one no longer referenced
-  afterwards — the superseded snapshots below the managed table location — then releases
-  the lock;
+  afterwards that lies in a snapshot folder Ferry created — then releases the lock;
 - **Notify success** (the nothing-to-do path) and **Abort**: ``release_lock``, which never
   releases another replication's lock.
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -29,8 +31,9 @@ from typing import Any
 
 from ferry import fs
 from ferry.catalog import Catalog
-from ferry.config import CatalogConfig, TableReplication
+from ferry.config import CatalogConfig, ReplicationMode, TableReplication
 from ferry.ledger import (
+    CreatedSnapshot,
     DynamoDbStateStore,
     Lease,
     LedgerEntry,
@@ -38,7 +41,14 @@ from ferry.ledger import (
     StateStore,
     replica_key,
 )
+from ferry.ownership import (
+    DatabaseReferences,
+    Ownership,
+    ReferencedLocations,
+    referenced_locations,
+)
 from ferry.plan import ReplicationPlan
+from ferry.replica import REPLICATION_MODE, SOURCE_LOCATION
 
 #: How long a replication holds its replica table's lock at most; a crashed run's lock is
 #: taken over after it. Longer than the slowest replication (Plan to Commit) should take.
@@ -139,18 +149,66 @@ def _start_ticks(pid: int) -> int | None:
     return None if fields[0] == "Z" else int(fields[19])
 
 
-# -- what a commit supersedes -----------------------------------------------------------------
+# -- what a run creates, and what a commit supersedes -------------------------------------
 
 
-def referenced_locations(catalog: Catalog, database: str, name: str) -> list[str]:
-    """Every location the replica table and its partitions reference, normalised."""
-    table = catalog.get_table(database, name)
-    if table is None:
-        return []
-    locations = [table.location] + (
-        [p.location for p in catalog.list_partitions(table)] if table.is_partitioned else []
+def snapshot_created(
+    state: ReplicaState | None, replica_key_: str, plan: ReplicationPlan, now: datetime
+) -> None:
+    """Record the snapshot folder this run writes, before it writes anything.
+
+    With the table-location and the source's location of this run: later deletions trust
+    this record, not the config of their day. Recording it again (a retried Plan) overwrites
+    the same record.
+    """
+    if state is None or not plan.snapshot_location or plan.mode is ReplicationMode.METADATA_MIRROR:
+        return
+    state.store.record_created(
+        CreatedSnapshot(
+            replica=replica_key_,
+            path=fs.normalise(plan.snapshot_location),
+            event_id=plan.event_id,
+            root=fs.normalise(plan.replication.replica_table.table_location or ""),
+            source_location=(
+                fs.normalise(plan.source_table.location) if plan.source_table.location else None
+            ),
+            created_at=now,
+        )
     )
-    return sorted({fs.normalise(location) for location in locations if location})
+
+
+def ownership(
+    state: ReplicaState,
+    replica_key_: str,
+    replication: TableReplication,
+    replica: ReferencedLocations,
+    replica_parameters: Mapping[str, str] | None = None,
+    catalog: DatabaseReferences | None = None,
+    ledgered: Sequence[str] = (),
+) -> Ownership:
+    """What one replica's deletions must respect (``ferry.ownership``).
+
+    ``replica_parameters``: the replica table's, as the catalog holds them now (its mode and
+    its source's location).
+    """
+    parameters = replica_parameters or {}
+    mirror = replication.replication_mode is ReplicationMode.METADATA_MIRROR or (
+        parameters.get(REPLICATION_MODE) == ReplicationMode.METADATA_MIRROR.value
+    )
+    return Ownership(
+        replica=replica,
+        created=state.store.created(replica_key_),
+        root=replication.replica_table.table_location,
+        sources=[parameters[SOURCE_LOCATION]] if parameters.get(SOURCE_LOCATION) else [],
+        owns_nothing=(
+            "METADATA_MIRROR: the replica points at the source's data; Ferry owns none of it"
+            if mirror
+            else None
+        ),
+        catalog=catalog,
+        ledgered=ledgered,
+        recording_since=state.store.recording_since(replica_key_),
+    )
 
 
 def locations_before_commit(
@@ -160,30 +218,36 @@ def locations_before_commit(
 
     Kept under the run's folder the first time: a commit retried after it wrote part of the
     replica must compare with what was there before its first attempt, not with that part.
+    A mirror supersedes nothing of Ferry's: it owns no data.
     """
-    if state is None or not plan.replication.replica_table.table_location:
+    if state is None or plan.mode is ReplicationMode.METADATA_MIRROR:
         return None
     where = fs.join(run_root, BEFORE_COMMIT)
     if fs.exists(where):
         return json.loads(fs.read_bytes(where))
     table = plan.replica_table
-    locations = referenced_locations(replica, table.database, table.name)
+    locations = referenced_locations(replica, table.database, table.name).locations
     fs.write_bytes(where, json.dumps(locations).encode())
     return locations
 
 
-def superseded_locations(before: list[str], after: list[str], managed_root: str) -> list[str]:
-    """Locations referenced before and not after, strictly below the managed location.
+def superseded_locations(
+    before: list[str], after: list[str], owner: Ownership
+) -> list[tuple[str, str]]:
+    """Locations referenced before and not after that lie in a snapshot folder Ferry created,
+    each with that folder.
 
-    Only those are Ferry's snapshots (``<table-location>/<event-id>/…``); a location outside
-    (a mirrored table's source data, a location someone else set) is never the ledger's.
+    Only those are Ferry's (``ferry.ownership``); a location elsewhere (a mirrored table's
+    source data, a location someone else set, anything below a table-location that merely
+    changed to hold it) is never the ledger's.
     """
     still = set(after)
-    return sorted(
-        location
-        for location in set(before) - still
-        if fs.relative_path(location, managed_root) not in (None, "")
-    )
+    superseded = []
+    for location in sorted(set(before) - still):
+        snapshot = owner.snapshot_of(location)
+        if snapshot is not None and not owner.owns_nothing:
+            superseded.append((location, snapshot))
+    return superseded
 
 
 def committed(
@@ -200,12 +264,12 @@ def committed(
     """
     if state is None:
         return []
-    superseded: list[str] = []
-    root = plan.replication.replica_table.table_location
-    if before is not None and root:
+    superseded: list[tuple[str, str]] = []
+    if before is not None:
         table = plan.replica_table
         after = referenced_locations(replica, table.database, table.name)
-        superseded = superseded_locations(before, after, root)
+        owner = ownership(state, replica_key_, plan.replication, after, table.parameters)
+        superseded = superseded_locations(before, after.locations, owner)
         state.store.record(
             [
                 LedgerEntry(
@@ -214,9 +278,10 @@ def committed(
                     event_id=plan.event_id,
                     replica_table=plan.replication.replica_qualified_name,
                     recorded_at=now,
+                    snapshot=snapshot,
                 )
-                for path in superseded
+                for path, snapshot in superseded
             ]
         )
     state.store.release(replica_key_, plan.event_id)
-    return superseded
+    return [path for path, _ in superseded]

@@ -19,11 +19,16 @@ from ferry.errors import ReplicationModeError, SourceTableNotFoundError
 from ferry.filters import Clock, render_partition_filter
 from ferry.manifest import CopyRoot, ManifestSummary, ManifestWriter
 from ferry.model import Partition, StorageDescriptor, Table, partition_name
+from ferry.ownership import snapshot_root_of
 from ferry.replica import (
+    CIRCUS_TRAIN_SOURCE_METASTORE_URIS,
+    CIRCUS_TRAIN_SOURCE_TABLE,
     LAST_REPLICATED,
     PARTITION_FINGERPRINT,
     REPLICATION_EVENT,
     SERVER_MANAGED_PARAMETERS,
+    SOURCE_METASTORE_URIS,
+    SOURCE_TABLE,
     TABLE_FINGERPRINT,
     check_replica_guard,
     check_replica_location,
@@ -85,6 +90,9 @@ class ReplicationPlan:
     table_data_changed: bool = True
     #: Avro schema files to copy before the commit; the replica points at the copies.
     schema_copies: tuple[SchemaCopy, ...] = ()
+    #: What a person should know about this run, one line each (e.g. a table-location that
+    #: changed since the last run).
+    notices: tuple[str, ...] = ()
 
     @property
     def mode(self) -> ReplicationMode:
@@ -160,13 +168,15 @@ def _plan(
     replica_before = replica.get_table(replication.replica_database, replication.replica_table_name)
     source_table = source.get_table(source_config.database_name, source_config.table_name)
     if source_table is None:
-        if strategy is ReplicationStrategy.PROPAGATE_DELETES and replica_before is not None:
-            check_replica_guard(replica_before, replication)
-            return _drop_replica_table(replication, replica_before, event_id, writer)
-        raise SourceTableNotFoundError(
+        missing = (
             f"source table {source_config.qualified_name} not found in catalog "
             f"'{source.name}' ({source.description})"
         )
+        if strategy is ReplicationStrategy.PROPAGATE_DELETES and replica_before is not None:
+            check_replica_guard(replica_before, replication)
+            check_source_dropped(replica_before, replication, source, missing)
+            return _drop_replica_table(replication, replica_before, event_id, writer)
+        raise SourceTableNotFoundError(missing)
     check_replica_guard(replica_before, replication)
     if source_table.is_view and mode is not ReplicationMode.METADATA_MIRROR:
         raise ReplicationModeError(
@@ -369,6 +379,41 @@ def _plan(
         overwrite=overwrite,
         table_data_changed=table_data_changed,
         schema_copies=tuple(dict.fromkeys(schema_copies)),
+        notices=_notices(replication, replica_before, existing),
+    )
+
+
+def _notices(
+    replication: TableReplication,
+    replica_before: Table | None,
+    existing: dict[tuple[str, ...], Partition],
+) -> tuple[str, ...]:
+    """One line each for what a person should know before this run writes."""
+    root = replication.replica_table.table_location
+    if replication.replication_mode is ReplicationMode.METADATA_MIRROR:
+        if root:
+            return (
+                f"{replication.replica_qualified_name}: replica-table.table-location {root} is "
+                "ignored: a METADATA_MIRROR points at the source's data and owns none",
+            )
+        return ()
+    if replica_before is None or not root:
+        return ()
+    locations = [replica_before.location] + [p.location for p in existing.values()]
+    previous = sorted(
+        {
+            snapshot_root
+            for location in locations
+            if location and (snapshot_root := snapshot_root_of(location))
+            and fs.normalise(snapshot_root) != fs.normalise(root)
+        }
+    )  # fmt: skip
+    if not previous:
+        return ()
+    return (
+        f"{replication.replica_qualified_name}: replica-table.table-location changed from "
+        f"{', '.join(previous)} to {root} since the last run; below the old location, "
+        "housekeeping deletes only the snapshots Ferry recorded creating there",
     )
 
 
@@ -427,6 +472,46 @@ def _table_data_changed(
 def _below_table_location(location: str | None, replication: TableReplication) -> bool:
     root = replication.replica_table.table_location
     return bool(location and root and fs.relative_path(location, root) is not None)
+
+
+def check_source_dropped(
+    replica_before: Table, replication: TableReplication, source: Catalog, missing: str
+) -> None:
+    """Refuse PROPAGATE_DELETES' drop unless the source really dropped this replica's table.
+
+    The source catalog must hold the table's database (a catalog that never held it, a
+    wrong URI, answers "no such database" too), and the replica must be Ferry's (or Circus
+    Train's) replica of that very table from that very catalog, as its parameters record.
+    """
+    database = replication.source_table.database_name
+    replica = replica_before.qualified_name
+    if source.get_database(database) is None:
+        raise SourceTableNotFoundError(
+            f"{missing}, nor its database {database}: not dropping replica {replica} "
+            "(PROPAGATE_DELETES drops a replica only when its source catalog holds the "
+            "database and answers that the table is gone)"
+        )
+    parameters = replica_before.parameters
+    recorded_table = parameters.get(SOURCE_TABLE) or parameters.get(CIRCUS_TRAIN_SOURCE_TABLE)
+    recorded_catalog = parameters.get(SOURCE_METASTORE_URIS) or parameters.get(
+        CIRCUS_TRAIN_SOURCE_METASTORE_URIS
+    )
+    source_name = replication.source_table.qualified_name
+    if not recorded_table or recorded_table.lower() != source_name.lower():
+        raise SourceTableNotFoundError(
+            f"{missing}; replica {replica} does not record {source_name} as its source "
+            f"({SOURCE_TABLE}: {recorded_table or 'none'}): not dropping it"
+        )
+    if not recorded_catalog or _catalog_key(recorded_catalog) != _catalog_key(source.description):
+        raise SourceTableNotFoundError(
+            f"{missing}; replica {replica} was replicated from catalog "
+            f"{recorded_catalog or 'unknown'}, not {source.description}: not dropping it"
+        )
+
+
+def _catalog_key(description: str) -> tuple[str, ...]:
+    """A catalog's description compared as a set of lower-case URIs."""
+    return tuple(sorted(part.strip().lower() for part in description.split(",") if part.strip()))
 
 
 def _drop_replica_table(

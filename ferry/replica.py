@@ -33,6 +33,7 @@ CREATED_BY_EVENT = "ferry.created.by.event"
 CIRCUS_TRAIN_REPLICATION_EVENT = "com.hotels.bdp.circustrain.replication.event"
 CIRCUS_TRAIN_REPLICATION_MODE = "com.hotels.bdp.circustrain.replication.mode"
 CIRCUS_TRAIN_SOURCE_TABLE = "com.hotels.bdp.circustrain.source.table"
+CIRCUS_TRAIN_SOURCE_METASTORE_URIS = "com.hotels.bdp.circustrain.source.metastore.uris"
 
 # Parameters the metastore maintains itself; copying them would only be overwritten.
 SERVER_MANAGED_PARAMETERS = frozenset({"transient_lastDdlTime"})

@@ -525,6 +525,8 @@ class TableOutcome:
     snapshot_removed: bool = False
     #: The states this table went through, in order.
     states: tuple[str, ...] = ()
+    #: What a person should know about the run, one line each (``ReplicationPlan.notices``).
+    notices: tuple[str, ...] = ()
 
     @property
     def partitions(self) -> int:
@@ -578,6 +580,7 @@ def outcome_of(
         bytes=0 if unchanged else plan.get("bytes", 0),
         partition_filter=plan.get("partitionFilter"),
         states=tuple(states),
+        notices=tuple(plan.get("notices") or ()),
     )
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -302,11 +303,14 @@ class Steps:
         invokes the deployed Plan function with ``{"check": "catalogs"}``): a cheap read of a
         database the config names, which the function's role may read."""
         config = load_config_uri(payload["configUri"], self.config_environment)
-        first = config.table_replications[0]
+        first = config.table_replications[0] if config.table_replications else None
+        # A housekeeping-only config names no database; every Hive metastore has "default".
+        source_database = first.source_table.database_name if first else "default"
+        replica_database = first.replica_database if first else "default"
         answers = []
         for role, catalog, database in (
-            ("source", config.source_catalog, first.source_table.database_name),
-            ("replica", config.replica_catalog, first.replica_database),
+            ("source", config.source_catalog, source_database),
+            ("replica", config.replica_catalog, replica_database),
         ):
             name = f"{role} {catalog.name} ({self.catalog_description(catalog)})"
             try:
@@ -353,6 +357,11 @@ class Steps:
                     options.s3_batch_gib * 1024**3,
                 ),
             )
+        lifecycle.snapshot_created(
+            self.state, self._replica_key(config, replication), plan, self.clock()
+        )
+        for notice in plan.notices:
+            logger.warning("%s", notice)
         faults.point("plan.planned")
         copier = choose_copier(plan, options)
         fs.write_bytes(
@@ -385,6 +394,7 @@ class Steps:
             "partitionFilter": plan.partition_filter,
             "sourceTable": replication.source_table.qualified_name,
             "replicaTable": replication.replica_qualified_name,
+            "notices": list(plan.notices),
         }
 
     def preview(
@@ -697,7 +707,9 @@ class Steps:
         config = load_config_uri(payload["configUri"], self.config_environment)
         replications = self.select_tables(config, payload.get("tables") or [], payload["configUri"])
         now = self.clock()
-        with self._open(config.replica_catalog) as replica:
+        # No table to ask about (a housekeeping-only config, a pattern that matched
+        # nothing): the replica catalog is not opened, and the report lists no table.
+        with self._open(config.replica_catalog) if replications else nullcontext() as replica:
             report = housekeeping.housekeep(
                 config, replications, replica, self.state, now,
                 lambda replication: self._replica_key(config, replication),

@@ -13,6 +13,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     DownloadColumn,
@@ -235,6 +236,8 @@ def human_bytes(size: float) -> str:
 
 
 def _print_outcome(console: Console, outcome) -> None:
+    for notice in outcome.notices:
+        console.print(f"[yellow]![/yellow] {escape(notice)}")
     head = f"{outcome.source_table} → {outcome.replica_table}  [{outcome.mode}]"
     if outcome.status == "FAILED":
         console.print(f"[red]✗[/red] {head}  failed: {outcome.error_type}: {outcome.error}")

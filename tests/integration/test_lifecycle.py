@@ -192,7 +192,7 @@ def test_housekeeping_deletes_only_expired_unreferenced_snapshots_below_the_tabl
     assert outcomes[referenced][0] == "kept"
     assert "the replica references" in outcomes[referenced][1]
     assert outcomes[fs.normalise(outside)][0] == "kept"
-    assert "outside the managed table location" in outcomes[fs.normalise(outside)][1]
+    assert "not in a snapshot folder Ferry created" in outcomes[fs.normalise(outside)][1]
     assert files_below(outside)
     assert {e.path for e in state.store.entries(orders.key)} == (
         orders.snapshot_paths(b.event_id) | {referenced, fs.normalise(outside)}

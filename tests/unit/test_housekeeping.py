@@ -13,17 +13,21 @@ from ferry.config import parse_config
 from ferry.errors import ConfigError
 from ferry.housekeeping import (
     HousekeepingPolicy,
-    LiveLocations,
     Request,
     housekeep_ledger,
     policy_of,
 )
 from ferry.ledger import LedgerEntry, SqliteStateStore
 from ferry.lifecycle import ReplicaState
+from ferry.ownership import Ownership, ReferencedLocations
 
 NOW = datetime(2026, 11, 21, 8, 30, tzinfo=UTC)
 DAY = timedelta(days=1)
 KEY = "thrift://dr:9083/sales_dr.orders"
+# Snapshot folders are named by event ids: A before B before C.
+A = "ferry-20261110t080000000z-0000000a"
+B = "ferry-20261115t080000000z-0000000b"
+C = "ferry-20261120t080000000z-0000000c"
 
 
 @pytest.fixture
@@ -44,25 +48,26 @@ def folder(root: str, *parts: str) -> str:
 
 
 def ledgered(state, *paths: str, at: datetime) -> list[LedgerEntry]:
-    entries = [LedgerEntry(KEY, p, "ferry-b", "sales_dr.orders", at) for p in paths]
+    entries = [LedgerEntry(KEY, p, B, "sales_dr.orders", at) for p in paths]
     state.store.record(entries)
     return state.store.entries(KEY)
 
 
 def decide(state, root, live, policy=None, **request):
+    owner = Ownership(replica=live, root=root)
     outcomes = housekeep_ledger(
-        state.store.entries(KEY), root, live, policy or HousekeepingPolicy(), NOW,
+        state.store.entries(KEY), owner, policy or HousekeepingPolicy(), NOW,
         Request(**request), state, KEY,
     )  # fmt: skip
     return {o.path: (o.action.value, o.reason) for o in outcomes}
 
 
 def test_an_expired_ancestor_waits_while_a_location_below_it_is_in_its_grace_period(state, root):
-    old = folder(root, "ferry-a")
-    part = folder(root, "ferry-a", "dt=1")
-    state.store.record([LedgerEntry(KEY, old, "ferry-b", "t", NOW - 5 * DAY)])
-    state.store.record([LedgerEntry(KEY, part, "ferry-c", "t", NOW - DAY)])
-    live = LiveLocations.of(fs.join(root, "ferry-c"), [fs.join(root, "ferry-c", "dt=1")], True)
+    old = folder(root, A)
+    part = folder(root, A, "dt=1")
+    state.store.record([LedgerEntry(KEY, old, B, "t", NOW - 5 * DAY)])
+    state.store.record([LedgerEntry(KEY, part, C, "t", NOW - DAY)])
+    live = ReferencedLocations.of(fs.join(root, C), [fs.join(root, C, "dt=1")], True)
     outcomes = decide(state, root, live)
     assert outcomes[part][0] == "kept" and "grace period until" in outcomes[part][1]
     assert outcomes[old] == ("kept", f"{part} below it is still in its grace period")
@@ -70,44 +75,44 @@ def test_an_expired_ancestor_waits_while_a_location_below_it_is_in_its_grace_per
 
 
 def test_a_dropped_partition_below_the_tables_own_location_is_deleted(state, root):
-    kept_partition = folder(root, "ferry-c", "dt=1")
-    dropped = folder(root, "ferry-c", "dt=2")
+    kept_partition = folder(root, C, "dt=1")
+    dropped = folder(root, C, "dt=2")
     ledgered(state, dropped, at=NOW - 4 * DAY)
-    live = LiveLocations.of(fs.join(root, "ferry-c"), [kept_partition], True)
+    live = ReferencedLocations.of(fs.join(root, C), [kept_partition], True)
     assert decide(state, root, live)[dropped][0] == "deleted"
     assert fs.list_files(dropped) == [] and fs.list_files(kept_partition)
     assert state.store.entries(KEY) == []
 
 
 def test_a_path_inside_an_unpartitioned_tables_data_is_referenced(state, root):
-    table = folder(root, "ferry-c")
-    inside = folder(root, "ferry-c", "nested")
+    table = folder(root, C)
+    inside = folder(root, C, "nested")
     ledgered(state, inside, at=NOW - 4 * DAY)
-    outcomes = decide(state, root, LiveLocations.of(table, [], False))
+    outcomes = decide(state, root, ReferencedLocations.of(table, [], False))
     assert outcomes[inside] == ("kept", f"the replica references {table}")
     assert fs.list_files(inside)
 
 
 def test_orphaned_data_strategy_none_keeps_everything(state, root):
-    old = folder(root, "ferry-a")
+    old = folder(root, A)
     ledgered(state, old, at=NOW - 30 * DAY)
     policy = HousekeepingPolicy(orphaned_data_strategy="NONE")
-    assert decide(state, root, LiveLocations.of(None, [], False), policy)[old][0] == "kept"
+    assert decide(state, root, ReferencedLocations.of(None, [], False), policy)[old][0] == "kept"
     assert fs.list_files(old)
 
 
 def test_a_dry_run_deletes_nothing_and_keeps_the_ledger(state, root):
-    old = folder(root, "ferry-a")
+    old = folder(root, A)
     entries = ledgered(state, old, at=NOW - 4 * DAY)
-    outcomes = decide(state, root, LiveLocations.of(None, [], False), dry_run=True)
+    outcomes = decide(state, root, ReferencedLocations.of(None, [], False), dry_run=True)
     assert outcomes[old][0] == "would delete"
     assert fs.list_files(old) and state.store.entries(KEY) == entries
 
 
 def test_a_location_already_gone_leaves_the_ledger(state, root):
-    gone = fs.normalise(fs.join(root, "ferry-a"))
+    gone = fs.normalise(fs.join(root, A))
     ledgered(state, gone, at=NOW - 4 * DAY)
-    assert decide(state, root, LiveLocations.of(None, [], False))[gone][0] == "deleted"
+    assert decide(state, root, ReferencedLocations.of(None, [], False))[gone][0] == "deleted"
     assert state.store.entries(KEY) == []
 
 

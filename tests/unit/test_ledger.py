@@ -15,7 +15,15 @@ from moto import mock_aws
 from ferry import lifecycle
 from ferry.duration import format_duration, parse_duration
 from ferry.errors import ReplicaLockedError
-from ferry.ledger import DynamoDbStateStore, Lease, LedgerEntry, SqliteStateStore, replica_key
+from ferry.ledger import (
+    CreatedSnapshot,
+    DynamoDbStateStore,
+    Lease,
+    LedgerEntry,
+    SqliteStateStore,
+    replica_key,
+)
+from ferry.ownership import Ownership, ReferencedLocations
 
 NOW = datetime(2026, 11, 21, 8, 30, tzinfo=UTC)
 HOUR = timedelta(hours=1)
@@ -63,6 +71,31 @@ def test_the_ledger_records_lists_and_forgets_entries_of_one_replica(store):
     store.forget(REPLICA, "s3://dr/orders/never-recorded")
     assert [e.path for e in store.entries(REPLICA)] == ["s3://dr/orders/ferry-a/dt=2"]
     assert store.entries(other.replica) == [other]
+
+
+def test_an_entry_keeps_the_snapshot_folder_it_lies_in(store):
+    recorded = LedgerEntry(REPLICA, "s3://dr/t/ferry-a/dt=1", "ferry-b", "t", NOW, "s3://dr/t/ferry-a")
+    store.record([recorded])
+    assert store.entries(REPLICA) == [recorded]
+
+
+def test_a_state_file_from_before_entries_named_their_snapshot_is_upgraded(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "state.sqlite3"
+    with sqlite3.connect(path) as connection:
+        connection.execute(
+            "CREATE TABLE ledger (replica TEXT NOT NULL, path TEXT NOT NULL, event_id TEXT NOT NULL, "
+            "replica_table TEXT NOT NULL, recorded_at TEXT NOT NULL, PRIMARY KEY (replica, path))"
+        )
+        connection.execute(
+            "INSERT INTO ledger VALUES (?, ?, ?, ?, ?)",
+            (REPLICA, "s3://dr/t/ferry-a", "ferry-b", "t", NOW.isoformat()),
+        )
+    store = SqliteStateStore(path)
+    assert store.entries(REPLICA) == [LedgerEntry(REPLICA, "s3://dr/t/ferry-a", "ferry-b", "t", NOW)]
+    store.record([entry("s3://dr/t/ferry-c")])
+    assert len(store.entries(REPLICA)) == 2
 
 
 def test_many_entries_are_written_in_batches(store):
@@ -148,20 +181,44 @@ def test_a_holder_process_that_died_is_recognised():
     assert lifecycle.holder_is_gone(lease(None)) is False  # Lambda: only the expiry frees it
 
 
-def test_superseded_locations_are_below_the_managed_location_and_no_longer_referenced():
+def test_superseded_locations_are_those_in_snapshot_folders_ferry_created():
     root = "s3://dr/orders"
+    a, b = "ferry-20261110t080000000z-0000000a", "ferry-20261115t080000000z-0000000b"
     before = [
-        "s3://dr/orders/ferry-a",
-        "s3://dr/orders/ferry-a/dt=1",
-        "s3://dr/orders/ferry-a/dt=2",
+        f"s3://dr/orders/{a}",
+        f"s3://dr/orders/{a}/dt=1",
+        f"s3://dr/orders/{a}/dt=2",
         "s3://src/orders/dt=3",  # a location someone else set: never Ferry's to delete
-        "s3://dr/orders",  # the managed location itself: never
+        "s3://dr/orders",  # the table-location itself: never
+        "s3://dr/orders/manual/dt=4",  # below it, but no snapshot folder Ferry created
     ]
-    after = ["s3://dr/orders/ferry-b", "s3://dr/orders/ferry-a/dt=1", "s3://dr/orders/ferry-b/dt=2"]
-    assert lifecycle.superseded_locations(before, after, root) == [
-        "s3://dr/orders/ferry-a",
-        "s3://dr/orders/ferry-a/dt=2",
+    after = [f"s3://dr/orders/{b}", f"s3://dr/orders/{a}/dt=1", f"s3://dr/orders/{b}/dt=2"]
+    created = [
+        CreatedSnapshot(REPLICA, f"{root}/{a}", a, root, "s3://src/orders", NOW),
+        CreatedSnapshot(REPLICA, f"{root}/{b}", b, root, "s3://src/orders", NOW),
     ]
+    owner = Ownership(ReferencedLocations(), created, root=root)
+    assert lifecycle.superseded_locations(before, after, owner) == [
+        (f"s3://dr/orders/{a}", f"s3://dr/orders/{a}"),
+        (f"s3://dr/orders/{a}/dt=2", f"s3://dr/orders/{a}"),
+    ]
+    # A mirror supersedes nothing of Ferry's.
+    mirror = Ownership(ReferencedLocations(), created, root=root, owns_nothing="a mirror")
+    assert lifecycle.superseded_locations(before, after, mirror) == []
+
+
+def test_created_snapshots_are_recorded_listed_and_forgotten(store):
+    a = CreatedSnapshot(REPLICA, "s3://dr/t/ferry-a", "ferry-a", "s3://dr/t", "s3://src/t", NOW)
+    b = CreatedSnapshot(REPLICA, "s3://dr/u/ferry-b", "ferry-b", "s3://dr/u", None, NOW + HOUR)
+    store.record_created(b)
+    store.record_created(a)
+    store.record_created(a)  # a retried Plan records the same folder again
+    assert store.created(REPLICA) == [a, b]
+    assert store.created("thrift://other/db.t") == []
+    # Ledger entries and created snapshots are apart: neither lists the other.
+    assert store.entries(REPLICA) == []
+    store.forget_created(REPLICA, a.path)
+    assert store.created(REPLICA) == [b]
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,254 @@
+"""What Ferry may delete: only folders it created, and nothing any table references.
+
+Every deletion Ferry makes — housekeeping of the ledger, the vacuum, a failed run's
+clean-up — asks ``Ownership.refusal`` first. A path may be deleted only when all hold:
+
+- it lies in a **snapshot folder Ferry created**: ``<root>/<event-id>`` recorded by the run
+  that wrote it (``ferry.ledger.CreatedSnapshot``, with the table-location of that time).
+  Snapshots written before Ferry kept that record (or by Circus Train, for the replicas
+  Ferry adopts) count when they lie directly below today's table-location, are named by an
+  event id, that event is older than the replica's first recorded snapshot, and today's
+  table-location is one the replica recorded snapshots below (or it recorded none yet).
+  Being below today's table-location is never enough: a table-location moved to a parent
+  folder, to a sibling or to the source makes nothing there Ferry's;
+- no table or partition of the replica catalog references it, nor a location holding it
+  (``referenced_locations``: the replica table itself, read right before, and every table of
+  the replica databases the config writes to);
+- it is not inside a source table's location (as each created snapshot recorded it, and as
+  the replica's ``ferry.source.location`` says);
+- the replica is not a METADATA_MIRROR: a mirror owns no data, whatever its config says.
+
+``referenced_locations`` is the one answer to "which locations does this replica table
+reference": the commit's supersession (``ferry.lifecycle``), housekeeping and a failed run's
+clean-up all call it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from ferry import fs
+from ferry.catalog import Catalog
+from ferry.ledger import CreatedSnapshot
+
+#: A snapshot folder's name: Ferry's event id (``ferry.event_id``), or Circus Train's
+#: (``ctt-20161207t155219.461z-…``; ``ctp-`` for its partition replications).
+SNAPSHOT_NAME = re.compile(
+    r"ferry-\d{8}t\d{9}z-[0-9a-f]{8}|ct[tp]-\d{8}t\d{6}\.\d{3}z-[0-9a-z]+", re.IGNORECASE
+)
+
+
+_EVENT_TIME = re.compile(r"(\d{8})t(\d{6})")
+
+
+def event_time(name: str) -> datetime | None:
+    """When an event id (a snapshot folder's name) was made, to the second, or None."""
+    match = _EVENT_TIME.search(name) if is_snapshot_name(name) else None
+    if match is None:
+        return None
+    try:
+        return datetime.strptime("".join(match.groups()), "%Y%m%d%H%M%S").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+def is_snapshot_name(name: str) -> bool:
+    """Whether a folder's name is an event id: the name of a snapshot folder."""
+    return SNAPSHOT_NAME.fullmatch(name) is not None
+
+
+def snapshot_folder(path: str, root: str | None) -> str | None:
+    """The folder ``<root>/<event-id>`` that is or holds ``path``, or None.
+
+    ``root`` itself, and anything below it whose first folder is not named by an event id,
+    is not a snapshot.
+    """
+    if not root:
+        return None
+    below = fs.relative_path(path, root)
+    if not below:
+        return None
+    name = below.split("/", 1)[0]
+    return fs.normalise(fs.join(root, name)) if is_snapshot_name(name) else None
+
+
+def snapshot_root_of(location: str) -> str | None:
+    """The table-location a snapshot location was written below: what precedes its last
+    event-named folder (``s3://b/t/ferry-…/dt=1`` → ``s3://b/t``), or None."""
+    parts = fs.normalise(location).split("/")
+    for index in range(len(parts) - 1, 2, -1):
+        if is_snapshot_name(parts[index]):
+            return "/".join(parts[:index])
+    return None
+
+
+class Paths:
+    """Normalised locations, sorted, to find those at, below or above a path without a scan."""
+
+    def __init__(self, paths: Iterable[str]):
+        self.paths = sorted({fs.normalise(p) for p in paths if p})
+        self._set = set(self.paths)
+
+    def __bool__(self) -> bool:
+        return bool(self.paths)
+
+    def __contains__(self, path: str) -> bool:
+        return fs.normalise(path) in self._set
+
+    def at_or_below(self, path: str, exclude: str | None = None) -> list[str]:
+        path = fs.normalise(path)
+        found = [path] if path in self._set and path != exclude else []
+        prefix = path + "/"
+        index = bisect.bisect_left(self.paths, prefix)
+        while index < len(self.paths) and self.paths[index].startswith(prefix):
+            found.append(self.paths[index])
+            index += 1
+        return found
+
+    def above(self, path: str) -> list[str]:
+        """The paths that strictly hold ``path``."""
+        parts = fs.normalise(path).split("/")
+        return [
+            "/".join(parts[:end]) for end in range(3, len(parts)) if "/".join(parts[:end]) in self
+        ]
+
+
+@dataclass(frozen=True)
+class ReferencedLocations:
+    """Every location some tables reference, read from their catalog."""
+
+    #: Every location: tables' and partitions'.
+    every: Paths = field(default_factory=lambda: Paths(()))
+    #: Locations whose whole subtree is data a reader uses: partitions, and unpartitioned
+    #: tables' locations (a partitioned table's own location is not read).
+    data: Paths = field(default_factory=lambda: Paths(()))
+
+    @classmethod
+    def of(
+        cls, table_location: str | None, partition_locations: Sequence[str], partitioned: bool
+    ) -> ReferencedLocations:
+        own = [table_location] if table_location else []
+        partitions = list(partition_locations) if partitioned else []
+        return cls(Paths(own + partitions), Paths(partitions if partitioned else own))
+
+    @classmethod
+    def union(cls, parts: Iterable[ReferencedLocations]) -> ReferencedLocations:
+        parts = list(parts)
+        return cls(
+            Paths(p for part in parts for p in part.every.paths),
+            Paths(p for part in parts for p in part.data.paths),
+        )
+
+    @property
+    def locations(self) -> list[str]:
+        """Every referenced location, normalised and sorted."""
+        return list(self.every.paths)
+
+    def referencing(self, path: str) -> list[str]:
+        """The referenced locations at or below ``path``, or the data location holding it."""
+        return self.every.at_or_below(path) or self.data.above(path)
+
+
+def referenced_locations(catalog: Catalog, database: str, name: str) -> ReferencedLocations:
+    """Every location the table ``database.name`` and its partitions reference."""
+    table = catalog.get_table(database, name)
+    if table is None:
+        return ReferencedLocations()
+    partitions = (
+        [p.location for p in catalog.list_partitions(table) if p.location]
+        if table.is_partitioned
+        else []
+    )
+    return ReferencedLocations.of(table.location, partitions, table.is_partitioned)
+
+
+class DatabaseReferences:
+    """What every table of some replica databases references, read once when first asked."""
+
+    def __init__(self, catalog: Catalog, databases: Iterable[str]):
+        self.catalog = catalog
+        self.databases = sorted({d.lower() for d in databases})
+        self._read: ReferencedLocations | None = None
+
+    def referencing(self, path: str) -> list[str]:
+        if self._read is None:
+            self._read = ReferencedLocations.union(
+                referenced_locations(self.catalog, database, name)
+                for database in self.databases
+                for name in self.catalog.list_table_names(database)
+            )
+        return self._read.referencing(path)
+
+
+@dataclass
+class Ownership:
+    """What one replica table's deletions must respect (see the module's rules)."""
+
+    #: The replica table's own references, read right before deciding.
+    replica: ReferencedLocations
+    #: The snapshot folders Ferry recorded creating for this replica.
+    created: Sequence[CreatedSnapshot] = ()
+    #: Snapshot folders ledger entries named (each was checked when its commit recorded it).
+    ledgered: Iterable[str] = ()
+    #: Today's table-location: where snapshots from before Ferry recorded them count.
+    root: str | None = None
+    #: Source tables' locations: nothing inside them is deleted.
+    sources: Iterable[str] = ()
+    #: Every table of the replica databases the config writes to.
+    catalog: DatabaseReferences | None = None
+    #: Why this replica owns nothing at all (a mirror), else None.
+    owns_nothing: str | None = None
+    #: Since when every snapshot written for this replica is recorded (None: none yet).
+    recording_since: datetime | None = None
+
+    def __post_init__(self) -> None:
+        self._created = Paths([*(c.path for c in self.created), *self.ledgered])
+        self._sources = Paths(
+            [*self.sources, *(c.source_location for c in self.created if c.source_location)]
+        )
+        roots = {fs.normalise(c.root) for c in self.created}
+        first = self.recording_since or min((c.created_at for c in self.created), default=None)
+        # Unrecorded snapshots count only from before the first recorded one, and only below
+        # a table-location the replica wrote to (see the module's rules).
+        self._unrecorded_before = (
+            None if self.root and roots and fs.normalise(self.root) not in roots else first
+        )
+        self._legacy = bool(self.root) and (not roots or self._unrecorded_before is not None)
+
+    def recorded(self, path: str) -> bool:
+        """Whether ``path`` is a snapshot folder a run recorded creating (or holds one)."""
+        normal = fs.normalise(path)
+        return normal in self._created or bool(self._created.above(normal))
+
+    def snapshot_of(self, path: str) -> str | None:
+        """The snapshot folder Ferry created that is or holds ``path``, or None."""
+        normal = fs.normalise(path)
+        if normal in self._created:
+            return normal
+        holders = self._created.above(normal)
+        if holders:
+            return holders[-1]
+        folder = snapshot_folder(normal, self.root) if self._legacy else None
+        if folder is None or self._unrecorded_before is None:
+            return folder
+        written = event_time(folder.rsplit("/", 1)[-1])
+        return folder if written is not None and written < self._unrecorded_before else None
+
+    def refusal(self, path: str) -> str | None:
+        """Why ``path`` must not be deleted, or None when it may be."""
+        if self.owns_nothing:
+            return self.owns_nothing
+        if self.snapshot_of(path) is None:
+            return "not in a snapshot folder Ferry created"
+        if references := self.replica.referencing(path):
+            more = f" and {len(references) - 1} more" if len(references) > 1 else ""
+            return f"the replica references {references[0]}{more}"
+        if inside := self._sources.at_or_below(path) or self._sources.above(path):
+            return f"it is at or inside the source's location {inside[0]}"
+        if self.catalog is not None and (references := self.catalog.referencing(path)):
+            return f"a table of the replica catalog references {references[0]}"
+        return None
