@@ -34,6 +34,12 @@ _CLIENT_CONFIG = Config(
 )
 
 
+#: A check before a run (``AwsClients.probe_client``) waits this long for a connection, and
+#: as long for an answer, in each of its attempts.
+PROBE_TIMEOUT_SECONDS = 5
+PROBE_ATTEMPTS = 2
+
+
 def pool_size(connections: int | None) -> int:
     """The connection pool for ``connections`` concurrent requests, rounded up to a power of
     two so that a process holds few differently sized clients.
@@ -105,6 +111,20 @@ class AwsClients:
                 send_small_requests_directly(client, self._session.get_credentials(), key[2])
             self._clients[key] = client
         return self._clients[key]
+
+    def probe_client(self, service: str, region: str | None = None) -> Any:
+        """A client for one check before a run starts: ``PROBE_ATTEMPTS`` attempts with short
+        timeouts, so that an endpoint that does not answer is one line within seconds."""
+        return self._session.client(
+            service,
+            region_name=region,
+            endpoint_url=self._endpoint,
+            config=client_config(
+                retries={"mode": "standard", "max_attempts": PROBE_ATTEMPTS},
+                connect_timeout=PROBE_TIMEOUT_SECONDS,
+                read_timeout=PROBE_TIMEOUT_SECONDS,
+            ),
+        )
 
     @property
     def region(self) -> str | None:

@@ -9,8 +9,10 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import sys
 from collections.abc import Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import NoReturn
 
@@ -35,19 +37,117 @@ def port(text: str) -> int:
     return number
 
 
-def duration(text: str):
-    """An argparse type: an ISO-8601 duration (``PT1H``, ``P3D``)."""
-    from ferry.duration import parse_duration
+def lease(text: str) -> timedelta:
+    """An argparse type: how long a run holds its replica's lock, an ISO-8601 duration
+    (``PT1H``, ``P1D``) above zero and at most ``ferry.ledger.LONGEST_LEASE``."""
+    from ferry.duration import format_duration, parse_duration
+    from ferry.ledger import LONGEST_LEASE
 
     try:
-        return parse_duration(text)
+        length = parse_duration(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
+    if length <= timedelta(0):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a positive duration; a lock must be held for some time, e.g. PT1H"
+        )
+    if length > LONGEST_LEASE:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is longer than {format_duration(LONGEST_LEASE)}, the longest lease: a run "
+            "that crashed would hold its replica table that long"
+        )
+    return length
+
+
+def home_folder(text: str) -> Path:
+    """An argparse type: a folder for Ferry's state, existing or not; never a file.
+
+    Checked, not created: nothing is written before every check has passed.
+    """
+    path = Path(text)
+    folder = path.absolute()
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        if folder == path.absolute():
+            raise argparse.ArgumentTypeError(f"{text!r} is a file, not a folder")
+        raise argparse.ArgumentTypeError(f"{text!r} cannot be a folder: {folder} is a file")
+    return path
+
+
+_WORK_EXAMPLES = "give file:///absolute/path or s3://bucket/prefix"
+
+
+def work_location(text: str) -> str:
+    """An argparse type: where a run's plans and manifests go, ``file:///…`` or ``s3://…``."""
+    return _work_location(text, ("file", "s3", "s3a", "s3n"), _WORK_EXAMPLES)
+
+
+def s3_work_location(text: str) -> str:
+    """An argparse type: a work location on S3 (what a deployed pipeline reads)."""
+    return _work_location(text, ("s3", "s3a", "s3n"), "give s3://bucket/prefix")
+
+
+def _work_location(text: str, schemes: Sequence[str], examples: str) -> str:
+    from urllib.parse import urlsplit
+
+    from ferry.config import check_bucket_name, check_location
+
+    parsed = urlsplit(text)
+    scheme = parsed.scheme.lower()
+    if scheme == "file" and "://" not in text:  # Hive's file:/path
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: write a local folder with three slashes, file:///{parsed.path.lstrip('/')}"
+        )
+    if not scheme or "://" not in text:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a URI; {examples}")
+    if scheme not in schemes:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: scheme '{scheme}' is not supported; {examples}"
+        )
+    try:
+        location = check_location(text)
+        if scheme != "file":
+            check_bucket_name(parsed.netloc)  # else S3 refuses the run's first write
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return location
+
+
+_TABLE_NAME = re.compile(r"[A-Za-z0-9_.-]{3,255}")
+
+
+def dynamodb_table(text: str) -> str:
+    """An argparse type: a DynamoDB table's name (3-255 of ``A-Z a-z 0-9 _ . -``)."""
+    if not _TABLE_NAME.fullmatch(text):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a DynamoDB table name (3-255 letters, digits, '_', '.', '-')"
+        )
+    return text
+
+
+_STATE_MACHINE_ARN = re.compile(
+    r"arn:aws[a-z-]*:states:[a-z]{2}(?:-[a-z]+)+-\d+:\d{12}:stateMachine:[A-Za-z0-9_-]{1,80}"
+)
+
+
+def state_machine_arn(text: str) -> str:
+    """An argparse type: a Step Functions state machine's ARN."""
+    if not _STATE_MACHINE_ARN.fullmatch(text):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a state machine ARN "
+            "(arn:aws:states:<region>:<12-digit account>:stateMachine:<name>)"
+        )
+    return text
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``ferry`` with ``argv`` (default: this process's arguments); its exit code."""
     parser = _parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as done:  # --help, or a mistake already printed as one line
+        return done.code if isinstance(done.code, int) else EXIT_USAGE
     logging.basicConfig(
         level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING,
         format="ferry: %(levelname)s: %(message)s",
@@ -95,21 +195,23 @@ def _parser() -> argparse.ArgumentParser:
     replicate.add_argument("--json", action="store_true", help="print the outcome as JSON")
     replicate.add_argument(
         "--work-uri",
+        type=work_location,
         help="where plans, manifests and copy records go (default: file://.ferry/work; "
         "s3://… for Spark on EMR Serverless)",
     )
     replicate.add_argument(
-        "--home", type=Path, default=Path(".ferry"), help="local state (default .ferry)"
+        "--home", type=home_folder, default=".ferry", help="local state (default .ferry)"
     )
     replicate.add_argument(
         "--state-table",
+        type=dynamodb_table,
         metavar="NAME",
         help="DynamoDB table of replica locks and the snapshot ledger "
         "(default: a local file, <home>/state.sqlite3)",
     )
     replicate.add_argument(
         "--lock-lease",
-        type=duration,
+        type=lease,
         metavar="DURATION",
         help="how long a run holds its replica table's lock at most, ISO-8601 (default PT1H)",
     )
@@ -145,13 +247,16 @@ def _parser() -> argparse.ArgumentParser:
     )
     housekeeping.add_argument("--json", action="store_true", help="print the report as JSON")
     housekeeping.add_argument(
-        "--work-uri", help="where the report goes (default: file://<home>/work)"
+        "--work-uri",
+        type=work_location,
+        help="where the report goes (default: file://<home>/work)",
     )
     housekeeping.add_argument(
-        "--home", type=Path, default=Path(".ferry"), help="local state (default .ferry)"
+        "--home", type=home_folder, default=".ferry", help="local state (default .ferry)"
     )
     housekeeping.add_argument(
         "--state-table",
+        type=dynamodb_table,
         metavar="NAME",
         help="DynamoDB table holding the ledger (default: the local file ferry replicate keeps)",
     )
@@ -164,14 +269,18 @@ def _parser() -> argparse.ArgumentParser:
     execute.add_argument("config", type=Path, help="the replication config (YAML)")
     execute.add_argument("--table", action="append", default=[], metavar="DB.TABLE")
     execute.add_argument(
-        "--state-machine-arn", help="run on this state machine (default: the local runtime's)"
+        "--state-machine-arn",
+        type=state_machine_arn,
+        help="run on this state machine (default: the local runtime's)",
     )
     execute.add_argument(
-        "--work-uri", help="s3://bucket/prefix for the config and plans (with --state-machine-arn)"
+        "--work-uri",
+        type=s3_work_location,
+        help="s3://bucket/prefix for the config and plans (with --state-machine-arn)",
     )
     execute.add_argument("--wait", action="store_true", help="follow the execution to its end")
     execute.add_argument("--json", action="store_true", help="print the outcome as JSON")
-    execute.add_argument("--home", type=Path, default=Path(".ferry"), help="local runtime state")
+    execute.add_argument("--home", type=home_folder, default=".ferry", help="local runtime state")
     execute.set_defaults(handler=_execute)
 
     local = commands.add_parser("local", help="the local runtime: metastores and AWS emulator")
@@ -183,7 +292,7 @@ def _parser() -> argparse.ArgumentParser:
         help="with trigger: the config whose declared triggers to install",
     )
     local.add_argument(
-        "--home", type=Path, default=Path(".ferry"), help="state folder (default .ferry)"
+        "--home", type=home_folder, default=".ferry", help="state folder (default .ferry)"
     )
     local.add_argument("--source-port", type=port, default=9083)
     local.add_argument("--replica-port", type=port, default=9084)
@@ -203,7 +312,7 @@ def _parser() -> argparse.ArgumentParser:
         help="infra/environments/NAME.yml; 'local': the local runtime",
     )
     doctor.add_argument(
-        "--home", type=Path, default=Path(".ferry"), help="the local runtime's state folder"
+        "--home", type=home_folder, default=".ferry", help="the local runtime's state folder"
     )
     doctor.add_argument(
         "--spark-job", action="store_true", help="also run a tiny job on the Spark application"
@@ -213,7 +322,7 @@ def _parser() -> argparse.ArgumentParser:
 
     demo = commands.add_parser("demo", help="replicate sample tables on the local runtime")
     demo.add_argument(
-        "--home", type=Path, default=Path(".ferry"), help="state folder (default .ferry)"
+        "--home", type=home_folder, default=".ferry", help="state folder (default .ferry)"
     )
     demo.add_argument("--source-port", type=port, default=9083)
     demo.add_argument("--replica-port", type=port, default=9084)

@@ -23,11 +23,12 @@ from dataclasses import dataclass
 from datetime import timedelta
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     PrivateAttr,
@@ -112,6 +113,20 @@ class ConfigWarning:
 
     def __str__(self) -> str:
         return f"{self.source}: {self.key}: {self.message}"
+
+
+def _not_a_boolean(value: Any) -> Any:
+    """A number must not be YAML's ``true`` or ``false``: pydantic would take them as 1 and 0.
+
+    Text of digits stays a number (a value that is only a ``${NAME}`` placeholder is text).
+    """
+    if isinstance(value, bool):
+        raise ValueError(f"{'true' if value else 'false'} is not a whole number")
+    return value
+
+
+#: A whole number of the config: an int, or text of one; never a boolean.
+WholeNumber = Annotated[int, BeforeValidator(_not_a_boolean)]
 
 
 # -- names and locations ---------------------------------------------------------------------
@@ -331,14 +346,31 @@ _COPIER_CHOSEN = (
 # -- the config -------------------------------------------------------------------------------
 
 
+_ACCOUNT_ID = re.compile(r"\d{12}")
+
+
 class GlueSettings(_Model):
     region: str | None = None
+    #: The AWS account whose Data Catalog it is: 12 digits.
     catalog_id: str | None = None
 
     @field_validator("region")
     @classmethod
     def _region(cls, value: str | None) -> str | None:
         return None if value is None else _check_region(value)
+
+    @field_validator("catalog_id", mode="before")
+    @classmethod
+    def _account_id(cls, value: Any) -> Any:
+        # Written unquoted, YAML reads 123456789012 as a number: its digits are the id.
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = str(value)
+        if isinstance(value, str) and not _ACCOUNT_ID.fullmatch(value):
+            raise ValueError(
+                f"{value!r} is not an AWS account id: a catalog id is the 12 digits of the "
+                'account whose catalog it is, e.g. "123456789012" (quoted)'
+            )
+        return value
 
 
 class CatalogConfig(_Model):
@@ -358,7 +390,7 @@ class CatalogConfig(_Model):
     hive_metastore_uris: str | None = None
     glue: GlueSettings | None = None
     #: Most partitions read or written by one catalog call (Glue writes at most 100 a call).
-    batch_size: int = Field(default=1000, ge=1, le=1000)
+    batch_size: WholeNumber = Field(default=1000, ge=1, le=1000)
 
     @field_validator("hive_metastore_uris")
     @classmethod
@@ -549,19 +581,19 @@ class CopierOptions(_Model):
     #: Files copied at once. None: each copier chooses from the manifest (many small
     #: files: more threads; a few large ones: fewer, each in parallel parts) and a plan
     #: lists on ``LISTING_THREADS``.
-    threads: int | None = Field(default=None, ge=1, le=256)
+    threads: WholeNumber | None = Field(default=None, ge=1, le=256)
     #: Read and write size; a file up to this size is copied to S3 with one request.
-    chunk_size_mib: int = Field(default=8, ge=1, le=1024)
+    chunk_size_mib: WholeNumber = Field(default=8, ge=1, le=1024)
     #: At most this much data is copied inline (in the CLI, or in a Lambda); more goes to Spark.
-    inline_threshold_mib: int = Field(default=1024, ge=0)
+    inline_threshold_mib: WholeNumber = Field(default=1024, ge=0)
     #: Files per batch of the S3 server-side copy (one Lambda invocation each).
-    s3_batch_files: int = Field(default=100, ge=1, le=1000)
+    s3_batch_files: WholeNumber = Field(default=100, ge=1, le=1000)
     #: Bytes per batch of the S3 server-side copy, at most (a larger object is a batch of its
     #: own): what one 15-minute Lambda copies, across regions too, with time to spare.
-    s3_batch_gib: int = Field(default=25, ge=1, le=5120)
+    s3_batch_gib: WholeNumber = Field(default=25, ge=1, le=5120)
     #: Objects above this size are copied in parts (CopyObject's own limit is 5 GiB).
-    multipart_threshold_mib: int = Field(default=5120, ge=5, le=5120)
-    part_size_mib: int = Field(default=512, ge=5, le=5120)
+    multipart_threshold_mib: WholeNumber = Field(default=5120, ge=5, le=5120)
+    part_size_mib: WholeNumber = Field(default=512, ge=5, le=5120)
 
     @property
     def listing_threads(self) -> int:
@@ -609,7 +641,7 @@ class SourceTableConfig(_Model):
     table_name_pattern: str | None = None
     exclude: tuple[str, ...] = ()
     partition_filter: str | None = None
-    partition_limit: int | None = Field(default=None, ge=1)
+    partition_limit: WholeNumber | None = Field(default=None, ge=1)
     #: Circus Train's switch for its diff. Ferry always diffs (a partition whose data and
     #: metadata are unchanged is never copied again), so this only lifts the need for a
     #: partition-filter.
@@ -1238,10 +1270,12 @@ def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> R
     """
     path = Path(path)
     try:
-        data = path.read_bytes()
+        with path.open("rb") as file:
+            # A little past the most a config may hold: a larger file is refused unread.
+            data = file.read(config_text.MAX_CONFIG_BYTES + 1)
     except OSError as error:
-        raise ConfigError(f"{path}: cannot read config: {error.strerror}") from None
-    return parse_config_text(_decode(data, str(path)), str(path), environ)
+        raise ConfigError(f"{path}: cannot read config: {error.strerror or error}") from None
+    return parse_config_text(_decode(_at_most(data, str(path)), str(path)), str(path), environ)
 
 
 def load_config_uri(uri: str, environ: Mapping[str, str] | None = None) -> ReplicationConfig:
@@ -1251,10 +1285,20 @@ def load_config_uri(uri: str, environ: Mapping[str, str] | None = None) -> Repli
     if "://" not in uri:
         return load_config(uri, environ)
     try:
-        data = fs.read_bytes(uri)
+        data = fs.read_bytes(uri, limit=config_text.MAX_CONFIG_BYTES + 1)
     except OSError as error:
         raise ConfigError(f"{uri}: cannot read config: {str(error).splitlines()[0]}") from None
-    return parse_config_text(_decode(data, uri), uri, environ)
+    return parse_config_text(_decode(_at_most(data, uri), uri), uri, environ)
+
+
+def _at_most(data: bytes, source: str) -> bytes:
+    """``data`` when it is no more than a config may hold (``MAX_CONFIG_BYTES``)."""
+    if len(data) > config_text.MAX_CONFIG_BYTES:
+        raise ConfigError(
+            f"{source}: larger than {config_text.MAX_CONFIG_BYTES // (1024 * 1024)} MiB, the most "
+            "a config may hold; is it the config?"
+        )
+    return data
 
 
 def _decode(data: bytes, source: str) -> str:

@@ -45,16 +45,102 @@ class Unresolved:
 SECRET_PLACEHOLDER = "<not set: put the value with put-secret-value>"
 
 
+#: The most a config file may hold, read as it is and with its YAML aliases expanded. A
+#: config of thousands of tables is a few hundred KiB; anything near this is not a config,
+#: and reading it would take the run's time (or, aliases expanded, its memory).
+MAX_CONFIG_BYTES = 4 * 1024 * 1024
+
+
 def read_documents(text: str, source: str) -> list[Any]:
-    """The YAML documents of ``text`` (empty ones dropped); a YAML error is one line."""
+    """The YAML documents of ``text`` (empty ones dropped); a YAML error is one line.
+
+    YAML aliases (``*name``) repeat what their anchor holds: a few lines of nested aliases
+    (a "billion laughs") stand for billions of values, which every later step would walk.
+    The documents, with every alias expanded, may hold at most ``MAX_CONFIG_BYTES`` of
+    text, checked before anything is built from them.
+    """
+    loader = _BoundedLoader(text)
     try:
-        documents = list(yaml.safe_load_all(text))
+        documents = []
+        while loader.check_data():
+            documents.append(loader.get_data())
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(error, "problem", None) or str(error)
         raise ConfigError(f"{source}: invalid YAML{where}: {problem}") from None
+    except _TooLarge as error:
+        raise ConfigError(f"{source}: {error}") from None
+    except RecursionError:  # PyYAML composes nested collections recursively
+        raise ConfigError(
+            f"{source}: invalid YAML: collections nested too deeply for a config"
+        ) from None
+    finally:
+        loader.dispose()
     return [document for document in documents if document is not None]
+
+
+class _TooLarge(Exception):
+    """The documents, their aliases expanded, hold more than ``MAX_CONFIG_BYTES``."""
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader that weighs each document before constructing it.
+
+    A document's weight is what it would take written out without aliases: one per
+    collection, one plus its length per scalar. Shared nodes (an anchor and its aliases) are
+    weighed once each and counted as often as they appear, so the weighing itself takes time
+    in proportion to the text, not to the expansion.
+    """
+
+    def __init__(self, stream: str):
+        super().__init__(stream)
+        self.weight = 0
+
+    def compose_document(self) -> yaml.Node | None:
+        node = super().compose_document()
+        if node is not None:
+            self.weight += _expanded_weight(node, MAX_CONFIG_BYTES - self.weight)
+        return node
+
+
+def _expanded_weight(root: yaml.Node, limit: int) -> int:
+    """``root``'s weight with every alias expanded; ``_TooLarge`` past ``limit``."""
+    weights: dict[int, int] = {}
+    composing: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, children_weighed = stack.pop()
+        key = id(node)
+        if key in weights:
+            continue
+        if isinstance(node, yaml.ScalarNode):
+            weights[key] = 1 + len(node.value)
+            continue
+        children = (
+            [part for pair in node.value for part in pair]
+            if isinstance(node, yaml.MappingNode)
+            else list(node.value)
+        )
+        if children_weighed:
+            composing.discard(key)
+            weight = 1 + sum(weights[id(child)] for child in children)
+            if weight > limit:
+                raise _TooLarge(
+                    "with its YAML aliases (*name) expanded, the config holds more than "
+                    f"{MAX_CONFIG_BYTES // (1024 * 1024)} MiB, the most a config may hold"
+                )
+            weights[key] = weight
+            continue
+        if key in composing:
+            raise _TooLarge(
+                f"the YAML collection at line {node.start_mark.line + 1} holds an alias of "
+                "itself: the config would be infinite"
+            )
+        composing.add(key)
+        stack.append((node, True))
+        stack.extend((child, False) for child in children if id(child) not in weights)
+    return weights[id(root)]
 
 
 def apply_profiles(documents: list[Any], environ: Mapping[str, str], source: str) -> Any:

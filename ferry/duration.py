@@ -29,7 +29,10 @@ def parse_duration(text: str) -> timedelta:
     parts = {
         name: float((number or "0").replace(",", ".")) for name, number in match.groupdict().items()
     }
-    return timedelta(**parts)
+    try:
+        return timedelta(**parts)
+    except OverflowError:  # past timedelta's 999,999,999 days
+        raise ValueError(f"{text!r} is longer than any duration Ferry can use") from None
 
 
 def format_duration(duration: timedelta) -> str:

@@ -25,6 +25,12 @@ class ConfigError(FerryError):
     """The replication config is invalid; nothing was run."""
 
 
+class StateStoreError(FerryError):
+    """The state store (replica locks and the snapshot ledger) cannot be used as it is: a
+    file that is not Ferry's SQLite store, or cannot be read or written; a DynamoDB table that
+    is missing or has another key. Found before a run starts; nothing was run."""
+
+
 class CatalogUnreachableError(FerryError):
     """A metastore or catalog could not be reached (a transient error: retried)."""
 
@@ -53,6 +59,11 @@ class ReplicaLocationError(ReplicaGuardError):
 
 class ReplicaChangedError(FerryError):
     """The replica table changed between planning and commit; the commit was refused."""
+
+
+class ConcurrentChangeError(CatalogError):
+    """A conditional write found the table changed since it was read (the catalog's own
+    concurrency control: Hive's expected parameter, Glue's ``VersionId``)."""
 
 
 class ReplicaLockedError(FerryError):

@@ -30,6 +30,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
@@ -87,6 +88,19 @@ def local_uri(path: str | os.PathLike[str]) -> str:
     location's path is taken literally; ``Path.as_uri()`` would encode ``=`` and ``%``.
     """
     return "file://" + os.path.abspath(path)
+
+
+def why_not_creatable(path: os.PathLike[str] | str) -> str | None:
+    """Why a local file or folder could not be created at ``path``, or None when it could:
+    the nearest existing folder above it must be a folder, and writable."""
+    folder = Path(path)
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        return f"{folder} is a file, not a folder"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"{folder} is not writable"
+    return None
 
 
 def scheme_of(uri: str) -> str:
@@ -279,10 +293,11 @@ class FileSystems:
         with self.open_output(uri) as out:
             out.write(data)
 
-    def read_bytes(self, uri: str) -> bytes:
+    def read_bytes(self, uri: str, limit: int | None = None) -> bytes:
+        """The file's bytes; at most ``limit`` of them when given (its start)."""
         filesystem, path = self.resolve(uri)
         with filesystem.open_input_file(path) as handle:
-            return handle.read()
+            return handle.read() if limit is None else handle.read(limit)
 
     def list_files(self, location: str) -> list[FileEntry]:
         """Every file below ``location`` (recursively), by URI; none when it does not exist."""
@@ -601,8 +616,9 @@ def write_bytes(uri: str, data: bytes) -> None:
     default().write_bytes(uri, data)
 
 
-def read_bytes(uri: str) -> bytes:
-    return default().read_bytes(uri)
+def read_bytes(uri: str, limit: int | None = None) -> bytes:
+    """The file's bytes; at most ``limit`` of them when given (its start)."""
+    return default().read_bytes(uri, limit)
 
 
 def list_files(location: str) -> list[FileEntry]:

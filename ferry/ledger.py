@@ -38,6 +38,7 @@ ledger is one ``Query`` and its lock one item. Recording a path again overwrites
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -45,13 +46,19 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol
 
-from ferry.errors import ReplicaLockedError
+from ferry import fs
+from ferry.errors import ReplicaLockedError, StateStoreError
 
 LEDGER_PREFIX = "snapshot#"
 CREATED_PREFIX = "created#"
 #: When the replica's first snapshot was recorded: written once, never moved.
 SINCE_KEY = "created-since"
 LOCK_KEY = "lock"
+#: The longest lease a run may take (``--lock-lease``, ``FERRY_LOCK_LEASE``): a run that
+#: crashed where its process cannot be seen holds its replica table this long.
+LONGEST_LEASE = timedelta(days=365)
+#: The state table's key: two strings (the CDK stack's table, ``create_table``'s).
+_DYNAMODB_KEY = {"pk": "HASH", "sk": "RANGE"}
 #: DynamoDB's BatchWriteItem takes at most 25 items per call.
 _BATCH = 25
 
@@ -158,6 +165,13 @@ class StateStore(Ledger, Locks, Protocol):
     #: Where the state lives, for people (``dynamodb:<table>``, ``sqlite:<path>``).
     description: str
 
+    def check(self, named: str | None = None) -> None:
+        """``StateStoreError`` unless a run can use the store; reads only, creates nothing.
+
+        Made before a run starts: a store found unusable after a commit would leave the
+        replica switched and its ledger unwritten. ``named``: how the error names the store.
+        """
+
 
 def locked_error(lease: Lease) -> ReplicaLockedError:
     catalog, _, table = lease.replica.rpartition("/")
@@ -187,6 +201,43 @@ class DynamoDbStateStore:
         self.client = client
         self.table_name = table_name
         self.description = f"dynamodb:{table_name}"
+
+    def check(self, named: str | None = None) -> None:
+        """The table exists and has Ferry's key (``DescribeTable``), else ``StateStoreError``."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        named = named or f"DynamoDB table {self.table_name}"
+        client = self.client
+        try:
+            table = client.describe_table(TableName=self.table_name)["Table"]
+        except client.exceptions.ResourceNotFoundException:
+            raise StateStoreError(
+                f"{named}: no such DynamoDB table in {client.meta.region_name}; give the state "
+                "table of the stack (its StateTableName output)"
+            ) from None
+        except ClientError as error:
+            details = error.response.get("Error", {})
+            message = (str(details.get("Message") or "").splitlines() or [""])[0]
+            raise StateStoreError(
+                f"{named}: DynamoDB refused DescribeTable: {details.get('Code')}"
+                + (f": {message}" if message else "")
+            ) from None
+        except BotoCoreError as error:  # no answer, no credentials, no region
+            raise StateStoreError(f"{named}: DynamoDB did not answer: {error}") from None
+        keys = {key["AttributeName"]: key["KeyType"] for key in table.get("KeySchema", [])}
+        types = {
+            attribute["AttributeName"]: attribute["AttributeType"]
+            for attribute in table.get("AttributeDefinitions", [])
+        }
+        if keys != _DYNAMODB_KEY or any(types.get(name) != "S" for name in _DYNAMODB_KEY):
+            found = ", ".join(
+                f"{name} ({types.get(name, '?')}, {kind.lower()} key)"
+                for name, kind in keys.items()
+            )
+            raise StateStoreError(
+                f"{named}: its key is {found}, not Ferry's: pk (S, hash key) and sk (S, range "
+                "key); it is not a Ferry state table"
+            )
 
     @staticmethod
     def create_table(client: Any, table_name: str) -> None:
@@ -456,27 +507,120 @@ CREATE TABLE IF NOT EXISTS locks (
 """
 
 
+#: Each table of the SQLite store: its columns in order, and whether each is in the key.
+#: Rows are written by position (``INSERT … VALUES``), so a table must be exactly this.
+_TABLES: dict[str, list[tuple[str, bool]]] = {
+    "ledger": [
+        ("replica", True),
+        ("path", True),
+        ("event_id", False),
+        ("replica_table", False),
+        ("recorded_at", False),
+        ("snapshot", False),
+    ],
+    "created": [
+        ("replica", True),
+        ("path", True),
+        ("event_id", False),
+        ("root", False),
+        ("source_location", False),
+        ("created_at", False),
+    ],
+    "created_since": [("replica", True), ("since", False)],
+    "locks": [
+        ("replica", True),
+        ("holder", False),
+        ("acquired_at", False),
+        ("expires_at", False),
+        ("owner", False),
+    ],
+}
+#: Columns (text, at the end of their table) a file of an earlier Ferry lacks: added on
+#: first use.
+_ADDED_LATER = {"ledger": [("snapshot", False)]}
+
+
 class SqliteStateStore:
     """Ledger and locks in a SQLite file: ``ferry replicate`` and ``ferry housekeeping`` with
     no AWS at all (default ``<home>/state.sqlite3``).
 
     The same rows as the DynamoDB items; SQLite's write lock (``BEGIN IMMEDIATE``) makes the
     lease's check-and-take one step across threads and processes of this machine.
+
+    Nothing is written until the store is first used: the file and its folder are created
+    then, and a file of an earlier Ferry is upgraded then (its missing tables and columns
+    added). ``check`` says beforehand whether that will work.
     """
 
     def __init__(self, path: Path):
         self.path = Path(path)
         self.description = f"sqlite:{self.path}"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._connect() as connection:
-            connection.executescript(_SCHEMA)
-            columns = {row[1] for row in connection.execute("PRAGMA table_info(ledger)")}
-            if "snapshot" not in columns:  # a file written before entries named their snapshot
-                connection.execute("ALTER TABLE ledger ADD COLUMN snapshot TEXT")
+        self._ready = False
+        self._ready_lock = threading.Lock()
+
+    def check(self, named: str | None = None) -> None:
+        """The file is Ferry's store (or can be created) and can be read and written.
+
+        Reads only: a missing file is not created, and the write that proves the file
+        writable is rolled back.
+        """
+        named = named or f"state store {self.path}"
+        if not self.path.exists():
+            problem = fs.why_not_creatable(self.path.parent)
+            if problem:
+                raise StateStoreError(f"{named}: cannot be created: {problem}")
+            return
+        if not self.path.is_file():
+            raise StateStoreError(f"{named}: is not a file")
+        try:
+            connection = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+        except sqlite3.Error as error:
+            raise StateStoreError(f"{named}: cannot be opened: {error}") from None
+        try:
+            try:
+                tables = _tables_of(connection)
+                problem = connection.execute("PRAGMA quick_check(1)").fetchone()[0]
+            except sqlite3.Error as error:
+                raise StateStoreError(
+                    f"{named}: cannot be read as a SQLite database: {error}"
+                ) from None
+            if problem != "ok":
+                problem = " ".join(problem.split())  # SQLite's report spans lines
+                raise StateStoreError(f"{named}: the SQLite file is damaged: {problem}")
+            _check_schema(tables, named)
+            try:
+                # Proves the file (and its folder, for the journal) writable; rolled back.
+                connection.execute("BEGIN IMMEDIATE")
+                connection.execute("CREATE TABLE ferry_write_probe (x)")
+            except sqlite3.Error as error:
+                raise StateStoreError(f"{named}: cannot be written: {error}") from None
+            finally:
+                if connection.in_transaction:
+                    connection.execute("ROLLBACK")
+        finally:
+            connection.close()
 
     def _connect(self) -> _Closing:
         # One connection per call: threads never share one; autocommit unless BEGIN.
+        self._create_once()
         return _Closing(sqlite3.connect(self.path, timeout=30, isolation_level=None))
+
+    def _create_once(self) -> None:
+        """Create the file and its tables, or upgrade an earlier Ferry's, on first use."""
+        with self._ready_lock:
+            if self._ready:
+                return
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            connection = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+            with _Closing(connection):
+                connection.executescript(_SCHEMA)
+                tables = _tables_of(connection)
+                for table, added in _ADDED_LATER.items():
+                    present = {name for name, _ in tables[table]}
+                    for column, _ in added:
+                        if column not in present:  # a file from before the column
+                            connection.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
+            self._ready = True
 
     # -- ledger
 
@@ -594,6 +738,46 @@ class SqliteStateStore:
     def lease(self, replica: str) -> Lease | None:
         with self._connect() as connection:
             return _lease_row(connection, replica)
+
+
+def _tables_of(connection: sqlite3.Connection) -> dict[str, list[tuple[str, bool]]]:
+    """Every table of the file with its columns, in order, and whether each is in the key."""
+    names = [
+        row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+    ]
+    return {
+        name: [
+            (row[1], row[5] > 0)
+            for row in connection.execute("SELECT * FROM pragma_table_info(?)", (name,))
+        ]
+        for name in names
+    }
+
+
+def _check_schema(tables: dict[str, list[tuple[str, bool]]], named: str) -> None:
+    """``StateStoreError`` unless each of Ferry's tables the file has is Ferry's own.
+
+    A file of an earlier Ferry may lack tables and columns added since (the upgrade adds
+    them); a file that has none of Ferry's tables but others is some other program's.
+    """
+    ours = [name for name in _TABLES if name in tables]
+    if tables and not ours:
+        raise StateStoreError(
+            f"{named}: not Ferry's state store: it holds the tables {', '.join(sorted(tables))} "
+            f"and none of Ferry's ({', '.join(_TABLES)})"
+        )
+    for name in ours:
+        expected = _TABLES[name]
+        earlier = expected[: len(expected) - len(_ADDED_LATER.get(name, []))]
+        if tables[name] not in (expected, earlier):
+            raise StateStoreError(
+                f"{named}: not Ferry's state store: its table {name} has the columns "
+                f"{_columns(tables[name])}, Ferry's has {_columns(expected)}"
+            )
+
+
+def _columns(columns: list[tuple[str, bool]]) -> str:
+    return "(" + ", ".join(f"{name}{' key' if key else ''}" for name, key in columns) + ")"
 
 
 def _lease_row(connection: sqlite3.Connection, replica: str) -> Lease | None:

@@ -14,7 +14,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import Annotated
 
-import yaml
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -25,8 +24,9 @@ from pydantic import (
     model_validator,
 )
 
-from ferry import fs, triggers
-from ferry.config import ReplicationConfig, check_bucket_name, load_config
+from ferry import config_text, fs, triggers
+from ferry.config import ReplicationConfig, WholeNumber, check_bucket_name, load_config
+from ferry.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
 ENVIRONMENTS = Path(__file__).parent / "environments"
@@ -82,10 +82,10 @@ class Network(_Model):
 class Spark(_Model):
     """The EMR Serverless application's capacity (the release label is Ferry's own)."""
 
-    maximum_vcpu: int = Field(default=64, ge=4, le=4000)
-    maximum_memory_gb: int = Field(default=256, ge=8)
-    maximum_disk_gb: int = Field(default=1000, ge=20)
-    idle_timeout_minutes: int = Field(default=15, ge=1, le=10080)
+    maximum_vcpu: WholeNumber = Field(default=64, ge=4, le=4000)
+    maximum_memory_gb: WholeNumber = Field(default=256, ge=8)
+    maximum_disk_gb: WholeNumber = Field(default=1000, ge=20)
+    idle_timeout_minutes: WholeNumber = Field(default=15, ge=1, le=10080)
 
 
 def _matching(pattern: str, what: str) -> AfterValidator:
@@ -181,10 +181,10 @@ class EnvironmentSettings(_Model):
     #: configs at synth: the real value is never in the repository or the template.
     secret_variables: dict[str, str] = Field(default_factory=dict)
     housekeeping_schedule: str = triggers.HOUSEKEEPING_SCHEDULE
-    log_retention_days: int = Field(default=90, ge=1)
+    log_retention_days: WholeNumber = Field(default=90, ge=1)
     #: Who is told when an alarm fires (the operations topic's e-mail subscriptions).
     alarm_emails: list[str] = Field(default_factory=list)
-    tables_at_once: int = Field(default=4, ge=1, le=40)
+    tables_at_once: WholeNumber = Field(default=4, ge=1, le=40)
     ad_hoc_access: AdHocAccess = Field(default_factory=AdHocAccess)
 
     @field_validator("variables", "secret_variables")
@@ -270,7 +270,15 @@ def load_environment(name: str) -> EnvironmentSettings:
 def load_settings(path: Path, name: str) -> EnvironmentSettings:
     """The settings file at ``path`` as environment ``name`` (the local runtime's lives in
     ``ferry/local/``, not among the environments ``make synth`` deploys)."""
-    document = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    try:
+        documents = config_text.read_documents(path.read_text(encoding="utf-8"), _shown(path))
+    except ConfigError as error:
+        raise SettingsError(str(error)) from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise SettingsError(f"{_shown(path)}: cannot read the settings: {error}") from None
+    document = documents[0] if documents else {}
+    if len(documents) > 1 or not isinstance(document, dict):
+        raise SettingsError(f"{_shown(path)}: the settings must be one YAML mapping")
     try:
         return EnvironmentSettings.model_validate({"name": name, **document})
     except ValidationError as error:

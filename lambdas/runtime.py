@@ -18,6 +18,7 @@ from ferry import fs, lifecycle
 from ferry.aws import AwsClients
 from ferry.config_text import SECRET_PLACEHOLDER
 from ferry.errors import ConfigError, FerryError
+from ferry.ledger import LONGEST_LEASE
 from ferry.steps import Steps
 
 SERVICE = "ferry"
@@ -55,6 +56,8 @@ class Settings(BaseModel):
     )
     lock_lease: timedelta = Field(
         default=lifecycle.DEFAULT_LEASE,
+        gt=timedelta(0),
+        le=LONGEST_LEASE,
         alias="FERRY_LOCK_LEASE",
         description="how long a replication holds its replica table's lock at most (ISO-8601)",
     )

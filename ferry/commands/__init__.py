@@ -12,12 +12,14 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlparse
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ferry.errors import ConfigError, FerryError
+from ferry.errors import ConfigError, FerryError, StateStoreError
 
 if TYPE_CHECKING:
+    from ferry.aws import AwsClients
     from ferry.config import ReplicationConfig
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -60,21 +62,76 @@ def load_selected(
     return config
 
 
+def _error_line(error: object) -> None:
+    """``ferry: error: …`` on stderr, always one line (a message that spans lines is joined)."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    print("ferry: error: " + " ".join(lines), file=sys.stderr)
+
+
+_NO_REGION = (
+    "not given, and the AWS SDK has no default region (AWS_REGION, AWS_DEFAULT_REGION or the "
+    "profile's region)"
+)
+
+
+def check_regions(config: ReplicationConfig, config_path: Path, default_region: str | None) -> None:
+    """Each AWS service the config names has a region here: its own, or the SDK's default.
+
+    Without one, every table would fail at its first call; this is one line, before any.
+    """
+    if default_region:
+        return
+    for key, catalog in (
+        ("source-catalog", config.source_catalog),
+        ("replica-catalog", config.replica_catalog),
+    ):
+        if catalog.glue is not None and not catalog.glue.region:
+            raise ConfigError(f"{config_path}: {key}.glue.region: {_NO_REGION}; give one")
+    if config.emr_serverless is not None and not config.emr_serverless.region:
+        raise ConfigError(f"{config_path}: emr-serverless.region: {_NO_REGION}; give one")
+
+
+def check_work_location(work_uri: str, aws: AwsClients) -> None:
+    """Refuse a work location that cannot be written before anything is written there.
+
+    A local one must be a folder, or one that can be created; an S3 one a bucket that
+    exists (``HeadBucket``; a refusal still says the bucket exists).
+    """
+    from ferry import fs
+
+    where = f"work location {work_uri}"
+    if fs.scheme_of(work_uri) == "file":
+        problem = fs.why_not_creatable(urlparse(work_uri).path)
+        if problem:
+            raise UsageError(f"{where}: {problem}")
+        return
+    if fs.scheme_of(work_uri) not in fs.S3_SCHEMES:
+        return
+    bucket = urlparse(work_uri).netloc
+    try:
+        aws.probe_client("s3", aws.region or "us-east-1").head_bucket(Bucket=bucket)
+    except ClientError as error:
+        if str(error.response.get("Error", {}).get("Code")) in ("404", "NoSuchBucket", "NotFound"):
+            raise UsageError(f"{where}: the bucket {bucket} does not exist") from None
+    except BotoCoreError as error:  # no answer within the probe's timeouts, no credentials
+        raise UsageError(f"{where}: S3 did not answer: {error}") from None
+
+
 def run_command(command: Callable[[], int]) -> int:
     """Run ``command``; a mistake or a failure becomes one line on stderr and an exit code."""
     try:
         return command()
-    except (ConfigError, UsageError) as error:
-        print(f"ferry: error: {error}", file=sys.stderr)
+    except (ConfigError, UsageError, StateStoreError) as error:
+        _error_line(error)
         return EXIT_USAGE
     except FerryError as error:
-        print(f"ferry: error: {error}", file=sys.stderr)
+        _error_line(error)
         return EXIT_FAILED
     except (BotoCoreError, ClientError) as error:  # credentials, endpoint, permissions
-        print(f"ferry: error: AWS: {error}", file=sys.stderr)
+        _error_line(f"AWS: {error}")
         return EXIT_FAILED
     except RuntimeError as error:  # the local runtime's start-up problems
-        print(f"ferry: error: {error}", file=sys.stderr)
+        _error_line(error)
         return EXIT_FAILED
     except KeyboardInterrupt:
         print("ferry: interrupted", file=sys.stderr)

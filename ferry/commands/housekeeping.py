@@ -17,7 +17,7 @@ from rich.markup import escape
 
 from ferry import fs
 from ferry.aws import AwsClients
-from ferry.commands import EXIT_OK, load_selected
+from ferry.commands import EXIT_OK, check_regions, check_work_location, load_selected
 from ferry.errors import ConfigError, FerryError, describe_error
 
 
@@ -43,14 +43,15 @@ def run_housekeeping(
     from ferry.steps import Steps
     from infra import definition
 
+    # Every check first: nothing is created before all of them have passed.
     config = load_selected(config_path, tables, replicates=False)
     home = home.resolve()
     aws = AwsClients()
-    steps = Steps(
-        work_uri or fs.local_uri(home / "work"),
-        aws,
-        state=open_state(home, state_table, aws),
-    )
+    check_regions(config, config_path, aws.region)
+    work = work_uri or fs.local_uri(home / "work")
+    state = open_state(home, state_table, aws)
+    check_work_location(work, aws)
+    steps = Steps(work, aws, state=state)
     driver = InProcessDriver(steps, None, definition_path=definition.HOUSEKEEPING_PATH)
     execution = driver.run(
         {
@@ -72,7 +73,7 @@ def run_housekeeping(
     if as_json:
         print(json.dumps(report, indent=2))
     else:
-        console = Console(highlight=False, soft_wrap=True)
+        console = Console(highlight=False, soft_wrap=True, emoji=False)
         if config.housekeeping_only:
             # Circus Train's housekeeping-only config: housekeeping deletes only below the
             # table-locations of a config's replications, and this one has none.
@@ -95,17 +96,18 @@ _MARKS = {
 
 
 def print_report(console: Console, report: dict[str, Any]) -> None:
-    """What housekeeping did (or would do), table by table, for people."""
+    """What housekeeping did (or would do), table by table, for people (everything from
+    the report escaped: a ``[/…]`` in a path is text, never rich markup)."""
     if report["dryRun"]:
         console.print("dry run: nothing was deleted")
     totals = {"deleted": 0, "kept": 0, "orphans": 0, "orphansLedgered": 0}
     for table in report["tables"]:
-        head = f"{table['replicaTable']}"
+        head = escape(f"{table['replicaTable']}")
         if table["skipped"]:
-            console.print(f"{head}: skipped: {table['skipped']}")
+            console.print(f"{head}: skipped: {escape(str(table['skipped']))}")
             continue
         console.print(
-            f"{head} ({table['location']}): grace period {table['gracePeriod']}, "
+            f"{head} ({escape(str(table['location']))}): grace period {table['gracePeriod']}, "
             f"orphaned-data-strategy {table['strategy']}"
         )
         for outcome in table["ledger"] + table["orphanFolders"]:
@@ -134,7 +136,7 @@ def print_report(console: Console, report: dict[str, Any]) -> None:
         elif totals["orphans"]:
             line += " (--delete-orphans deletes them once a grace period has passed)"
     console.print(line)
-    console.print(f"report: {report['reportUri']}")
+    console.print(f"report: {escape(report['reportUri'])}")
 
 
 def _count(number: int, noun: str) -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ferry import triggers
 from ferry.aws import AwsClients, new_session
-from ferry.commands import EXIT_FAILED, EXIT_OK, print_warnings
+from ferry.commands import EXIT_FAILED, EXIT_OK, UsageError, print_warnings
 from ferry.config import S3Trigger, load_config
 from ferry.errors import ConfigError, FerryError
 from ferry.local import deploy, emulator, processes, runtime
@@ -127,7 +127,7 @@ def local_pipeline(home: Path) -> tuple[str, str, AwsClients]:
     process = processes.read_process(home, "aws")
     pipeline = deploy.Pipeline.load(home)
     if process is None or not process.is_running() or pipeline is None:
-        raise FerryError(
+        raise UsageError(
             f"the local runtime is not running in {home}; start it with `ferry local up`"
         )
     session = new_session(

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ferry.aws import AwsClients
-from ferry.commands import EXIT_FAILED, EXIT_OK, load_selected
+from ferry.commands import EXIT_FAILED, EXIT_OK, check_regions, load_selected
 from ferry.commands.replicate import human_bytes, plural
 from ferry.errors import FerryError
 
@@ -28,10 +28,15 @@ def run_plan(config_path: Path, tables: Sequence[str] = (), as_json: bool = Fals
     from ferry.steps import Steps
 
     config = load_selected(config_path, tables)
-    selected = config.select(list(tables))
+    aws = AwsClients()
+    check_regions(config, config_path, aws.region)
     # Plan writes nothing: no work location is used.
-    steps = Steps("file:///nowhere", AwsClients())
-    out = Console(highlight=False, soft_wrap=True)
+    steps = Steps("file:///nowhere", aws)
+    # The tables of the run, as a replication resolves them: a table-name-pattern's from the
+    # source catalog, each one a replication of its own (two writing one replica: exit 2).
+    selected = steps.select_tables(config, list(tables), str(config_path))
+    # Data is printed as it is: no markup (escaped), no :emoji: codes, no highlighting.
+    out = Console(highlight=False, soft_wrap=True, emoji=False)
     report: list[dict[str, Any]] = []
     for replication in selected:
         entry: dict[str, Any] = {
@@ -60,9 +65,11 @@ def run_plan(config_path: Path, tables: Sequence[str] = (), as_json: bool = Fals
 
 
 def _print(console: Console, entry: dict[str, Any]) -> None:
-    head = f"{entry['sourceTable']} → {entry['replicaTable']}  [{entry['mode']}]"
+    """One table's plan, for people (what came from data or an error escaped)."""
+    head = escape(f"{entry['sourceTable']} → {entry['replicaTable']}  [{entry['mode']}]")
     if "error" in entry:
-        console.print(f"[red]✗[/red] {head}  {entry['error']}: {escape(entry['cause'])}")
+        error = f"{entry['error']}: {entry['cause']}"
+        console.print(f"[red]✗[/red] {head}  {escape(error)}")
         return
     if entry["dropTable"]:
         console.print(

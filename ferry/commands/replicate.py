@@ -25,7 +25,14 @@ from rich.progress import (
 
 from ferry import fs
 from ferry.aws import AwsClients
-from ferry.commands import EXIT_FAILED, EXIT_OK, UsageError, load_selected
+from ferry.commands import (
+    EXIT_FAILED,
+    EXIT_OK,
+    UsageError,
+    check_regions,
+    check_work_location,
+    load_selected,
+)
 from ferry.errors import ConfigError, FerryError, describe_error
 
 logger = logging.getLogger("ferry")
@@ -49,6 +56,8 @@ def run_replicate(
     from ferry.replicate import InProcessDriver, preview_outcome
     from ferry.steps import Steps
 
+    # Every check first, each one line: nothing is created (no home, no work folder, no
+    # state file) before all of them have passed.
     config = load_selected(config_path, tables)
     home = home.resolve()
     work = work_uri or fs.local_uri(home / "work")
@@ -58,11 +67,14 @@ def run_replicate(
             "give --work-uri s3://bucket/prefix"
         )
     aws = AwsClients()
-    steps = Steps(
-        work, aws, state=None if dry_run else open_state(home, state_table, aws, lock_lease)
-    )
-    out = Console(highlight=False, soft_wrap=True)
-    err = Console(stderr=True, highlight=False)
+    check_regions(config, config_path, aws.region)
+    state = open_state(home, state_table, aws, lock_lease)  # checked even in a dry run
+    if not dry_run:
+        check_work_location(work, aws)
+    steps = Steps(work, aws, state=None if dry_run else state)
+    # Data is printed as it is: no markup (escaped), no :emoji: codes, no highlighting.
+    out = Console(highlight=False, soft_wrap=True, emoji=False)
+    err = Console(stderr=True, highlight=False, emoji=False)
     outcomes = []
     if dry_run:
         config_uri = str(config_path.resolve())
@@ -130,18 +142,33 @@ def open_state(
 ):
     """The CLI's state store: DynamoDB when a table is named, else a file under ``home``.
 
-    The lock's owner is this process: a run killed with SIGKILL does not hold the replica
-    for a whole lease (``ferry.lifecycle.holder_is_gone``).
+    Checked before it is returned (``StateStore.check``: one line, exit 2, when it cannot be
+    used), and nothing is created yet: the file and ``home`` are created on first use. The
+    lock's owner is this process: a run killed with SIGKILL does not hold the replica for a
+    whole lease (``ferry.lifecycle.holder_is_gone``).
     """
     from ferry import lifecycle
+    from ferry.ledger import DynamoDbStateStore
 
-    return lifecycle.open_state(
+    if state_table and not aws.region:
+        raise UsageError(
+            f"--state-table {state_table}: the AWS SDK has no default region (AWS_REGION, "
+            "AWS_DEFAULT_REGION or the profile's region) to find the table in"
+        )
+    state = lifecycle.open_state(
         home=home,
         state_table=state_table,
         dynamodb=aws.client("dynamodb") if state_table else None,
         lease=lock_lease or lifecycle.DEFAULT_LEASE,
         owner=lifecycle.this_process(),
     )
+    if state_table:
+        # Asked with short timeouts: a table that does not answer is one line in seconds.
+        probe = DynamoDbStateStore(aws.probe_client("dynamodb", aws.region), state_table)
+        probe.check(f"--state-table {state_table}")
+    else:
+        state.store.check()
+    return state
 
 
 def _failed_preview(replication, error: FerryError):
@@ -205,7 +232,7 @@ class _Observer:
             transient=True,
         )
         self.progress.start()
-        task = self.progress.add_task(f"copying {table}", total=None)
+        task = self.progress.add_task(f"copying {escape(table)}", total=None)
         progress = self.progress
         return lambda n: progress.advance(task, n)
 
@@ -236,14 +263,17 @@ def human_bytes(size: float) -> str:
 
 
 def _print_outcome(console: Console, outcome) -> None:
+    """One table's outcome, for people. Everything that came from data or an error is
+    escaped: a ``[/…]`` in a path or a message is text, never rich markup."""
     for notice in outcome.notices:
         console.print(f"[yellow]![/yellow] {escape(notice)}")
-    head = f"{outcome.source_table} → {outcome.replica_table}  [{outcome.mode}]"
+    head = escape(f"{outcome.source_table} → {outcome.replica_table}  [{outcome.mode}]")
     if outcome.status == "FAILED":
-        console.print(f"[red]✗[/red] {head}  failed: {outcome.error_type}: {outcome.error}")
+        error = f"{outcome.error_type}: {outcome.error}"
+        console.print(f"[red]✗[/red] {head}  failed: {escape(error)}")
         if outcome.snapshot:
             kept = "removed" if outcome.snapshot_removed else "kept: the replica references it"
-            console.print(f"    snapshot {outcome.snapshot} {kept}")
+            console.print(f"    snapshot {escape(str(outcome.snapshot))} {kept}")
         return
     if outcome.kind == "view":
         counts = "view, metadata only"
@@ -255,13 +285,13 @@ def _print_outcome(console: Console, outcome) -> None:
         )
     else:
         counts = f"unpartitioned, {plural(outcome.files, 'file')}, {human_bytes(outcome.bytes)}"
-    where = outcome.replica_location
+    where = escape(outcome.replica_location) if outcome.replica_location else None
     if outcome.status == "PLANNED":
         console.print(f"[cyan]•[/cyan] {head}  would replicate {counts}{_by(outcome.copier)}")
         if where:
             console.print(f"    would point at {where}")
         if outcome.partition_filter:
-            console.print(f"    partition filter: {outcome.partition_filter}")
+            console.print(f"    partition filter: {escape(outcome.partition_filter)}")
         return
     if outcome.status == "UNCHANGED":
         console.print(f"[green]=[/green] {head}  unchanged: nothing to copy or commit")
@@ -270,7 +300,8 @@ def _print_outcome(console: Console, outcome) -> None:
         f"[green]✓[/green] {head}  {counts} in {outcome.seconds:.1f} s{_by(outcome.copier)}"
     )
     console.print(
-        f"    event {outcome.event_id}" + (f", replica location {where}" if where else "")
+        f"    event {escape(str(outcome.event_id))}"
+        + (f", replica location {where}" if where else "")
     )
 
 

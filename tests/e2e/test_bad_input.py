@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import os
 import socket
+import sqlite3
 import time
 from urllib.parse import urlparse
 
+import boto3
 import pytest
 import yaml
 
@@ -315,3 +317,199 @@ def test_a_metastore_uri_that_is_not_a_metastore(
         "(connected, but it did not answer like a Hive metastore within 10 s)"
     )
     assert setup["state"]() == before
+
+
+# -- refused before anything is planned or written: exit 2, nothing created -------------------
+
+
+def test_plan_with_a_table_name_pattern_plans_each_table_it_selects(setup, write_config, sample):
+    path = write_config(setup["document"]([test_cli.pattern_replication(sample, setup)]))
+    before = setup["state"]()
+    result = ferry("plan", str(path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    heads = [line.split("  ")[0] for line in result.stdout.splitlines() if line.startswith("•")]
+    assert heads == [
+        f"• {sample.database}.customers → {setup['replica_db']}.customers",
+        f"• {sample.database}.orders → {setup['replica_db']}.orders",
+    ]
+    assert setup["state"]() == before
+
+
+def test_a_refused_run_creates_no_home_no_work_folder_and_no_database(
+    setup, write_config, sample, tmp_path
+):
+    path = write_config(
+        setup["document"](
+            [
+                test_cli.pattern_replication(sample, setup, "orders|customers", ()),
+                test_cli.pattern_replication(sample, setup, ".*orders", ()),
+            ]
+        )
+    )
+    home, work = tmp_path / "home", tmp_path / "work"
+    before = setup["state"]()
+    result = ferry("replicate", str(path), "--home", str(home), "--work-uri", work.as_uri())
+    assert usage_line(result, path).startswith(
+        "table-replications[0] and table-replications[1] both write the replica table"
+    )
+    assert not home.exists() and not work.exists()
+    assert setup["state"]() == before  # the replica database included
+
+
+def test_a_state_store_of_another_schema_is_refused_before_anything_is_planned(
+    setup, write_config, tmp_path
+):
+    """Found only after a commit, the ledger could not be written: the replica switched, and the
+    run reported failure. Checked first, nothing is switched."""
+    home = tmp_path / "home"
+    home.mkdir()
+    with sqlite3.connect(home / "state.sqlite3") as connection:
+        connection.execute("CREATE TABLE ledger (replica TEXT, location TEXT)")
+    store = (home / "state.sqlite3").read_bytes()
+    path = write_config(setup["document"]())
+    before = setup["state"]()
+    result = ferry("replicate", str(path), "--home", str(home))
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stdout == ""
+    [line] = result.stderr.splitlines()
+    assert line.startswith(
+        f"ferry: error: state store {home}/state.sqlite3: not Ferry's state store: its table "
+        "ledger has the columns (replica, location), Ferry's has (replica key, path key,"
+    )
+    assert setup["state"]() == before
+    assert os.listdir(home) == ["state.sqlite3"]
+    assert (home / "state.sqlite3").read_bytes() == store
+
+
+def test_a_state_table_of_another_key_is_refused_before_anything_is_planned(
+    setup, write_config, unique, tmp_path
+):
+    dynamodb = boto3.client("dynamodb", region_name="us-east-1")
+    table = f"other-{unique}"
+    dynamodb.create_table(
+        TableName=table,
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    path = write_config(setup["document"]())
+    before = setup["state"]()
+    home = tmp_path / "home"
+    for state_table, expected in (
+        (table, "its key is id (S, hash key), not Ferry's: pk (S, hash key) and sk (S, range key)"),
+        (f"missing-{unique}", "no such DynamoDB table in us-east-1"),
+    ):
+        result = ferry("replicate", str(path), "--state-table", state_table, "--home", str(home))
+        assert result.returncode == 2, result.stdout + result.stderr
+        assert result.stdout == ""
+        [line] = result.stderr.splitlines()
+        assert line.startswith(f"ferry: error: --state-table {state_table}: {expected}"), line
+    assert setup["state"]() == before
+    assert dynamodb.scan(TableName=table)["Items"] == []
+    assert not home.exists()
+
+
+def test_a_glue_catalog_id_that_is_not_an_account_touches_no_catalog(setup, write_config, aws):
+    glue = {"region": "us-east-1", "catalog-id": "dr-account"}
+    path = write_config(setup["document"](None, replica={"name": "aws", "glue": glue}))
+    databases = aws["glue"].get_databases()["DatabaseList"]
+    before = setup["state"]()
+    result = ferry("replicate", str(path))
+    assert usage_line(result, path) == (
+        "replica-catalog.glue.catalog-id: 'dr-account' is not an AWS account id: a catalog id is "
+        'the 12 digits of the account whose catalog it is, e.g. "123456789012" (quoted)'
+    )
+    assert aws["glue"].get_databases()["DatabaseList"] == databases
+    assert setup["state"]() == before
+
+
+# -- ferry execute: refused before the config is uploaded or an execution started -------------
+
+
+@pytest.fixture
+def executions(pipeline, local_runtime):
+    """The local pipeline's executions and uploaded configs, to show that none was added."""
+    sfn = boto3.client("stepfunctions", region_name="us-east-1")
+    s3 = boto3.client("s3", region_name="us-east-1")
+    bucket = pipeline.work_uri.removeprefix("s3://").partition("/")[0]
+
+    def listed():
+        runs = sfn.list_executions(stateMachineArn=pipeline.state_machine_arn)["executions"]
+        objects = s3.list_objects_v2(Bucket=bucket, Prefix="configs/").get("Contents", [])
+        return [run["executionArn"] for run in runs], [o["Key"] for o in objects]
+
+    return listed
+
+
+def test_execute_refuses_two_patterns_writing_one_replica_before_starting(
+    setup, write_config, sample, local_runtime, executions
+):
+    path = write_config(
+        setup["document"](
+            [
+                test_cli.pattern_replication(sample, setup, "orders|customers", ()),
+                test_cli.pattern_replication(sample, setup, ".*orders", ()),
+            ]
+        )
+    )
+    before, started = setup["state"](), executions()
+    for tables in ([], ["--table", f"{sample.database}.orders"]):
+        result = ferry(
+            "execute", str(path), "--home", str(local_runtime.state_dir), "--wait", *tables
+        )
+        assert usage_line(result, path) == (
+            f"table-replications[0] and table-replications[1] both write the replica table "
+            f"{setup['replica_db']}.orders (from {sample.database}.orders); exclude the table "
+            "from one of them"
+        )
+    assert executions() == started
+    assert setup["state"]() == before
+
+
+def test_execute_says_in_one_line_why_the_state_machine_refused_a_config(
+    setup, write_config, local_runtime, pipeline
+):
+    """A placeholder this shell sets and the pipeline's functions do not: Resolve tables refuses
+    the config, and its error is one line (not the function's payload), exit code 2."""
+    replications = setup["replications"]()
+    replications[0]["replica-table"]["table-location"] = "${FERRY_BAD_INPUT_ROOT}/orders"
+    path = write_config(setup["document"](replications))
+    before = setup["state"]()
+    result = ferry(
+        "execute",
+        str(path),
+        "--home",
+        str(local_runtime.state_dir),
+        "--wait",
+        env={"FERRY_BAD_INPUT_ROOT": setup["target"]},
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+    [line] = result.stderr.splitlines()
+    assert line.startswith("ferry: error: s3://")
+    assert line.endswith(
+        "table-replications[0].replica-table.table-location: ${FERRY_BAD_INPUT_ROOT} is not set "
+        "in the environment (write ${NAME:default} for a default)"
+    )
+    assert setup["state"]() == before
+
+
+# -- printed as written: a path or an error is text, never rich markup -------------------------
+
+
+def test_brackets_in_paths_and_errors_are_printed_after_a_commit_and_every_table_runs(
+    setup, write_config, sample, tmp_path
+):
+    blocker = tmp_path / "blocker"
+    blocker.write_text("x")
+    replications = setup["replications"]()
+    replications[0]["replica-table"]["table-location"] = f"{setup['target']}/[/x]/orders"
+    replications[1]["replica-table"]["table-location"] = f"{blocker.as_uri()}/[/y]/customers"
+    result = ferry("replicate", str(write_config(setup["document"](replications))))
+    assert result.returncode == 1, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith(f"✓ {sample.database}.orders → {setup['replica_db']}.orders")
+    assert f"replica location {setup['target']}/[/x]/orders/ferry-" in lines[1]
+    assert f"cannot write {blocker.as_uri()}/[/y]/customers/ferry-" in failed_line(result)
+    assert lines[-1].startswith("2 tables: 1 replicated, 1 failed")
+    assert blocker.read_text() == "x"
