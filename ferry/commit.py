@@ -6,11 +6,17 @@ Step Functions retry; a process can die between two metastore calls):
 - the replica's event may be the one the plan read *or this event's own* (a retry after the
   table was already written); anything else means another replication won, and this older
   snapshot must not replace its newer one (``ReplicaChangedError``);
+- before anything else is written, the replica is *claimed* for this event
+  (``claim``): one conditional write of the catalog's own moves its ``ferry.commit.claim``
+  to this event, so of two runs that read the same replica — with any driver and any lock
+  store — exactly one writes it; a new table is claimed by creating it. A retried commit
+  finds its own claim;
 - the table is created only if it is not there yet;
 - partitions are split again at commit time into missing (added) and present (altered), so
   partitions an earlier attempt already wrote are accepted and the rest are written;
-- an existing table is altered last, so its ``ferry.replication.event`` moves only once
-  every partition points at the new snapshot.
+- an existing table's definition (location, schema, parameters) is written last, on the
+  condition that the claim is still this event's: its ``ferry.replication.event`` moves
+  only once every partition points at the new snapshot.
 
 What a reader sees part-way (docs/ARCHITECTURE.md, "Commit"): every partition always points
 at a complete snapshot, old or new; each metastore call is atomic (Hive: one batch of up to
@@ -20,16 +26,26 @@ so a reader may see some partitions already at the new snapshot and others still
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 
-from ferry import faults
+from ferry import faults, fs
 from ferry.avro import copy_schema
 from ferry.catalog import Catalog, batched
-from ferry.errors import ReplicaChangedError
+from ferry.errors import CatalogError, ConcurrentChangeError, ReplicaChangedError
 from ferry.model import Database, Table
 from ferry.ownership import referenced_locations
 from ferry.plan import ReplicationPlan
-from ferry.replica import CREATED_BY_EVENT, REPLICATION_EVENT
+from ferry.replica import (
+    CIRCUS_TRAIN_REPLICATION_EVENT,
+    COMMIT_CLAIM,
+    CREATED_BY_EVENT,
+    REPLICATION_EVENT,
+)
+
+#: How long a claim of a commit that never finished (its process killed) blocks others.
+DEFAULT_CLAIM_LEASE = timedelta(hours=1)
 
 
 @dataclass(frozen=True)
@@ -63,9 +79,24 @@ def check_unchanged_since_plan(plan: ReplicationPlan, current: Table | None) -> 
         )
 
 
-def commit(plan: ReplicationPlan, replica: Catalog, batch_size: int) -> CommitResult:
-    table = plan.replica_table
-    current = replica.get_table(table.database, table.name)
+def commit(
+    plan: ReplicationPlan,
+    replica: Catalog,
+    batch_size: int,
+    now: datetime | None = None,
+    claim_lease: timedelta = DEFAULT_CLAIM_LEASE,
+    owner: str | None = None,
+    gone: Callable[[str], bool] = lambda owner: False,
+) -> CommitResult:
+    """Point the replica at this event's snapshot (see the module's steps).
+
+    ``owner``: this process, when a holder that died can be recognised (``ferry replicate``),
+    recorded in the claim; ``gone`` tells whether a claim's owner no longer runs, so the
+    claim of a process killed mid-commit is taken over at once rather than after
+    ``claim_lease``.
+    """
+    now = now or datetime.now(UTC)
+    current = replica.get_table(plan.replica_table.database, plan.replica_table.name)
     check_unchanged_since_plan(plan, current)
     for schema in plan.schema_copies:
         copy_schema(schema.source_url, schema.target_url)  # the same bytes again on a retry
@@ -73,13 +104,18 @@ def commit(plan: ReplicationPlan, replica: Catalog, batch_size: int) -> CommitRe
         # PROPAGATE_DELETES: the source table is gone. The replica is EXTERNAL, so its data
         # stays for housekeeping to retire.
         if current is not None:
-            replica.drop_table(table.database, table.name)
+            replica.drop_table(plan.replica_table.database, plan.replica_table.name)
         return CommitResult(False, 0, 0, dropped_table=True)
-    if (
-        plan.overwrite
-        and current is not None
-        and current.parameters.get(REPLICATION_EVENT) != plan.event_id
-    ):
+    mine = claim_value(plan.event_id, now, owner)
+    if current is not None:
+        current = claim(replica, current, plan, mine, claim_lease, gone)
+        mine = current.parameters[COMMIT_CLAIM]
+        faults.point("commit.claimed")
+    # The table as planned, carrying this event's claim (idle once its event is this one).
+    table = replace(
+        plan.replica_table, parameters={**plan.replica_table.parameters, COMMIT_CLAIM: mine}
+    )
+    if plan.overwrite and current is not None and not _created_by(current, plan):
         # FULL_OVERWRITE: a schema change Hive cannot alter. Readers see no table until it
         # is created again below; its old snapshots stay (the table is EXTERNAL).
         replica.drop_table(table.database, table.name)
@@ -94,7 +130,7 @@ def commit(plan: ReplicationPlan, replica: Catalog, batch_size: int) -> CommitRe
             )
         )
     if current is None:
-        replica.create_table(table)
+        _create(replica, table, plan)
         faults.point("commit.table-created")
     partitions = plan.replica_partitions
     existing = (
@@ -115,8 +151,143 @@ def commit(plan: ReplicationPlan, replica: Catalog, batch_size: int) -> CommitRe
         replica.drop_partitions(table, [p.values for p in batch])
         faults.point("commit.partition-batch")
     if current is not None:
-        replica.alter_table(table)
+        try:  # last, and only while the claim is still this event's
+            replica.alter_table_if(table, COMMIT_CLAIM, mine)
+        except ConcurrentChangeError as error:
+            raise _lost(plan, error) from None
     return CommitResult(current is None, len(to_add), len(to_alter), len(dropping))
+
+
+# -- the claim ---------------------------------------------------------------------------------
+
+
+def claim_value(event_id: str, now: datetime, owner: str | None = None) -> str:
+    """``<event id>@<UTC time>[@<process>]``: who claimed the replica, when, and from which
+    process when that can be told."""
+    value = f"{event_id}@{now.astimezone(UTC).isoformat(timespec='seconds')}"
+    return f"{value}@{owner}" if owner else value
+
+
+def claim(
+    replica: Catalog,
+    current: Table,
+    plan: ReplicationPlan,
+    mine: str,
+    lease: timedelta,
+    gone: Callable[[str], bool] = lambda owner: False,
+) -> Table:
+    """Make the replica this event's to write, before writing any of it; the table as claimed.
+
+    The claim is the replica's ``ferry.commit.claim`` parameter, ``<event id>@<time>``, moved
+    by one conditional write of the catalog's own (``Catalog.alter_table_if``: Hive's expected
+    parameter, Glue's ``VersionId``): of two runs that read the same replica — whatever
+    driver and whatever lock store each used — exactly one claims it; the other fails with
+    ``ReplicaChangedError`` before it writes a partition, so a replica never mixes events.
+
+    The claim is idle when it names the replica's own ``ferry.replication.event`` (its
+    commit completed) and taken when it names another: a commit in progress, which no other
+    event may claim over until ``lease`` has passed since, or its process is known to be gone
+    (a process killed mid-commit). A retried commit finds its own claim. A replica from
+    before claims (none yet) is claimed on its event parameter, Ferry's or Circus Train's,
+    which then moves to this event.
+    """
+    parameters = current.parameters
+    now = datetime.fromisoformat(mine.split("@")[1])
+    value = parameters.get(COMMIT_CLAIM)
+    if value is not None:
+        holder, since, owner = (value.split("@", 2) + ["", ""])[:3]
+        if holder == plan.event_id:
+            return current
+        idle = holder == parameters.get(REPLICATION_EVENT)
+        if not idle and not _expired(since, now, lease) and not (owner and gone(owner)):
+            raise ReplicaChangedError(
+                f"replica table {current.qualified_name} is being committed by event {holder} "
+                f"(claimed at {since}); not committing event {plan.event_id} over it"
+            )
+        key, expected, moved = COMMIT_CLAIM, value, {COMMIT_CLAIM: mine}
+    else:
+        key = (
+            REPLICATION_EVENT if REPLICATION_EVENT in parameters else CIRCUS_TRAIN_REPLICATION_EVENT
+        )
+        expected = parameters.get(key)
+        if expected is None:  # not a replica: the plan's guard refused it already
+            raise ReplicaChangedError(
+                f"replica table {current.qualified_name} has no {REPLICATION_EVENT}; not committing"
+            )
+        moved = {COMMIT_CLAIM: mine, key: plan.event_id, REPLICATION_EVENT: plan.event_id}
+    claimed = replace(current, parameters={**parameters, **moved})
+    try:
+        replica.alter_table_if(claimed, key, expected)
+    except ConcurrentChangeError as error:
+        raise _lost(plan, error) from None
+    return claimed
+
+
+def release_claim(replica: Catalog, plan: ReplicationPlan) -> bool:
+    """After a failed commit: make the replica's claim idle again if this event holds it, so
+    the next run need not wait for its lease. True when it did.
+
+    Conditional on the claim being this event's: a later replication's is never touched. A
+    replica claimed on its event parameter (from before claims) gets its previous event back.
+    """
+    table = plan.replica_table
+    current = replica.get_table(table.database, table.name)
+    value = current.parameters.get(COMMIT_CLAIM) if current is not None else None
+    if current is None or value is None or value.split("@")[0] != plan.event_id:
+        return False
+    parameters = dict(current.parameters)
+    before = plan.replica_before.parameters if plan.replica_before is not None else {}
+    if parameters.get(REPLICATION_EVENT) == plan.event_id and before:
+        for key in (REPLICATION_EVENT, CIRCUS_TRAIN_REPLICATION_EVENT):
+            if key in before:
+                parameters[key] = before[key]
+            else:
+                parameters.pop(key, None)
+    event = parameters.get(REPLICATION_EVENT)
+    if event is None or event == plan.event_id:
+        return False  # this event's own table (it created it): nothing to hand back
+    parameters[COMMIT_CLAIM] = f"{event}@{value.split('@')[1]}"
+    try:
+        replica.alter_table_if(replace(current, parameters=parameters), COMMIT_CLAIM, value)
+    except ConcurrentChangeError:
+        return False
+    return True
+
+
+def _expired(since: str, now: datetime, lease: timedelta) -> bool:
+    try:
+        claimed = datetime.fromisoformat(since)
+    except ValueError:
+        return True  # unreadable: nobody can be told to hold it
+    if claimed.tzinfo is None:
+        claimed = claimed.replace(tzinfo=UTC)
+    return now - claimed >= lease
+
+
+def _created_by(current: Table, plan: ReplicationPlan) -> bool:
+    """Whether ``current`` is the table this event created (an earlier attempt's), not the
+    replica it claimed: a claimed replica still has its own event and location."""
+    return current.parameters.get(REPLICATION_EVENT) == plan.event_id and fs.normalise(
+        current.location or ""
+    ) == fs.normalise(plan.replica_table.location or "")
+
+
+def _create(replica: Catalog, table: Table, plan: ReplicationPlan) -> None:
+    """Create the replica table; one created meanwhile by another run wins."""
+    try:
+        replica.create_table(table)
+    except CatalogError as error:
+        found = replica.get_table(table.database, table.name)
+        if found is None or found.parameters.get(REPLICATION_EVENT) == plan.event_id:
+            raise
+        raise _lost(plan, error) from None
+
+
+def _lost(plan: ReplicationPlan, error: Exception) -> ReplicaChangedError:
+    return ReplicaChangedError(
+        f"replica table {plan.replica_table.qualified_name} was changed by another replication "
+        f"while event {plan.event_id} committed ({error}); not committing over it"
+    )
 
 
 def snapshot_references(snapshot: str, replica: Catalog, database: str, name: str) -> list[str]:

@@ -131,9 +131,15 @@ def holder_is_gone(lease: Lease) -> bool:
     the next run for a whole lease. Elsewhere (Lambda, another host, no ``/proc``) nothing
     can be told, and only the expiry frees the lock.
     """
-    if not lease.owner or not Path("/proc/self/stat").exists():
+    return process_is_gone(lease.owner)
+
+
+def process_is_gone(owner: str | None) -> bool:
+    """True when ``owner`` (``this_process()`` of some run) is a process of this machine that
+    no longer runs; False when it runs or nothing can be told."""
+    if not owner or not Path("/proc/self/stat").exists():
         return False
-    host, _, rest = lease.owner.partition("/")
+    host, _, rest = owner.partition("/")
     pid, _, ticks = rest.partition("/")
     if host != socket.gethostname() or not pid.isdigit():
         return False

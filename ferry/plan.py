@@ -23,6 +23,7 @@ from ferry.ownership import snapshot_root_of
 from ferry.replica import (
     CIRCUS_TRAIN_SOURCE_METASTORE_URIS,
     CIRCUS_TRAIN_SOURCE_TABLE,
+    COMMIT_CLAIM,
     LAST_REPLICATED,
     PARTITION_FINGERPRINT,
     REPLICATION_EVENT,
@@ -542,6 +543,7 @@ def _drop_replica_table(
 _NOT_METADATA = frozenset(
     {
         REPLICATION_EVENT,
+        COMMIT_CLAIM,
         LAST_REPLICATED,
         *SERVER_MANAGED_PARAMETERS,
         "numFiles",

@@ -20,6 +20,8 @@ SOURCE_METASTORE_URIS = "ferry.source.metastore.uris"
 SOURCE_LOCATION = "ferry.source.location"
 REPLICATION_EVENT = "ferry.replication.event"
 REPLICATION_MODE = "ferry.replication.mode"
+#: ``<event id>@<time>``: the event that claimed the replica to commit (``ferry.commit``).
+COMMIT_CLAIM = "ferry.commit.claim"
 LAST_REPLICATED = "ferry.last.replicated"
 #: The data fingerprint (``ferry/fingerprint.py``) of what a partition, or an unpartitioned
 #: table, was copied from: the next run compares the source's with it.

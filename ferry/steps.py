@@ -35,7 +35,7 @@ from ferry import concurrency, faults, fs, lifecycle, selection
 from ferry.aws import AwsClients
 from ferry.catalog import Catalog
 from ferry.catalog.factory import open_catalog
-from ferry.commit import commit, snapshot_references
+from ferry.commit import DEFAULT_CLAIM_LEASE, commit, release_claim, snapshot_references
 from ferry.config import (
     CatalogConfig,
     CopierOptions,
@@ -551,7 +551,15 @@ class Steps:
                 )
         with self._open(config.replica_catalog) as replica:
             before = lifecycle.locations_before_commit(self.state, plan, replica, where.root)
-            result = commit(plan, replica, config.replica_catalog.batch_size)
+            result = commit(
+                plan,
+                replica,
+                config.replica_catalog.batch_size,
+                self.clock(),
+                self.state.lease if self.state is not None else DEFAULT_CLAIM_LEASE,
+                self.state.owner if self.state is not None else None,
+                lifecycle.process_is_gone,
+            )
             key = self._replica_key(config, plan.replication)
             lifecycle.committed(self.state, key, plan, replica, before, self.clock())
         return {
@@ -682,6 +690,8 @@ class Steps:
                         # consumers still hear FAILURE and its lock is still released.
                         outcome["removeError"] = f"{type(error).__name__}: {error}"
                         logger.warning("could not remove snapshot %s: %s", snapshot, error)
+            if release_claim(replica, plan):
+                outcome["claimReleased"] = True
             database = replica.get_database(table.database)
             if (
                 database is not None

@@ -52,6 +52,13 @@ class Catalog(ABC):
     def alter_table(self, table: Table) -> None: ...
 
     @abstractmethod
+    def alter_table_if(self, table: Table, key: str, expected: str) -> None:
+        """Write ``table`` only if the catalog's copy still has parameter ``key`` equal to
+        ``expected``, in one atomic step of the catalog's own; else ``ConcurrentChangeError``
+        and nothing is written. Two writers that read the same value: exactly one succeeds.
+        """
+
+    @abstractmethod
     def add_partitions(self, table: Table, partitions: Sequence[Partition]) -> None: ...
 
     @abstractmethod

@@ -12,7 +12,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError
 
 from ferry.catalog import PAGE_SIZE, Catalog, batched, partition_sort_key
-from ferry.errors import CatalogError, CatalogUnreachableError
+from ferry.errors import CatalogError, CatalogUnreachableError, ConcurrentChangeError
 from ferry.model import Column, Database, Partition, SortColumn, StorageDescriptor, Table, TableType
 
 # Glue's BatchCreatePartition and BatchUpdatePartition take at most 100 entries a call.
@@ -153,6 +153,33 @@ class GlueCatalog(Catalog):
             self._call("update_table", DatabaseName=table.database, TableInput=_table_input(table))
         except ClientError as error:
             raise self._refused("update table", table.qualified_name, error) from None
+
+    def alter_table_if(self, table: Table, key: str, expected: str) -> None:
+        """Glue's optimistic concurrency: ``UpdateTable`` with the ``VersionId`` of the copy
+        whose parameter was checked; a concurrent update moves the version and this one
+        fails with ``ConcurrentModificationException``."""
+        what = table.qualified_name
+        try:
+            current = self._call("get_table", DatabaseName=table.database, Name=table.name)
+        except ClientError as error:
+            raise self._refused("read table", what, error) from None
+        found = current["Table"].get("Parameters", {}).get(key)
+        changed = ConcurrentChangeError(
+            f"replica table {what} changed since it was read (its {key} is no longer {expected})"
+        )
+        if found != expected:
+            raise changed
+        try:
+            self._call(
+                "update_table",
+                DatabaseName=table.database,
+                TableInput=_table_input(table),
+                VersionId=current["Table"]["VersionId"],
+            )
+        except ClientError as error:
+            if _code(error) == "ConcurrentModificationException":
+                raise changed from None
+            raise self._refused("update table", what, error) from None
 
     def add_partitions(self, table: Table, partitions: Sequence[Partition]) -> None:
         self._write_batches(

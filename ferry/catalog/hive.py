@@ -19,7 +19,12 @@ from thrift.Thrift import TApplicationException, TException
 from thrift.transport import TSocket, TTransport
 
 from ferry.catalog import PAGE_SIZE, Catalog, batched, is_integral, partition_sort_key
-from ferry.errors import CatalogError, CatalogUnreachableError, NotAMetastoreError
+from ferry.errors import (
+    CatalogError,
+    CatalogUnreachableError,
+    ConcurrentChangeError,
+    NotAMetastoreError,
+)
 from ferry.model import (
     Column,
     Database,
@@ -246,6 +251,35 @@ class HiveMetastoreCatalog(Catalog):
         self._write(
             lambda c: c.alter_table(table.database, table.name, table_to_thrift(table)), table
         )
+
+    def alter_table_if(self, table: Table, key: str, expected: str) -> None:
+        """Hive's compare-and-set alter (HIVE-26882, in 2.3.10, 4.0): the metastore updates
+        the table only if its parameter ``key`` still holds ``expected``, in the same
+        transaction as the alter. A metastore without it would ignore the condition."""
+        context = ttypes.EnvironmentContext(
+            properties={"expected_parameter_key": key, "expected_parameter_value": expected}
+        )
+        thrift = table_to_thrift(table)
+        try:
+            self._call(
+                lambda c: c.alter_table_with_environment_context(
+                    table.database, table.name, thrift, context
+                )
+            )
+        except ttypes.MetaException as error:
+            if "has been modified" in (error.message or ""):
+                raise ConcurrentChangeError(
+                    f"replica table {table.qualified_name} changed since it was read "
+                    f"(its {key} is no longer {expected})"
+                ) from None
+            raise CatalogError(
+                f"metastore '{self.name}' refused to write {table.qualified_name}: {error.message}"
+            ) from None
+        except (ttypes.InvalidOperationException, ttypes.NoSuchObjectException) as error:
+            raise CatalogError(
+                f"metastore '{self.name}' refused to write {table.qualified_name}: "
+                f"{getattr(error, 'message', None) or error}"
+            ) from None
 
     def add_partitions(self, table: Table, partitions: Sequence[Partition]) -> None:
         for batch in batched(partitions, self.page_size):

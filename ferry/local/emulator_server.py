@@ -11,7 +11,8 @@ emulation, and a module each adds them into this process:
 - ``emulator_eventbridge``: rules start executions of state machine targets, with their role.
 
 ``emulator_states`` keeps Step Functions' payload limits and error rules, ``emulator_s3``
-answers a bucket's EventBridge notifications as S3 does, ``emulator_iam``
+answers a bucket's EventBridge notifications as S3 does, ``emulator_glue`` refuses an
+``UpdateTable`` of a stale ``VersionId`` as Glue does, ``emulator_iam``
 authorizes every request of the pipeline's roles as AWS would, and
 ``emulator_requests`` counts the requests the server serves (what the copy benchmark reads).
 
@@ -27,6 +28,7 @@ from ferry import faults
 from ferry.local import (
     emulator_emr_serverless,
     emulator_eventbridge,
+    emulator_glue,
     emulator_iam,
     emulator_lambda,
     emulator_requests,
@@ -47,6 +49,7 @@ def install(state_dir: Path, endpoint: str) -> emulator_lambda.ExecutionEnvironm
     default_user_config["stepfunctions"]["execute_state_machine"] = True
     emulator_states.install()
     emulator_s3.install()
+    emulator_glue.install()
     fault_file = faults.FaultFile(state_dir / FAULTS_FILE)
     authorizer = Authorizer()
     emulator_iam.install(authorizer)

@@ -119,3 +119,56 @@ def test_second_uri_is_used_when_the_first_is_down(local_runtime):
     uris = [f"thrift://127.0.0.1:{free_port()}", local_runtime.source_uri]
     with HiveMetastoreCatalog("failover", uris) as catalog:
         assert catalog.get_database("default") is not None
+
+
+def test_a_conditional_write_lets_exactly_one_of_many_writers_through(catalog, unique, tmp_path):
+    """The catalog's own concurrency control (Hive's expected parameter, Glue's VersionId):
+    writers that all read one value each try to move it; one succeeds, the rest are refused
+    and wrote nothing."""
+    import threading
+    from dataclasses import replace
+
+    from ferry.errors import ConcurrentChangeError
+
+    database = f"claims_{unique}"
+    catalog.create_database(Database(name=database))
+    try:
+        read = replace(events_table(database, fs_uri(tmp_path)), parameters={"claim": "e0"})
+        catalog.create_table(read)
+        outcomes: dict[int, str] = {}
+        start = threading.Barrier(6)
+
+        def write(writer: int) -> None:
+            mine = replace(read, parameters={"claim": f"e{writer}", "writer": str(writer)})
+            start.wait()
+            try:
+                catalog.alter_table_if(mine, "claim", "e0")
+                outcomes[writer] = "written"
+            except ConcurrentChangeError as error:
+                assert "no longer e0" in str(error)
+                outcomes[writer] = "refused"
+
+        threads = [threading.Thread(target=write, args=(n,)) for n in range(1, 7)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        [winner] = [n for n, outcome in outcomes.items() if outcome == "written"]
+        assert sorted(outcomes.values()).count("refused") == 5
+        parameters = catalog.get_table(database, "events").parameters
+        assert (parameters["claim"], parameters["writer"]) == (f"e{winner}", str(winner))
+        # The winner's value is now what a writer must expect.
+        again = replace(read, parameters={"claim": "e9", "writer": "9"})
+        with pytest.raises(ConcurrentChangeError):
+            catalog.alter_table_if(again, "claim", "e0")
+        catalog.alter_table_if(again, "claim", f"e{winner}")
+        assert catalog.get_table(database, "events").parameters["claim"] == "e9"
+    finally:
+        catalog.drop_table(database, "events")
+        catalog.drop_database(database)
+
+
+def fs_uri(path) -> str:
+    from ferry import fs
+
+    return fs.local_uri(path / "events")
