@@ -108,7 +108,7 @@ def commit(
         return CommitResult(False, 0, 0, dropped_table=True)
     mine = claim_value(plan.event_id, now, owner)
     if current is not None:
-        current = claim(replica, current, plan, mine, claim_lease, gone)
+        current = claim(replica, current, plan, mine, now, claim_lease, gone)
         mine = current.parameters[COMMIT_CLAIM]
         faults.point("commit.claimed")
     # The table as planned, carrying this event's claim (idle once its event is this one).
@@ -173,12 +173,13 @@ def claim(
     current: Table,
     plan: ReplicationPlan,
     mine: str,
+    now: datetime,
     lease: timedelta,
     gone: Callable[[str], bool] = lambda owner: False,
 ) -> Table:
     """Make the replica this event's to write, before writing any of it; the table as claimed.
 
-    The claim is the replica's ``ferry.commit.claim`` parameter, ``<event id>@<time>``, moved
+    The claim is the replica's ``ferry.commit.claim`` parameter, ``mine``, moved
     by one conditional write of the catalog's own (``Catalog.alter_table_if``: Hive's expected
     parameter, Glue's ``VersionId``): of two runs that read the same replica — whatever
     driver and whatever lock store each used — exactly one claims it; the other fails with
@@ -192,7 +193,6 @@ def claim(
     which then moves to this event.
     """
     parameters = current.parameters
-    now = datetime.fromisoformat(mine.split("@")[1])
     value = parameters.get(COMMIT_CLAIM)
     if value is not None:
         holder, since, owner = (value.split("@", 2) + ["", ""])[:3]

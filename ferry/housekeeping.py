@@ -45,7 +45,7 @@ from ferry.ownership import (
     Paths,
     event_time,
     is_snapshot_name,
-    referenced_locations,
+    locations_of,
 )
 
 #: Circus Train's default ``housekeeping.expired-path-duration``.
@@ -328,9 +328,7 @@ def _housekeep_table(
         return outcome
     # The catalog, asked right before deleting: nothing it references is ever deleted.
     table = replica.get_table(replication.replica_database, replication.replica_table_name)
-    live = referenced_locations(
-        replica, replication.replica_database, replication.replica_table_name
-    )
+    live = locations_of(replica, table)
     owner = lifecycle.ownership(
         state, key, replication, live, table.parameters if table else None, catalog,
         ledgered=[e.snapshot for e in entries if e.snapshot],

@@ -34,6 +34,7 @@ from datetime import UTC, datetime
 from ferry import fs
 from ferry.catalog import Catalog
 from ferry.ledger import CreatedSnapshot
+from ferry.model import Table
 
 #: A snapshot folder's name: Ferry's event id (``ferry.event_id``), or Circus Train's
 #: (``ctt-20161207t155219.461z-…``; ``ctp-`` for its partition replications).
@@ -155,7 +156,11 @@ class ReferencedLocations:
 
 def referenced_locations(catalog: Catalog, database: str, name: str) -> ReferencedLocations:
     """Every location the table ``database.name`` and its partitions reference."""
-    table = catalog.get_table(database, name)
+    return locations_of(catalog, catalog.get_table(database, name))
+
+
+def locations_of(catalog: Catalog, table: Table | None) -> ReferencedLocations:
+    """Every location ``table`` (as just read from ``catalog``) and its partitions reference."""
     if table is None:
         return ReferencedLocations()
     partitions = (
