@@ -18,7 +18,7 @@ import posixpath
 import re
 import types
 import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import StrEnum
@@ -1384,15 +1384,10 @@ def _set_aside_circus_train_keys(
     for key, value in data.items():
         field = known.get(key) if isinstance(key, str) else None
         if field is not None:
-            inner = _model_of(field.annotation)
-            if inner is not None and isinstance(value, list):
-                value = [
-                    _set_aside_circus_train_keys(item, inner, (*path, key, index), source, warnings)
-                    for index, item in enumerate(value)
-                ]
-            elif inner is not None:
-                value = _set_aside_circus_train_keys(value, inner, (*path, key), source, warnings)
-            kept[key] = value
+            kept[key] = _descend(
+                value, field, (*path, key),
+                lambda d, m, p: _set_aside_circus_train_keys(d, m, p, source, warnings),
+            )  # fmt: skip
         elif isinstance(key, str) and key in set_aside:
             warnings.append(ConfigWarning(source, _path([*path, key]), set_aside[key]))
         else:
@@ -1420,7 +1415,6 @@ def _read_locations_as_hadoop(
     read = {}
     for key, value in data.items():
         field = known.get(key) if isinstance(key, str) else None
-        inner = _model_of(field.annotation) if field is not None else None
         if isinstance(key, str) and _kebab(key) in locations and isinstance(value, str):
             normal = read_as_hadoop(value)
             if normal is not None:
@@ -1433,15 +1427,29 @@ def _read_locations_as_hadoop(
                     )
                 )
                 value = normal
-        elif inner is not None and isinstance(value, list):
-            value = [
-                _read_locations_as_hadoop(item, inner, (*path, key, index), source, warnings)
-                for index, item in enumerate(value)
-            ]
-        elif inner is not None:
-            value = _read_locations_as_hadoop(value, inner, (*path, key), source, warnings)
+        elif field is not None:
+            value = _descend(
+                value, field, (*path, key),
+                lambda d, m, p: _read_locations_as_hadoop(d, m, p, source, warnings),
+            )  # fmt: skip
         read[key] = value
     return read
+
+
+def _descend(
+    value: Any,
+    field: Any,
+    path: config_text.KeyPath,
+    walk: Callable[[Any, type[BaseModel], config_text.KeyPath], Any],
+) -> Any:
+    """``value`` of a model's ``field`` (at ``path``), ``walk``ed where it holds a model or a
+    list of them; as it is otherwise. The config walkers' one way down the models."""
+    inner = _model_of(field.annotation)
+    if inner is None:
+        return value
+    if isinstance(value, list):
+        return [walk(item, inner, (*path, index)) for index, item in enumerate(value)]
+    return walk(value, inner, path)
 
 
 def _fields_by_key(model: type[BaseModel]) -> dict[str, Any]:

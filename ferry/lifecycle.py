@@ -247,13 +247,10 @@ def superseded_locations(
     source data, a location someone else set, anything below a table-location that merely
     changed to hold it) is never the ledger's.
     """
-    still = set(after)
-    superseded = []
-    for location in sorted(set(before) - still):
-        snapshot = owner.snapshot_of(location)
-        if snapshot is not None and not owner.owns_nothing:
-            superseded.append((location, snapshot))
-    return superseded
+    if owner.owns_nothing:
+        return []
+    gone = sorted(set(before) - set(after))
+    return [(path, snapshot) for path in gone if (snapshot := owner.snapshot_of(path))]
 
 
 def committed(

@@ -12,6 +12,11 @@ from ferry.fs import read_bytes  # noqa: F401 - the tests' reader of target byte
 VOLATILE = {"transient_lastDdlTime", "numFiles", "totalSize", "COLUMN_STATS_ACCURATE"}
 
 
+def at(moment):
+    """A clock that always reads ``moment``."""
+    return lambda: moment
+
+
 def config_document(
     runtime, replications: list[dict[str, Any]], replica: dict[str, Any] | None = None, **extra: Any
 ) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from tests.conftest import NOW
 from tests.helpers import (
     Replicator,
     assert_replica_holds_source,
+    at,
     catalog_state,
     config_document,
     files_below,
@@ -31,10 +32,6 @@ from tests.helpers import (
 pytestmark = pytest.mark.integration
 
 HOUR, DAY = timedelta(hours=1), timedelta(days=1)
-
-
-def at(moment):
-    return lambda: moment
 
 
 @pytest.fixture(params=["sqlite", "dynamodb"])
