@@ -28,15 +28,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
 from ferry import fs, lifecycle
 from ferry.catalog import Catalog
-from ferry.config import ReplicationConfig, ReplicationMode, TableReplication
-from ferry.duration import format_duration, parse_duration
-from ferry.errors import ConfigError, FerryError
+from ferry.config import Housekeeping, ReplicationConfig, ReplicationMode, TableReplication
+from ferry.duration import format_duration
+from ferry.errors import FerryError
 from ferry.ledger import LedgerEntry
 from ferry.lifecycle import ReplicaState
 from ferry.ownership import (
@@ -48,10 +48,6 @@ from ferry.ownership import (
     locations_of,
 )
 
-#: Circus Train's default ``housekeeping.expired-path-duration``.
-DEFAULT_EXPIRED_PATH_DURATION = timedelta(days=3)
-#: Circus Train's ``orphaned-data-strategy`` values.
-HOUSEKEEPING, NONE = "HOUSEKEEPING", "NONE"
 #: The event id of ledger entries the vacuum recorded (folders it found unknown).
 VACUUM_EVENT = "vacuum"
 #: At most this many paths per list travel in the step's result; the report has them all.
@@ -65,77 +61,6 @@ class Action(StrEnum):
     FOUND = "found"  # the vacuum found it; deleting was not asked for
     LEDGERED = "ledgered"  # the vacuum handed it to the ledger: deleted after the grace period
     WOULD_LEDGER = "would ledger"  # a dry run
-
-
-@dataclass(frozen=True)
-class HousekeepingPolicy:
-    """One table's housekeeping settings, from the config."""
-
-    expired_path_duration: timedelta = DEFAULT_EXPIRED_PATH_DURATION
-    orphaned_data_strategy: str = HOUSEKEEPING
-
-    @property
-    def keeps_everything(self) -> bool:
-        return self.orphaned_data_strategy == NONE
-
-
-def policy_of(config: ReplicationConfig, replication: TableReplication) -> HousekeepingPolicy:
-    """The table's housekeeping settings: its own, else the config's, else Circus Train's.
-
-    The config model answers for a table (``ReplicationConfig.housekeeping_for``); without
-    that, the settings are read by name, per table (``table-replications[].housekeeping``,
-    ``…orphaned-data-strategy``) or at the top (``housekeeping.expired-path-duration``), as a
-    parsed duration or as ISO-8601 text.
-    """
-    housekeeping_for = getattr(config, "housekeeping_for", None)
-    if callable(housekeeping_for):
-        settings = housekeeping_for(replication)
-        strategy = settings.orphaned_data_strategy
-        return HousekeepingPolicy(
-            expired_path_duration=_duration(settings.expired_path_duration),
-            orphaned_data_strategy=str(getattr(strategy, "value", strategy)).upper(),
-        )
-    table_section = getattr(replication, "housekeeping", None)
-    config_section = getattr(config, "housekeeping", None)
-    duration = _first(
-        _setting(table_section, "expired_path_duration"),
-        _setting(config_section, "expired_path_duration"),
-    )
-    strategy = _first(
-        getattr(replication, "orphaned_data_strategy", None),
-        _setting(table_section, "orphaned_data_strategy"),
-        getattr(config, "orphaned_data_strategy", None),
-        _setting(config_section, "orphaned_data_strategy"),
-    )
-    return HousekeepingPolicy(
-        expired_path_duration=_duration(duration)
-        if duration is not None
-        else DEFAULT_EXPIRED_PATH_DURATION,
-        orphaned_data_strategy=str(getattr(strategy, "value", strategy) or HOUSEKEEPING).upper(),
-    )
-
-
-def _setting(section: Any, name: str) -> Any:
-    if section is None:
-        return None
-    if isinstance(section, dict):
-        return section.get(name.replace("_", "-"), section.get(name))
-    return getattr(section, name, None)
-
-
-def _first(*values: Any) -> Any:
-    return next((value for value in values if value is not None), None)
-
-
-def _duration(value: Any) -> timedelta:
-    if isinstance(value, timedelta):
-        return value
-    if isinstance(value, int | float):
-        return timedelta(seconds=value)
-    try:
-        return parse_duration(str(value))
-    except ValueError as error:
-        raise ConfigError(f"housekeeping.expired-path-duration: {error}") from None
 
 
 # -- what housekeeping did ----------------------------------------------------------------------
@@ -307,14 +232,14 @@ def _housekeep_table(
     request: Request,
     catalog: DatabaseReferences,
 ) -> TableHousekeeping:
-    policy = policy_of(config, replication)
+    policy = config.housekeeping_for(replication)
     root = replication.replica_table.table_location
     outcome = TableHousekeeping(
         source_table=replication.source_table.qualified_name,
         replica_table=replication.replica_qualified_name,
         location=root,
         grace_period=format_duration(policy.expired_path_duration),
-        strategy=policy.orphaned_data_strategy,
+        strategy=policy.orphaned_data_strategy.value,
     )
     if replication.replication_mode is ReplicationMode.METADATA_MIRROR:
         outcome.skipped = (
@@ -355,7 +280,7 @@ def _deleted(outcomes: Sequence[PathOutcome]) -> set[str]:
 def housekeep_ledger(
     entries: Sequence[LedgerEntry],
     owner: Ownership,
-    policy: HousekeepingPolicy,
+    policy: Housekeeping,
     now: datetime,
     request: Request,
     state: ReplicaState,
@@ -378,7 +303,7 @@ def housekeep_ledger(
             )
 
         expires = entry.recorded_at + grace
-        if policy.keeps_everything:
+        if not policy.enabled:
             outcomes.append(kept("orphaned-data-strategy is NONE: housekeeping keeps everything"))
         elif now < expires:
             outcomes.append(
@@ -413,7 +338,7 @@ def _vacuum(
     owner: Ownership,
     ledgered: Iterable[str],
     holder: str | None,
-    policy: HousekeepingPolicy,
+    policy: Housekeeping,
     now: datetime,
     request: Request,
     state: ReplicaState,
@@ -455,7 +380,7 @@ def _vacuum(
                 orphans.append(
                     PathOutcome(path, Action.KEPT, "a replication holding the lock writes it")
                 )
-            elif policy.keeps_everything:
+            elif not policy.enabled:
                 orphans.append(
                     PathOutcome(path, Action.KEPT, "orphaned-data-strategy is NONE: kept")
                 )

@@ -4,19 +4,13 @@ settings it reads from the config."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from types import SimpleNamespace
 
 import pytest
 
 from ferry import fs
-from ferry.config import parse_config
+from ferry.config import Housekeeping, OrphanedDataStrategy, parse_config
 from ferry.errors import ConfigError
-from ferry.housekeeping import (
-    HousekeepingPolicy,
-    Request,
-    housekeep_ledger,
-    policy_of,
-)
+from ferry.housekeeping import Request, housekeep_ledger
 from ferry.ledger import LedgerEntry, SqliteStateStore
 from ferry.lifecycle import ReplicaState
 from ferry.ownership import Ownership, ReferencedLocations
@@ -56,7 +50,7 @@ def ledgered(state, *paths: str, at: datetime) -> list[LedgerEntry]:
 def decide(state, root, live, policy=None, **request):
     owner = Ownership(replica=live, root=root)
     outcomes = housekeep_ledger(
-        state.store.entries(KEY), owner, policy or HousekeepingPolicy(), NOW,
+        state.store.entries(KEY), owner, policy or Housekeeping(), NOW,
         Request(**request), state, KEY,
     )  # fmt: skip
     return {o.path: (o.action.value, o.reason) for o in outcomes}
@@ -96,7 +90,7 @@ def test_a_path_inside_an_unpartitioned_tables_data_is_referenced(state, root):
 def test_orphaned_data_strategy_none_keeps_everything(state, root):
     old = folder(root, A)
     ledgered(state, old, at=NOW - 30 * DAY)
-    policy = HousekeepingPolicy(orphaned_data_strategy="NONE")
+    policy = Housekeeping(orphaned_data_strategy=OrphanedDataStrategy.NONE)
     assert decide(state, root, ReferencedLocations.of(None, [], False), policy)[old][0] == "kept"
     assert fs.list_files(old)
 
@@ -119,7 +113,7 @@ def test_a_location_already_gone_leaves_the_ledger(state, root):
 # -- the settings -----------------------------------------------------------------------------
 
 
-def config(**extra):
+def config(table=None, **extra):
     return parse_config(
         {
             "source-catalog": {"name": "a", "hive-metastore-uris": "thrift://a:9083"},
@@ -128,6 +122,7 @@ def config(**extra):
                 {
                     "source-table": {"database-name": "s", "table-name": "t"},
                     "replica-table": {"table-location": "s3://dr/t"},
+                    **(table or {}),
                 }
             ],
             **extra,
@@ -137,42 +132,41 @@ def config(**extra):
 
 def test_circus_trains_defaults_without_settings():
     document = config()
-    policy = policy_of(document, document.table_replications[0])
-    assert policy == HousekeepingPolicy(timedelta(days=3), "HOUSEKEEPING")
+    policy = document.housekeeping_for(document.table_replications[0])
+    assert policy == Housekeeping(OrphanedDataStrategy.HOUSEKEEPING, timedelta(days=3))
+    assert policy.enabled
 
 
 @pytest.mark.parametrize(
-    ("config_like", "table_like", "expected"),
+    ("document", "expected"),
     [
         (
-            SimpleNamespace(housekeeping=SimpleNamespace(expired_path_duration="PT12H")),
-            SimpleNamespace(orphaned_data_strategy="none"),
-            HousekeepingPolicy(timedelta(hours=12), "NONE"),
+            config(
+                {"orphaned-data-strategy": "NONE"},
+                housekeeping={"expired-path-duration": "PT12H"},
+            ),
+            Housekeeping(OrphanedDataStrategy.NONE, timedelta(hours=12)),
         ),
         (
-            SimpleNamespace(housekeeping={"expired-path-duration": "P1D"}),
-            SimpleNamespace(),
-            HousekeepingPolicy(timedelta(days=1), "HOUSEKEEPING"),
+            config(housekeeping={"expired-path-duration": "P1D"}),
+            Housekeeping(OrphanedDataStrategy.HOUSEKEEPING, timedelta(days=1)),
         ),
-        (  # a table's own setting wins; an already parsed duration and an enum are taken
-            SimpleNamespace(housekeeping=SimpleNamespace(expired_path_duration="P1D")),
-            SimpleNamespace(
-                housekeeping=SimpleNamespace(expired_path_duration=timedelta(hours=2)),
-                orphaned_data_strategy=SimpleNamespace(value="HOUSEKEEPING"),
+        (  # a table's own strategy wins over the top-level one
+            config(
+                {"orphaned-data-strategy": "HOUSEKEEPING"}, **{"orphaned-data-strategy": "NONE"}
             ),
-            HousekeepingPolicy(timedelta(hours=2), "HOUSEKEEPING"),
+            Housekeeping(OrphanedDataStrategy.HOUSEKEEPING, timedelta(days=3)),
         ),
     ],
-    ids=["top-level", "mapping", "per-table"],
+    ids=["top-level", "duration", "per-table"],
 )
-def test_settings_are_read_wherever_the_config_model_puts_them(config_like, table_like, expected):
-    assert policy_of(config_like, table_like) == expected
+def test_each_table_gets_its_settings_from_the_config(document, expected):
+    assert document.housekeeping_for(document.table_replications[0]) == expected
 
 
 def test_a_duration_with_no_fixed_length_is_a_config_error():
-    document = SimpleNamespace(housekeeping=SimpleNamespace(expired_path_duration="P1M"))
     with pytest.raises(ConfigError, match="expired-path-duration"):
-        policy_of(document, SimpleNamespace())
+        config(housekeeping={"expired-path-duration": "P1M"})
 
 
 def test_deleting_orphans_implies_the_vacuum():
