@@ -14,9 +14,10 @@ from enum import StrEnum
 from ferry import faults, fingerprint, fs
 from ferry.avro import AVRO_SCHEMA_URL, SchemaCopy, point_at_replica_schema
 from ferry.catalog import Catalog
+from ferry.clock import Clock
 from ferry.config import ReplicationMode, ReplicationStrategy, TableReplication
 from ferry.errors import ReplicationModeError, SourceTableNotFoundError
-from ferry.filters import Clock, render_partition_filter
+from ferry.filters import render_partition_filter
 from ferry.manifest import CopyRoot, ManifestSummary, ManifestWriter
 from ferry.model import Partition, StorageDescriptor, Table, partition_name
 from ferry.ownership import snapshot_root_of
