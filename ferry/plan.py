@@ -1,7 +1,9 @@
 """Plan one table replication: what to copy where, and what the replica will become.
 
 Planning only reads (the source and replica catalogs and the source files); it writes
-nothing, so a plan that fails, or a dry run, changes neither side.
+nothing, so a plan that fails, or a dry run, changes neither side. This module does the
+reading and the listing; what each partition and the table become, and why, are the rules
+of ``ferry.diff``, which it applies to what it read.
 """
 
 from __future__ import annotations
