@@ -33,9 +33,9 @@ from datetime import UTC, datetime, timedelta
 from ferry import faults, fs
 from ferry.avro import copy_schema
 from ferry.catalog import Catalog, batched
+from ferry.catalog.locations import referenced_locations
 from ferry.errors import CatalogError, ConcurrentChangeError, ReplicaChangedError
 from ferry.model import Database, Table
-from ferry.ownership import referenced_locations
 from ferry.plan import ReplicationPlan
 from ferry.replica import (
     CIRCUS_TRAIN_REPLICATION_EVENT,

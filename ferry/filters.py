@@ -15,17 +15,12 @@ from datetime import UTC, datetime, timedelta
 from jinja2 import StrictUndefined, TemplateError, UndefinedError
 from jinja2.sandbox import SandboxedEnvironment
 
+from ferry.clock import Clock, utc_now
 from ferry.errors import ConfigError
-
-Clock = Callable[[], datetime]
 
 HELPER_NAMES = "now_utc(), days_ago(n, fmt), hours_ago(n, fmt)"
 
 _ENVIRONMENT = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False)
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 # The clock a filter is rendered against once when the config loads, so that a wrong

@@ -31,6 +31,11 @@ from typing import Any
 
 from ferry import fs
 from ferry.catalog import Catalog
+from ferry.catalog.locations import (
+    DatabaseReferences,
+    ReferencedLocations,
+    referenced_locations,
+)
 from ferry.config import CatalogConfig, ReplicationMode, TableReplication
 from ferry.ledger import (
     CreatedSnapshot,
@@ -41,12 +46,7 @@ from ferry.ledger import (
     StateStore,
     replica_key,
 )
-from ferry.ownership import (
-    DatabaseReferences,
-    Ownership,
-    ReferencedLocations,
-    referenced_locations,
-)
+from ferry.ownership import Ownership
 from ferry.plan import ReplicationPlan
 from ferry.replica import REPLICATION_MODE, SOURCE_LOCATION
 

@@ -1,63 +1,51 @@
 """Plan one table replication: what to copy where, and what the replica will become.
 
 Planning only reads (the source and replica catalogs and the source files); it writes
-nothing, so a plan that fails, or a dry run, changes neither side.
+nothing, so a plan that fails, or a dry run, changes neither side. This module does the
+reading and the listing; what each partition and the table become, and why, are the rules
+of ``ferry.diff``, which it applies to what it read.
 """
 
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from dataclasses import fields as dataclass_fields
-from enum import StrEnum
 
 from ferry import faults, fingerprint, fs
-from ferry.avro import AVRO_SCHEMA_URL, SchemaCopy, point_at_replica_schema
+from ferry.avro import SchemaCopy
 from ferry.catalog import Catalog
+from ferry.clock import Clock
 from ferry.config import ReplicationMode, ReplicationStrategy, TableReplication
+from ferry.diff import (
+    COPYING_MODES,
+    Change,
+    PartitionChange,
+    data_change,
+    decide_partition,
+    decide_table,
+    definition,
+    deleted_at_source,
+    point_at_replica_schemas,
+    snapshot_target,
+    table_data_changed,
+)
 from ferry.errors import ReplicationModeError, SourceTableNotFoundError
-from ferry.filters import Clock, render_partition_filter
+from ferry.filters import render_partition_filter
 from ferry.manifest import CopyRoot, ManifestSummary, ManifestWriter
-from ferry.model import Partition, StorageDescriptor, Table, partition_name
+from ferry.model import Partition, Table
 from ferry.ownership import snapshot_root_of
 from ferry.replica import (
     CIRCUS_TRAIN_SOURCE_METASTORE_URIS,
     CIRCUS_TRAIN_SOURCE_TABLE,
-    COMMIT_CLAIM,
-    LAST_REPLICATED,
-    PARTITION_FINGERPRINT,
-    REPLICATION_EVENT,
-    SERVER_MANAGED_PARAMETERS,
     SOURCE_METASTORE_URIS,
     SOURCE_TABLE,
     TABLE_FINGERPRINT,
     check_replica_guard,
     check_replica_location,
     replica_parameters,
-    shape_replica_partition,
     shape_replica_table,
 )
 from ferry.views import rewrite_view_sql
-
-
-class Change(StrEnum):
-    """Why a partition (or the table) is in a plan."""
-
-    NEW = "new"  # not on the replica
-    DATA_CHANGED = "data changed"  # its data fingerprint differs: copied again
-    METADATA_CHANGED = "metadata changed"  # same data, other metadata: altered in place
-    MOVED = "table-location changed"  # the replica lives elsewhere now: copied there
-    DELETED = "deleted at the source"  # PROPAGATE_DELETES: dropped from the replica
-
-
-@dataclass(frozen=True)
-class PartitionChange:
-    """One partition of the plan, and why; files and bytes are what will be copied."""
-
-    values: tuple[str, ...]
-    change: Change
-    files: int = 0
-    bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -124,10 +112,7 @@ class ReplicationPlan:
             return False
         if not self.source_table.is_partitioned and self.table_data_changed:
             return False
-        return _definition(self.replica_before) == _definition(self.replica_table)
-
-
-COPYING_MODES = (ReplicationMode.FULL, ReplicationMode.FULL_OVERWRITE)
+        return definition(self.replica_before) == definition(self.replica_table)
 
 
 def plan_replication(
@@ -179,57 +164,34 @@ def _plan(
             return _drop_replica_table(replication, replica_before, event_id, writer)
         raise SourceTableNotFoundError(missing)
     check_replica_guard(replica_before, replication)
-    if source_table.is_view and mode is not ReplicationMode.METADATA_MIRROR:
-        raise ReplicationModeError(
-            f"{source_table.qualified_name} is a view; views replicate with "
-            f"replication-mode METADATA_MIRROR only"
-        )
-    if mode is ReplicationMode.METADATA_UPDATE and replica_before is None:
-        raise ReplicationModeError(
-            f"replication-mode METADATA_UPDATE refreshes an existing replica, and "
-            f"{replication.replica_qualified_name} does not exist; replicate it with FULL first"
-        )
+    _check_mode(replication, source_table, replica_before)
     overwrite = mode is ReplicationMode.FULL_OVERWRITE and replica_before is not None
-    copies = mode in COPYING_MODES
-
+    root = replication.replica_table.table_location
+    snapshot = fs.join(root or "", event_id) if mode in COPYING_MODES else None
     partition_filter = render_partition_filter(source_config.partition_filter, clock)
-    with ThreadPoolExecutor(1, thread_name_prefix="ferry-replica") as replica_reader:
-        # The replica's partitions are fetched while the source's are: two catalogs (each
-        # with its own connection), two servers, at once.
-        replica_listing = (
-            replica_reader.submit(replica.list_partitions, replica_before)
-            if replica_before is not None and replica_before.is_partitioned and not overwrite
-            else None
-        )
-        source_partitions = source.list_partitions(
-            source_table, partition_filter, source_config.partition_limit
-        )
-        check_replica_location(source_table, replication, source_partitions)
-        existing: dict[tuple[str, ...], Partition] = (
-            {p.values: p for p in replica_listing.result()} if replica_listing else {}
-        )
-    snapshot = fs.join(replication.replica_table.table_location or "", event_id) if copies else None
+    source_partitions, existing = _read_partitions(
+        replication, source, replica, source_table, replica_before, partition_filter, overwrite
+    )
+
     by_location: dict[str, list[Partition]] = {}
     for partition in source_partitions:
         if partition.location:
             by_location.setdefault(partition.location, []).append(partition)
 
-    decided: dict[tuple[str, ...], Change | None] = {}  # by the listing, partition by partition
-
+    # The listing streams a partition's files to the manifest as soon as they are listed,
+    # when the diff's rule says its data must be copied; the same rule decides it below.
     def copy_if_changed(
         location: str, printed: fingerprint.Fingerprint, entries: list[fs.FileEntry]
     ) -> None:
         """Stream a listed location's files to the manifest when its data must be copied."""
         faults.point("plan.listed")
         if not source_table.is_partitioned:
-            if _table_data_changed(replica_before, overwrite, str(printed), replication):
+            if table_data_changed(replica_before, overwrite, str(printed), root):
                 writer.add(CopyRoot(location, snapshot or ""), entries)
             return
         for partition in by_location[location]:
-            change = _data_change(existing.get(partition.values), str(printed), replication)
-            decided[partition.values] = change
-            if change is not None:
-                target = fs.join(snapshot or "", _partition_subpath(source_table, partition))
+            if data_change(existing.get(partition.values), str(printed), root) is not None:
+                target = snapshot_target(snapshot, source_table, partition)
                 writer.add(CopyRoot(location, target), entries)
 
     # One listing of the selected files gives both the fingerprints and the manifest.
@@ -262,107 +224,62 @@ def _plan(
     changes: list[PartitionChange] = []
     unchanged = 0
     for partition in source_partitions:
-        parameters = parameters_for(partition.parameters, partition.location)
         old = existing.get(partition.values)
-        if copies:
-            printed = fingerprints.get(partition.location or "")
-            if printed is not None:
-                parameters[PARTITION_FINGERPRINT] = str(printed)
-            change = (
-                decided[partition.values]
-                if partition.values in decided
-                else _data_change(old, parameters.get(PARTITION_FINGERPRINT), replication)
-            )
-            if change is not None:
-                target = fs.join(snapshot or "", _partition_subpath(source_table, partition))
-                shaped = shape_replica_partition(partition, target, parameters)
-                (to_add if old is None else to_alter).append(shaped)
-                if partition.location:
-                    roots.append(CopyRoot(partition.location, target))
-                changes.append(
-                    PartitionChange(
-                        partition.values,
-                        change,
-                        printed.files if printed else 0,
-                        printed.bytes if printed else 0,
-                    )
-                )
-                continue
-            shaped = shape_replica_partition(partition, old.location, parameters)
-        elif mode is ReplicationMode.METADATA_UPDATE:
-            if old is None:
-                continue  # never replicated: METADATA_UPDATE adds no data
-            if PARTITION_FINGERPRINT in old.parameters:
-                parameters[PARTITION_FINGERPRINT] = old.parameters[PARTITION_FINGERPRINT]
-            shaped = shape_replica_partition(partition, old.location, parameters)
-        else:  # METADATA_MIRROR: the replica points at the source's own data
-            shaped = shape_replica_partition(partition, partition.location, parameters)
-            if old is None:
-                to_add.append(shaped)
-                changes.append(PartitionChange(partition.values, Change.NEW))
-                continue
-        if _same_partition(shaped, old):  # type: ignore[arg-type]
-            unchanged += 1
+        decision = decide_partition(
+            partition,
+            old,
+            parameters_for(partition.parameters, partition.location),
+            fingerprints.get(partition.location or ""),
+            mode=mode,
+            table=source_table,
+            snapshot=snapshot,
+            root=root,
+        )
+        unchanged += decision.unchanged
+        if decision.replica is None or decision.change is None:
             continue
-        to_alter.append(shaped)
-        changes.append(PartitionChange(partition.values, Change.METADATA_CHANGED))
+        (to_add if old is None else to_alter).append(decision.replica)
+        changes.append(decision.change)
+        if decision.copy_to is not None and partition.location:
+            roots.append(CopyRoot(partition.location, decision.copy_to))
 
     to_drop: list[Partition] = []
     if strategy is ReplicationStrategy.PROPAGATE_DELETES and existing:
-        at_source = source.list_partition_values(source_table)
-        to_drop = [old for values, old in sorted(existing.items()) if values not in at_source]
+        to_drop = deleted_at_source(existing, source.list_partition_values(source_table))
         changes.extend(PartitionChange(p.values, Change.DELETED) for p in to_drop)
 
-    table_parameters = parameters_for(source_table.parameters, source_table.location)
-    table_data_changed = True
-    if mode is ReplicationMode.METADATA_MIRROR:
-        table_location = source_table.location
-    elif mode is ReplicationMode.METADATA_UPDATE:
-        table_location = replica_before.location  # type: ignore[union-attr]
-        if replica_before and TABLE_FINGERPRINT in replica_before.parameters:
-            table_parameters[TABLE_FINGERPRINT] = replica_before.parameters[TABLE_FINGERPRINT]
-        table_data_changed = False
-    elif source_table.is_partitioned:
-        # The table's location moves to this event's folder only when data was copied below
-        # it: a location must always exist.
-        keep = replica_before is not None and not overwrite and not roots
-        table_location = replica_before.location if keep else snapshot  # type: ignore[union-attr]
-    else:
-        printed = fingerprints.get(source_table.location or "")
-        if printed is not None:
-            table_parameters[TABLE_FINGERPRINT] = str(printed)
-        table_data_changed = _table_data_changed(
-            replica_before, overwrite, str(printed), replication
-        )
-        if table_data_changed:
-            table_location = snapshot
-            if source_table.location:
-                roots.append(CopyRoot(source_table.location, snapshot or ""))
-        else:
-            table_location = replica_before.location  # type: ignore[union-attr]
-
-    view_texts = None
-    if source_table.is_view:
-        view_texts = tuple(
-            rewrite_view_sql(text, replication.table_mappings, source_table.database)
-            for text in (source_table.view_original_text, source_table.view_expanded_text)
-        )
-    replica_table = shape_replica_table(
-        source_table, replication, table_location, table_parameters, view_texts
+    table = decide_table(
+        source_table,
+        replica_before,
+        fingerprints.get(source_table.location or ""),
+        mode=mode,
+        overwrite=overwrite,
+        snapshot=snapshot,
+        partitions_copied=bool(roots),
+        root=root,
     )
-    schema_copies: list[SchemaCopy] = []
+    if table.copied and source_table.location:
+        roots.append(CopyRoot(source_table.location, snapshot or ""))
+    table_parameters = parameters_for(source_table.parameters, source_table.location)
+    if table.fingerprint is not None:
+        table_parameters[TABLE_FINGERPRINT] = table.fingerprint
+    replica_table = shape_replica_table(
+        source_table,
+        replication,
+        table.location,
+        table_parameters,
+        _view_texts(replication, source_table),
+    )
+    schema_copies: tuple[SchemaCopy, ...] = ()
     if snapshot is not None and roots:
-        # Avro: what this event writes points at this event's own copy of its schema file.
-        base_url = replication.transform_options.avro_base_url
-        root = replication.replica_table.table_location
-        replica_table, copy = point_at_replica_schema(replica_table, base_url, event_id, root)
-        pointed_add = [point_at_replica_schema(p, base_url, event_id, root) for p in to_add]
-        pointed_alter = [point_at_replica_schema(p, base_url, event_id, root) for p in to_alter]
-        to_add = [p for p, _ in pointed_add]
-        to_alter = [p for p, _ in pointed_alter]
-        schema_copies = [
-            c for c in [copy, *(c for _, c in pointed_add + pointed_alter)] if c is not None
-        ]
+        replica_table, to_add, to_alter, schema_copies = point_at_replica_schemas(
+            replica_table,
+            to_add,
+            to_alter,
+            base_url=replication.transform_options.avro_base_url,
+            event_id=event_id,
+            root=root,
+        )
     return ReplicationPlan(
         event_id=event_id,
         replication=replication,
@@ -378,10 +295,67 @@ def _plan(
         changes=tuple(changes),
         partitions_unchanged=unchanged,
         overwrite=overwrite,
-        table_data_changed=table_data_changed,
-        schema_copies=tuple(dict.fromkeys(schema_copies)),
+        table_data_changed=table.data_changed,
+        schema_copies=schema_copies,
         notices=_notices(replication, replica_before, existing),
     )
+
+
+def _check_mode(
+    replication: TableReplication, source_table: Table, replica_before: Table | None
+) -> None:
+    """Refuse a mode that cannot replicate this table as it is."""
+    mode = replication.replication_mode
+    if source_table.is_view and mode is not ReplicationMode.METADATA_MIRROR:
+        raise ReplicationModeError(
+            f"{source_table.qualified_name} is a view; views replicate with "
+            f"replication-mode METADATA_MIRROR only"
+        )
+    if mode is ReplicationMode.METADATA_UPDATE and replica_before is None:
+        raise ReplicationModeError(
+            f"replication-mode METADATA_UPDATE refreshes an existing replica, and "
+            f"{replication.replica_qualified_name} does not exist; replicate it with FULL first"
+        )
+
+
+def _read_partitions(
+    replication: TableReplication,
+    source: Catalog,
+    replica: Catalog,
+    source_table: Table,
+    replica_before: Table | None,
+    partition_filter: str | None,
+    overwrite: bool,
+) -> tuple[list[Partition], dict[tuple[str, ...], Partition]]:
+    """The selected source partitions, and the replica's partitions by their values (none
+    when the replica is to be overwritten)."""
+    with ThreadPoolExecutor(1, thread_name_prefix="ferry-replica") as replica_reader:
+        # The replica's partitions are fetched while the source's are: two catalogs (each
+        # with its own connection), two servers, at once.
+        replica_listing = (
+            replica_reader.submit(replica.list_partitions, replica_before)
+            if replica_before is not None and replica_before.is_partitioned and not overwrite
+            else None
+        )
+        source_partitions = source.list_partitions(
+            source_table, partition_filter, replication.source_table.partition_limit
+        )
+        check_replica_location(source_table, replication, source_partitions)
+        existing = {p.values: p for p in replica_listing.result()} if replica_listing else {}
+    return source_partitions, existing
+
+
+def _view_texts(
+    replication: TableReplication, source_table: Table
+) -> tuple[str | None, str | None] | None:
+    """A view's texts with the replicated tables' names in place of the source's."""
+    if not source_table.is_view:
+        return None
+    original, expanded = (
+        rewrite_view_sql(text, replication.table_mappings, source_table.database)
+        for text in (source_table.view_original_text, source_table.view_expanded_text)
+    )
+    return original, expanded
 
 
 def _notices(
@@ -440,39 +414,6 @@ def _fingerprints(
     return fingerprint.of_locations(
         locations, threads, root=source_table.location if whole_table else None, listed=listed
     )
-
-
-def _data_change(
-    old: Partition | None, printed: str | None, replication: TableReplication
-) -> Change | None:
-    """Why a partition's data must be copied (None: the replica already holds it)."""
-    if old is None:
-        return Change.NEW
-    if old.parameters.get(PARTITION_FINGERPRINT) != printed:
-        return Change.DATA_CHANGED
-    if not _below_table_location(old.location, replication):
-        return Change.MOVED
-    return None
-
-
-def _table_data_changed(
-    replica_before: Table | None,
-    overwrite: bool,
-    printed: str | None,
-    replication: TableReplication,
-) -> bool:
-    """Whether an unpartitioned table's data must be copied."""
-    return (
-        replica_before is None
-        or overwrite
-        or replica_before.parameters.get(TABLE_FINGERPRINT) != printed
-        or not _below_table_location(replica_before.location, replication)
-    )
-
-
-def _below_table_location(location: str | None, replication: TableReplication) -> bool:
-    root = replication.replica_table.table_location
-    return bool(location and root and fs.relative_path(location, root) is not None)
 
 
 def check_source_dropped(
@@ -536,80 +477,3 @@ def _drop_replica_table(
         drop_table=True,
         table_data_changed=False,
     )
-
-
-#: Parameters that describe when, or by which event, something was written, or that the
-#: metastore maintains itself: ignored when deciding whether metadata differs.
-_NOT_METADATA = frozenset(
-    {
-        REPLICATION_EVENT,
-        COMMIT_CLAIM,
-        LAST_REPLICATED,
-        *SERVER_MANAGED_PARAMETERS,
-        "numFiles",
-        "totalSize",
-        "numRows",
-        "rawDataSize",
-        "COLUMN_STATS_ACCURATE",
-        "numFilesErasureCoded",
-        "last_modified_by",
-        "last_modified_time",
-    }
-)
-
-
-#: An Avro schema URL names the event whose copy it points at: never a difference.
-_IGNORED = _NOT_METADATA | {AVRO_SCHEMA_URL}
-#: What a partition's storage is compared on: all of it but its location and bookkeeping.
-_STORAGE_FIELDS = tuple(
-    f.name for f in dataclass_fields(StorageDescriptor) if f.name not in ("location", "parameters")
-)
-
-
-def _comparable(parameters) -> dict[str, str]:
-    return {k: v for k, v in parameters.items() if k not in _IGNORED}
-
-
-def _same_partition(shaped: Partition, old: Partition) -> bool:
-    """Whether the replica partition already reads as ``shaped`` would."""
-    same_location = shaped.location == old.location or (
-        shaped.location is not None
-        and old.location is not None
-        and fs.relative_path(shaped.location, old.location) == ""
-    )
-    new_storage, old_storage = shaped.storage, old.storage
-    return (
-        same_location
-        and _comparable(shaped.parameters) == _comparable(old.parameters)
-        and all(getattr(new_storage, f) == getattr(old_storage, f) for f in _STORAGE_FIELDS)
-        and _comparable(new_storage.parameters) == _comparable(old_storage.parameters)
-    )
-
-
-def _comparable_storage(storage):
-    return replace(
-        storage,
-        location=None,
-        parameters=_comparable(storage.parameters),
-        serde_parameters=_comparable(storage.serde_parameters),
-    )
-
-
-def _definition(table: Table) -> Table:
-    """The table as readers see it, without location and per-run bookkeeping."""
-    return replace(
-        table, storage=_comparable_storage(table.storage), parameters=_comparable(table.parameters)
-    )
-
-
-def _partition_subpath(table: Table, partition: Partition) -> str:
-    """Where a partition goes below the snapshot: its path relative to the table location.
-
-    A partition stored outside its table's location (Hive allows any location) goes to the
-    Hive partition name instead, e.g. ``dt=2026-11-20``.
-    """
-    if partition.location and table.location:
-        relative = fs.relative_path(partition.location, table.location)
-        if relative:
-            return relative
-    return partition_name(table.partition_keys, partition.values)

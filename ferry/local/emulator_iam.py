@@ -22,13 +22,11 @@ import sys
 import threading
 from typing import Any
 
-from ferry.local.authorization import (
-    Authorizer,
-    Denial,
+from ferry.local.authorization import Authorizer, Denial, denied_response
+from ferry.local.iam_actions import (
     Unmodelled,
     bucket_region_of,
     checks_of,
-    denied_response,
     request_of,
     signature_of,
 )

@@ -3,7 +3,7 @@
 A review of the synthesized stacks once found that neither environment would come up, and
 that the Spark copy, housekeeping and the alarms would fail on the first run: every one of
 those passed the emulator, which enforces none of AWS's rules. These tests read the
-template as AWS will: policies are resolved (``ferry.local.stack.resolved_statically``) and
+template as AWS will: policies are resolved (``ferry.local.template.resolved_statically``) and
 evaluated by the IAM policy simulator the local runtime uses (``ferry.local.simulator``),
 with the resource's own policy where it has one.
 """
@@ -20,7 +20,7 @@ from aws_cdk.assertions import Template
 
 from ferry.config_text import SECRET_PLACEHOLDER
 from ferry.local.simulator import PolicySimulator, Request, simulator_problem
-from ferry.local.stack import resolved_statically
+from ferry.local.template import resolved_statically
 from infra import bundling, definition
 from infra.functions import NETWORK_INTERFACE_ACTIONS
 from infra.settings import environment_names, load_environment

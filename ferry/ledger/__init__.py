@@ -1,0 +1,64 @@
+"""Where Ferry keeps what outlives one run: the snapshot ledger and the replica locks.
+
+Two ports, one store:
+
+- the **ledger** (``Ledger``) lists every location a commit superseded — the replica table's
+  or a partition's previous snapshot below its managed table location — with the event that
+  superseded it and when. Housekeeping (``ferry.housekeeping``) deletes them after the grace
+  period, never one the replica still references.
+- the **locks** (``Locks``) let one replication at a time work on a replica table: a lease
+  with an expiry, taken with a conditional write (free, expired, or already ours), so a
+  crashed run's lease is taken over once it expires.
+
+Adapters: ``DynamoDbStateStore`` (the pipeline; the local runtime's emulator;
+``ferry.ledger.dynamodb``) and ``SqliteStateStore`` (``ferry replicate`` with no AWS at all: a
+file under ``--home``; ``ferry.ledger.sqlite``). The records and the ports are
+``ferry.ledger.records``; this package exports what callers use.
+
+Keys, in one DynamoDB table (``pk`` string hash key, ``sk`` string range key, on-demand):
+
+=========================  ==================================  ===============================
+item                       pk                                  sk
+=========================  ==================================  ===============================
+ledger entry               the replica (``replica_key``)       ``snapshot#<path>``
+created snapshot           the replica                         ``created#<snapshot folder>``
+recording since            the replica                         ``created-since``
+lock (lease)               the replica                         ``lock``
+=========================  ==================================  ===============================
+
+A **created snapshot** is what makes a folder Ferry's (``ferry.ownership``): the run that
+writes ``<table-location>/<event-id>/`` records it, with that table-location and the source
+table's location, before it copies anything. Deletion trusts this record, never the
+config's table-location of the day.
+
+A replica is named by its catalog and table, ``<catalog>/<database>.<table>`` (lower case;
+the catalog is its metastore URIs, or ``glue:<region>[:<catalog id>]``), so one table's
+ledger is one ``Query`` and its lock one item. Recording a path again overwrites its entry
+(the same path, event and table: a retried commit records the same entries).
+"""
+
+from ferry.ledger.dynamodb import DynamoDbStateStore
+from ferry.ledger.records import (
+    LONGEST_LEASE,
+    CreatedSnapshot,
+    Lease,
+    Ledger,
+    LedgerEntry,
+    Locks,
+    StateStore,
+    replica_key,
+)
+from ferry.ledger.sqlite import SqliteStateStore
+
+__all__ = [
+    "LONGEST_LEASE",
+    "CreatedSnapshot",
+    "DynamoDbStateStore",
+    "Lease",
+    "Ledger",
+    "LedgerEntry",
+    "Locks",
+    "SqliteStateStore",
+    "StateStore",
+    "replica_key",
+]

@@ -1,0 +1,308 @@
+"""The state store in one DynamoDB table: the pipeline's (and the local runtime's emulator's).
+
+The key design is ``ferry.ledger``'s table.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from ferry.errors import StateStoreError
+from ferry.ledger.records import (
+    CREATED_PREFIX,
+    LEDGER_PREFIX,
+    LOCK_KEY,
+    SINCE_KEY,
+    CreatedSnapshot,
+    Lease,
+    LedgerEntry,
+    iso,
+    locked_error,
+    moment_of,
+)
+
+#: The state table's key: two strings (the CDK stack's table, ``create_table``'s).
+_DYNAMODB_KEY = {"pk": "HASH", "sk": "RANGE"}
+#: DynamoDB's BatchWriteItem takes at most 25 items per call.
+_BATCH = 25
+
+
+class DynamoDbStateStore:
+    """Ledger and locks in one DynamoDB table (see the module's key design)."""
+
+    def __init__(self, client: Any, table_name: str):
+        self.client = client
+        self.table_name = table_name
+        self.description = f"dynamodb:{table_name}"
+
+    def check(self, named: str | None = None) -> None:
+        """The table exists and has Ferry's key (``DescribeTable``), else ``StateStoreError``."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        named = named or f"DynamoDB table {self.table_name}"
+        client = self.client
+        try:
+            table = client.describe_table(TableName=self.table_name)["Table"]
+        except client.exceptions.ResourceNotFoundException:
+            raise StateStoreError(
+                f"{named}: no such DynamoDB table in {client.meta.region_name}; give the state "
+                "table of the stack (its StateTableName output)"
+            ) from None
+        except ClientError as error:
+            details = error.response.get("Error", {})
+            message = (str(details.get("Message") or "").splitlines() or [""])[0]
+            raise StateStoreError(
+                f"{named}: DynamoDB refused DescribeTable: {details.get('Code')}"
+                + (f": {message}" if message else "")
+            ) from None
+        except BotoCoreError as error:  # no answer, no credentials, no region
+            raise StateStoreError(f"{named}: DynamoDB did not answer: {error}") from None
+        keys = {key["AttributeName"]: key["KeyType"] for key in table.get("KeySchema", [])}
+        types = {
+            attribute["AttributeName"]: attribute["AttributeType"]
+            for attribute in table.get("AttributeDefinitions", [])
+        }
+        if keys != _DYNAMODB_KEY or any(types.get(name) != "S" for name in _DYNAMODB_KEY):
+            found = ", ".join(
+                f"{name} ({types.get(name, '?')}, {kind.lower()} key)"
+                for name, kind in keys.items()
+            )
+            raise StateStoreError(
+                f"{named}: its key is {found}, not Ferry's: pk (S, hash key) and sk (S, range "
+                "key); it is not a Ferry state table"
+            )
+
+    @staticmethod
+    def create_table(client: Any, table_name: str) -> None:
+        """Create the table if it does not exist (the local runtime; the CDK stack on AWS)."""
+        if table_name in _all_tables(client):
+            return
+        client.create_table(
+            TableName=table_name,
+            AttributeDefinitions=[
+                {"AttributeName": "pk", "AttributeType": "S"},
+                {"AttributeName": "sk", "AttributeType": "S"},
+            ],
+            KeySchema=[
+                {"AttributeName": "pk", "KeyType": "HASH"},
+                {"AttributeName": "sk", "KeyType": "RANGE"},
+            ],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        client.get_waiter("table_exists").wait(TableName=table_name)
+
+    # -- ledger
+
+    def record(self, entries: Sequence[LedgerEntry]) -> None:
+        requests = [
+            {
+                "PutRequest": {
+                    "Item": {
+                        "pk": {"S": entry.replica},
+                        "sk": {"S": LEDGER_PREFIX + entry.path},
+                        "path": {"S": entry.path},
+                        "eventId": {"S": entry.event_id},
+                        "replicaTable": {"S": entry.replica_table},
+                        "recordedAt": {"S": iso(entry.recorded_at)},
+                        **({"snapshot": {"S": entry.snapshot}} if entry.snapshot else {}),
+                    }
+                }
+            }
+            for entry in entries
+        ]
+        for start in range(0, len(requests), _BATCH):
+            self._write_batch(requests[start : start + _BATCH])
+
+    def _write_batch(self, requests: list[dict[str, Any]]) -> None:
+        pending, delay = requests, 0.05
+        while pending:
+            reply = self.client.batch_write_item(RequestItems={self.table_name: pending})
+            pending = reply.get("UnprocessedItems", {}).get(self.table_name, [])
+            if pending:  # throttled: back off and send what was not written
+                time.sleep(delay)
+                delay = min(delay * 2, 2.0)
+
+    def entries(self, replica: str) -> list[LedgerEntry]:
+        found = list(
+            LedgerEntry(
+                replica=item["pk"]["S"],
+                path=item["path"]["S"],
+                event_id=item["eventId"]["S"],
+                replica_table=item["replicaTable"]["S"],
+                recorded_at=moment_of(item["recordedAt"]["S"]),
+                snapshot=item.get("snapshot", {}).get("S"),
+            )
+            for item in self._items(replica, LEDGER_PREFIX)
+        )
+        return sorted(found, key=lambda entry: entry.path)
+
+    def _items(self, replica: str, prefix: str) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        arguments: dict[str, Any] = {
+            "TableName": self.table_name,
+            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
+            "ExpressionAttributeValues": {":pk": {"S": replica}, ":prefix": {"S": prefix}},
+            "ConsistentRead": True,
+        }
+        while True:
+            page = self.client.query(**arguments)
+            items.extend(page.get("Items", []))
+            if "LastEvaluatedKey" not in page:
+                return items
+            arguments["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def forget(self, replica: str, path: str) -> None:
+        self.client.delete_item(
+            TableName=self.table_name,
+            Key={"pk": {"S": replica}, "sk": {"S": LEDGER_PREFIX + path}},
+        )
+
+    def record_created(self, snapshot: CreatedSnapshot) -> None:
+        item = {
+            "pk": {"S": snapshot.replica},
+            "sk": {"S": CREATED_PREFIX + snapshot.path},
+            "path": {"S": snapshot.path},
+            "eventId": {"S": snapshot.event_id},
+            "root": {"S": snapshot.root},
+            "createdAt": {"S": iso(snapshot.created_at)},
+        }
+        if snapshot.source_location:
+            item["sourceLocation"] = {"S": snapshot.source_location}
+        try:
+            self.client.put_item(
+                TableName=self.table_name,
+                Item={
+                    "pk": {"S": snapshot.replica},
+                    "sk": {"S": SINCE_KEY},
+                    "since": {"S": iso(snapshot.created_at)},
+                },
+                ConditionExpression="attribute_not_exists(pk)",
+            )
+        except self.client.exceptions.ConditionalCheckFailedException:
+            pass  # recorded since earlier
+        self.client.put_item(TableName=self.table_name, Item=item)
+
+    def recording_since(self, replica: str) -> datetime | None:
+        item = self.client.get_item(
+            TableName=self.table_name,
+            Key={"pk": {"S": replica}, "sk": {"S": SINCE_KEY}},
+            ConsistentRead=True,
+        ).get("Item")
+        return moment_of(item["since"]["S"]) if item else None
+
+    def created(self, replica: str) -> list[CreatedSnapshot]:
+        found = [
+            CreatedSnapshot(
+                replica=item["pk"]["S"],
+                path=item["path"]["S"],
+                event_id=item["eventId"]["S"],
+                root=item["root"]["S"],
+                source_location=item.get("sourceLocation", {}).get("S"),
+                created_at=moment_of(item["createdAt"]["S"]),
+            )
+            for item in self._items(replica, CREATED_PREFIX)
+        ]
+        return sorted(found, key=lambda snapshot: snapshot.path)
+
+    def forget_created(self, replica: str, path: str) -> None:
+        self.client.delete_item(
+            TableName=self.table_name,
+            Key={"pk": {"S": replica}, "sk": {"S": CREATED_PREFIX + path}},
+        )
+
+    # -- locks
+
+    def acquire(
+        self,
+        replica: str,
+        holder: str,
+        now: datetime,
+        lease: timedelta,
+        owner: str | None = None,
+        stale: Callable[[Lease], bool] = lambda lease: False,
+    ) -> Lease:
+        taken = Lease(replica, holder, now, now + lease, owner)
+        if self._put_lease(
+            taken,
+            "attribute_not_exists(pk) OR expiresAt <= :now OR holder = :holder",
+            {":now": {"N": _epoch(now)}, ":holder": {"S": holder}},
+        ):
+            return taken
+        current = self.lease(replica)
+        if current is None:  # released meanwhile: try once more
+            return self.acquire(replica, holder, now, lease, owner, stale)
+        if stale(current) and self._put_lease(
+            taken,
+            "holder = :previous AND expiresAt = :expires",
+            {":previous": {"S": current.holder}, ":expires": {"N": _epoch(current.expires_at)}},
+        ):
+            return taken
+        raise locked_error(current)
+
+    def _put_lease(self, lease: Lease, condition: str, values: dict[str, Any]) -> bool:
+        item = {
+            "pk": {"S": lease.replica},
+            "sk": {"S": LOCK_KEY},
+            "holder": {"S": lease.holder},
+            "acquiredAt": {"S": iso(lease.acquired_at)},
+            "expiresAt": {"N": _epoch(lease.expires_at)},
+            "expires": {"S": iso(lease.expires_at)},
+        }
+        if lease.owner:
+            item["owner"] = {"S": lease.owner}
+        try:
+            self.client.put_item(
+                TableName=self.table_name,
+                Item=item,
+                ConditionExpression=condition,
+                ExpressionAttributeValues=values,
+            )
+        except self.client.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
+
+    def release(self, replica: str, holder: str) -> bool:
+        try:
+            self.client.delete_item(
+                TableName=self.table_name,
+                Key={"pk": {"S": replica}, "sk": {"S": LOCK_KEY}},
+                ConditionExpression="holder = :holder",
+                ExpressionAttributeValues={":holder": {"S": holder}},
+            )
+        except self.client.exceptions.ConditionalCheckFailedException:
+            return False  # free, or another replication's: not ours to release
+        return True
+
+    def lease(self, replica: str) -> Lease | None:
+        item = self.client.get_item(
+            TableName=self.table_name,
+            Key={"pk": {"S": replica}, "sk": {"S": LOCK_KEY}},
+            ConsistentRead=True,
+        ).get("Item")
+        if item is None:
+            return None
+        return Lease(
+            replica=replica,
+            holder=item["holder"]["S"],
+            acquired_at=moment_of(item["acquiredAt"]["S"]),
+            expires_at=datetime.fromtimestamp(float(item["expiresAt"]["N"]), UTC),
+            owner=item.get("owner", {}).get("S"),
+        )
+
+
+def _epoch(moment: datetime) -> str:
+    return f"{moment.timestamp():.6f}"
+
+
+def _all_tables(client: Any) -> set[str]:
+    names: set[str] = set()
+    arguments: dict[str, Any] = {}
+    while True:
+        page = client.list_tables(**arguments)
+        names.update(page.get("TableNames", []))
+        if "LastEvaluatedTableName" not in page:
+            return names
+        arguments["ExclusiveStartTableName"] = page["LastEvaluatedTableName"]

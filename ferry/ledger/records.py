@@ -1,0 +1,153 @@
+"""The ledger's and the locks' records, and the ports their stores implement.
+
+``ferry.ledger`` describes what is kept and why; ``ferry.ledger.dynamodb`` and
+``ferry.ledger.sqlite`` keep it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Protocol
+
+from ferry.errors import ReplicaLockedError
+
+LEDGER_PREFIX = "snapshot#"
+CREATED_PREFIX = "created#"
+#: When the replica's first snapshot was recorded: written once, never moved.
+SINCE_KEY = "created-since"
+LOCK_KEY = "lock"
+#: The longest lease a run may take (``--lock-lease``, ``FERRY_LOCK_LEASE``): a run that
+#: crashed where its process cannot be seen holds its replica table this long.
+LONGEST_LEASE = timedelta(days=365)
+
+
+def replica_key(catalog: str, replica_table: str) -> str:
+    """The partition key of a replica: ``<catalog>/<database>.<table>`` (Hive names: lower case)."""
+    return f"{catalog}/{replica_table.lower()}"
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    """A location a commit superseded; housekeeping deletes it once its grace period is over."""
+
+    replica: str
+    path: str
+    #: The event whose commit superseded the location.
+    event_id: str
+    #: ``database.table`` of the replica, for people.
+    replica_table: str
+    recorded_at: datetime
+    #: The snapshot folder Ferry created that holds the location (``<root>/<event-id>``);
+    #: None in entries recorded before Ferry kept it.
+    snapshot: str | None = None
+
+
+@dataclass(frozen=True)
+class CreatedSnapshot:
+    """A snapshot folder a run created: the only kind of folder Ferry ever deletes."""
+
+    replica: str
+    #: ``<root>/<event-id>``, normalised.
+    path: str
+    event_id: str
+    #: The replica's ``table-location`` when the run wrote it.
+    root: str
+    #: The source table's location then: nothing inside it is ever deleted.
+    source_location: str | None
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class Lease:
+    """Who replicates a replica table now, and until when at the latest."""
+
+    replica: str
+    #: The event id of the replication holding the lock.
+    holder: str
+    acquired_at: datetime
+    expires_at: datetime
+    #: The process holding it when that can be told (``ferry replicate``: host/pid/start).
+    owner: str | None = None
+
+    def expired(self, now: datetime) -> bool:
+        return self.expires_at <= now
+
+
+class Ledger(Protocol):
+    def record(self, entries: Sequence[LedgerEntry]) -> None:
+        """Add or overwrite entries (keyed by replica and path)."""
+
+    def entries(self, replica: str) -> list[LedgerEntry]:
+        """Every entry of one replica, in path order."""
+
+    def forget(self, replica: str, path: str) -> None:
+        """Remove one entry (its location was deleted); nothing if there is none."""
+
+    def record_created(self, snapshot: CreatedSnapshot) -> None:
+        """Record a snapshot folder a run is about to write (again on a retry: overwritten)."""
+
+    def created(self, replica: str) -> list[CreatedSnapshot]:
+        """Every snapshot folder recorded for one replica, in path order."""
+
+    def recording_since(self, replica: str) -> datetime | None:
+        """When the replica's first snapshot was recorded (kept when records are forgotten):
+        every snapshot Ferry wrote for it since then is recorded."""
+
+    def forget_created(self, replica: str, path: str) -> None:
+        """Remove a created snapshot's record (the folder was deleted)."""
+
+
+class Locks(Protocol):
+    def acquire(
+        self,
+        replica: str,
+        holder: str,
+        now: datetime,
+        lease: timedelta,
+        owner: str | None = None,
+        stale: Callable[[Lease], bool] = lambda lease: False,
+    ) -> Lease:
+        """Take the replica's lock for ``holder`` if it is free, expired, already the
+        holder's, or ``stale`` (its owner is known to be gone); else ``ReplicaLockedError``."""
+
+    def release(self, replica: str, holder: str) -> bool:
+        """Release the lock if ``holder`` holds it (never another's); True when released."""
+
+    def lease(self, replica: str) -> Lease | None:
+        """The replica's current lease (possibly expired), or None."""
+
+
+class StateStore(Ledger, Locks, Protocol):
+    """Ledger and locks: what ``Steps`` is given (``ferry.lifecycle.ReplicaState``)."""
+
+    #: Where the state lives, for people (``dynamodb:<table>``, ``sqlite:<path>``).
+    description: str
+
+    def check(self, named: str | None = None) -> None:
+        """``StateStoreError`` unless a run can use the store; reads only, creates nothing.
+
+        Made before a run starts: a store found unusable after a commit would leave the
+        replica switched and its ledger unwritten. ``named``: how the error names the store.
+        """
+
+
+def locked_error(lease: Lease) -> ReplicaLockedError:
+    catalog, _, table = lease.replica.rpartition("/")
+    return ReplicaLockedError(
+        f"replica table {table} ({catalog}) is being replicated by event {lease.holder} "
+        f"(its lock expires at {lease.expires_at.isoformat(timespec='seconds')}); "
+        f"not replicating it at the same time"
+    )
+
+
+def iso(moment: datetime) -> str:
+    """A moment as the stores write it: ISO 8601 in UTC."""
+    return moment.astimezone(UTC).isoformat()
+
+
+def moment_of(text: str) -> datetime:
+    """A moment the stores wrote (one without a zone is UTC)."""
+    parsed = datetime.fromisoformat(text)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
