@@ -34,19 +34,13 @@ from typing import Any
 
 from ferry import fs, lifecycle
 from ferry.catalog import Catalog
+from ferry.catalog.locations import DatabaseReferences, Paths, locations_of
 from ferry.config import Housekeeping, ReplicationConfig, ReplicationMode, TableReplication
 from ferry.duration import format_duration
 from ferry.errors import FerryError
 from ferry.ledger import LedgerEntry
 from ferry.lifecycle import ReplicaState
-from ferry.ownership import (
-    DatabaseReferences,
-    Ownership,
-    Paths,
-    event_time,
-    is_snapshot_name,
-    locations_of,
-)
+from ferry.ownership import Ownership, event_time, is_snapshot_name
 
 #: The event id of ledger entries the vacuum recorded (folders it found unknown).
 VACUUM_EVENT = "vacuum"

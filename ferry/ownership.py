@@ -33,9 +33,6 @@ from datetime import UTC, datetime
 
 from ferry import fs
 from ferry.catalog.locations import DatabaseReferences, Paths, ReferencedLocations
-
-# ferry.housekeeping imports locations_of from here.
-from ferry.catalog.locations import locations_of as locations_of
 from ferry.ledger import CreatedSnapshot
 
 #: A snapshot folder's name: Ferry's event id (``ferry.event_id``), or Circus Train's

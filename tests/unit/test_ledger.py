@@ -13,6 +13,7 @@ import pytest
 from moto import mock_aws
 
 from ferry import lifecycle
+from ferry.catalog.locations import ReferencedLocations
 from ferry.duration import format_duration, parse_duration
 from ferry.errors import ReplicaLockedError
 from ferry.ledger import (
@@ -23,7 +24,7 @@ from ferry.ledger import (
     SqliteStateStore,
     replica_key,
 )
-from ferry.ownership import Ownership, ReferencedLocations
+from ferry.ownership import Ownership
 
 NOW = datetime(2026, 11, 21, 8, 30, tzinfo=UTC)
 HOUR = timedelta(hours=1)
