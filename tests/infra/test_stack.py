@@ -14,8 +14,9 @@ import pytest
 from aws_cdk import Stack
 from aws_cdk.assertions import Template
 
+from ferry import statemachine as definition
 from ferry import triggers
-from infra import bundling, definition
+from infra import bundling
 from infra.functions import NETWORK_INTERFACE_ACTIONS
 from infra.settings import environment_names
 from infra.triggers import housekeeping_input

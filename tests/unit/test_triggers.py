@@ -12,7 +12,8 @@ from ferry import triggers
 from ferry.cli import main
 from ferry.config import S3Trigger, ScheduleTrigger, parse_config
 from ferry.errors import ConfigError
-from ferry.steps import Steps, resolved_tables
+from ferry.outcomes import resolved_tables
+from ferry.steps import Steps
 
 EVENTS = Path(__file__).parents[2] / "events"
 
