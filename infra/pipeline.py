@@ -1,6 +1,6 @@
 """The state machines, from the one definition the local runtime runs too.
 
-``infra/statemachine/replication.asl.json`` (and ``housekeeping.asl.json``) are deployed as
+``ferry/statemachine/replication.asl.json`` (and ``housekeeping.asl.json``) are deployed as
 they are, their ``${...}`` placeholders filled by definition substitutions: the functions'
 ARNs, the Spark application, its job role, entry point and packed environment. Executions
 are logged at ALL to an encrypted log group and traced with X-Ray.

@@ -1,7 +1,7 @@
 """Every example environment synthesizes into the pipeline the local runtime runs.
 
 The templates are read back (``aws_cdk.assertions.Template``) and checked against their
-sources: the ASL files, ``infra/definition.py``'s functions, the configs' triggers
+sources: the ASL files, ``ferry/statemachine``'s functions, the configs' triggers
 (``ferry.triggers``), and the environment's settings for every IAM grant.
 """
 

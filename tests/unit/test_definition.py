@@ -122,7 +122,7 @@ def test_every_lambda_step_retries_with_the_one_policy_derived_from_ferrys_error
     assert "CatalogUnreachableError" in policy[0]["ErrorEquals"]
     assert "Sandbox.Timedout" in policy[0]["ErrorEquals"]  # every step is safe to run again
     for name, state in definition.lambda_tasks(rendered).items():
-        assert state["Retry"] == policy, f"{name}: run `python -m infra.definition`"
+        assert state["Retry"] == policy, f"{name}: run `python -m ferry.statemachine`"
 
 
 def test_the_definition_names_only_errors_that_exist(rendered):
