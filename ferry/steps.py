@@ -27,7 +27,7 @@ from contextlib import nullcontext
 from datetime import datetime
 from typing import Any
 
-from ferry import concurrency, faults, fs, housekeeping, lifecycle, selection
+from ferry import copies, faults, fs, housekeeping, lifecycle, selection
 from ferry.abort import clean_up, failure_of
 from ferry.aws import AwsClients
 from ferry.catalog import Catalog
@@ -44,13 +44,7 @@ from ferry.copier import Progress
 from ferry.errors import CopyIncompleteError, FerryError, NotificationError
 from ferry.event_id import new_event_id
 from ferry.filters import Clock, utc_now
-from ferry.manifest import (
-    ManifestWriter,
-    batch_tasks,
-    read_batches,
-    recorded_batches,
-    write_copy_record,
-)
+from ferry.manifest import ManifestWriter, recorded_batches
 from ferry.notify import (
     FAILURE,
     START,
@@ -90,7 +84,6 @@ from ferry.plan import ReplicationPlan, plan_replication
 from ferry.preflight import check_writable
 from ferry.preview import preview_of
 from ferry.runs import (
-    MIB,
     CopierKind,
     PlanDocument,
     RunLocations,
@@ -336,85 +329,33 @@ class Steps:
             check_writable(location, s3)
         return preview_of(plan, choose_copier(plan, options))
 
-    # -- copies ---------------------------------------------------------------------------
+    # -- copies (``ferry.copies``) ------------------------------------------------------
 
     def inline_copy(
         self, payload: PlannedRun | Mapping[str, Any], progress: Progress | None = None
     ) -> InlineCopyResult:
         """Copy the manifest here, batch by batch; a retry skips batches already recorded."""
-        from ferry.copier import InlineCopier, Manifest
-
-        payload = PlannedRun.model_validate(payload)
-        document = read_plan(payload.plan_uri)
+        document = read_plan(PlannedRun.model_validate(payload).plan_uri)
         config = load_config_uri(document.config_uri, self.config_environment)
         options = config.copier_options_for(document.plan.replication)
         where = RunLocations.for_event(self.work_uri, document.plan.event_id)
-        copier = InlineCopier(threads=options.threads, chunk_size=options.chunk_size_mib * MIB)
-        done = recorded_batches(where.manifest)
-        batches = read_batches(where.manifest)
-        pending = [batch for batch in batches if batch["batch"] not in done]
-        tasks = {batch["batch"]: tuple(batch_tasks(batch)) for batch in batches}
-        if progress is not None:
-            for batch in batches:
-                if batch["batch"] in done:
-                    progress(sum(task.size for task in tasks[batch["batch"]]))
-
-        def record(index: int) -> None:
-            batch = pending[index]
-            copied = tasks[batch["batch"]]
-            write_copy_record(where.manifest, batch, len(copied), sum(task.size for task in copied))
-            faults.point("copy.batch")
-
-        # Every pending batch on the same pools: no batch waits for the last file of the one
-        # before it, and each is recorded as soon as its own files are verified.
-        copier.copy_batches(
-            [Manifest(batch["eventId"], tasks[batch["batch"]]) for batch in pending],
-            progress,
-            record,
-        )
-        return InlineCopyResult(
-            files=sum(len(batch_files) for batch_files in tasks.values()),
-            bytes=sum(task.size for batch_files in tasks.values() for task in batch_files),
-        )
+        return copies.copy_inline(where.manifest, options, progress)
 
     def copy_batch(
         self, payload: CopyBatchInput | Mapping[str, Any], progress: Progress | None = None
     ) -> CopyBatchResult:
         """Server-side copy of one batch of the manifest (one item of the S3 copy Map)."""
-        from ferry.copier import Manifest
-        from ferry.s3_copy import S3ServerSideCopier
-
         payload = CopyBatchInput.model_validate(payload)
-        options = CopierOptions.model_validate(payload.copier_options)
-        batch = payload.batch
-        tasks = batch_tasks(batch)
-        done: list[Any] = []
-        if payload.attempt:
-            # A retry (the Lambda ran out of time, or failed part-way): the objects already at
-            # the target, whole, are not copied again. The target is this event's own new
-            # folder, and S3 stores an object only once it is complete.
-            done, tasks = already_copied(tasks)
-        region = fs.bucket_region(tasks[0].target) if tasks else None
-        # The threads fit this batch (many small objects, or a few large ones); the client's
-        # connections fit the threads (objects and their parts run on two pools).
-        multipart_threshold = options.multipart_threshold_mib * MIB
-        threads = concurrency.copy_threads(
-            [task.size for task in tasks], multipart_threshold, options.threads
+        return copies.copy_batch_server_side(
+            payload.batch,
+            payload.manifest_uri,
+            CopierOptions.model_validate(payload.copier_options),
+            resume=bool(payload.attempt),
+            s3_client=lambda region, connections: self.aws.client(
+                "s3", region, connections=connections
+            ),
+            progress=progress,
         )
-        copier = S3ServerSideCopier(
-            self.aws.client("s3", region, connections=2 * threads),
-            threads=threads,
-            multipart_threshold=multipart_threshold,
-            part_size=options.part_size_mib * MIB,
-        )
-        if progress is not None and done:
-            progress(sum(task.size for task in done))
-        report = copier.copy(Manifest(batch["eventId"], tuple(tasks)), progress)
-        faults.point("copy.batch")
-        files = report.files + len(done)
-        size = report.bytes + sum(task.size for task in done)
-        write_copy_record(payload.manifest_uri, batch, files, size)
-        return CopyBatchResult(files=files, bytes=size, resumed=len(done))
 
     # -- Commit ---------------------------------------------------------------------------
 
@@ -606,21 +547,3 @@ class Steps:
             )
             outcomes.append(aborted.model_dump(mode="json"))
         return SummarizeResult.model_validate(summary(outcomes))
-
-
-def already_copied(tasks: Sequence[Any]) -> tuple[list[Any], list[Any]]:
-    """``(done, pending)``: the tasks whose target is there with the planned size, the rest.
-
-    One listing per target folder, not a request per object.
-    """
-    folders: dict[str, dict[str, int]] = {}
-    done, pending = [], []
-    for task in tasks:
-        folder = task.target.rsplit("/", 1)[0]
-        if folder not in folders:
-            folders[folder] = {entry.uri: entry.size for entry in fs.list_files(folder)}
-        if folders[folder].get(task.target) == task.size:
-            done.append(task)
-        else:
-            pending.append(task)
-    return done, pending
