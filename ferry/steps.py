@@ -83,14 +83,7 @@ from ferry.payloads import (
 from ferry.plan import ReplicationPlan, plan_replication
 from ferry.preflight import check_writable
 from ferry.preview import preview_of
-from ferry.runs import (
-    CopierKind,
-    PlanDocument,
-    RunLocations,
-    choose_copier,
-    read_plan,
-    write_plan,
-)
+from ferry.runs import CopierKind, PlanDocument, RunLocations, choose_copier, read_plan, write_plan
 
 logger = logging.getLogger(__name__)
 
