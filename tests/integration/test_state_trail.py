@@ -52,9 +52,9 @@ class Trail:
 
     def __init__(self, unique, sample, local_runtime, tmp_path):
         self.database = sample.database
-        self.work = f"ferry-work-{unique}"
-        self.landing = f"landing-{unique}"
-        self.target = f"dr-west-{unique}"
+        self.work = f"work-{unique}"
+        self.landing = f"source-{unique}"
+        self.target = f"target-{unique}"
         self.results: dict[str, dict] = {}
         s3 = boto3.client("s3")
         for bucket in (self.work, self.landing, self.target):
@@ -81,17 +81,18 @@ class Trail:
 
     def raw(self, state: str) -> str:
         """The sample event, naming this test's buckets and tables."""
-        text = (EVENTS / f"{state}.json").read_text()
-        for sample, own in (
-            ("ferry-prod-work", self.work),
-            ("ferry-work", self.work),
-            ("s3://landing/", f"s3://{self.landing}/"),
-            ("s3://dr-west/", f"s3://{self.target}/"),
-            ("sales_dr.orders", f"{self.database}_dr.orders"),
-            ("sales.orders", f"{self.database}.orders"),
-        ):
-            text = text.replace(sample, own)
-        return text
+        own = {
+            "ferry-prod-work": self.work,
+            "ferry-work": self.work,
+            "s3://landing/": f"s3://{self.landing}/",
+            "s3://dr-west/": f"s3://{self.target}/",
+            "sales_dr.orders": f"{self.database}_dr.orders",
+            "sales.orders": f"{self.database}.orders",
+        }
+        pattern = "|".join(re.escape(name) for name in own)
+        return re.sub(
+            pattern, lambda found: own[found.group()], (EVENTS / f"{state}.json").read_text()
+        )
 
     def run(self, state: str) -> dict:
         """The handler's result for the state's sample event (once per state)."""
