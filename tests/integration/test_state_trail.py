@@ -119,12 +119,14 @@ def trail(unique, sample, local_runtime, tmp_path, monkeypatch):
 
 def before(trail: Trail, state: str) -> None:
     """What the state machine runs before the state, for the sample event's event id."""
-    if state in ("inline_copy", "commit", "notify_success", "abort"):
+    if state in ("inline_copy", "commit", "notify_success", "abort", "housekeeping"):
         trail.run("plan")
-    if state in ("commit", "notify_success", "abort"):
+    if state in ("commit", "notify_success", "abort", "housekeeping"):
         trail.run("inline_copy")
-    if state == "notify_success":
+    if state in ("notify_success", "housekeeping"):
         trail.run("commit")
+    if state == "housekeeping":
+        trail.run("notify_success")
     if state == "summarize":
         # The Map over the tables wrote one table that succeeded and one whose iteration
         # failed where no Catch took it, at the key the sample event names.
