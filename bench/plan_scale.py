@@ -42,8 +42,8 @@ from ferry.steps import Steps
 payload = json.loads(sys.argv[1])
 started = time.monotonic()
 result = Steps(payload.pop("workUri")).plan(payload)
-print(json.dumps({"seconds": time.monotonic() - started, "files": result["files"],
-                  "batches": result["batches"], "manifestUri": result["manifestUri"],
+print(json.dumps({"seconds": time.monotonic() - started, "files": result.files,
+                  "batches": result.batches, "manifestUri": result.manifest_uri,
                   "rssMiB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 LIST_CHILD = """

@@ -4,7 +4,9 @@ Existing Circus Train consumers keep working: the same ``type`` values (START, S
 FAILURE), the same fields, present in the same cases; the partition list is dropped
 (``messageTruncated``) when the message would exceed SNS's size limit.
 
-There is one builder of a message (``message_body``) and one rule for a message that
+There is one builder of what a replication tells consumers (``replication_event``, for
+every type and both drivers), one builder of its message (``message_body``) and one rule
+for a message that
 cannot be published: ``SnsNotifier.publish`` raises ``NotificationError`` (transient, so
 both drivers retry it), and the step that publishes fails after its retries. A FAILURE
 message that cannot be published is logged by the abort step, which must still report the
@@ -23,9 +25,10 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from ferry.errors import NotificationError
 from ferry.model import Column
+from ferry.plan import COPYING_MODES, ReplicationPlan
 
 if TYPE_CHECKING:
-    from ferry.config import SnsEventListener
+    from ferry.config import CatalogConfig, ReplicationConfig, SnsEventListener, TableReplication
 
 PROTOCOL_VERSION = "1.2"
 SNS_MAX_BYTES = 256 * 1024
@@ -58,6 +61,61 @@ class ReplicationEvent:
     bytes_replicated: int | None = None
     error_message: str | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
+
+
+def replication_event(
+    config: ReplicationConfig,
+    replication: TableReplication,
+    kind: str,
+    event_id: str,
+    started: datetime,
+    ended: datetime | None,
+    replica_metastore_uris: str,
+    plan: ReplicationPlan | None = None,
+    *,
+    copied: bool = True,
+    error_message: str | None = None,
+) -> ReplicationEvent:
+    """What consumers are told of one table replication (``kind``: START, SUCCESS, FAILURE;
+    ``ended``: None for START).
+
+    Without a ``plan`` (a failure before Plan finished) the replica's location is the
+    config's; ``copied`` False reports no partitions and no bytes (nothing changed, or the
+    run failed).
+    """
+    data = plan is not None and plan.mode in COPYING_MODES
+    partitioned = plan is not None and plan.source_table.is_partitioned
+    return ReplicationEvent(
+        type=kind,
+        event_id=event_id,
+        source_catalog=config.source_catalog.name,
+        replica_catalog=config.replica_catalog.name,
+        source_table=replication.source_table.qualified_name,
+        replica_table=replication.replica_qualified_name,
+        replica_metastore_uris=replica_metastore_uris,
+        replica_table_location=(
+            plan.replica_table.location if plan else replication.replica_table.table_location
+        ),
+        start_time=started,
+        end_time=ended,
+        partition_keys=plan.source_table.partition_keys if plan else (),
+        modified_partitions=(
+            ([list(p.values) for p in plan.replica_partitions] if copied else [])
+            if partitioned and plan
+            else None
+        ),
+        bytes_replicated=(plan.manifest.bytes if copied else 0) if data and plan else None,
+        error_message=error_message,
+        headers=config.sns_event_listener.headers if config.sns_event_listener else {},
+    )
+
+
+def catalog_description(catalog: CatalogConfig, region: str | None) -> str:
+    """``replicaMetastoreUris``: the metastore URIs, or ``glue:<region>`` (``region``: the
+    one the Glue catalog runs in when its config names none)."""
+    if catalog.glue is not None:
+        return f"glue:{catalog.glue.region or region}"
+    return catalog.hive_metastore_uris or ""
 
 
 def message_body(event: ReplicationEvent, max_bytes: int = SNS_MAX_BYTES - _HEADROOM) -> str:
@@ -136,6 +194,16 @@ class NoNotifier:
 
 
 Notifier = SnsNotifier | NoNotifier
+
+
+def notifier_for(
+    config: ReplicationConfig, sns_client_for: Callable[[str | None], Any]
+) -> Notifier:
+    """The config's notifier: its ``sns-event-listener``'s topics, or none."""
+    listener = config.sns_event_listener
+    if listener is None:
+        return NoNotifier()
+    return SnsNotifier(listener, sns_client_for)
 
 
 def region_of_arn(arn: str) -> str | None:

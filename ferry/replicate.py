@@ -1,9 +1,10 @@
 """``ferry replicate``: the state machine's own definition, driven in this process.
 
 The in-process driver does not have an orchestration of its own: it walks
-``infra/statemachine/replication.asl.json`` — the file the CDK deploys and the emulator runs —
+``ferry/statemachine/replication.asl.json`` — the file the CDK deploys and the emulator runs —
 state by state, and at each Task calls the same ``ferry.steps.Steps`` method the state's
-Lambda handler calls, with the payload the state's ``Parameters`` build. Choices, ``Retry``,
+Lambda handler calls, with the payload the state's ``Parameters`` build, validated into the
+same input model, and its result as the same JSON. Choices, ``Retry``,
 ``Catch``, ``ResultSelector`` and ``ResultPath`` are applied as Step Functions applies them
 (for the subset of Amazon States Language the definition uses; anything else is refused
 loudly, and a unit test holds the definition to that subset). So both drivers take the same
@@ -21,7 +22,6 @@ import json
 import logging
 import re
 import time
-import uuid
 from collections.abc import Callable
 from copy import deepcopy
 from dataclasses import dataclass, field
@@ -29,12 +29,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from ferry import fs
+from ferry import fs, statemachine
 from ferry.copier import Progress
 from ferry.errors import FerryError, ReplicationInterruptedError
 from ferry.faults import InjectedFault
+from ferry.outcomes import write_map_results
 from ferry.steps import Steps
-from infra import definition
 
 logger = logging.getLogger(__name__)
 
@@ -105,7 +105,7 @@ class Execution:
 
 def substitutions(entry_point: str = "emr_jobs/copy_files.py") -> dict[str, str]:
     """Placeholders filled so that each Task names the step it runs."""
-    values = {f"{name}FunctionArn": f"{_STEP_PREFIX}{name}" for name in definition.ALL_FUNCTIONS}
+    values = {f"{name}FunctionArn": f"{_STEP_PREFIX}{name}" for name in statemachine.ALL_FUNCTIONS}
     values.update(
         {
             "SparkApplicationId": "in-process",
@@ -131,13 +131,13 @@ class InProcessDriver:
         *,
         observer: Observer | None = None,
         sleep: Callable[[float], None] = time.sleep,
-        definition_path: Path = definition.DEFINITION_PATH,
+        definition_path: Path = statemachine.DEFINITION_PATH,
     ):
         self.steps = steps
         self.spark = spark
         self.observer = observer or _Silent()
         self.sleep = sleep
-        self.definition = definition.load(substitutions(), definition_path)
+        self.definition = statemachine.load(substitutions(), definition_path)
         self._table: str | None = None
         self._current: Any = None
         self._top: Any = None
@@ -233,17 +233,22 @@ class InProcessDriver:
 
     def _step(self, function: str, parameters: dict[str, Any]) -> Any:
         payload = parameters["Payload"]
-        method = definition.ALL_STEPS[function]
+        method = statemachine.ALL_STEPS[function]
         progress_for = None
         if method in ("inline_copy", "copy_batch") and self._table is not None:
             progress_for = self.observer.copy_progress
         try:
+            # As the handler does: the event validated into the step's input model, the
+            # result returned as its JSON.
+            step_input = statemachine.PAYLOADS[function][0].model_validate(payload)
             if method == "resolve_tables":
-                return self.steps.resolve_tables(payload, max_concurrency=1)
-            if progress_for is not None:
+                result = self.steps.resolve_tables(step_input, max_concurrency=1)
+            elif progress_for is not None:
                 progress = progress_for(self._table or "", payload)
-                return getattr(self.steps, method)(payload, progress)
-            return getattr(self.steps, method)(payload)
+                result = getattr(self.steps, method)(step_input, progress)
+            else:
+                result = getattr(self.steps, method)(step_input)
+            return result.model_dump(mode="json")
         except KeyboardInterrupt:
             raise
         except InjectedFault as error:
@@ -352,48 +357,6 @@ class InProcessDriver:
 
 def _now() -> str:
     return datetime.now(UTC).isoformat()
-
-
-def write_map_results(
-    name: str, bucket: str, prefix: str, children: list[dict[str, Any]]
-) -> dict[str, Any]:
-    """A Distributed Map's ``ResultWriter``, as Step Functions writes it.
-
-    ``<prefix>/<map run>/manifest.json`` names ``SUCCEEDED_0.json`` and ``FAILED_0.json``,
-    arrays of the child executions (``Input`` and ``Output`` as JSON text, or ``Error`` and
-    ``Cause``); the Map's result is the manifest's place (``ResultWriterDetails``).
-    """
-    run = f"in-process-{uuid.uuid4().hex[:12]}"
-    folder = "/".join(p for p in (prefix.rstrip("/"), run) if p)
-    files: dict[str, list[dict[str, Any]]] = {"FAILED": [], "PENDING": [], "SUCCEEDED": []}
-    for status in ("SUCCEEDED", "FAILED"):
-        entries = [
-            {
-                "Name": f"{child['index']:08d}",
-                "Input": json.dumps(child["input"]),
-                "InputDetails": {"Included": True},
-                "StartDate": child["start"],
-                "StopDate": child["stop"],
-                "Status": status,
-                **(
-                    {"Output": json.dumps(child["output"]), "OutputDetails": {"Included": True}}
-                    if status == "SUCCEEDED"
-                    else {"Error": child["error"], "Cause": child["cause"]}
-                ),
-            }
-            for child in children
-            if child["status"] == status
-        ]
-        if entries:
-            key = f"{folder}/{status}_0.json"
-            body = json.dumps(entries).encode()
-            fs.write_bytes(fs.object_uri(bucket, key), body)
-            files[status].append({"Key": key, "Size": len(body)})
-    key = f"{folder}/manifest.json"
-    manifest = {"DestinationBucket": bucket, "MapRunArn": f"{name}/{run}", "ResultFiles": files}
-    fs.write_bytes(fs.object_uri(bucket, key), json.dumps(manifest, indent=2).encode())
-    details = {"Bucket": bucket, "Key": key}
-    return {"MapRunArn": manifest["MapRunArn"], "ResultWriterDetails": details}
 
 
 # -- the data flow: a JSONPath subset, as the definition uses it ------------------------------

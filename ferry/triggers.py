@@ -21,10 +21,6 @@ from typing import Any
 
 from ferry.config import S3Trigger, ScheduleTrigger
 
-# The checks of a schedule are the config's; infra/settings.py checks the housekeeping
-# schedule with this name.
-from ferry.config import check_schedule_expression as check_schedule_expression
-
 #: How often the housekeeping state machine runs for each config on AWS. Replaced data is
 #: kept for ``housekeeping.expired-path-duration`` (default three days); a few hours more
 #: before it is deleted costs little storage, and four runs a day cost little more.

@@ -17,7 +17,8 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from infra import bundling, definition
+from ferry import statemachine
+from infra import bundling
 from infra.access import DataAccess, allow, allow_prefix
 from infra.configs import ReplicationConfigs
 from infra.encryption import Encryption
@@ -101,7 +102,7 @@ class Functions(Construct):
             "POWERTOOLS_SERVICE_NAME": "ferry",
             "POWERTOOLS_METRICS_NAMESPACE": "Ferry",
         }
-        for name, handler in definition.ALL_FUNCTIONS.items():
+        for name, handler in statemachine.ALL_FUNCTIONS.items():
             needs = NEEDS[name]
             sizing = SIZING.get(name, DEFAULT_SIZING)
             role = iam.Role(

@@ -1,6 +1,6 @@
 """The state machines, from the one definition the local runtime runs too.
 
-``infra/statemachine/replication.asl.json`` (and ``housekeeping.asl.json``) are deployed as
+``ferry/statemachine/replication.asl.json`` (and ``housekeeping.asl.json``) are deployed as
 they are, their ``${...}`` placeholders filled by definition substitutions: the functions'
 ARNs, the Spark application, its job role, entry point and packed environment. Executions
 are logged at ALL to an encrypted log group and traced with X-Ray.
@@ -16,7 +16,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from infra import definition
+from ferry import statemachine
 from infra.access import allow, allow_prefix
 from infra.encryption import Encryption
 from infra.functions import Functions, retention
@@ -66,7 +66,7 @@ class Pipeline(Construct):
         self.replication = self._state_machine(
             "Replication",
             f"ferry-{settings.name}-replication",
-            definition.DEFINITION_PATH,
+            statemachine.DEFINITION_PATH,
             values,
             settings,
             encryption,
@@ -75,15 +75,15 @@ class Pipeline(Construct):
         self.housekeeping = self._state_machine(
             "Housekeeping",
             f"ferry-{settings.name}-housekeeping",
-            definition.HOUSEKEEPING_PATH,
+            statemachine.HOUSEKEEPING_PATH,
             values,
             settings,
             encryption,
             HOUSEKEEPING_TIMEOUT,
         )
         for machine, names in (
-            (self.replication, definition.FUNCTIONS),
-            (self.housekeeping, definition.HOUSEKEEPING_FUNCTIONS),
+            (self.replication, statemachine.FUNCTIONS),
+            (self.housekeeping, statemachine.HOUSEKEEPING_FUNCTIONS),
         ):
             # The definitions invoke each function by its unqualified ARN: no version, no alias.
             allow(
@@ -166,7 +166,7 @@ class Pipeline(Construct):
         self, construct_id: str, name: str, path: Path, values: dict[str, str],
         settings: EnvironmentSettings, encryption: Encryption, timeout: Duration,
     ) -> sfn.StateMachine:  # fmt: skip
-        wanted = definition.placeholders(path)
+        wanted = statemachine.placeholders(path)
         log_group = logs.LogGroup(
             self,
             f"{construct_id}Logs",

@@ -25,7 +25,13 @@ from pydantic import (
 )
 
 from ferry import config_text, fs, triggers
-from ferry.config import ReplicationConfig, WholeNumber, check_bucket_name, load_config
+from ferry.config import (
+    ReplicationConfig,
+    WholeNumber,
+    check_bucket_name,
+    check_schedule_expression,
+    load_config,
+)
 from ferry.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -198,7 +204,7 @@ class EnvironmentSettings(_Model):
     @field_validator("housekeeping_schedule")
     @classmethod
     def _schedule(cls, expression: str) -> str:
-        return triggers.check_schedule_expression(expression)
+        return check_schedule_expression(expression)
 
     @property
     def stack_name(self) -> str:

@@ -76,7 +76,3 @@ class WorkBucket(Construct):
     @property
     def work_uri(self) -> str:
         return f"s3://{self.bucket.bucket_name}"
-
-    @property
-    def runs_arn(self) -> str:
-        return self.bucket.arn_for_objects(f"{RUNS_PREFIX}*")

@@ -1,1 +1,2 @@
-"""One thin handler per Step Functions state: parse the event, call ``ferry``, return a dict."""
+"""One thin handler per Step Functions state: the event validated into the state's input
+model (``ferry.payloads``), one ``ferry.steps.Steps`` call, its result model returned as JSON."""

@@ -7,6 +7,7 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from ferry.payloads import AbortInput
 from lambdas.runtime import logger, metrics, steps, tracer
 
 
@@ -14,7 +15,7 @@ from lambdas.runtime import logger, metrics, steps, tracer
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    result = steps().abort(event)
-    metrics.add_dimension(name="table", value=event["sourceTable"])
+    result = steps().abort(AbortInput.model_validate(event))
+    metrics.add_dimension(name="table", value=result.source_table)
     metrics.add_metric(name="TablesFailed", unit=MetricUnit.Count, value=1)
-    return result
+    return result.model_dump(mode="json")

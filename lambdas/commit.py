@@ -6,10 +6,11 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from ferry.payloads import PlannedRun
 from lambdas.runtime import logger, steps, tracer
 
 
 @logger.inject_lambda_context(correlation_id_path="eventId", clear_state=True, log_event=True)
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return steps().commit(event)
+    return steps().commit(PlannedRun.model_validate(event)).model_dump(mode="json")

@@ -7,6 +7,7 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from ferry.payloads import HousekeepingInput
 from lambdas.runtime import logger, metrics, steps, tracer
 
 
@@ -14,7 +15,7 @@ from lambdas.runtime import logger, metrics, steps, tracer
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    result = steps().housekeeping(event)
-    metrics.add_metric(name="SnapshotsDeleted", unit=MetricUnit.Count, value=result["deleted"])
-    metrics.add_metric(name="SnapshotsKept", unit=MetricUnit.Count, value=result["kept"])
-    return result
+    result = steps().housekeeping(HousekeepingInput.model_validate(event))
+    metrics.add_metric(name="SnapshotsDeleted", unit=MetricUnit.Count, value=result.deleted)
+    metrics.add_metric(name="SnapshotsKept", unit=MetricUnit.Count, value=result.kept)
+    return result.model_dump(mode="json")

@@ -7,6 +7,7 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from ferry.payloads import PlannedRun
 from lambdas.runtime import logger, metrics, steps, tracer
 
 
@@ -14,17 +15,15 @@ from lambdas.runtime import logger, metrics, steps, tracer
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    result = steps().notify_success(event)
-    metrics.add_dimension(name="table", value=result["sourceTable"])
-    metrics.add_metric(name="FilesReplicated", unit=MetricUnit.Count, value=result["files"])
-    metrics.add_metric(name="BytesReplicated", unit=MetricUnit.Bytes, value=result["bytes"])
+    result = steps().notify_success(PlannedRun.model_validate(event))
+    metrics.add_dimension(name="table", value=result.source_table)
+    metrics.add_metric(name="FilesReplicated", unit=MetricUnit.Count, value=result.files)
+    metrics.add_metric(name="BytesReplicated", unit=MetricUnit.Bytes, value=result.bytes)
+    metrics.add_metric(name="PartitionsReplicated", unit=MetricUnit.Count, value=result.partitions)
     metrics.add_metric(
-        name="PartitionsReplicated", unit=MetricUnit.Count, value=result["partitions"]
+        name="ReplicationSeconds", unit=MetricUnit.Seconds, value=result.duration_seconds
     )
     metrics.add_metric(
-        name="ReplicationSeconds", unit=MetricUnit.Seconds, value=result["durationSeconds"]
+        name="ReplicationLagSeconds", unit=MetricUnit.Seconds, value=result.lag_seconds
     )
-    metrics.add_metric(
-        name="ReplicationLagSeconds", unit=MetricUnit.Seconds, value=result["lagSeconds"]
-    )
-    return result
+    return result.model_dump(mode="json")

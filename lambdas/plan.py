@@ -6,6 +6,7 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from ferry.payloads import CatalogCheckInput, PlanInput
 from lambdas.runtime import logger, steps, tracer
 
 
@@ -13,5 +14,6 @@ from lambdas.runtime import logger, steps, tracer
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if event.get("check") == "catalogs":  # `ferry doctor`: do the metastores answer from here?
-        return steps().check_catalogs(event)
-    return steps().plan(event)
+        checked = steps().check_catalogs(CatalogCheckInput.model_validate(event))
+        return checked.model_dump(mode="json")
+    return steps().plan(PlanInput.model_validate(event)).model_dump(mode="json")

@@ -6,10 +6,12 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from ferry.payloads import ResolveTablesInput
 from lambdas.runtime import logger, settings, steps, tracer
 
 
 @logger.inject_lambda_context(correlation_id_path="configUri", clear_state=True, log_event=True)
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return steps().resolve_tables(event, settings().max_concurrency)
+    payload = ResolveTablesInput.model_validate(event)
+    return steps().resolve_tables(payload, settings().max_concurrency).model_dump(mode="json")

@@ -114,8 +114,8 @@ class Replicator:
 
         ``request``: ``dryRun``, ``vacuum``, ``deleteOrphans``, ``tables``.
         """
+        from ferry import statemachine as definition
         from ferry.replicate import InProcessDriver
-        from infra import definition
 
         driver = InProcessDriver(
             self.steps(clock), None, definition_path=definition.HOUSEKEEPING_PATH

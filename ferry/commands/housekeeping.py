@@ -1,7 +1,7 @@
 """``ferry housekeeping``: delete superseded snapshots past their grace period, and say so.
 
 It runs the housekeeping state machine's own definition
-(``infra/statemachine/housekeeping.asl.json``) with the in-process driver: the same step
+(``ferry/statemachine/housekeeping.asl.json``) with the in-process driver: the same step
 (``Steps.housekeeping``) the pipeline's Lambda runs, with its retry policy.
 """
 
@@ -38,10 +38,10 @@ def run_housekeeping(
     The ledger is the one ``ferry replicate`` keeps: ``<home>/state.sqlite3``, or the
     DynamoDB table ``state_table`` (the pipeline's).
     """
+    from ferry import statemachine
     from ferry.commands.replicate import open_state
     from ferry.replicate import InProcessDriver
     from ferry.steps import Steps
-    from infra import definition
 
     # Every check first: nothing is created before all of them have passed.
     config = load_selected(config_path, tables, replicates=False)
@@ -52,7 +52,7 @@ def run_housekeeping(
     state = open_state(home, state_table, aws)
     check_work_location(work, aws)
     steps = Steps(work, aws, state=state)
-    driver = InProcessDriver(steps, None, definition_path=definition.HOUSEKEEPING_PATH)
+    driver = InProcessDriver(steps, None, definition_path=statemachine.HOUSEKEEPING_PATH)
     execution = driver.run(
         {
             "configUri": str(config_path.resolve()),

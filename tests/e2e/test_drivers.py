@@ -16,9 +16,9 @@ import boto3
 import pytest
 
 from ferry import fs
+from ferry import statemachine as definition
 from ferry.replica import COMMIT_CLAIM, LAST_REPLICATED
 from ferry.replicate import substitutions
-from infra import definition
 from tests.e2e.test_pipeline import table_entry
 from tests.helpers import Replicator, catalog_state, config_document
 

@@ -26,7 +26,7 @@ from ferry.local import deploy
 from ferry.local.samples import order_rows, write_parquet
 from ferry.manifest import recorded_batches
 from ferry.replica import REPLICATION_EVENT
-from ferry.steps import RunLocations
+from ferry.runs import RunLocations
 from tests.e2e.test_pipeline import table_entry
 from tests.helpers import (
     assert_each_partition_is_complete,
@@ -222,7 +222,7 @@ def test_a_failed_summary_is_reported_as_such_and_the_replicas_stand(run, arm, h
 
 def copy_batch_results(plan: dict) -> list[dict]:
     """Each batch's result, as the S3 copy Map's ResultWriter wrote it."""
-    from ferry.steps import map_results
+    from ferry.outcomes import map_results
 
     bucket, prefix = plan["manifestBucket"], plan["copyResultsPrefix"]
     listed = boto3.client("s3").list_objects_v2(Bucket=bucket, Prefix=prefix)

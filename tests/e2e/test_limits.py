@@ -18,12 +18,12 @@ import boto3
 import pytest
 
 from ferry import fs
+from ferry import statemachine as definition
 from ferry.catalog.glue import GlueCatalog
 from ferry.execute import follow, start
 from ferry.local import deploy
 from ferry.manifest import CopyRoot, ManifestWriter
 from ferry.model import Column, StorageDescriptor, Table, TableType
-from infra import definition
 from tests.helpers import catalog_state, files_below
 
 pytestmark = pytest.mark.e2e

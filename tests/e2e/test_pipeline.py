@@ -18,8 +18,8 @@ from ferry.config import load_config
 from ferry.execute import follow, start
 from ferry.local import deploy
 from ferry.local.samples import create_sample_tables, last_days, order_rows, write_parquet
+from ferry.payloads import trigger_time
 from ferry.replica import REPLICATION_EVENT
-from ferry.steps import trigger_time
 from tests.conftest import NOW
 from tests.helpers import catalog_state, config_document, files_below, read_bytes
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from ferry.statemachine import ALL_FUNCTIONS
 from infra.bundling import (
     EMR_ARCHITECTURE,
     EMR_ENVIRONMENT,
@@ -29,7 +30,6 @@ from infra.bundling import (
     build_lambda_bundle,
     tree_size,
 )
-from infra.definition import ALL_FUNCTIONS
 
 pytestmark = pytest.mark.infra
 

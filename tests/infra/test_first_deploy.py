@@ -18,10 +18,11 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Template
 
+from ferry import statemachine as definition
 from ferry.config_text import SECRET_PLACEHOLDER
 from ferry.local.simulator import PolicySimulator, Request, simulator_problem
 from ferry.local.template import resolved_statically
-from infra import bundling, definition
+from infra import bundling
 from infra.functions import NETWORK_INTERFACE_ACTIONS
 from infra.settings import environment_names, load_environment
 from infra.triggers import foreign_regions

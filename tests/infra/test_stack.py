@@ -1,7 +1,7 @@
 """Every example environment synthesizes into the pipeline the local runtime runs.
 
 The templates are read back (``aws_cdk.assertions.Template``) and checked against their
-sources: the ASL files, ``infra/definition.py``'s functions, the configs' triggers
+sources: the ASL files, ``ferry/statemachine``'s functions, the configs' triggers
 (``ferry.triggers``), and the environment's settings for every IAM grant.
 """
 
@@ -14,8 +14,9 @@ import pytest
 from aws_cdk import Stack
 from aws_cdk.assertions import Template
 
+from ferry import statemachine as definition
 from ferry import triggers
-from infra import bundling, definition
+from infra import bundling
 from infra.functions import NETWORK_INTERFACE_ACTIONS
 from infra.settings import environment_names
 from infra.triggers import housekeeping_input

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
 
+from ferry import statemachine as definition
 from ferry.errors import error_names, transient_errors
 from ferry.local.emulator_states import tolerance_as_moto_reads_it
 from ferry.steps import Steps
-from infra import definition
 
 EVENTS = Path(__file__).parents[2] / "events"
 SUBSTITUTIONS = {
@@ -122,7 +122,7 @@ def test_every_lambda_step_retries_with_the_one_policy_derived_from_ferrys_error
     assert "CatalogUnreachableError" in policy[0]["ErrorEquals"]
     assert "Sandbox.Timedout" in policy[0]["ErrorEquals"]  # every step is safe to run again
     for name, state in definition.lambda_tasks(rendered).items():
-        assert state["Retry"] == policy, f"{name}: run `python -m infra.definition`"
+        assert state["Retry"] == policy, f"{name}: run `python -m ferry.statemachine`"
 
 
 def test_the_definition_names_only_errors_that_exist(rendered):

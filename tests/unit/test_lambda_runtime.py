@@ -10,7 +10,8 @@ from moto import mock_aws
 from ferry.aws import AwsClients
 from ferry.config_text import SECRET_PLACEHOLDER
 from ferry.errors import ConfigError, FerryError
-from ferry.steps import Steps, resolved_tables
+from ferry.outcomes import resolved_tables
+from ferry.steps import Steps
 from lambdas import runtime
 
 CONFIG = """

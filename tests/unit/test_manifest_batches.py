@@ -7,8 +7,8 @@ import json
 
 from ferry import fs
 from ferry.copier import CopyTask
+from ferry.copies import already_copied
 from ferry.manifest import BATCH_TEXT_LIMIT, CopyRoot, ManifestWriter, batch_tasks, read_batches
-from ferry.steps import already_copied
 
 GIB = 1024**3
 

@@ -9,9 +9,9 @@ from ferry.errors import describe_error
 from ferry.local.emulator_emr_serverless import api_parameters
 from ferry.manifest import ManifestSummary
 from ferry.model import Column, Partition, StorageDescriptor, Table, TableType
+from ferry.outcomes import map_results, summary, write_map_results
 from ferry.plan import ReplicationPlan
-from ferry.replicate import write_map_results
-from ferry.steps import CopierKind, choose_copier, map_results, summary
+from ferry.runs import CopierKind, choose_copier
 
 EVENTS = Path(__file__).parents[2] / "events"
 
@@ -164,7 +164,7 @@ def test_step_functions_parameters_become_emr_serverless_api_names():
 def test_the_trigger_time_comes_from_the_s3_event_or_the_schedule():
     from datetime import UTC, datetime
 
-    from ferry.steps import trigger_time
+    from ferry.payloads import trigger_time
 
     due = datetime(2026, 11, 21, 3, 0, tzinfo=UTC)
     assert (

@@ -288,7 +288,8 @@ class ListingCatalog:
 def test_resolve_tables_gives_each_matched_table_its_own_item(tmp_path):
     import yaml
 
-    from ferry.steps import Steps, resolved_tables
+    from ferry.outcomes import resolved_tables
+    from ferry.steps import Steps
 
     path = tmp_path / "replication.yml"
     document = {

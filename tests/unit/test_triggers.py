@@ -10,9 +10,10 @@ from moto.events.utils import EventTemplateParser
 
 from ferry import triggers
 from ferry.cli import main
-from ferry.config import S3Trigger, ScheduleTrigger, parse_config
+from ferry.config import S3Trigger, ScheduleTrigger, check_schedule_expression, parse_config
 from ferry.errors import ConfigError
-from ferry.steps import Steps, resolved_tables
+from ferry.outcomes import resolved_tables
+from ferry.steps import Steps
 
 EVENTS = Path(__file__).parents[2] / "events"
 
@@ -220,7 +221,7 @@ def test_other_mistakes_in_triggers_are_one_line_naming_the_key(declared, messag
 
 
 def test_the_housekeeping_schedule_is_one_eventbridge_takes():
-    assert triggers.check_schedule_expression(triggers.HOUSEKEEPING_SCHEDULE) == (
+    assert check_schedule_expression(triggers.HOUSEKEEPING_SCHEDULE) == (
         triggers.HOUSEKEEPING_SCHEDULE
     )
 

@@ -1,9 +1,15 @@
-"""The replication state machine: one ASL file, deployed by the CDK and run by the emulator.
+"""The state machines: one ASL file each, deployed by the CDK (``infra/``), run by the
+emulator and walked by ``ferry replicate`` (``ferry.replicate``).
 
 ``replication.asl.json`` is plain Amazon States Language (JSONPath) with ``${Name}``
 placeholders for resource ARNs and settings, as the CDK's ``DefinitionSubstitutions``
 fill them. ``housekeeping.asl.json`` is the second, small definition: one Task that
 deletes superseded snapshots, run on a schedule (``HOUSEKEEPING_FUNCTIONS``).
+
+Each Lambda task is one function (its handler in ``lambdas/``), which runs one
+``ferry.steps.Steps`` method on one input model and returns one result model
+(``ferry.payloads``); ``PAYLOADS`` names them, and a test holds the definition's paths to
+the models' fields.
 """
 
 from __future__ import annotations
@@ -13,8 +19,13 @@ import re
 from pathlib import Path
 from typing import Any
 
-DEFINITION_PATH = Path(__file__).parent / "statemachine" / "replication.asl.json"
-HOUSEKEEPING_PATH = Path(__file__).parent / "statemachine" / "housekeeping.asl.json"
+from pydantic import BaseModel
+
+from ferry import payloads
+from ferry.errors import transient_errors
+
+DEFINITION_PATH = Path(__file__).parent / "replication.asl.json"
+HOUSEKEEPING_PATH = Path(__file__).parent / "housekeeping.asl.json"
 
 #: Lambda functions by the placeholder prefix the definition uses, and their handlers.
 FUNCTIONS = {
@@ -44,6 +55,19 @@ STEPS = {
 HOUSEKEEPING_FUNCTIONS = {"Housekeeping": "lambdas.housekeeping.handler"}
 HOUSEKEEPING_STEPS = {"Housekeeping": "housekeeping"}
 
+#: The input and result model of each function's step (what travels in and out of its state).
+PAYLOADS: dict[str, tuple[type[BaseModel], type[BaseModel]]] = {
+    "ResolveTables": (payloads.ResolveTablesInput, payloads.ResolveTablesResult),
+    "Plan": (payloads.PlanInput, payloads.PlanResult),
+    "InlineCopy": (payloads.PlannedRun, payloads.InlineCopyResult),
+    "S3CopyBatch": (payloads.CopyBatchInput, payloads.CopyBatchResult),
+    "Commit": (payloads.PlannedRun, payloads.CommitResult),
+    "NotifySuccess": (payloads.PlannedRun, payloads.NotifySuccessResult),
+    "Abort": (payloads.AbortInput, payloads.AbortResult),
+    "Summarize": (payloads.SummarizeInput, payloads.SummarizeResult),
+    "Housekeeping": (payloads.HousekeepingInput, payloads.HousekeepingResult),
+}
+
 #: Every function of both definitions (what a deployment creates), and their steps.
 ALL_FUNCTIONS = {**FUNCTIONS, **HOUSEKEEPING_FUNCTIONS}
 ALL_STEPS = {**STEPS, **HOUSEKEEPING_STEPS}
@@ -67,8 +91,6 @@ LAMBDA_TIMEOUT_ERRORS = ("Sandbox.Timedout", "Lambda.Unknown")
 
 def retry_policy() -> list[dict[str, Any]]:
     """The one Retry policy of every Lambda step, derived from Ferry's transient errors."""
-    from ferry.errors import transient_errors
-
     return [
         {
             "ErrorEquals": [*transient_errors(), *LAMBDA_SERVICE_ERRORS, *LAMBDA_TIMEOUT_ERRORS],
@@ -123,10 +145,3 @@ def states(definition: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def load(substitutions: dict[str, str], path: Path = DEFINITION_PATH) -> dict[str, Any]:
     return json.loads(render(substitutions, path))
-
-
-if __name__ == "__main__":
-    # python -m infra.definition: bring the definitions' Retry blocks in line with the policy.
-    for definition_path in DEFINITIONS:
-        write_retry_policy(definition_path)
-        print(f"wrote the retry policy into {definition_path}")

@@ -1,0 +1,117 @@
+"""The copy states' work: the whole manifest here, batch by batch (Inline copy), or one
+batch of it server-side (Copy batch, one item of the S3 copy Map).
+
+Both record each batch they finished (a copy record, ``ferry.manifest``), which Commit
+checks before it writes anything, and both resume where a retry left off.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ferry import concurrency, faults, fs
+from ferry.config import CopierOptions
+from ferry.copier import Progress
+from ferry.manifest import batch_tasks, read_batches, recorded_batches, write_copy_record
+from ferry.payloads import CopyBatchResult, InlineCopyResult
+from ferry.runs import MIB
+
+
+def copy_inline(
+    manifest_uri: str, options: CopierOptions, progress: Progress | None = None
+) -> InlineCopyResult:
+    """Copy every batch of the manifest without a copy record, in this process."""
+    from ferry.copier import InlineCopier, Manifest
+
+    copier = InlineCopier(threads=options.threads, chunk_size=options.chunk_size_mib * MIB)
+    done = recorded_batches(manifest_uri)
+    batches = read_batches(manifest_uri)
+    pending = [batch for batch in batches if batch["batch"] not in done]
+    tasks = {batch["batch"]: tuple(batch_tasks(batch)) for batch in batches}
+    if progress is not None:
+        for batch in batches:
+            if batch["batch"] in done:
+                progress(sum(task.size for task in tasks[batch["batch"]]))
+
+    def record(index: int) -> None:
+        batch = pending[index]
+        copied = tasks[batch["batch"]]
+        write_copy_record(manifest_uri, batch, len(copied), sum(task.size for task in copied))
+        faults.point("copy.batch")
+
+    # Every pending batch on the same pools: no batch waits for the last file of the one
+    # before it, and each is recorded as soon as its own files are verified.
+    copier.copy_batches(
+        [Manifest(batch["eventId"], tasks[batch["batch"]]) for batch in pending],
+        progress,
+        record,
+    )
+    return InlineCopyResult(
+        files=sum(len(batch_files) for batch_files in tasks.values()),
+        bytes=sum(task.size for batch_files in tasks.values() for task in batch_files),
+    )
+
+
+def copy_batch_server_side(
+    batch: dict[str, Any],
+    manifest_uri: str,
+    options: CopierOptions,
+    *,
+    resume: bool,
+    s3_client: Callable[[str | None, int], Any],
+    progress: Progress | None = None,
+) -> CopyBatchResult:
+    """Copy one batch S3 to S3 (``s3_client(region, connections)``), then record it.
+
+    ``resume``: a retry (the Lambda ran out of time, or failed part-way), which skips the
+    objects already at the target, whole.
+    """
+    from ferry.copier import Manifest
+    from ferry.s3_copy import S3ServerSideCopier
+
+    tasks = batch_tasks(batch)
+    done: list[Any] = []
+    if resume:
+        # The target is this event's own new folder, and S3 stores an object only once it
+        # is complete: an object there with the planned size is copied.
+        done, tasks = already_copied(tasks)
+    region = fs.bucket_region(tasks[0].target) if tasks else None
+    # The threads fit this batch (many small objects, or a few large ones); the client's
+    # connections fit the threads (objects and their parts run on two pools).
+    multipart_threshold = options.multipart_threshold_mib * MIB
+    threads = concurrency.copy_threads(
+        [task.size for task in tasks], multipart_threshold, options.threads
+    )
+    copier = S3ServerSideCopier(
+        s3_client(region, 2 * threads),
+        threads=threads,
+        multipart_threshold=multipart_threshold,
+        part_size=options.part_size_mib * MIB,
+    )
+    if progress is not None and done:
+        progress(sum(task.size for task in done))
+    report = copier.copy(Manifest(batch["eventId"], tuple(tasks)), progress)
+    faults.point("copy.batch")
+    files = report.files + len(done)
+    size = report.bytes + sum(task.size for task in done)
+    write_copy_record(manifest_uri, batch, files, size)
+    return CopyBatchResult(files=files, bytes=size, resumed=len(done))
+
+
+def already_copied(tasks: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+    """``(done, pending)``: the tasks whose target is there with the planned size, the rest.
+
+    One listing per target folder, not a request per object.
+    """
+    folders: dict[str, dict[str, int]] = {}
+    done, pending = [], []
+    for task in tasks:
+        folder = task.target.rsplit("/", 1)[0]
+        if folder not in folders:
+            folders[folder] = {entry.uri: entry.size for entry in fs.list_files(folder)}
+        if folders[folder].get(task.target) == task.size:
+            done.append(task)
+        else:
+            pending.append(task)
+    return done, pending

@@ -1,0 +1,308 @@
+"""What travels between the states: each state's input and result, one model each.
+
+The names on the wire are the models' fields in camelCase (``partitions_to_add`` →
+``partitionsToAdd``): the state machine's ``Parameters``, ``ResultSelector`` and ``$.…``
+paths read them, and a test holds every path of the definition to these models
+(``tests/unit/test_state_trail.py``). Handlers validate their event into the input model and
+return ``result.model_dump(mode="json")``; ``ferry.statemachine.PAYLOADS`` names each
+function's pair.
+
+Inputs ignore keys they do not name (a state's input is often the whole execution input);
+results are exactly their fields, in the order a consumer reads them.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer
+from pydantic.alias_generators import to_camel
+
+from ferry.config import CopierOptions
+from ferry.runs import CopierKind
+
+#: A moment as the payloads carry it: ISO 8601 with its offset (``datetime.isoformat``).
+Moment = Annotated[datetime, PlainSerializer(datetime.isoformat, return_type=str)]
+
+
+class Payload(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        validate_by_name=True,
+        validate_by_alias=True,
+        serialize_by_alias=True,
+        frozen=True,
+    )
+
+
+class Input(Payload):
+    model_config = ConfigDict(extra="ignore")
+
+
+class Result(Payload):
+    model_config = ConfigDict(extra="forbid")
+
+
+# -- Resolve tables ---------------------------------------------------------------------------
+
+
+class ResolveTablesInput(Input):
+    """The execution's input: a config, the tables to replicate (none: all) and, when a
+    schedule or an S3 event started it, that trigger (``events/scheduled.json``)."""
+
+    config_uri: str
+    tables: list[str] | None = None
+    trigger: dict[str, Any] | None = None
+
+
+class TableItem(Input):
+    """One table of a run: an item of the Map over the tables, and so Plan's input."""
+
+    config_uri: str
+    source_table: str
+    replica_table: str | None = None
+    event_id: str
+    start_time: Moment
+    trigger_time: Moment | None = None
+
+
+PlanInput = TableItem
+
+
+class ResolveTablesResult(Result):
+    """Where the run's items are (an S3 object the Map reads) and how many there are."""
+
+    tables_bucket: str
+    tables_key: str
+    results_prefix: str
+    count: int
+    max_concurrency: int
+
+
+# -- Plan ---------------------------------------------------------------------------------------
+
+
+class PlanResult(Result):
+    """What Plan decided, for the later states (``$.plan``) and the table's outcome."""
+
+    event_id: str
+    plan_uri: str
+    manifest_uri: str
+    manifest_bucket: str
+    manifest_key: str
+    report_uri: str
+    copy_results_prefix: str
+    copier: CopierKind
+    #: What a copy batch needs of the copier options, by their config names.
+    copier_options: dict[str, Any]
+    files: int
+    bytes: int
+    batches: int
+    partitions: int
+    partitions_to_add: int
+    partitions_to_alter: int
+    kind: str
+    replica_location: str | None
+    partition_filter: str | None
+    source_table: str
+    replica_table: str
+    notices: list[str]
+
+
+def batch_copier_options(options: CopierOptions) -> dict[str, Any]:
+    """What a copy batch needs of the copier options (``PlanResult.copier_options``)."""
+    return options.model_dump(
+        by_alias=True, include={"threads", "multipart_threshold_mib", "part_size_mib"}
+    )
+
+
+class CatalogCheckInput(Input):
+    """``ferry doctor`` invokes the Plan function with ``{"check": "catalogs", …}``."""
+
+    check: str
+    config_uri: str
+
+
+class CatalogAnswer(Result):
+    catalog: str
+    ok: bool
+    detail: str
+
+
+class CatalogCheckResult(Result):
+    catalogs: list[CatalogAnswer]
+
+
+# -- the steps after Plan ---------------------------------------------------------------------
+
+
+class PlannedRun(Input):
+    """Inline copy, Commit and Notify success read everything from the plan Plan wrote."""
+
+    plan_uri: str
+    event_id: str
+
+
+class InlineCopyResult(Result):
+    files: int
+    bytes: int
+
+
+class CopyBatchInput(Input):
+    """One item of the S3 copy Map: a batch of the manifest, as ``ferry.manifest`` writes it."""
+
+    event_id: str
+    manifest_uri: str
+    copier_options: dict[str, Any] = Field(default_factory=dict)
+    batch: dict[str, Any]
+    #: ``$$.State.RetryCount``: above 0, objects already copied whole are skipped.
+    attempt: int = 0
+
+
+class CopyBatchResult(Result):
+    files: int
+    bytes: int
+    resumed: int
+
+
+class CommitResult(Result):
+    replica_location: str | None
+    partitions_added: int
+    partitions_altered: int
+
+
+class NotifySuccessResult(Result):
+    """A table's outcome when it succeeded (status SUCCEEDED or UNCHANGED), and its metrics."""
+
+    status: str
+    source_table: str
+    replica_table: str
+    event_id: str
+    replica_location: str | None
+    partition_filter: str | None
+    files: int
+    bytes: int
+    partitions: int
+    duration_seconds: float
+    lag_seconds: float
+
+
+# -- Abort table -------------------------------------------------------------------------------
+
+
+class TaskError(Input):
+    """A failed state's error, as Step Functions' ``Catch`` puts it in ``$.error``."""
+
+    error: str | None = Field(default=None, alias="Error")
+    cause: str | None = Field(default=None, alias="Cause")
+
+
+class PlanLocations(Input):
+    """What Abort reads of Plan's result, when Plan got that far."""
+
+    plan_uri: str | None = None
+    report_uri: str | None = None
+
+
+class AbortInput(Input):
+    config_uri: str | None = None
+    source_table: str
+    replica_table: str | None = None
+    event_id: str
+    start_time: Moment
+    plan: PlanLocations | None = None
+    error: TaskError
+    failed_state: str | None = None
+    #: Summarize aborts a table whose iteration failed before Abort: its plan, if Plan got
+    #: that far, is found where every plan of the event is.
+    find_plan: bool = False
+
+
+class AbortResult(Result):
+    """A table's outcome when it failed."""
+
+    status: str
+    source_table: str
+    replica_table: str | None
+    event_id: str
+    failed_state: str | None
+    error: str | None
+    cause: str
+    snapshot: str | None
+    snapshot_removed: bool
+    notified: bool
+
+
+# -- Summarize ---------------------------------------------------------------------------------
+
+
+class ResultWriterDetails(Input):
+    """Where a Distributed Map's ``ResultWriter`` put its manifest."""
+
+    bucket: str = Field(alias="Bucket")
+    key: str = Field(alias="Key")
+
+
+class SummarizeInput(Input):
+    config_uri: str | None = None
+    results: ResultWriterDetails
+
+
+class SummarizeResult(Result):
+    succeeded: int
+    unchanged: int
+    failed: int
+    error: str | None
+    cause: str | None
+
+
+# -- Housekeeping (its own state machine) ------------------------------------------------------
+
+
+class HousekeepingInput(Input):
+    """The housekeeping state machine's input (``events/housekeeping.json``)."""
+
+    config_uri: str
+    tables: list[str] | None = None
+    dry_run: bool = False
+    vacuum: bool = False
+    delete_orphans: bool = False
+
+
+class HousekeepingResult(Result):
+    """Counts, the first paths per table (``ferry.housekeeping``) and the full report's URI."""
+
+    dry_run: bool
+    vacuum: bool
+    deleted: int
+    kept: int
+    orphans: int
+    orphans_ledgered: int
+    tables: list[dict[str, Any]]
+    report_uri: str
+
+
+# -- the trigger -------------------------------------------------------------------------------
+
+
+def trigger_time(trigger: Any) -> datetime | None:
+    """When the event that started a run happened: an S3 event's ``time``, a schedule's
+    ``scheduledTime``; None for a run started by hand (or a time that does not parse)."""
+    if not isinstance(trigger, dict):
+        return None
+    return _optional_time(trigger.get("time") or trigger.get("scheduledTime"))
+
+
+def _optional_time(text: Any) -> datetime | None:
+    """An ISO-8601 time (AWS's events), or epoch seconds (the emulator's S3 events)."""
+    if not isinstance(text, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        try:
+            return datetime.fromtimestamp(float(text), UTC)
+        except (ValueError, OverflowError):
+            return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

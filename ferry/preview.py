@@ -1,0 +1,39 @@
+"""What Plan decided, and why, as ``ferry plan`` shows it and a dry run reports it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ferry.model import partition_name
+from ferry.plan import ReplicationPlan
+from ferry.runs import CopierKind
+
+
+def preview_of(plan: ReplicationPlan, copier: CopierKind) -> dict[str, Any]:
+    """The plan's counts and each partition's change, with the copier it would run."""
+    return {
+        "copier": copier.value,
+        "files": plan.manifest.files,
+        "bytes": plan.manifest.bytes,
+        "partitions": len(plan.replica_partitions),
+        "partitionsToAdd": len(plan.partitions_to_add),
+        "partitionsToAlter": len(plan.partitions_to_alter),
+        "kind": plan.kind,
+        "replicaLocation": plan.replica_table.location,
+        "partitionFilter": plan.partition_filter,
+        "partitionsUnchanged": plan.partitions_unchanged,
+        "partitionsToDrop": len(plan.partitions_to_drop),
+        "dropTable": plan.drop_table,
+        "overwrite": plan.overwrite,
+        "unchanged": plan.unchanged,
+        "changes": [
+            {
+                "values": list(change.values),
+                "name": partition_name(plan.source_table.partition_keys, change.values),
+                "change": change.change.value,
+                "files": change.files,
+                "bytes": change.bytes,
+            }
+            for change in plan.changes
+        ],
+    }
