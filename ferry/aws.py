@@ -22,6 +22,7 @@ import botocore.utils
 from botocore.config import Config
 
 from ferry import __version__
+from ferry.s3 import MiB
 
 #: Connections a client keeps open at least (botocore's own default is 10).
 MIN_POOL_CONNECTIONS = 10
@@ -118,7 +119,7 @@ def s3_client(
 
 #: Bodies up to this size are sent without waiting for "100 Continue" (as the AWS SDK for Go,
 #: which s5cmd uses, does for bodies up to 2 MiB).
-EXPECT_CONTINUE_ABOVE = 2 * 1024 * 1024
+EXPECT_CONTINUE_ABOVE = 2 * MiB
 
 
 def _no_expect_for_small_bodies(request: Any, **_: Any) -> None:

@@ -38,7 +38,7 @@ from ferry.errors import (
     TargetNotWritableError,
     VerificationError,
 )
-from ferry.s3 import Progress, parse_s3_uri
+from ferry.s3 import MiB, Progress, parse_s3_uri
 from ferry.s3_objects import (
     PartSlots,
     S3Source,
@@ -56,7 +56,7 @@ class InlineCopier:
     large files keep every thread busy; the parts held in memory are bounded.
     """
 
-    def __init__(self, threads: int | None = None, chunk_size: int = 8 * 1024 * 1024):
+    def __init__(self, threads: int | None = None, chunk_size: int = 8 * MiB):
         self.threads = threads
         self.chunk_size = chunk_size
 

@@ -53,6 +53,7 @@ from ferry.errors import (
 from ferry.s3 import (
     MD5_ETAG,
     MULTIPART_ETAG,
+    MiB,
     Progress,
     Refusal,
     S3Object,
@@ -66,7 +67,7 @@ from ferry.s3 import (
 logger = logging.getLogger(__name__)
 
 #: Bytes a streamed body is read and sent in.
-STREAM_BLOCK = 1024 * 1024
+STREAM_BLOCK = MiB
 
 
 class S3Source:
