@@ -53,7 +53,6 @@ from ferry.errors import (
 from ferry.s3 import (
     MD5_ETAG,
     MULTIPART_ETAG,
-    MiB,
     Progress,
     Refusal,
     S3Object,
@@ -65,9 +64,6 @@ from ferry.s3 import (
 )
 
 logger = logging.getLogger(__name__)
-
-#: Bytes a streamed body is read and sent in.
-STREAM_BLOCK = MiB
 
 
 class S3Source:
