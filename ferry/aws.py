@@ -4,9 +4,10 @@ boto3 honours the standard ``AWS_ENDPOINT_URL`` / ``AWS_ENDPOINT_URL_<SERVICE>``
 so the same clients talk to AWS or to the local emulator.
 
 Every client is configured here, once: its retries (botocore's standard mode, the only
-retries of an AWS call in Ferry besides the state machine's ``Retry``), its timeouts and
-connection pool, and for S3 how bodies are checked and sent (``s3_client``). The copiers
-and the file systems all take their S3 clients from ``s3_client``.
+retries of an AWS call in Ferry besides the state machine's ``Retry``; the Spark job copies
+a failed file again), its timeouts and connection pool, and for S3 how bodies are checked
+and sent (``s3_client``). The copiers and the file systems all take their S3 clients from
+``s3_client``.
 """
 
 from __future__ import annotations
