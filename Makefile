@@ -78,8 +78,11 @@ test-emr-spark: $(EMR_STAMP) java
 test-fast: setup
 	$(BIN)/pytest tests/unit -m "not spark"
 
+# Ruff, then the import contracts of pyproject.toml's [tool.importlinter]: no import cycle in
+# ferry/ (function-local imports count), and the S3 stack's layers point down only.
 lint: setup
 	$(BIN)/ruff check ferry infra lambdas emr_jobs bench tests
+	$(BIN)/lint-imports --no-cache
 
 # Copy throughput of each copier against the best of cp -r, the AWS CLI, s5cmd and rclone
 # (where installed), with requests per object counted at the emulator; trigger to replica

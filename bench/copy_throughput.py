@@ -49,9 +49,9 @@ from ferry.aws import AwsClients  # noqa: E402
 from ferry.concurrency import copy_threads  # noqa: E402
 from ferry.copier import CopyTask, InlineCopier, Manifest  # noqa: E402
 from ferry.local import emulator, emulator_requests, processes  # noqa: E402
+from ferry.s3 import MiB  # noqa: E402
 from ferry.s3_copy import S3ServerSideCopier  # noqa: E402
 
-MiB = 1024 * 1024
 CHUNK = 8 * MiB
 AWS_CLI = "aws s3 cp"
 

@@ -32,6 +32,7 @@ from ferry import concurrency, fs
 from ferry.copier import CopyTask, Manifest, copy_file, process_transfer
 from ferry.errors import FerryError
 from ferry.manifest import batch_tasks, read_batches, write_copy_record
+from ferry.s3 import MiB
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -118,7 +119,7 @@ def copy_with_retries(
     task: CopyTask,
     *,
     attempts: int = DEFAULT_ATTEMPTS,
-    chunk_size: int = DEFAULT_CHUNK_SIZE_MIB * 1024 * 1024,
+    chunk_size: int = DEFAULT_CHUNK_SIZE_MIB * MiB,
     copy: CopyFunction = copy_file,
     backoff_seconds: float = DEFAULT_BACKOFF_SECONDS,
 ) -> FileResult:
@@ -145,7 +146,7 @@ def copy_bin(
     tasks: Sequence[CopyTask],
     *,
     attempts: int = DEFAULT_ATTEMPTS,
-    chunk_size: int = DEFAULT_CHUNK_SIZE_MIB * 1024 * 1024,
+    chunk_size: int = DEFAULT_CHUNK_SIZE_MIB * MiB,
     copy: CopyFunction = copy_file,
     backoff_seconds: float = DEFAULT_BACKOFF_SECONDS,
     threads: int = 1,
@@ -175,7 +176,7 @@ def copy_manifest(
     *,
     tasks: int | None = None,
     attempts: int = DEFAULT_ATTEMPTS,
-    chunk_size: int = DEFAULT_CHUNK_SIZE_MIB * 1024 * 1024,
+    chunk_size: int = DEFAULT_CHUNK_SIZE_MIB * MiB,
     copy: CopyFunction = copy_file,
     backoff_seconds: float = DEFAULT_BACKOFF_SECONDS,
     threads: int | None = None,
@@ -205,7 +206,7 @@ def copy_bins(
     bins: Sequence[Sequence[CopyTask]],
     *,
     attempts: int = DEFAULT_ATTEMPTS,
-    chunk_size: int = DEFAULT_CHUNK_SIZE_MIB * 1024 * 1024,
+    chunk_size: int = DEFAULT_CHUNK_SIZE_MIB * MiB,
     copy: CopyFunction = copy_file,
     backoff_seconds: float = DEFAULT_BACKOFF_SECONDS,
     threads: int = 1,
@@ -315,7 +316,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from pyspark.sql import SparkSession  # here: the functions above run without pyspark
 
     spark = SparkSession.builder.appName(APP_NAME).getOrCreate()
-    chunk_size = arguments.chunk_size_mib * 1024 * 1024
+    chunk_size = arguments.chunk_size_mib * MiB
     copy = copy_with_settings(settings, manifest, chunk_size, arguments.threads)
     report = copy_manifest(
         spark,

@@ -2,6 +2,12 @@
 
 boto3 honours the standard ``AWS_ENDPOINT_URL`` / ``AWS_ENDPOINT_URL_<SERVICE>`` variables,
 so the same clients talk to AWS or to the local emulator.
+
+Every client is configured here, once: its retries (botocore's standard mode, the only
+retries of an AWS call in Ferry besides the state machine's ``Retry``; the Spark job copies
+a failed file again), its timeouts and connection pool, and for S3 how bodies are checked
+and sent (``s3_client``). The copiers and the file systems all take their S3 clients from
+``s3_client``.
 """
 
 from __future__ import annotations
@@ -17,17 +23,21 @@ import botocore.utils
 from botocore.config import Config
 
 from ferry import __version__
+from ferry.s3 import MiB
 
 #: Connections a client keeps open at least (botocore's own default is 10).
 MIN_POOL_CONNECTIONS = 10
 
 _CLIENT_CONFIG = Config(
+    # Throttling, 5xx answers, an error inside a 200 (S3's CopyObject) and dropped
+    # connections are retried here, with backoff; nothing above retries the same call.
+    # (``max_attempts`` counts the retries: six attempts in all.)
     retries={"mode": "standard", "max_attempts": 5},
     connect_timeout=10,
     read_timeout=60,
     max_pool_connections=MIN_POOL_CONNECTIONS,
     # A fixed User-Agent: botocore otherwise rebuilds its own (with feature metadata) for
-    # every request, about a tenth of the client's CPU on a small object's copy.
+    # every request, a noticeable share of the client's CPU on a small object's copy.
     user_agent=(
         f"Ferry/{__version__} Botocore/{botocore.__version__} Python/{platform.python_version()}"
     ),
@@ -61,9 +71,9 @@ def parse_timestamp(value: Any) -> datetime:
     """A timestamp of an AWS answer, as botocore's own parser gives it, at a fraction of its cost.
 
     S3 gives a listed object's ``LastModified`` in ISO 8601, which ``datetime.fromisoformat``
-    reads in about a microsecond; botocore's parser (``dateutil``) took 60–80 µs per
-    object, most of a listing's CPU (``docs/PERFORMANCE.md``). Anything else — dates in HTTP
-    headers, epoch seconds, an ISO 8601 time without its zone — goes to botocore's parser.
+    reads far faster than botocore's parser (``dateutil``), whose cost was most of a
+    listing's CPU (``docs/PERFORMANCE.md``). Anything else — dates in HTTP headers, epoch
+    seconds, an ISO 8601 time without its zone — goes to botocore's parser.
     """
     if isinstance(value, str):
         try:
@@ -84,6 +94,48 @@ def new_session(**arguments: Any) -> boto3.session.Session:
     return boto3.session.Session(botocore_session=core, **arguments)
 
 
+def s3_client(
+    session: boto3.session.Session,
+    region: str | None,
+    endpoint: str | None = None,
+    connections: int | None = None,
+) -> Any:
+    """Ferry's S3 client: the one configuration of every S3 request Ferry sends.
+
+    Writes carry the ``Content-MD5`` the copier computed, which S3 checks: a CRC32 that
+    botocore would add on top is computed for every body and checked by no one more, so
+    checksums are sent only where S3 requires one. A small body goes without waiting for
+    "100 Continue" (``_no_expect_for_small_bodies``).
+    """
+    client = session.client(
+        "s3",
+        region_name=region,
+        endpoint_url=endpoint,
+        config=client_config(connections, request_checksum_calculation="when_required"),
+    )
+    for operation in ("PutObject", "UploadPart"):
+        client.meta.events.register(f"before-send.s3.{operation}", _no_expect_for_small_bodies)
+    return client
+
+
+#: Bodies up to this size are sent without waiting for "100 Continue" (as the AWS SDK for Go,
+#: which s5cmd uses, does for bodies up to 2 MiB).
+EXPECT_CONTINUE_ABOVE = 2 * MiB
+
+
+def _no_expect_for_small_bodies(request: Any, **_: Any) -> None:
+    """Drop ``Expect: 100-continue`` from a small upload (a botocore ``before-send`` hook).
+
+    botocore asks for it on every PutObject and UploadPart: the server answers "100
+    Continue" before the body is sent, so that a refused request does not send a large
+    body for nothing. For a small body already in memory that is one more exchange per
+    request and no saving.
+    """
+    length = request.headers.get("Content-Length")
+    if length is not None and int(length) <= EXPECT_CONTINUE_ABOVE and "Expect" in request.headers:
+        del request.headers["Expect"]
+
+
 class AwsClients:
     """Clients by service and region; ``endpoint`` overrides the environment's endpoint."""
 
@@ -99,16 +151,15 @@ class AwsClients:
         at once (a copier's threads), which sizes its connection pool."""
         key = (service, region, pool_size(connections))
         if key not in self._clients:
-            client = self._session.client(
-                service,
-                region_name=region,
-                endpoint_url=self._endpoint,
-                config=client_config(connections),
-            )
             if service == "s3":
-                from ferry.s3_objects import send_small_requests_directly
-
-                send_small_requests_directly(client, self._session.get_credentials(), key[2])
+                client = s3_client(self._session, region, self._endpoint, connections)
+            else:
+                client = self._session.client(
+                    service,
+                    region_name=region,
+                    endpoint_url=self._endpoint,
+                    config=client_config(connections),
+                )
             self._clients[key] = client
         return self._clients[key]
 

@@ -14,7 +14,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-MiB = 1024 * 1024
+from ferry.s3 import MAX_PARTS, MIN_PART_SIZE, MiB
 
 #: Requests in flight for small objects. S3 serves thousands of requests a second per
 #: prefix at tens of milliseconds each, so a copier is bound by its own concurrency long
@@ -24,9 +24,6 @@ SMALL_FILE_THREADS = 32
 LARGE_FILE_THREADS = 8
 #: At most this many bytes of parts are held in memory by one copier.
 IN_FLIGHT_BYTES = 256 * MiB
-#: S3's multipart limits: parts of 5 MiB or more (but the last), at most 10,000 of them.
-MIN_PART_SIZE = 5 * MiB
-MAX_PARTS = 10_000
 #: A local file streams from disk in one PutObject up to this size (S3 takes 5 GiB in one):
 #: no memory held, one request where a multipart upload makes three or more, and a failed
 #: request sends at most this much again.

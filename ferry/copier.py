@@ -1,17 +1,14 @@
-"""Copiers: move the files of a manifest into the new snapshot folder.
+"""The inline copier: move the files of a manifest into the new snapshot folder, here.
 
-The manifest is the contract between planning and copying: a list of (source, target, size,
-change marker) that any copier can execute. ``InlineCopier`` copies on bounded thread pools,
-never holding more than a part of a file in memory, and a file counts as copied only once
-it is verified at the target:
+``InlineCopier`` copies a manifest (``ferry.copy_tasks``) on bounded thread pools, never
+holding more than a part of a file in memory, and a file counts as copied only once it is
+verified at the target:
 
-- to S3, a small file (up to the chunk size, or a thread's share of the memory bound when
-  files are large and threads few: ``ferry.concurrency``) is one ``PutObject`` with its
-  ``Content-MD5`` and a larger one a multipart upload whose parts carry theirs; what S3
-  answers is the verification (``ferry.s3_objects``), no second request looks at the target.
-  A larger local file up to 64 MiB, or up to 256 MiB where the large files are many enough
-  to give every thread one, is read once for its MD5, then streamed from disk in one
-  ``PutObject``;
+- to S3, a file is sent whole in one ``PutObject`` with its ``Content-MD5``, a large local
+  one streamed from disk in one ``PutObject``, or any other in a multipart upload whose
+  parts carry theirs, as ``ferry.concurrency.uploads`` chooses from the manifest's sizes;
+  what S3 answers is the verification (``ferry.s3_objects``), no second request looks at
+  the target;
 - to any other file system, the file is streamed through ``pyarrow.fs`` and its size is
   checked at the target.
 
@@ -34,48 +31,22 @@ from typing import Any, Protocol
 from pyarrow import fs as pafs
 
 from ferry import concurrency, faults, fs
+from ferry.copy_tasks import CopyReport, CopyTask, Manifest
 from ferry.errors import (
     CopyError,
     ReplicationInterruptedError,
     TargetNotWritableError,
     VerificationError,
 )
-
-Progress = Callable[[int], None]
-
-
-@dataclass(frozen=True)
-class CopyTask:
-    """One file to copy: where from, where to, its size and change marker when planned."""
-
-    source: str
-    target: str
-    size: int
-    #: The source's change marker as planning listed it: the ETag on S3, the modification
-    #: time (ns) on a local file system. None: only the size is checked.
-    marker: str | None = None
-
-
-@dataclass(frozen=True)
-class Manifest:
-    """Files for a copier to copy, for one event (a batch, or a whole manifest read back)."""
-
-    event_id: str
-    tasks: tuple[CopyTask, ...]
-
-    @property
-    def total_bytes(self) -> int:
-        return sum(task.size for task in self.tasks)
-
-
-@dataclass(frozen=True)
-class CopyReport:
-    files: int
-    bytes: int
-
-
-class Copier(Protocol):
-    def copy(self, manifest: Manifest, progress: Progress | None = None) -> CopyReport: ...
+from ferry.s3 import MiB, Progress, parse_s3_uri
+from ferry.s3_objects import (
+    PartSlots,
+    S3Source,
+    delete_object,
+    put_file,
+    put_object,
+    upload_in_parts,
+)
 
 
 class InlineCopier:
@@ -85,7 +56,7 @@ class InlineCopier:
     large files keep every thread busy; the parts held in memory are bounded.
     """
 
-    def __init__(self, threads: int | None = None, chunk_size: int = 8 * 1024 * 1024):
+    def __init__(self, threads: int | None = None, chunk_size: int = 8 * MiB):
         self.threads = threads
         self.chunk_size = chunk_size
 
@@ -160,15 +131,13 @@ class Transfer:
     threads: int = 1
     #: Where parts of large S3 uploads run; None: one after another in the file's thread.
     parts: Executor | None = None
-    slots: Any = None
+    slots: PartSlots | None = None
     #: How files go to S3 (None: whole up to the chunk size, a local file streamed up to
     #: ``concurrency.ALWAYS_STREAMED``, else in a part per thread).
     uploads: concurrency.Uploads | None = None
 
     def __post_init__(self) -> None:
         if self.slots is None and self.parts is not None:
-            from ferry.s3_objects import PartSlots
-
             object.__setattr__(self, "slots", PartSlots(self.threads))
         if self.uploads is None:
             chosen = concurrency.Uploads(self.chunk_size, threads=self.threads, parts=self.threads)
@@ -249,9 +218,7 @@ def _copy_to_s3(
 
     A large local file streams in one ``PutObject`` instead where the transfer says so.
     """
-    from ferry.s3_objects import put_file, put_object, upload_in_parts
-
-    client = fs.default().s3_client(_bucket(task.target), _connections(transfer))
+    client = fs.default().s3_client(parse_s3_uri(task.target).bucket, _connections(transfer))
     uploads = transfer.uploads
     assert uploads is not None  # set by Transfer itself
     if task.size <= uploads.whole:
@@ -304,8 +271,6 @@ def _removed_if_wrong(client: Any, uri: str) -> Iterator[None]:
     S3 refuses a body that fails its Content-MD5 and stores nothing; a store that does not
     check it (moto) stored it, and it must not stay.
     """
-    from ferry.s3_objects import delete_object
-
     try:
         yield
     except VerificationError:
@@ -316,10 +281,6 @@ def _removed_if_wrong(client: Any, uri: str) -> Iterator[None]:
 def _connections(transfer: Transfer) -> int:
     # Files and their parts run on two pools of `threads` each.
     return transfer.threads * (2 if transfer.parts is not None else 1)
-
-
-def _bucket(uri: str) -> str:
-    return uri.split("://", 1)[1].split("/", 1)[0]
 
 
 class Source(Protocol):
@@ -336,9 +297,7 @@ def open_source(task: CopyTask, connections: int = 1) -> Source:
     """Open ``task``'s source for reading; ``CopyError`` when it cannot be read."""
     scheme = fs.scheme_of(task.source)
     if scheme in fs.S3_SCHEMES:
-        from ferry.s3_objects import S3Source
-
-        client = fs.default().s3_client(_bucket(task.source), connections * 2)
+        client = fs.default().s3_client(parse_s3_uri(task.source).bucket, connections * 2)
         return S3Source(client, task.source, task.size, task.marker)
     source_fs, source_path = fs.resolve(task.source)
     if fs.is_local(source_fs):

@@ -36,7 +36,9 @@ from urllib.parse import urlparse
 
 from pyarrow import fs as pafs
 
-S3_SCHEMES = ("s3", "s3a", "s3n")
+# Also the file systems' own answer to which schemes are S3 (``fs.S3_SCHEMES``).
+from ferry.s3 import S3_SCHEMES, Refusal, error_code, refusal
+
 #: Connections of the S3 clients that list locations (a plan lists on up to this many threads).
 LISTING_CONNECTIONS = 64
 #: A streamed listing (``iter_files``) hands its reader batches of at least this many files
@@ -394,7 +396,7 @@ class FileSystems:
                         item.get("ETag", "").strip('"') or None,
                     )
         except Exception as error:  # botocore's errors, as the OSError pyarrow would raise
-            if getattr(error, "response", {}).get("Error", {}).get("Code") == "NoSuchBucket":
+            if error_code(error) == "NoSuchBucket":
                 raise FileNotFoundError(f"no bucket {bucket}") from None
             raise OSError(str(error).splitlines()[0]) from None
 
@@ -408,28 +410,14 @@ class FileSystems:
 
     def _client_in(self, region: str | None, connections: int | None = None) -> Any:
         # Imported here: reading file:// locations (the CLI's config) needs no boto3.
-        from ferry.aws import client_config, new_session, pool_size
+        from ferry.aws import new_session, pool_size, s3_client
 
         key = (region, pool_size(max(connections or 0, LISTING_CONNECTIONS)))
         with self._lock:
             if key not in self._s3_clients:
-                session = new_session()
-                client = session.client(
-                    "s3",
-                    region_name=region,
-                    endpoint_url=self.settings.endpoint,
-                    # Copies send Content-MD5 themselves, which S3 checks; a default CRC32
-                    # on top would be computed for every body and checked by no one more.
-                    config=client_config(key[1], request_checksum_calculation="when_required"),
+                self._s3_clients[key] = s3_client(
+                    new_session(), region, self.settings.endpoint, key[1]
                 )
-                for operation in ("PutObject", "UploadPart"):
-                    client.meta.events.register(
-                        f"before-send.s3.{operation}", _no_expect_for_small_bodies
-                    )
-                from ferry.s3_objects import send_small_requests_directly
-
-                send_small_requests_directly(client, session.get_credentials(), key[1])
-                self._s3_clients[key] = client
             return self._s3_clients[key]
 
     def delete_tree(self, location: str) -> None:
@@ -469,7 +457,7 @@ class FileSystems:
                 client.head_object(Bucket=bucket, Key=key)
                 keys.append(key)
             except client.exceptions.ClientError as error:
-                if error.response.get("Error", {}).get("Code") not in ("404", "NoSuchKey"):
+                if refusal(error) is not Refusal.NOT_FOUND:
                     raise
         paginator = client.get_paginator("list_objects_v2")
         for page in paginator.paginate(Bucket=bucket, Prefix=f"{key}/" if key else ""):
@@ -488,24 +476,6 @@ class FileSystems:
                     f"{first.get('Code')} {first.get('Message', '')}".rstrip()
                     + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else "")
                 )
-
-
-#: Bodies up to this size are sent without waiting for "100 Continue" (as the AWS SDK for Go,
-#: which s5cmd uses, does for bodies up to 2 MiB).
-EXPECT_CONTINUE_ABOVE = 2 * 1024 * 1024
-
-
-def _no_expect_for_small_bodies(request: Any, **_: Any) -> None:
-    """Drop ``Expect: 100-continue`` from a small upload (a botocore ``before-send`` hook).
-
-    botocore asks for it on every PutObject and UploadPart: the server answers "100
-    Continue" before the body is sent, so that a refused request does not send a large
-    body for nothing. For a small body already in memory that is one more exchange per
-    request and no saving.
-    """
-    length = request.headers.get("Content-Length")
-    if length is not None and int(length) <= EXPECT_CONTINUE_ABOVE and "Expect" in request.headers:
-        del request.headers["Expect"]
 
 
 # -- the process default ---------------------------------------------------------------------

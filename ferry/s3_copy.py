@@ -11,63 +11,38 @@ before the answer to its copy (or, for a copy in parts, the target itself) confi
 
 from __future__ import annotations
 
-import logging
 import math
-import random
-import re
 import threading
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
-from botocore.exceptions import ConnectionError as BotoConnectionError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from ferry import concurrency
-from ferry.copier import CopyReport, CopyTask, Manifest, Progress
+from ferry.copy_tasks import CopyReport, CopyTask, Manifest
 from ferry.errors import CopyError, TargetNotWritableError, VerificationError
-from ferry.fs import S3_SCHEMES
-
-logger = logging.getLogger(__name__)
-
-MiB = 1024 * 1024
-GiB = 1024 * MiB
-
-# S3's limits: CopyObject copies at most 5 GiB; a multipart upload has at most 10,000 parts of
-# 5 MiB to 5 GiB each (the last part may be smaller).
-MAX_COPY_OBJECT_SIZE = 5 * GiB
-MIN_PART_SIZE = 5 * MiB
-MAX_PART_SIZE = 5 * GiB
-MAX_PARTS = 10_000
-
-# First retry waits up to this long, each further one up to twice as long (full jitter).
-BACKOFF_SECONDS = 0.2
-
-# Error codes worth another try: S3 asks us to slow down, or had a passing fault.
-TRANSIENT_CODES = frozenset(
-    {
-        "SlowDown",
-        "Throttling",
-        "ThrottlingException",
-        "TooManyRequestsException",
-        "RequestLimitExceeded",
-        "BandwidthLimitExceeded",
-        "RequestTimeout",
-        "InternalError",
-        "ServiceUnavailable",
-        "OperationAborted",
-    }
+from ferry.s3 import (
+    MAX_PART_SIZE,
+    MAX_PARTS,
+    MAX_SINGLE_REQUEST_SIZE,
+    MIN_PART_SIZE,
+    MULTIPART_ETAG,
+    MiB,
+    Progress,
+    Refusal,
+    S3Object,
+    error_code,
+    error_reason,
+    etag_is_md5,
+    parse_s3_uri,
+    refusal,
 )
+from ferry.s3_objects import delete_object, multipart_upload
 
-# A multipart upload's ETag: the MD5 of its parts' MD5s, and the number of parts.
-MULTIPART_ETAG = re.compile(r"^[0-9a-f]{32}-[0-9]+$")
-
-# HEAD responses have no body, so botocore can only report the status as the code.
-NOT_FOUND_CODES = frozenset({"NoSuchKey", "404"})
-SOURCE_CHANGED_CODES = frozenset({"PreconditionFailed", "412"})
-TARGET_REFUSED_CODES = frozenset({"NoSuchBucket", "AccessDenied", "403", "AllAccessDisabled"})
+#: CopyObject copies at most this much; a larger object is copied in parts.
+MAX_COPY_OBJECT_SIZE = MAX_SINGLE_REQUEST_SIZE
 
 # Headers CopyObject keeps with MetadataDirective=COPY but a new multipart upload does not.
 CARRIED_HEADERS = (
@@ -79,16 +54,6 @@ CARRIED_HEADERS = (
     "Metadata",
 )
 
-Result = TypeVar("Result")
-
-
-@dataclass(frozen=True)
-class S3Object:
-    """An object's address: bucket and key."""
-
-    bucket: str
-    key: str
-
 
 @dataclass(frozen=True)
 class _Job:
@@ -99,22 +64,6 @@ class _Job:
     target: S3Object
 
 
-def parse_s3_uri(uri: str) -> S3Object:
-    """Split an ``s3://``, ``s3a://`` or ``s3n://`` URI into bucket and key.
-
-    Raises ``CopyError`` for any other scheme, or a URI without a bucket or a key.
-    """
-    # Not urlparse: keys may hold '?', '#' and '%XX' (Hive escapes partition values in paths)
-    # and all of them belong to the key.
-    scheme, separator, rest = uri.partition("://")
-    if not separator or scheme.lower() not in S3_SCHEMES:
-        raise CopyError(f"{uri} is not an S3 URI: the S3 server-side copier copies only S3 objects")
-    bucket, _, key = rest.partition("/")
-    if not bucket or not key:
-        raise CopyError(f"{uri} does not name an S3 bucket and key")
-    return S3Object(bucket, key)
-
-
 class S3ServerSideCopier:
     """Copies S3 objects to S3 with ``CopyObject`` / ``UploadPartCopy``, ``threads`` at a time.
 
@@ -122,8 +71,8 @@ class S3ServerSideCopier:
     S3 client in the target buckets' region (a copy request goes to the target bucket), with
     ``max_pool_connections`` of at least ``2 * threads`` (objects and parts run on two pools
     of ``threads`` each; ``AwsClients.client(..., connections=...)`` sizes it). A request that
-    fails with a transient error (throttling, 5xx, a dropped connection) is retried, up to
-    ``attempts`` in all: only that request of that object, never the batch.
+    fails with a transient error (throttling, 5xx, a dropped connection) is retried by the
+    client (``ferry.aws``): only that request of that object, never the batch.
     """
 
     def __init__(
@@ -132,10 +81,9 @@ class S3ServerSideCopier:
         threads: int | None = None,
         multipart_threshold: int = MAX_COPY_OBJECT_SIZE,
         part_size: int = 512 * MiB,
-        attempts: int = 3,
     ):
-        if (threads is not None and threads < 1) or attempts < 1:
-            raise ValueError("threads and attempts must be at least 1")
+        if threads is not None and threads < 1:
+            raise ValueError("threads must be at least 1")
         if not 0 <= multipart_threshold <= MAX_COPY_OBJECT_SIZE:
             raise ValueError(f"multipart_threshold must be at most {MAX_COPY_OBJECT_SIZE} bytes")
         if not MIN_PART_SIZE <= part_size <= MAX_PART_SIZE:
@@ -144,7 +92,6 @@ class S3ServerSideCopier:
         self.threads = threads
         self.multipart_threshold = multipart_threshold
         self.part_size = part_size
-        self.attempts = attempts
 
     def copy(self, manifest: Manifest, progress: Progress | None = None) -> CopyReport:
         """Copy every task of ``manifest``; ``progress`` gets the bytes of each object or part.
@@ -205,7 +152,11 @@ class S3ServerSideCopier:
             else:
                 self._copy_in_parts(job, head, parts, progress)  # type: ignore[arg-type]
         except (ClientError, BotoCoreError) as error:
-            if head is None and error_code(error) in TARGET_REFUSED_CODES - {"NoSuchBucket"}:
+            if (
+                head is None
+                and refusal(error) is Refusal.NOT_ALLOWED
+                and error_code(error) != "NoSuchBucket"
+            ):
                 # Refused without a HEAD before: one now tells which side was refused.
                 self._head_source(job, planned)
                 raise _copy_failure(job, error, source_readable=True) from None
@@ -218,7 +169,7 @@ class S3ServerSideCopier:
     def _head_source(self, job: _Job, planned: str | None) -> dict:
         """The source's headers; it must still have the planned size (and ETag, if known)."""
         try:
-            head = self._retrying(self.client.head_object, **_address(job.source))
+            head = self.client.head_object(**job.source.address)
         except (ClientError, BotoCoreError) as error:
             raise CopyError(
                 f"cannot read source file {job.task.source}: {error_reason(error)}"
@@ -236,24 +187,10 @@ class S3ServerSideCopier:
         return head
 
     def _copy_whole(self, job: _Job, etag: str, progress: Progress | None) -> dict:
-        """One ``CopyObject``, pinned to the source's ETag, keeping its metadata.
-
-        Sent directly where the client has that path (``s3_objects.DirectRequests``); an
-        answer other than success is sent again through the client, with its retries.
-        """
-        from ferry.s3_objects import direct_requests
-
-        direct = direct_requests(self.client)
-        if direct is not None:
-            target, source = job.target, job.source
-            response = direct.copy(target.bucket, target.key, source.bucket, source.key, etag)
-            if response is not None:
-                _report(progress, job.task.size)
-                return response
-        response = self._retrying(
-            self.client.copy_object,
-            **_address(job.target),
-            CopySource=_address(job.source),
+        """One ``CopyObject``, pinned to the source's ETag, keeping its metadata."""
+        response = self.client.copy_object(
+            **job.target.address,
+            CopySource=job.source.address,
             # S3 answers 412 PreconditionFailed when the source is no longer this version.
             # moto ignores CopySourceIfMatch (it checks only CopySourceIfNoneMatch): there,
             # _check_copy's comparison of ETags is what catches a replaced source.
@@ -278,10 +215,10 @@ class S3ServerSideCopier:
         if copied == planned or not etag_is_md5(response) or MULTIPART_ETAG.match(planned):
             return
         try:
-            head = self._retrying(self.client.head_object, **_address(job.source))
+            head = self.client.head_object(**job.source.address)
             found = head["ETag"].strip('"')
         except ClientError as error:
-            if error_code(error) not in NOT_FOUND_CODES:
+            if refusal(error) is not Refusal.NOT_FOUND:
                 raise CopyError(
                     f"cannot verify the copy of {job.task.source}: {error_reason(error)}"
                 ) from None
@@ -294,10 +231,7 @@ class S3ServerSideCopier:
             return
         # Only a store that ignores CopySourceIfMatch gets here: the copy is of another
         # version, and must not stay.
-        try:
-            self.client.delete_object(**_address(job.target))
-        except (ClientError, BotoCoreError):
-            pass  # the snapshot folder goes with the aborted run
+        delete_object(self.client, job.task.target)
         raise VerificationError(
             f"{job.task.source}: the source changed since it was planned (ETag {found}, "
             f"planned {planned})"
@@ -306,27 +240,14 @@ class S3ServerSideCopier:
     def _copy_in_parts(
         self, job: _Job, head: dict, parts: ThreadPoolExecutor, progress: Progress | None
     ) -> None:
-        """A multipart upload of ``UploadPartCopy`` ranges; aborted on any failure."""
+        """A multipart upload of ``UploadPartCopy`` ranges (``s3_objects.multipart_upload``)."""
         carried = {name: head[name] for name in CARRIED_HEADERS if head.get(name)}
-        upload_id = self._retrying(
-            self.client.create_multipart_upload, **_address(job.target), **carried
-        )["UploadId"]
-        try:
-            etags = self._copy_parts(job, head, upload_id, parts, progress)
-            self._retrying(
-                self.client.complete_multipart_upload,
-                **_address(job.target),
-                UploadId=upload_id,
-                MultipartUpload={
-                    "Parts": [
-                        {"PartNumber": number, "ETag": etag}
-                        for number, etag in enumerate(etags, start=1)
-                    ]
-                },
-            )
-        except BaseException:
-            self._abort(job, upload_id)
-            raise
+        multipart_upload(
+            self.client,
+            job.target,
+            lambda upload_id: self._copy_parts(job, head, upload_id, parts, progress),
+            **carried,
+        )
 
     def _copy_parts(
         self,
@@ -384,35 +305,23 @@ class S3ServerSideCopier:
         if cancelled.is_set():
             raise CopyError(f"copying {job.task.source} was cancelled")
         first, last = byte_range
-        response = self._retrying(
-            self.client.upload_part_copy,
-            **_address(job.target),
+        response = self.client.upload_part_copy(
+            **job.target.address,
             UploadId=upload_id,
             PartNumber=number,
-            CopySource=_address(job.source),
+            CopySource=job.source.address,
             CopySourceIfMatch=source_etag,
             CopySourceRange=f"bytes={first}-{last}",
         )
         _report(progress, last - first + 1)
         return response["CopyPartResult"]["ETag"]
 
-    def _abort(self, job: _Job, upload_id: str) -> None:
-        """Abort a multipart upload, so no half-copied object stays behind (and is billed)."""
-        try:
-            self._retrying(
-                self.client.abort_multipart_upload, **_address(job.target), UploadId=upload_id
-            )
-        except (ClientError, BotoCoreError) as error:
-            # The copy's own failure is the one to report; a lifecycle rule
-            # (AbortIncompleteMultipartUpload) on the bucket collects what remains.
-            logger.warning("could not abort upload %s of %s: %s", upload_id, job.task.target, error)
-
     def _verify(self, job: _Job) -> None:
         """The target must exist with the size the manifest expects."""
         try:
-            head = self._retrying(self.client.head_object, **_address(job.target))
+            head = self.client.head_object(**job.target.address)
         except ClientError as error:
-            if error_code(error) in NOT_FOUND_CODES:
+            if refusal(error) is Refusal.NOT_FOUND:
                 raise VerificationError(
                     f"{job.task.target}: expected {job.task.size} bytes, found no object"
                 ) from None
@@ -425,31 +334,9 @@ class S3ServerSideCopier:
                 f"found {head['ContentLength']} bytes"
             )
 
-    def _retrying(self, call: Callable[..., Result], **arguments: Any) -> Result:
-        """Call ``call``, retrying transient errors with jittered exponential backoff."""
-        attempt = 1
-        while True:
-            try:
-                return call(**arguments)
-            except (ClientError, BotoCoreError) as error:
-                if attempt >= self.attempts or not is_transient(error):
-                    raise
-                logger.info("retrying %s after %s", arguments.get("Key"), error_reason(error))
-            time.sleep(random.uniform(0, BACKOFF_SECONDS * 2 ** (attempt - 1)))
-            attempt += 1
-
-
 def part_ranges(size: int, part_size: int) -> list[tuple[int, int]]:
     """Inclusive byte ranges ``(first, last)`` of ``part_size`` covering ``size`` bytes."""
     return [(first, min(first + part_size, size) - 1) for first in range(0, size, part_size)]
-
-
-def is_transient(error: BaseException) -> bool:
-    """Whether another try may succeed: throttling, a 5xx, or a connection failure."""
-    if isinstance(error, ClientError):
-        status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
-        return error_code(error) in TRANSIENT_CODES or status == 429 or status >= 500
-    return isinstance(error, BotoConnectionError | HTTPClientError)
 
 
 def _copy_failure(
@@ -460,33 +347,23 @@ def _copy_failure(
     ``source_readable``: the source was just read (a HEAD needs s3:GetObject, like a copy
     source), so a refusal is about the target.
     """
-    code = error_code(error)
+    kind = refusal(error)
     reason = error_reason(error)
     # moto answers UploadPartCopy of a missing source with a bare 404; S3 with NoSuchKey.
-    if code in NOT_FOUND_CODES or _names_only_source_bucket(job, error):
+    if kind is Refusal.NOT_FOUND or _names_only_source_bucket(job, error):
         return CopyError(f"cannot read source file {job.task.source}: {reason}")
-    if code in SOURCE_CHANGED_CODES:
+    if kind is Refusal.CHANGED:
         return VerificationError(
             f"source file {job.task.source} changed since it was planned: {reason}"
         )
-    if code == "NoSuchBucket" or (code in TARGET_REFUSED_CODES and source_readable):
+    if error_code(error) == "NoSuchBucket" or (kind is Refusal.NOT_ALLOWED and source_readable):
         return TargetNotWritableError(f"cannot write {job.task.target}: {reason}")
-    if code in TARGET_REFUSED_CODES:
+    if kind is Refusal.NOT_ALLOWED:
         return CopyError(
             f"cannot copy {job.task.source} to {job.task.target} (reading the source or "
             f"writing the target was refused): {reason}"
         )
     return CopyError(f"copying {job.task.source} to {job.task.target} failed: {reason}")
-
-
-def etag_is_md5(response: dict) -> bool:
-    """Whether an object's ETag, as this response describes it, can be derived from MD5s.
-
-    True for objects stored in plain text or with SSE-S3 (``AES256``); SSE-KMS
-    (``aws:kms``, ``aws:kms:dsse``) and SSE-C give ETags that are not.
-    """
-    encryption = response.get("ServerSideEncryption")
-    return encryption in (None, "AES256") and not response.get("SSECustomerAlgorithm")
 
 
 def _names_only_source_bucket(job: _Job, error: ClientError | BotoCoreError) -> bool:
@@ -504,23 +381,6 @@ def _first_failure(futures: Sequence[Future]) -> BaseException | None:
     return None
 
 
-def _address(location: S3Object) -> dict[str, str]:
-    return {"Bucket": location.bucket, "Key": location.key}
-
-
 def _report(progress: Progress | None, length: int) -> None:
     if progress is not None:
         progress(length)
-
-
-def error_code(error: BaseException) -> str:
-    """S3's error code (``NoSuchKey``, ``PreconditionFailed``…); "" for other errors."""
-    return error.response.get("Error", {}).get("Code", "") if isinstance(error, ClientError) else ""
-
-
-def error_reason(error: BaseException) -> str:
-    """One line: S3's code and message, or botocore's own message."""
-    if isinstance(error, ClientError):
-        details = error.response.get("Error", {})
-        return ": ".join(part for part in (details.get("Code"), details.get("Message")) if part)
-    return str(error).splitlines()[0] if str(error) else type(error).__name__

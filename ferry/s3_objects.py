@@ -1,4 +1,4 @@
-"""Reading and writing S3 objects for the inline copier: one request per small object.
+"""Reading and writing S3 objects: one request per small object, every body checked.
 
 pyarrow's S3 streams cannot pin a read to an ETag nor send a ``Content-MD5``, and they ask
 for an object's size (a HEAD) before reading it. Here every S3 object the inline copier
@@ -15,7 +15,8 @@ touches is one boto3 request where it can be:
   (``put_file``), checked as a small object's;
 - any other large object is a multipart upload whose every part carries its
   ``Content-MD5`` and whose completed ETag (the MD5 of the parts' MD5s) is checked against
-  the parts sent.
+  the parts sent. The multipart upload itself (create, complete, abort on any failure) is
+  ``multipart_upload``, which the server-side copier's copies in parts use too.
 
 What a response says is the verification: no second request looks at the target.
 
@@ -33,20 +34,13 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import logging
 import os
-import queue
-import re
-import ssl
 import threading
-import weakref
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, wait
-from http.client import HTTPConnection, HTTPException, HTTPSConnection
-from typing import Any, BinaryIO, NamedTuple
-from urllib.parse import urlsplit
-from xml.etree import ElementTree
+from typing import Any, BinaryIO
 
-from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ferry import faults
@@ -56,23 +50,20 @@ from ferry.errors import (
     TargetNotWritableError,
     VerificationError,
 )
-from ferry.s3_copy import MULTIPART_ETAG, error_code, error_reason, etag_is_md5, parse_s3_uri
-
-Progress = Callable[[int], None]
-
-_MD5_ETAG = re.compile(r"^[0-9a-f]{32}$")
-#: Bytes a streamed body is read and sent in.
-STREAM_BLOCK = 1024 * 1024
-NOT_FOUND_CODES = frozenset({"NoSuchKey", "404", "NotFound"})
-CHANGED_CODES = frozenset({"PreconditionFailed", "412"})
-DIGEST_CODES = frozenset({"BadDigest", "InvalidDigest"})
-REFUSED_CODES = frozenset(
-    {"NoSuchBucket", "AccessDenied", "403", "AllAccessDisabled", "InvalidBucketName"}
+from ferry.s3 import (
+    MD5_ETAG,
+    MULTIPART_ETAG,
+    Progress,
+    Refusal,
+    S3Object,
+    error_reason,
+    etag_is_md5,
+    parse_s3_uri,
+    refusal,
+    unquote_etag,
 )
 
-
-def unquote_etag(etag: str | None) -> str:
-    return (etag or "").strip('"')
+logger = logging.getLogger(__name__)
 
 
 class S3Source:
@@ -92,7 +83,7 @@ class S3Source:
         try:
             response = client.get_object(Bucket=location.bucket, Key=location.key, **pinned)
         except ClientError as error:
-            if error_code(error) in CHANGED_CODES:
+            if refusal(error) is Refusal.CHANGED:
                 raise VerificationError(
                     f"{uri}: the source changed since it was planned (its ETag is no longer "
                     f"{self.marker})"
@@ -115,7 +106,7 @@ class S3Source:
                 f"{uri}: expected {size} bytes, found {response.get('ContentLength')} bytes "
                 f"(the source changed since it was planned)"
             )
-        checkable = etag_is_md5(response) and _MD5_ETAG.match(etag) is not None
+        checkable = etag_is_md5(response) and MD5_ETAG.match(etag) is not None
         self._expected_md5 = etag if checkable else None
         self._md5 = hashlib.md5(usedforsecurity=False) if checkable else None
         self._read = 0
@@ -153,12 +144,7 @@ class S3Source:
 
 
 def put_object(client: Any, uri: str, data: bytes) -> None:
-    """Write ``data`` as the object ``uri`` with one ``PutObject``, verified by its answer.
-
-    Sent directly (``DirectRequests``) where the client has that path, else by the client; an
-    answer other than success is sent again by the client, which retries what is transient
-    and whose error names the failure.
-    """
+    """Write ``data`` as the object ``uri`` with one ``PutObject``, verified by its answer."""
     digest = hashlib.md5(data, usedforsecurity=False)
     # The bytes as they leave: a fail point may corrupt or cut them after their MD5 was
     # taken, as a network could (the failure drills of tests/e2e/test_faults.py).
@@ -188,26 +174,19 @@ def put_file(
 
 def _put(client: Any, uri: str, body: bytes | StreamedBody, digest: Any) -> None:
     target = parse_s3_uri(uri)
-    content_md5 = base64.b64encode(digest.digest()).decode()
-    direct = direct_requests(client)
-    response = direct.put(target.bucket, target.key, body, content_md5) if direct else None
-    if response is None:
-        if isinstance(body, StreamedBody):
-            body.seek(0)
-        try:
-            response = _write(
-                uri,
-                client.put_object,
-                Bucket=target.bucket,
-                Key=target.key,
-                Body=body,
-                ContentMD5=content_md5,
-            )
-        except CopyError:
-            # botocore reports a streamed body's own failure as a failure to send.
-            if isinstance(body, StreamedBody) and body.failure is not None:
-                raise body.failure from None
-            raise
+    try:
+        response = _write(
+            uri,
+            client.put_object,
+            **target.address,
+            Body=body,
+            ContentMD5=base64.b64encode(digest.digest()).decode(),
+        )
+    except CopyError:
+        # botocore reports a streamed body's own failure as a failure to send.
+        if isinstance(body, StreamedBody) and body.failure is not None:
+            raise body.failure from None
+        raise
     _check_etag(uri, response, digest.hexdigest(), "the object")
 
 
@@ -276,233 +255,6 @@ class StreamedBody:
         return self._position
 
 
-class DirectRequests:
-    """An object's one request — ``PutObject``, ``CopyObject`` — without the client's pipeline.
-
-    A request through a boto3 client passes its event hooks, endpoint rules, serializer,
-    retry handler and parser: about 2 ms of CPU per small ``PutObject`` on this project's
-    development machine. Signed by botocore's ``S3SigV4Auth`` and sent on ``http.client``
-    (``Connections``), the same request costs about a third of that
-    (``docs/PERFORMANCE.md``). A small object is one such request, so that overhead was
-    most of a copier's CPU.
-
-    What stays the client's: each bucket's URL (from a presigned URL, once per bucket), the
-    credentials and region, the User-Agent and timeouts, and the ``before-send`` handlers,
-    which still see each request (an in-process emulator answers there). Anything but a
-    success — an error status, a ``CopyObject`` whose 200 carries an error, a failure to
-    send — returns None, and the caller sends the request again through the client, which
-    retries what is transient and names what is not.
-    """
-
-    _PLACEHOLDER = "ferry-placeholder-key"
-
-    def __init__(self, client: Any, credentials: Any, connections: int):
-        config = client.meta.config
-        # Weakly: this is the value of a weak mapping keyed by the client, and a strong
-        # reference back would keep every client (and its pools) alive for good.
-        self._client = weakref.ref(client)
-        self._credentials = credentials
-        self._region = client.meta.region_name
-        self._user_agent = config.user_agent
-        self._timeouts = (config.connect_timeout, config.read_timeout)
-        self._size = connections
-        self._lock = threading.Lock()
-        self._buckets: dict[str, tuple[str, str, Connections]] = {}
-        self._endpoints: dict[tuple[str, str], Connections] = {}
-        pools = self._endpoints
-        weakref.finalize(self, lambda: [pool.close() for pool in list(pools.values())])
-
-    def put(
-        self, bucket: str, key: str, body: bytes | StreamedBody, content_md5: str
-    ) -> dict | None:
-        """One ``PutObject``; its answer as the client's would be (the fields Ferry reads).
-
-        A ``StreamedBody`` is sent as it is read, its payload unsigned (as botocore signs a
-        streamed upload over HTTPS): hashing it for the signature would read the file a
-        third time. Its ``Content-MD5`` is what the store checks.
-        """
-        response = self._send("PutObject", bucket, key, {"Content-MD5": content_md5}, body)
-        return None if response is None else _encryption(response.headers)
-
-    def copy(self, bucket: str, key: str, source_bucket: str, source_key: str, etag: str):
-        """One ``CopyObject`` of the source pinned to ``etag``, keeping its metadata."""
-        from botocore.utils import SAFE_CHARS, percent_encode
-
-        headers = {
-            "x-amz-copy-source": percent_encode(f"{source_bucket}/{source_key}", SAFE_CHARS + "/"),
-            "x-amz-copy-source-if-match": f'"{etag}"',
-            "x-amz-metadata-directive": "COPY",
-        }
-        response = self._send("CopyObject", bucket, key, headers, b"")
-        if response is None:
-            return None
-        try:
-            result = ElementTree.fromstring(response.content)
-        except ElementTree.ParseError:
-            return None
-        copied = next((e.text for e in result.iter() if e.tag.endswith("ETag")), None)
-        if result.tag.endswith("Error") or copied is None:
-            return None  # S3 may report a failed copy in a 200's body
-        return {"CopyObjectResult": {"ETag": copied}, **_encryption(response.headers)}
-
-    def _send(self, operation: str, bucket: str, key: str, headers: dict, body: Any):
-        from botocore.auth import S3SigV4Auth
-        from botocore.awsrequest import AWSRequest
-        from botocore.hooks import first_non_none_response
-        from botocore.utils import percent_encode
-
-        base_url, base_path, connections = self._bucket(bucket)
-        path = base_path + percent_encode(key, safe="/~")
-        request = AWSRequest(
-            "PUT", base_url + path, data=body, headers={**headers, "User-Agent": self._user_agent}
-        )
-        if isinstance(body, StreamedBody):
-            request.context["client_config"] = _UNSIGNED_PAYLOAD
-        S3SigV4Auth(self._credentials.get_frozen_credentials(), "s3", self._region).add_auth(
-            request
-        )
-        prepared = request.prepare()
-        try:
-            answered = first_non_none_response(
-                self._client().meta.events.emit(f"before-send.s3.{operation}", request=prepared)
-            )
-            response = (
-                answered
-                if answered is not None
-                else connections.send("PUT", path, prepared.headers, body)
-            )
-        except (BotoCoreError, OSError, HTTPException):
-            return None
-        return response if response.status_code == 200 else None
-
-    def _bucket(self, bucket: str) -> tuple[str, str, Connections]:
-        """The bucket's URL as the client addresses it: its origin, its path, its connections."""
-        known = self._buckets.get(bucket)
-        if known is not None:
-            return known
-        with self._lock:
-            if bucket not in self._buckets:
-                presigned = self._client().generate_presigned_url(
-                    "put_object", Params={"Bucket": bucket, "Key": self._PLACEHOLDER}
-                )
-                url = urlsplit(presigned.split("?", 1)[0][: -len(self._PLACEHOLDER)])
-                origin = (url.scheme, url.netloc)
-                if origin not in self._endpoints:
-                    self._endpoints[origin] = Connections(*origin, self._timeouts, self._size)
-                self._buckets[bucket] = (
-                    f"{url.scheme}://{url.netloc}",
-                    url.path,
-                    self._endpoints[origin],
-                )
-            return self._buckets[bucket]
-
-
-#: What makes botocore's ``S3SigV4Auth`` sign a request's payload as ``UNSIGNED-PAYLOAD``.
-_UNSIGNED_PAYLOAD = Config(s3={"payload_signing_enabled": False})
-
-
-class Answer(NamedTuple):
-    """An HTTP answer, as the direct path reads it (the fields of botocore's ``AWSResponse``)."""
-
-    status_code: int
-    headers: Any
-    content: bytes
-
-
-class Connections:
-    """Connections to one endpoint for the direct path: ``http.client``, kept alive, reused.
-
-    botocore's HTTP session (urllib3 under its own wrapper) costs about 0.3 ms of CPU per
-    small request above what ``http.client`` costs for the same request
-    (``docs/PERFORMANCE.md``), and a small object's request is all a copier sends. A
-    connection is taken for one request and given back if the server keeps it open (S3
-    does); one the server closes (the local emulator closes each) opens again on its next
-    request. At most ``size`` idle connections are kept. Any failure closes the
-    connection and raises: the caller sends the request again through the client.
-    """
-
-    def __init__(self, scheme: str, netloc: str, timeouts: tuple[float, float], size: int):
-        self._netloc = netloc
-        self._connect_timeout, self._read_timeout = timeouts
-        self._context = None
-        if scheme == "https":
-            from botocore.httpsession import get_cert_path
-
-            bundle = get_cert_path(os.environ.get("AWS_CA_BUNDLE") or True)
-            self._context = ssl.create_default_context(cafile=bundle)
-        self._idle: queue.LifoQueue[HTTPConnection] = queue.LifoQueue(max(1, size))
-
-    def send(self, method: str, target: str, headers: Any, body: bytes) -> Answer:
-        try:
-            connection = self._idle.get_nowait()
-        except queue.Empty:
-            connection = self._new()
-        try:
-            if connection.sock is None:
-                connection.connect()
-                connection.sock.settimeout(self._read_timeout)
-            connection.request(method, target, body=body, headers=dict(headers.items()))
-            response = connection.getresponse()
-            answer = Answer(response.status, response.headers, response.read())
-        except BaseException:
-            connection.close()
-            raise
-        try:
-            self._idle.put_nowait(connection)
-        except queue.Full:
-            connection.close()
-        return answer
-
-    def _new(self) -> HTTPConnection:
-        if self._context is not None:
-            return HTTPSConnection(
-                self._netloc,
-                timeout=self._connect_timeout,
-                context=self._context,
-                blocksize=STREAM_BLOCK,
-            )
-        return HTTPConnection(self._netloc, timeout=self._connect_timeout, blocksize=STREAM_BLOCK)
-
-    def close(self) -> None:
-        while True:
-            try:
-                self._idle.get_nowait().close()
-            except queue.Empty:
-                return
-
-
-def _encryption(headers: Any) -> dict[str, Any]:
-    """How the answered object is encrypted (what says whether its ETag is an MD5)."""
-    return {
-        "ETag": headers.get("ETag"),
-        "ServerSideEncryption": headers.get("x-amz-server-side-encryption"),
-        "SSECustomerAlgorithm": headers.get("x-amz-server-side-encryption-customer-algorithm"),
-    }
-
-
-_direct: weakref.WeakKeyDictionary[Any, DirectRequests] = weakref.WeakKeyDictionary()
-
-
-def direct_requests(client: Any) -> DirectRequests | None:
-    """The direct path of ``client``'s small-object requests, if it has one."""
-    return _direct.get(client)
-
-
-def send_small_requests_directly(client: Any, credentials: Any, connections: int) -> None:
-    """Send ``client``'s small-object requests directly (``DirectRequests``) where possible.
-
-    Not without credentials or a region, nor where a proxy is configured (proxies stay the
-    client's).
-    """
-    from botocore.utils import get_environ_proxies
-
-    if credentials is None or not client.meta.region_name:
-        return
-    if get_environ_proxies(client.meta.endpoint_url) or client.meta.config.proxies:
-        return
-    _direct[client] = DirectRequests(client, credentials, connections)
-
-
 class PartSlots:
     """Bounds the parts held in memory by every upload of one copier (a semaphore)."""
 
@@ -514,6 +266,37 @@ class PartSlots:
 
     def release(self) -> None:
         self._semaphore.release()
+
+
+def multipart_upload(
+    client: Any,
+    target: S3Object,
+    send_parts: Callable[[str], list[str]],
+    **create_arguments: Any,
+) -> dict[str, Any]:
+    """One multipart upload of ``target``: create it, send its parts, complete it.
+
+    ``send_parts(upload_id)`` sends every part (``UploadPart`` or ``UploadPartCopy``) and
+    returns their ETags in part order, once none can still land. Any failure aborts the
+    upload, so no part is left behind (nor billed). Returns the completion's answer;
+    requests fail with botocore's errors, for the caller to name.
+    """
+    upload_id = client.create_multipart_upload(**target.address, **create_arguments)["UploadId"]
+    try:
+        etags = send_parts(upload_id)
+        return client.complete_multipart_upload(
+            **target.address,
+            UploadId=upload_id,
+            MultipartUpload={
+                "Parts": [
+                    {"PartNumber": number, "ETag": etag}
+                    for number, etag in enumerate(etags, start=1)
+                ]
+            },
+        )
+    except BaseException:
+        _abort(client, target, upload_id)
+        raise
 
 
 def upload_in_parts(
@@ -531,78 +314,74 @@ def upload_in_parts(
     """Upload ``size`` bytes from ``read`` as the object ``uri``, ``part_size`` at a time.
 
     Parts go to ``parts`` (a thread pool shared by the copier's files) when given, else
-    are sent one after another. ``slots`` bounds the parts in memory. Any failure aborts
-    the upload, so no part is left behind (nor billed).
+    are sent one after another. ``slots`` bounds the parts in memory. Each part carries its
+    ``Content-MD5`` and its answered ETag is checked; so is the completed object's (the MD5
+    of the parts' MD5s). Any failure aborts the upload (``multipart_upload``).
     """
     target = parse_s3_uri(uri)
-    address = {"Bucket": target.bucket, "Key": target.key}
-    upload_id = _write(uri, client.create_multipart_upload, **address)["UploadId"]
-    futures: list[Future] = []
-    done: list[tuple[str, bytes]] = []
-    try:
-        total = 0
-        while True:
-            if cancelled is not None and cancelled.is_set():
-                raise ReplicationInterruptedError(f"copying to {uri} was stopped")
-            if slots is not None:
-                slots.acquire()
-            try:
-                data = read(part_size)
-                total += len(data)
-                if total > size:
-                    raise VerificationError(
-                        f"{uri}: the source holds more than the {size} bytes planned"
-                    )
-                if data:
-                    faults.point("copy.file")
-            except BaseException:
+    digests: list[bytes] = []
+
+    def send_parts(upload_id: str) -> list[str]:
+        futures: list[Future] = []
+        try:
+            total = 0
+            while True:
+                if cancelled is not None and cancelled.is_set():
+                    raise ReplicationInterruptedError(f"copying to {uri} was stopped")
                 if slots is not None:
-                    slots.release()
-                raise
-            if not data:
-                if slots is not None:
-                    slots.release()
-                break
-            number = len(futures) + 1
-            arguments = (client, uri, address, upload_id, number, data, slots, progress)
-            if parts is None:
-                future: Future = Future()
-                future.set_result(_upload_part(*arguments))
-            else:
-                future = parts.submit(_upload_part, *arguments)
-            futures.append(future)
-            _raise_first_failure(futures, running_ok=True)
-        wait(futures)
-        _raise_first_failure(futures)
-        done = [future.result() for future in futures]
+                    slots.acquire()
+                try:
+                    data = read(part_size)
+                    total += len(data)
+                    if total > size:
+                        raise VerificationError(
+                            f"{uri}: the source holds more than the {size} bytes planned"
+                        )
+                    if data:
+                        faults.point("copy.file")
+                except BaseException:
+                    if slots is not None:
+                        slots.release()
+                    raise
+                if not data:
+                    if slots is not None:
+                        slots.release()
+                    break
+                number = len(futures) + 1
+                arguments = (client, uri, target, upload_id, number, data, slots, progress)
+                if parts is None:
+                    future: Future = Future()
+                    future.set_result(_upload_part(*arguments))
+                else:
+                    future = parts.submit(_upload_part, *arguments)
+                futures.append(future)
+                _raise_first_failure(futures, running_ok=True)
+            wait(futures)
+            _raise_first_failure(futures)
+        except BaseException:
+            # No part may still be on its way when the upload is aborted.
+            for future in futures:
+                future.cancel()
+            wait(futures)
+            raise
         if total != size:
             raise VerificationError(f"{uri}: expected {size} bytes, read {total} bytes")
-        response = _write(
-            uri,
-            client.complete_multipart_upload,
-            **address,
-            UploadId=upload_id,
-            MultipartUpload={
-                "Parts": [
-                    {"PartNumber": number, "ETag": etag}
-                    for number, (etag, _) in enumerate(done, start=1)
-                ]
-            },
-        )
-    except BaseException:
-        for future in futures:
-            future.cancel()
-        wait(futures)
-        _abort(client, address, upload_id)
-        raise
-    whole = hashlib.md5(b"".join(digest for _, digest in done), usedforsecurity=False)
-    _check_etag(uri, response, f"{whole.hexdigest()}-{len(done)}", "the completed object")
+        done = [future.result() for future in futures]
+        digests.extend(digest for _, digest in done)
+        return [etag for etag, _ in done]
+
+    try:
+        response = multipart_upload(client, target, send_parts)
+    except (ClientError, BotoCoreError) as error:
+        raise _write_failure(uri, error) from None
+    whole = hashlib.md5(b"".join(digests), usedforsecurity=False)
+    _check_etag(uri, response, f"{whole.hexdigest()}-{len(digests)}", "the completed object")
 
 
 def _upload_part(
     client: Any,
     uri: str,
-    address: dict[str, str],
+    target: S3Object,
     upload_id: str,
     number: int,
     data: bytes,
@@ -615,7 +394,7 @@ def _upload_part(
         response = _write(
             uri,
             client.upload_part,
-            **address,
+            **target.address,
             UploadId=upload_id,
             PartNumber=number,
             Body=faults.alter("copy.body", data),
@@ -632,9 +411,8 @@ def _upload_part(
 
 def delete_object(client: Any, uri: str) -> None:
     """Remove an object found wrong, so that nothing unverified stays (best effort)."""
-    target = parse_s3_uri(uri)
     try:
-        client.delete_object(Bucket=target.bucket, Key=target.key)
+        client.delete_object(**parse_s3_uri(uri).address)
     except (ClientError, BotoCoreError):
         pass  # the snapshot folder is removed with everything in it when the run aborts
 
@@ -643,17 +421,19 @@ def _write(uri: str, call: Callable[..., dict[str, Any]], **arguments: Any) -> d
     """One write request; S3's refusals as Ferry's errors. (botocore retries transient ones.)"""
     try:
         return call(**arguments)
-    except ClientError as error:
-        code = error_code(error)
-        if code in DIGEST_CODES:
-            raise VerificationError(
-                f"{uri}: S3 received other bytes than were sent ({error_reason(error)})"
-            ) from None
-        if code in REFUSED_CODES:
-            raise TargetNotWritableError(f"cannot write {uri}: {error_reason(error)}") from None
-        raise CopyError(f"cannot write {uri}: {error_reason(error)}") from None
-    except BotoCoreError as error:
-        raise CopyError(f"cannot write {uri}: {error_reason(error)}") from None
+    except (ClientError, BotoCoreError) as error:
+        raise _write_failure(uri, error) from None
+
+
+def _write_failure(uri: str, error: ClientError | BotoCoreError) -> CopyError:
+    kind = refusal(error)
+    if kind is Refusal.BAD_DIGEST:
+        return VerificationError(
+            f"{uri}: S3 received other bytes than were sent ({error_reason(error)})"
+        )
+    if kind is Refusal.NOT_ALLOWED:
+        return TargetNotWritableError(f"cannot write {uri}: {error_reason(error)}")
+    return CopyError(f"cannot write {uri}: {error_reason(error)}")
 
 
 def _check_etag(uri: str, response: dict[str, Any], expected: str, what: str) -> None:
@@ -663,7 +443,7 @@ def _check_etag(uri: str, response: dict[str, Any], expected: str, what: str) ->
     store that does not check it (moto).
     """
     etag = unquote_etag(response.get("ETag"))
-    if not etag_is_md5(response) or not (_MD5_ETAG.match(etag) or MULTIPART_ETAG.match(etag)):
+    if not etag_is_md5(response) or not (MD5_ETAG.match(etag) or MULTIPART_ETAG.match(etag)):
         return
     if etag != expected:
         raise VerificationError(
@@ -679,10 +459,10 @@ def _raise_first_failure(futures: list[Future], running_ok: bool = False) -> Non
             raise future.exception()  # type: ignore[misc]
 
 
-def _abort(client: Any, address: dict[str, str], upload_id: str) -> None:
+def _abort(client: Any, target: S3Object, upload_id: str) -> None:
     try:
-        client.abort_multipart_upload(**address, UploadId=upload_id)
-    except (ClientError, BotoCoreError):
+        client.abort_multipart_upload(**target.address, UploadId=upload_id)
+    except (ClientError, BotoCoreError) as error:
         # The copy's own failure is the one to report; a lifecycle rule
         # (AbortIncompleteMultipartUpload) on the bucket collects what remains.
-        pass
+        logger.warning("could not abort upload %s of %s: %s", upload_id, target.key, error)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from datetime import UTC, datetime, timedelta
 
 import botocore.utils
@@ -73,3 +75,30 @@ def test_listed_objects_carry_their_last_modified_time(monkeypatch):
     assert {entry.uri: entry.mtime_ns for entry in entries} == {
         f"s3://landing/{key}": int(modified.timestamp() * 1e9) for key, modified in heads.items()
     }
+
+
+def test_both_copiers_send_what_one_s3_client_configuration_sends(monkeypatch):
+    # The server-side copier's client (AwsClients) and the inline copier's (the file
+    # systems') send the same requests: the Content-MD5 the copier computed and no other
+    # checksum, and no "100 Continue" wait for a small body.
+    in_process_aws(monkeypatch)
+    with mock_aws():
+        server_side = AwsClients().client("s3", "us-east-1", connections=8)
+        server_side.create_bucket(Bucket="dr-sales")
+        inline = fs.FileSystems(fs.S3Settings(region="us-east-1")).s3_client("dr-sales", 8)
+        headers = []
+        for client in (server_side, inline):
+            client.meta.events.register(
+                "before-send.s3.PutObject",
+                lambda request, **_: headers.append({k.lower() for k in request.headers}),
+            )
+            client.put_object(
+                Bucket="dr-sales",
+                Key="e1/part-0.parquet",
+                Body=b"x" * 100,
+                ContentMD5=base64.b64encode(hashlib.md5(b"x" * 100).digest()).decode(),
+            )
+
+    assert headers[0] == headers[1]
+    assert "content-md5" in headers[0] and "expect" not in headers[0]
+    assert not {name for name in headers[0] if "checksum" in name}

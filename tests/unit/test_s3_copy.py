@@ -6,16 +6,16 @@ import weakref
 
 import boto3
 import pytest
+from botocore.awsrequest import AWSResponse
 from botocore.config import Config
 from botocore.exceptions import ClientError
+from botocore.retries.standard import ExponentialBackoff
 from moto import mock_aws
 
-from ferry import s3_objects
 from ferry.aws import AwsClients
 from ferry.copier import CopyTask, Manifest
 from ferry.errors import CopyError, TargetNotWritableError, VerificationError
 from ferry.s3_copy import S3ServerSideCopier
-from ferry.s3_objects import send_small_requests_directly
 from tests.helpers import in_process_aws
 
 MiB = 1024 * 1024
@@ -26,17 +26,18 @@ BUCKETS = ("onprem-sales", "onprem-logs", "dr-sales", "dr-logs")
 def s3(monkeypatch, request):
     """A real boto3 S3 client on moto in-process, with the four buckets created.
 
-    Parametrized ``direct``, its small-object requests go without the client's pipeline
-    (``ferry.s3_objects.DirectRequests``), as the clients Ferry builds send them.
+    Parametrized ``ferry``, it is the client Ferry builds (``AwsClients``), with its retries.
     """
     in_process_aws(monkeypatch)
     with mock_aws():
-        client = boto3.client("s3", region_name="us-east-1", config=Config(max_pool_connections=32))
+        if getattr(request, "param", "client") == "ferry":
+            client = AwsClients().client("s3", "us-east-1", connections=32)
+        else:
+            client = boto3.client(
+                "s3", region_name="us-east-1", config=Config(max_pool_connections=32)
+            )
         for bucket in BUCKETS:
             client.create_bucket(Bucket=bucket)
-        if getattr(request, "param", "client") == "direct":
-            credentials = boto3.session.Session().get_credentials()
-            send_small_requests_directly(client, credentials, 32)
         yield client
 
 
@@ -90,26 +91,33 @@ def keys(s3, bucket="dr-sales"):
     return [item["Key"] for item in s3.list_objects_v2(Bucket=bucket).get("Contents", [])]
 
 
+class _Raw:
+    def __init__(self, body):
+        self.body = body
+
+    def stream(self, **_):
+        yield self.body
+
+
 def throttle(times):
-    """A before-call hook that answers like a throttled S3 ``times`` times."""
+    """A before-send hook that answers like a throttled S3 ``times`` times (503 SlowDown)."""
     calls = []
 
-    def hook(**_):
+    def hook(request, **_):
         calls.append(1)
         if len(calls) <= times:
-            raise ClientError(
-                {
-                    "Error": {"Code": "SlowDown", "Message": "Please reduce your request rate."},
-                    "ResponseMetadata": {"HTTPStatusCode": 503},
-                },
-                "CopyObject",
+            body = (
+                b"<Error><Code>SlowDown</Code>"
+                b"<Message>Please reduce your request rate.</Message></Error>"
             )
+            return AWSResponse(request.url, 503, {}, _Raw(body))
+        return None
 
     hook.calls = calls
     return hook
 
 
-@pytest.mark.parametrize("s3", ["client", "direct"], indirect=True)
+@pytest.mark.parametrize("s3", ["client", "ferry"], indirect=True)
 def test_a_batch_across_buckets_is_copied_byte_for_byte(s3):
     tasks = source_objects(s3, [0, 1, 4096, 70_001], "onprem-sales")
     tasks += source_objects(s3, [MiB + 5, 17], "onprem-logs", scheme="s3a")
@@ -145,7 +153,7 @@ def test_a_large_object_is_copied_in_parts_with_its_metadata(s3):
     assert sorted(advanced) == [3 * MiB, 5 * MiB, 5 * MiB]
 
 
-@pytest.mark.parametrize("s3", ["client", "direct"], indirect=True)
+@pytest.mark.parametrize("s3", ["client", "ferry"], indirect=True)
 def test_a_missing_source_is_named_and_the_rest_of_the_batch_is_copied(s3):
     tasks = source_objects(s3, [10, 20, 30])
     missing = CopyTask("s3://onprem-sales/sales/gone.parquet", "s3://dr-sales/e1/gone.parquet", 5)
@@ -160,7 +168,7 @@ def test_a_missing_source_is_named_and_the_rest_of_the_batch_is_copied(s3):
         assert read(s3, task.target) == read(s3, task.source)
 
 
-@pytest.mark.parametrize("s3", ["client", "direct"], indirect=True)
+@pytest.mark.parametrize("s3", ["client", "ferry"], indirect=True)
 @pytest.mark.parametrize("size", [10, 7 * MiB], ids=["copy-object", "multipart"])
 def test_a_missing_target_bucket_is_not_writable(s3, size):
     put(s3, "s3://onprem-sales/a.bin", os.urandom(size))
@@ -191,28 +199,33 @@ def test_a_failed_multipart_copy_leaves_no_upload_behind(s3):
     assert "Contents" not in s3.list_objects_v2(Bucket="dr-sales")
 
 
-def test_a_throttled_copy_is_retried(s3):
+@pytest.mark.parametrize("s3", ["ferry"], indirect=True)
+def test_a_throttled_copy_is_retried(s3, monkeypatch):
+    # By the client (ferry.aws: botocore's standard retries), not by the copier.
+    monkeypatch.setattr(ExponentialBackoff, "delay_amount", lambda *_: 0)  # no waiting here
     tasks = source_objects(s3, [100, 200])
     hook = throttle(times=1)
-    s3.meta.events.register("before-call.s3.CopyObject", hook)
+    s3.meta.events.register("before-send.s3.CopyObject", hook)
 
-    S3ServerSideCopier(s3, attempts=3).copy(Manifest("e1", tuple(tasks)))
+    S3ServerSideCopier(s3).copy(Manifest("e1", tuple(tasks)))
 
     for task in tasks:
         assert read(s3, task.target) == read(s3, task.source)
     assert len(hook.calls) == 3  # two objects, one of them twice
 
 
-def test_throttling_that_outlasts_the_attempts_fails_the_copy(s3):
+@pytest.mark.parametrize("s3", ["ferry"], indirect=True)
+def test_throttling_that_outlasts_the_attempts_fails_the_copy(s3, monkeypatch):
+    monkeypatch.setattr(ExponentialBackoff, "delay_amount", lambda *_: 0)  # no waiting here
     tasks = source_objects(s3, [100])
-    s3.meta.events.register("before-call.s3.CopyObject", throttle(times=5))
+    s3.meta.events.register("before-send.s3.CopyObject", throttle(times=99))
 
     with pytest.raises(CopyError, match=f"copying {tasks[0].source} to .* failed: SlowDown"):
-        S3ServerSideCopier(s3, attempts=2).copy(Manifest("e1", tuple(tasks)))
+        S3ServerSideCopier(s3).copy(Manifest("e1", tuple(tasks)))
 
 
-@pytest.mark.parametrize("s3", ["client", "direct"], indirect=True)
-def test_a_planned_small_object_costs_exactly_one_copy_request(s3, request):
+@pytest.mark.parametrize("s3", ["client", "ferry"], indirect=True)
+def test_a_planned_small_object_costs_exactly_one_copy_request(s3):
     tasks = source_objects(s3, [0, 1, 4096, 70_001])
     sent = requests_sent(s3)
     through_client = []
@@ -221,13 +234,12 @@ def test_a_planned_small_object_costs_exactly_one_copy_request(s3, request):
     S3ServerSideCopier(s3).copy(Manifest("e1", tuple(tasks)))
 
     assert sent == ["PUT copy"] * 4  # no HEAD of the source, none of the target
-    # Sent directly: none of the four went through the client's pipeline.
-    assert len(through_client) == (0 if request.node.callspec.id == "direct" else 4)
+    assert len(through_client) == 4
     for task in tasks:
         assert read(s3, task.target) == read(s3, task.source)
 
 
-@pytest.mark.parametrize("s3", ["client", "direct"], indirect=True)
+@pytest.mark.parametrize("s3", ["client", "ferry"], indirect=True)
 def test_a_source_replaced_after_planning_is_refused_and_its_copy_removed(s3):
     # S3 refuses the pinned CopyObject (412). moto ignores CopySourceIfMatch and copies the
     # new version: the copy's ETag, which is not the planned one, gives it away.
@@ -243,7 +255,7 @@ def test_a_source_replaced_after_planning_is_refused_and_its_copy_removed(s3):
     assert read(s3, tasks[0].target) == read(s3, tasks[0].source)
 
 
-@pytest.mark.parametrize("s3", ["client", "direct"], indirect=True)
+@pytest.mark.parametrize("s3", ["client", "ferry"], indirect=True)
 def test_a_source_deleted_after_planning_is_named(s3):
     (task,) = source_objects(s3, [100])
     bucket, key = split(task.source)
@@ -254,7 +266,7 @@ def test_a_source_deleted_after_planning_is_named(s3):
     assert keys(s3) == []
 
 
-@pytest.mark.parametrize("s3", ["client", "direct"], indirect=True)
+@pytest.mark.parametrize("s3", ["client", "ferry"], indirect=True)
 def test_a_source_uploaded_in_parts_is_one_copy_pinned_to_its_planned_etag(s3):
     # Its ETag (ending in -2) is not the MD5 a whole copy gets, so the ETags cannot be
     # compared: the pin, which S3 enforces (moto does not), is the proof. What can be
@@ -344,13 +356,11 @@ def test_a_non_s3_uri_is_refused_before_anything_is_copied(s3, source, target):
     assert "Contents" not in s3.list_objects_v2(Bucket="dr-sales")
 
 
-def test_a_client_no_longer_used_lets_go_of_its_direct_path(monkeypatch):
+def test_a_client_no_longer_used_is_let_go(monkeypatch):
     in_process_aws(monkeypatch)
-    kept = AwsClients("http://127.0.0.1:9").client("s3", "us-east-1", 8)
     # As each Copy batch invocation of a warm Lambda builds its own clients.
     dropped = [
         weakref.ref(AwsClients("http://127.0.0.1:9").client("s3", "us-east-1", 8)) for _ in range(3)
     ]
     gc.collect()
-    assert s3_objects.direct_requests(kept) is not None
     assert [client() for client in dropped] == [None] * 3  # gone, their pools with them
