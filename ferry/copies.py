@@ -15,7 +15,7 @@ from ferry.config import CopierOptions
 from ferry.copier import Progress
 from ferry.manifest import batch_tasks, read_batches, recorded_batches, write_copy_record
 from ferry.payloads import CopyBatchResult, InlineCopyResult
-from ferry.runs import MIB
+from ferry.s3 import MiB
 
 
 def copy_inline(
@@ -24,7 +24,7 @@ def copy_inline(
     """Copy every batch of the manifest without a copy record, in this process."""
     from ferry.copier import InlineCopier, Manifest
 
-    copier = InlineCopier(threads=options.threads, chunk_size=options.chunk_size_mib * MIB)
+    copier = InlineCopier(threads=options.threads, chunk_size=options.chunk_size_mib * MiB)
     done = recorded_batches(manifest_uri)
     batches = read_batches(manifest_uri)
     pending = [batch for batch in batches if batch["batch"] not in done]
@@ -79,7 +79,7 @@ def copy_batch_server_side(
     region = fs.bucket_region(tasks[0].target) if tasks else None
     # The threads fit this batch (many small objects, or a few large ones); the client's
     # connections fit the threads (objects and their parts run on two pools).
-    multipart_threshold = options.multipart_threshold_mib * MIB
+    multipart_threshold = options.multipart_threshold_mib * MiB
     threads = concurrency.copy_threads(
         [task.size for task in tasks], multipart_threshold, options.threads
     )
@@ -87,7 +87,7 @@ def copy_batch_server_side(
         s3_client(region, 2 * threads),
         threads=threads,
         multipart_threshold=multipart_threshold,
-        part_size=options.part_size_mib * MIB,
+        part_size=options.part_size_mib * MiB,
     )
     if progress is not None and done:
         progress(sum(task.size for task in done))

@@ -16,8 +16,7 @@ from pydantic import TypeAdapter
 from ferry import fs
 from ferry.config import CopierOptions, ReplicationMode
 from ferry.plan import ReplicationPlan
-
-MIB = 1024 * 1024
+from ferry.s3 import MiB
 
 
 class CopierKind(StrEnum):
@@ -42,7 +41,7 @@ def choose_copier(plan: ReplicationPlan, options: CopierOptions) -> CopierKind:
     s3 = set(fs.S3_SCHEMES)
     if set(manifest.source_schemes) <= s3 and set(manifest.target_schemes) <= s3:
         return CopierKind.S3
-    if manifest.bytes <= options.inline_threshold_mib * MIB:
+    if manifest.bytes <= options.inline_threshold_mib * MiB:
         return CopierKind.INLINE
     return CopierKind.SPARK
 

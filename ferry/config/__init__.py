@@ -42,7 +42,6 @@ from ferry.config.checks import (
 from ferry.config.circus_train import read_as_hadoop
 from ferry.config.copier_options import (
     LISTING_THREADS,
-    MIB,
     CopierOptions,
     EmrServerlessSettings,
 )
@@ -73,7 +72,6 @@ __all__ = [
     "LOCATION_SCHEMES",
     "MAX_DATABASE_NAME",
     "MAX_TABLE_NAME",
-    "MIB",
     "AvroSerdeOptions",
     "CatalogConfig",
     "ConfigWarning",

@@ -19,9 +19,7 @@ from ferry.config.circus_train import (
     SDK_CREDENTIALS,
     SPARK_BALANCES,
 )
-
-MIB = 1024 * 1024
-
+from ferry.s3 import MiB
 
 #: Locations a plan lists at once unless ``copier-options.threads`` says otherwise.
 LISTING_THREADS = 8
@@ -136,7 +134,7 @@ class CopierOptions(_Model):
                 number = int(value)
             except ValueError:
                 raise ValueError(f"{key}: {value!r} is not a whole number") from None
-            data[ferry_key] = -(-number // MIB) if in_bytes else number
+            data[ferry_key] = -(-number // MiB) if in_bytes else number
         return data
 
 
