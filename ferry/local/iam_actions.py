@@ -13,7 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, unquote
-from xml.etree import ElementTree
+
+import xmltodict
 
 from ferry.local.authorization import Check
 
@@ -217,10 +218,12 @@ def _decrypting(bucket_name: str, key_name: str) -> list[Check]:
 
 
 def _delete_keys(body: bytes) -> list[str]:
-    root = ElementTree.fromstring(body)
-    return [
-        element.text or "" for element in root.iter() if element.tag.rsplit("}", 1)[-1] == "Key"
-    ]
+    """The keys of a ``DeleteObjects`` body, read as the emulator's S3 reads them (xmltodict),
+    so that what is authorized is what is deleted."""
+    objects = xmltodict.parse(body, strip_whitespace=False)["Delete"].get("Object") or []
+    if not isinstance(objects, list):  # one <Object> is a mapping, not a list of one
+        objects = [objects]
+    return [entry.get("Key") or "" for entry in objects]
 
 
 # JSON services: the operation in X-Amz-Target ------------------------------------------------

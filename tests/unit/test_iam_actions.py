@@ -1,0 +1,51 @@
+"""The IAM checks the local runtime makes of a request, read from what the SDK really sends."""
+
+from __future__ import annotations
+
+import boto3
+import pytest
+
+from ferry.local.iam_actions import HttpRequest, Signed, checks_of
+
+
+class _Sent(Exception):
+    pass
+
+
+def _delete_objects_body(keys: list[str]) -> bytes:
+    """The body boto3 sends for ``DeleteObjects`` of ``keys``, taken before it leaves."""
+    client = boto3.client(
+        "s3", region_name="eu-west-1", endpoint_url="http://127.0.0.1:9",
+        aws_access_key_id="AKIDEXAMPLE", aws_secret_access_key="secret",
+    )
+    sent: list[bytes] = []
+
+    def capture(request, **_):
+        sent.append(request.body)
+        raise _Sent
+
+    client.meta.events.register("before-send.s3.DeleteObjects", capture)
+    with pytest.raises(_Sent):
+        client.delete_objects(
+            Bucket="replica", Delete={"Objects": [{"Key": key} for key in keys], "Quiet": True}
+        )
+    return sent[0]
+
+
+@pytest.mark.parametrize(
+    "keys",
+    [["warehouse/t/snapshot=1/part-0"], ["a/b c", "x&y/<z>", "ünï/cödé"]],
+    ids=["one", "escaped"],
+)
+def test_delete_objects_is_authorized_key_by_key(keys):
+    request = HttpRequest(
+        method="POST", path="/replica", query={"delete": [""]}, headers={},
+        body=_delete_objects_body(keys), signed=Signed("AKIDEXAMPLE", "eu-west-1", "s3"),
+        account="123456789012",
+    )
+
+    checks = checks_of(request)
+
+    assert [(check.action, check.resource) for check in checks] == [
+        ("s3:DeleteObject", f"arn:aws:s3:::replica/{key}") for key in keys
+    ]
