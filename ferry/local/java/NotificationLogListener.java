@@ -223,7 +223,11 @@ public class NotificationLogListener extends MetaStoreEventListener {
       super("NotificationLogCleaner");
       setDaemon(true);
       this.conf = conf;
-      this.intervalMillis = conf.getTimeDuration(CLEAN_INTERVAL, 60, TimeUnit.SECONDS) * 1000;
+      // Not a setting Hive 2.3 knows, so HiveConf does not take it from a -D property.
+      String interval = System.getProperty(CLEAN_INTERVAL, conf.get(CLEAN_INTERVAL, "60s"));
+      Configuration settings = new Configuration(false);
+      settings.set(CLEAN_INTERVAL, interval);
+      this.intervalMillis = settings.getTimeDuration(CLEAN_INTERVAL, 0, TimeUnit.MILLISECONDS);
       setTimeToLive(conf);
     }
 
