@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from hmsclient.genthrift.hive_metastore import ttypes
 
 from ferry.catalog.hive import HiveMetastoreCatalog
 from ferry.catalog.hive_events import HiveNotificationLog, NotificationLogGapError
@@ -53,6 +54,17 @@ def test_the_log_holds_each_change_in_order(source_catalog, unique, tmp_path):
     added = [partition(table, "2026-11-20", hour) for hour in range(24)]
     source_catalog.add_partitions(table, added)
     source_catalog.alter_partitions(table, [partition(table, "2026-11-20", 7, {"late": "yes"})])
+    # What Hive's own client sends after writing files into a partition (an INSERT event).
+    written = ttypes.FireEventRequest(
+        successful=True,
+        data=ttypes.FireEventRequestData(
+            insertData=ttypes.InsertEventRequestData(filesAdded=[f"{added[5].location}/0.txt"])
+        ),
+        dbName=database,
+        tableName="clicks",
+        partitionVals=["2026-11-20", "5"],
+    )
+    source_catalog._call(lambda client: client.fire_listener_event(written))
     source_catalog.drop_partitions(table, [("2026-11-20", "3")])
     source_catalog.drop_table(database, "clicks")
     source_catalog.drop_database(database)
@@ -63,12 +75,13 @@ def test_the_log_holds_each_change_in_order(source_catalog, unique, tmp_path):
         ("CREATE_TABLE", database, "clicks", ()),
         ("ADD_PARTITION", database, "clicks", tuple(p.values for p in added)),
         ("ALTER_PARTITION", database, "clicks", (("2026-11-20", "7"),)),
+        ("INSERT", database, "clicks", (("2026-11-20", "5"),)),
         ("DROP_PARTITION", database, "clicks", (("2026-11-20", "3"),)),
         ("DROP_TABLE", database, "clicks", ()),
         ("DROP_DATABASE", database, None, ()),
     ]
     ids = [e.event_id for e in events]
-    assert ids == list(range(before + 1, before + 8))
+    assert ids == list(range(before + 1, before + 9))
     assert log.current_event_id() == ids[-1]
     assert all(abs(time.time() - e.time.timestamp()) < 600 for e in events)
 

@@ -7,8 +7,10 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.sql.Types;
+import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Iterator;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 import org.apache.hadoop.conf.Configuration;
@@ -17,6 +19,7 @@ import org.apache.hadoop.hive.metastore.HiveMetaStore.HMSHandler;
 import org.apache.hadoop.hive.metastore.MetaStoreEventListener;
 import org.apache.hadoop.hive.metastore.MetaStoreEventListenerConstants;
 import org.apache.hadoop.hive.metastore.RawStore;
+import org.apache.hadoop.hive.metastore.ReplChangeManager;
 import org.apache.hadoop.hive.metastore.api.Database;
 import org.apache.hadoop.hive.metastore.api.MetaException;
 import org.apache.hadoop.hive.metastore.api.NotificationEvent;
@@ -46,9 +49,10 @@ import org.apache.hadoop.hive.metastore.messaging.PartitionFiles;
  * Registered as a transactional listener, it runs inside the metastore call's transaction on
  * the call's own RawStore: an event is logged if and only if its change is committed.
  *
- * Unlike DbNotificationListener it does not list a table's or a partition's files into the
- * message: readers of the log take the partitions from the metastore itself, and listing
- * every new partition's folder would slow every add_partitions.
+ * Unlike DbNotificationListener it does not list the files of a created table's or an added
+ * partition's folder into the message: readers of the log take the partitions from the
+ * metastore itself, and listing every new partition's folder would slow every add_partitions.
+ * An INSERT's files, which its writer names, are in the message as Hive writes them.
  */
 public class NotificationLogListener extends MetaStoreEventListener {
   // Hive 2.3 cleans once a minute; Hive 3 made the interval this setting.
@@ -182,9 +186,16 @@ public class NotificationLogListener extends MetaStoreEventListener {
 
   @Override
   public void onInsert(InsertEvent event) throws MetaException {
+    // Each file with its checksum when the writer sent them, as DbNotificationListener lists.
+    List<String> files = new ArrayList<>();
+    List<String> checksums = event.getFileChecksums();
+    for (int i = 0; i < event.getFiles().size(); i++) {
+      String checksum = checksums == null || checksums.isEmpty() ? null : checksums.get(i);
+      files.add(ReplChangeManager.encodeFileUri(event.getFiles().get(i), checksum));
+    }
     log(event, EventType.INSERT,
         messages.buildInsertMessage(event.getDb(), event.getTable(),
-            event.getPartitionKeyValues(), event.getFiles().iterator()).toString(),
+            event.getPartitionKeyValues(), files.iterator()).toString(),
         event.getDb(), event.getTable());
   }
 
