@@ -3,18 +3,31 @@
 The server keeps its state in a Derby database under its own folder; two servers need two
 folders. Readiness is a real Thrift call, not an open port: the port opens seconds before
 the metastore can answer.
+
+The source metastore writes a notification log, as a production metastore with Hive's
+``DbNotificationListener`` does. That listener is in Hive's hcatalog jar, which pyspark does not
+ship, so a stand-in (``java/NotificationLogListener.java``, writing Hive's own messages) is
+compiled once against pyspark's jars and kept, keyed by its source, next to the interpreter.
 """
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 from ferry.local import processes
 
 METASTORE_MAIN = "org.apache.hadoop.hive.metastore.HiveMetaStore"
 REQUIRED_JAVA = 17
+LISTENER_SOURCE = Path(__file__).parent / "java" / "NotificationLogListener.java"
+LISTENER_CLASS = "ferry.local.NotificationLogListener"
+# Outside the repository and the runtime's state: one build serves every state folder.
+LISTENER_CACHE = Path(sys.prefix) / "ferry-cache"
 
 
 def pyspark_jars() -> Path:
@@ -57,8 +70,51 @@ def require_java() -> None:
         raise RuntimeError(problem)
 
 
-def metastore_command(home: Path, port: int) -> list[str]:
-    """The java command line of one metastore whose state lives in ``home``."""
+def listener_jar() -> Path:
+    """The compiled notification log listener, built on first use for this source and Hive."""
+    hive = next(pyspark_jars().glob("hive-metastore-*.jar"))
+    key = hashlib.sha256(LISTENER_SOURCE.read_bytes() + hive.name.encode()).hexdigest()[:16]
+    jar = LISTENER_CACHE / f"notification-log-listener-{key}.jar"
+    if jar.exists():
+        return jar
+    for tool in ("javac", "jar"):
+        if shutil.which(tool) is None:
+            raise RuntimeError(
+                f"no {tool} on PATH; the source metastore's notification log listener is "
+                f"compiled at first start (apt-get install openjdk-{REQUIRED_JAVA}-jdk-headless)"
+            )
+    LISTENER_CACHE.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=LISTENER_CACHE) as build:
+        classes, built = Path(build) / "classes", Path(build) / jar.name
+        for command in (
+            [
+                "javac",
+                "-nowarn",
+                "-d",
+                str(classes),
+                "-cp",
+                f"{pyspark_jars()}/*",
+                str(LISTENER_SOURCE),
+            ],
+            ["jar", "cf", str(built), "-C", str(classes), "."],
+        ):
+            result = subprocess.run(command, capture_output=True, text=True)
+            if result.returncode:
+                raise RuntimeError(f"{command[0]} failed: {result.stderr.strip()}")
+        built.replace(jar)  # atomic: metastores started at once see a whole jar or none
+    return jar
+
+
+def metastore_command(
+    home: Path,
+    port: int,
+    notification_log: bool = False,
+    settings: Mapping[str, str] | None = None,
+) -> list[str]:
+    """The java command line of one metastore whose state lives in ``home``.
+
+    ``settings`` are more Hive settings, e.g. a short time to live for the notification log.
+    """
     warehouse = home / "warehouse"
     derby = f"jdbc:derby:;databaseName={home / 'metastore_db'};create=true"
     properties = {
@@ -76,6 +132,13 @@ def metastore_command(home: Path, port: int) -> list[str]:
         "hive.log.dir": str(home / "logs"),
         "hive.metastore.event.db.notification.api.auth": "false",
     }
+    classpath = [f"{pyspark_jars()}/*"]
+    if notification_log:
+        classpath.append(str(listener_jar()))
+        # Transactional, as Hive means DbNotificationListener to be: an event is written in
+        # the transaction of its change, so the log holds exactly the committed changes.
+        properties["hive.metastore.transactional.event.listeners"] = LISTENER_CLASS
+    properties.update(settings or {})
     return [
         "java",
         "-Xmx512m",
@@ -83,7 +146,7 @@ def metastore_command(home: Path, port: int) -> list[str]:
         "-XX:TieredStopAtLevel=1",  # the metastore is I/O bound; quick JIT starts it faster
         *(f"-D{key}={value}" for key, value in properties.items()),
         "-cp",
-        f"{pyspark_jars()}/*",
+        ":".join(classpath),
         METASTORE_MAIN,
         "-p",
         str(port),
@@ -109,10 +172,21 @@ def is_ready(port: int) -> bool:
 
 
 def start_metastore(
-    state_dir: Path, name: str, port: int, timeout: float = 90.0
+    state_dir: Path,
+    name: str,
+    port: int,
+    timeout: float = 90.0,
+    notification_log: bool | None = None,
+    settings: Mapping[str, str] | None = None,
 ) -> processes.ManagedProcess:
-    """Start a metastore named ``name`` on ``port`` with its state in ``state_dir/name``."""
+    """Start a metastore named ``name`` on ``port`` with its state in ``state_dir/name``.
+
+    ``notification_log`` defaults to whether it is the source: Ferry reads changes from the
+    source's log, and a replica's log would only cost each of its writes an insert.
+    """
     require_java()
+    if notification_log is None:
+        notification_log = name == "source"
     if processes.port_in_use(port):
         raise RuntimeError(f"port {port} is already in use; pick another with --{name}-port")
     home = state_dir / name
@@ -121,7 +195,7 @@ def start_metastore(
     process = processes.start_process(
         state_dir,
         name,
-        metastore_command(home, port),
+        metastore_command(home, port, notification_log, settings),
         port,
         home / "metastore.log",
         cwd=home,  # Derby and Hive drop files in the working directory
