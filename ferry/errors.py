@@ -61,6 +61,18 @@ class ReplicaChangedError(FerryError):
     """The replica table changed between planning and commit; the commit was refused."""
 
 
+class NotificationLogGapError(FerryError):
+    """Events after the last one read were deleted from the log before they were read."""
+
+    def __init__(self, catalog: str, last_id: int, first_id: int | None, current_id: int):
+        self.last_id, self.first_id, self.current_id = last_id, first_id, current_id
+        held = "none" if first_id is None else f"the oldest after it is {first_id}"
+        super().__init__(
+            f"Hive metastore '{catalog}' no longer holds the events after {last_id} "
+            f"(its newest is {current_id}, {held}); compare the catalogs in full"
+        )
+
+
 class ConcurrentChangeError(CatalogError):
     """A conditional write found the table changed since it was read (the catalog's own
     concurrency control: Hive's expected parameter, Glue's ``VersionId``)."""

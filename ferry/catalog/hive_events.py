@@ -16,21 +16,9 @@ from datetime import UTC, datetime
 from hmsclient.genthrift.hive_metastore import ttypes
 
 from ferry.catalog.hive import HiveMetastoreCatalog
-from ferry.errors import FerryError
+from ferry.errors import NotificationLogGapError
 
 MAX_EVENTS = 1000  # per read; a metastore builds the whole answer in memory
-
-
-class NotificationLogGapError(FerryError):
-    """Events after the last one read were deleted from the log before they were read."""
-
-    def __init__(self, catalog: str, last_id: int, first_id: int | None, current_id: int):
-        self.last_id, self.first_id, self.current_id = last_id, first_id, current_id
-        held = "none" if first_id is None else f"the oldest after it is {first_id}"
-        super().__init__(
-            f"Hive metastore '{catalog}' no longer holds the events after {last_id} "
-            f"(its newest is {current_id}, {held}); compare the catalogs in full"
-        )
 
 
 @dataclass(frozen=True)

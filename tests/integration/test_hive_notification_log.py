@@ -9,7 +9,8 @@ import pytest
 from hmsclient.genthrift.hive_metastore import ttypes
 
 from ferry.catalog.hive import HiveMetastoreCatalog
-from ferry.catalog.hive_events import HiveNotificationLog, NotificationLogGapError
+from ferry.catalog.hive_events import HiveNotificationLog
+from ferry.errors import NotificationLogGapError
 from ferry.local import metastore, processes
 from ferry.model import Column, Database, Partition, StorageDescriptor, Table, TableType
 
