@@ -2,10 +2,10 @@
 
 The names on the wire are the models' fields in camelCase (``partitions_to_add`` →
 ``partitionsToAdd``): the state machine's ``Parameters``, ``ResultSelector`` and ``$.…``
-paths read them, and a test holds every path of the definition to these models
-(``tests/unit/test_state_trail.py``). Handlers validate their event into the input model and
-return ``result.model_dump(mode="json")``; ``ferry.statemachine.PAYLOADS`` names each
-function's pair.
+paths read them; ``tests/unit/test_state_payloads.py`` holds every path of the definitions
+to these models and ``tests/integration/test_state_trail.py`` every handler's result.
+Handlers validate their event into the input model and return
+``result.model_dump(mode="json")``; ``ferry.statemachine.PAYLOADS`` names each function's pair.
 
 Inputs ignore keys they do not name (a state's input is often the whole execution input);
 results are exactly their fields, in the order a consumer reads them.
