@@ -64,7 +64,7 @@ from ferry.config.tables import (
     TableReplication,
     TransformOptions,
 )
-from ferry.config.triggers import S3Trigger, ScheduleTrigger, Triggers
+from ferry.config.triggers import CatalogEventsTrigger, S3Trigger, ScheduleTrigger, Triggers
 
 __all__ = [
     "DEFAULT_EXPIRED_PATH_DURATION",
@@ -92,6 +92,7 @@ __all__ = [
     "TableReplication",
     "TransformOptions",
     "Triggers",
+    "CatalogEventsTrigger",
     "WholeNumber",
     "check_bucket_name",
     "check_hive_name",

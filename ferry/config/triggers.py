@@ -1,16 +1,19 @@
-"""What starts a replication of the config besides a person: ``triggers``, a schedule and
-S3 objects. What each trigger becomes on AWS and locally is ``ferry.triggers``.
+"""What starts a replication of the config besides a person: ``triggers``, a schedule, S3
+objects and the source catalog's own changes. What each trigger becomes on AWS and locally is
+``ferry.triggers``.
 """
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
-from pydantic import field_validator, model_validator
+from pydantic import field_serializer, field_validator, model_validator
 
 from ferry.config.base import _Model
 from ferry.config.checks import check_bucket_name, check_region
 from ferry.config.schedules import check_schedule_expression, check_time_zone
+from ferry.duration import format_duration, parse_duration
 
 
 class ScheduleTrigger(_Model):
@@ -70,8 +73,60 @@ class S3Trigger(_Model):
         return None if value is None else check_region(value)
 
 
+#: The longest merge window: past it a burst is better replicated in pieces than awaited.
+MAX_WINDOW = timedelta(minutes=15)
+#: The Hive poller's interval bounds: the notification log is read over Thrift each time.
+MIN_POLL_INTERVAL = timedelta(seconds=1)
+MAX_POLL_INTERVAL = timedelta(seconds=50)
+
+
+class CatalogEventsTrigger(_Model):
+    """``triggers.catalog-events``: a change in the source catalog starts a replication of the
+    table it changed (``ferry.feeds``).
+
+    A Glue source sends its changes to EventBridge (an EventBridge rule); a Hive source's
+    notification log is polled every ``poll-interval``. The changes of a table are merged
+    for ``window`` after the first of a burst: one run replicates them all.
+    """
+
+    #: How long after the first change of a burst the table's run starts (ISO 8601).
+    window: timedelta = timedelta(seconds=30)
+    #: How often the Hive poller reads the notification log (ISO 8601).
+    poll_interval: timedelta = timedelta(seconds=5)
+
+    @field_validator("window", "poll_interval", mode="before")
+    @classmethod
+    def _duration(cls, value: Any) -> Any:
+        return parse_duration(value) if isinstance(value, str) else value
+
+    @field_validator("window")
+    @classmethod
+    def _window(cls, value: timedelta) -> timedelta:
+        if not timedelta(0) <= value <= MAX_WINDOW:
+            raise ValueError(
+                f"{format_duration(value)} is not a merge window: give one from PT0S to "
+                f"{format_duration(MAX_WINDOW)}, e.g. PT30S"
+            )
+        return value
+
+    @field_validator("poll_interval")
+    @classmethod
+    def _poll_interval(cls, value: timedelta) -> timedelta:
+        if not MIN_POLL_INTERVAL <= value <= MAX_POLL_INTERVAL:
+            raise ValueError(
+                f"{format_duration(value)} is not a poll interval: give one from "
+                f"{format_duration(MIN_POLL_INTERVAL)} to {format_duration(MAX_POLL_INTERVAL)}"
+            )
+        return value
+
+    @field_serializer("window", "poll_interval")
+    def _spelled(self, value: timedelta) -> str:
+        return format_duration(value)
+
+
 class Triggers(_Model):
-    """What starts a replication of the config besides a person: ``schedule`` and ``s3``.
+    """What starts a replication of the config besides a person: ``schedule``, ``s3`` and
+    ``catalog-events``.
 
     Ferry's own key. The CDK stack deploys them; ``ferry local trigger`` installs the S3
     triggers into the local runtime.
@@ -79,6 +134,7 @@ class Triggers(_Model):
 
     schedule: ScheduleTrigger | None = None
     s3: tuple[S3Trigger, ...] = ()
+    catalog_events: CatalogEventsTrigger | None = None
 
     @field_validator("s3", mode="before")
     @classmethod
@@ -100,4 +156,4 @@ class Triggers(_Model):
     @property
     def declared(self) -> bool:
         """True when the config declares any trigger."""
-        return self.schedule is not None or bool(self.s3)
+        return self.schedule is not None or bool(self.s3) or self.catalog_events is not None
