@@ -447,7 +447,6 @@ class FileSystems:
                 if entry.type == pafs.FileType.File:
                     filesystem.delete_file(entry.path)
 
-
     def _delete_s3_tree(self, bucket: str, key: str) -> None:
         client = self._client_in(self.region_of(bucket))
         key = key.rstrip("/")

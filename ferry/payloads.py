@@ -283,6 +283,76 @@ class HousekeepingResult(Result):
     report_uri: str
 
 
+# -- Catalog change feeds (ferry.feeds; their own state machine) -----------------------------
+
+
+class CatalogEventInput(Input):
+    """An EventBridge rule's input to the intake: the config, and AWS Glue's event whole
+    (``events/catalog_events.json``; the rule's template is ``ferry.triggers``')."""
+
+    config_uri: str
+    event: dict[str, Any]
+
+
+class PollInput(Input):
+    """A schedule's input to the Hive poller (``events/catalog_poller.json``)."""
+
+    config_uri: str
+
+
+class IntakeResult(Result):
+    """What the intake did with a batch of changes: the tables whose windows it noted, those
+    it opened (an execution started), and the changes of tables the config does not select."""
+
+    tables: list[str]
+    opened: list[str]
+    ignored: int
+
+
+class PollResult(Result):
+    """What a poll did: events read, the position it reached, and the intake's counts."""
+
+    events: int
+    position: int | None
+    tables: list[str]
+    opened: list[str]
+    ignored: int
+    #: The log was cleaned past the last position: every table in scope was handed over.
+    gap: bool
+    polls: int
+
+
+class ChangeWindowInput(Input):
+    """The change window state machine's input: one table's window (``events/
+    claim_changes.json``)."""
+
+    config_uri: str
+    table: str
+    window_seconds: int
+
+
+class ClaimResult(Result):
+    """Whether the claimed changes need a run, and the run's ``tables`` and ``trigger``."""
+
+    run: bool
+    reason: str
+    changes: int
+    tables: list[str]
+    trigger: dict[str, Any]
+
+
+class CloseWindowInput(Input):
+    config_uri: str
+    table: str
+    claimed: int
+
+
+class CloseWindowResult(Result):
+    """``more``: changes came during the run; the window stays open for one follow-up."""
+
+    more: bool
+
+
 # -- the trigger -------------------------------------------------------------------------------
 
 
@@ -291,10 +361,10 @@ def trigger_time(trigger: Any) -> datetime | None:
     ``scheduledTime``; None for a run started by hand (or a time that does not parse)."""
     if not isinstance(trigger, dict):
         return None
-    return _optional_time(trigger.get("time") or trigger.get("scheduledTime"))
+    return optional_time(trigger.get("time") or trigger.get("scheduledTime"))
 
 
-def _optional_time(text: Any) -> datetime | None:
+def optional_time(text: Any) -> datetime | None:
     """An ISO-8601 time (AWS's events), or epoch seconds (the emulator's S3 events)."""
     if not isinstance(text, str):
         return None

@@ -334,6 +334,7 @@ class S3ServerSideCopier:
                 f"found {head['ContentLength']} bytes"
             )
 
+
 def part_ranges(size: int, part_size: int) -> list[tuple[int, int]]:
     """Inclusive byte ranges ``(first, last)`` of ``part_size`` covering ``size`` bytes."""
     return [(first, min(first + part_size, size) - 1) for first in range(0, size, part_size)]

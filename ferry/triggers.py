@@ -6,7 +6,12 @@ A replication config declares them (``triggers``, ``ferry.config.Triggers``):
   schedule on AWS that starts the state machine with ``scheduled_input``;
 - S3 objects whose arrival starts a run (a ``_SUCCESS`` marker, typically): an EventBridge
   rule on S3's "Object Created" events, ``s3_event_pattern``, whose input transformer
-  (``S3_INPUT_PATHS``, ``s3_input_template``) turns the event into the state machine input.
+  (``S3_INPUT_PATHS``, ``s3_input_template``) turns the event into the state machine input;
+- the source catalog's own changes (``catalog-events``, ``ferry.feeds``): for the Glue Data
+  Catalog an EventBridge rule on its events (``glue_event_pattern``) whose target is the
+  intake function (``catalog_event_input_template``); for a Hive metastore a schedule that
+  runs the poller (``POLLER_SCHEDULE``, ``poller_input``). Either starts the change window
+  state machine, which starts the replication state machine for one table.
 
 The CDK stack and the local runtime (``ferry local trigger``) both build their resources
 from these functions; the config checks what a trigger says (``ferry.config.triggers``).
@@ -19,7 +24,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ferry.config import S3Trigger, ScheduleTrigger
+from ferry.config import ReplicationConfig, S3Trigger, ScheduleTrigger
+from ferry.feeds.changes import GLUE_DETAIL_TYPES
 
 #: How often the housekeeping state machine runs for each config on AWS. Replaced data is
 #: kept for ``housekeeping.expired-path-duration`` (default three days); a few hours more
@@ -92,3 +98,38 @@ def describe_s3_trigger(trigger: S3Trigger) -> str:
     """The objects a trigger starts a run on, for people: ``s3://landing/warehouse/…_SUCCESS``."""
     where = f"s3://{trigger.bucket}/{trigger.prefix}…{trigger.suffix}"
     return f"{where} ({trigger.region})" if trigger.region else where
+
+
+#: How often a Hive source's notification log poller is started. Each run polls for up to
+#: ``POLL_SECONDS`` (every ``catalog-events.poll-interval``), so one is always polling.
+POLLER_SCHEDULE = "rate(1 minute)"
+POLL_SECONDS = 55
+
+
+def source_databases(config: ReplicationConfig) -> list[str]:
+    """The source databases the config replicates from, as the catalog names them."""
+    return sorted({r.source_table.database_name.lower() for r in config.table_replications})
+
+
+def glue_event_pattern(config: ReplicationConfig) -> dict[str, Any]:
+    """The EventBridge pattern of AWS Glue's Data Catalog events of the config's source
+    databases (in its catalog's account, when the config names it)."""
+    pattern: dict[str, Any] = {
+        "source": ["aws.glue"],
+        "detail-type": list(GLUE_DETAIL_TYPES),
+        "detail": {"databaseName": source_databases(config)},
+    }
+    glue = config.source_catalog.glue
+    if glue is not None and glue.catalog_id:
+        pattern["account"] = [glue.catalog_id]
+    return pattern
+
+
+def catalog_event_input_template(config_uri: str) -> str:
+    """The Glue rule's input template: the config, and the event whole (``CatalogEventInput``)."""
+    return f'{{"configUri": {json.dumps(config_uri)}, "event": <aws.events.event.json>}}'
+
+
+def poller_input(config_uri: str) -> dict[str, Any]:
+    """The input a schedule starts the Hive poller with (``PollInput``)."""
+    return {"configUri": config_uri}

@@ -16,8 +16,10 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from ferry import fs, lifecycle
 from ferry.aws import AwsClients
+from ferry.config import load_config_uri
 from ferry.config_text import SECRET_PLACEHOLDER
 from ferry.errors import ConfigError, FerryError
+from ferry.feeds import ChangeFeeds, FeedState, WindowExecutions
 from ferry.ledger import LONGEST_LEASE
 from ferry.steps import Steps
 
@@ -53,6 +55,11 @@ class Settings(BaseModel):
         default=None,
         alias="FERRY_CONFIG_SECRET",
         description="Secrets Manager secret (a JSON object) of the configs' secret placeholders",
+    )
+    changes_state_machine: str | None = Field(
+        default=None,
+        alias="FERRY_CHANGES_STATE_MACHINE_ARN",
+        description="the change window state machine the catalog change feeds start",
     )
     lock_lease: timedelta = Field(
         default=lifecycle.DEFAULT_LEASE,
@@ -92,6 +99,26 @@ def steps() -> Steps:
     return Steps(settings().work_uri, aws, state=state, config_environment=config_environment(aws))
 
 
+@cache
+def feeds() -> ChangeFeeds:
+    """The change feeds' steps (``ferry.feeds``), on the state table and the change window
+    state machine of the environment."""
+    if not settings().state_table:
+        raise ConfigError("FERRY_STATE_TABLE: the change feeds keep their windows there")
+    aws = AwsClients()
+    executions = WindowExecutions(
+        aws.client("stepfunctions"), settings().changes_state_machine or ""
+    )
+    environment = config_environment(aws)
+    runs = steps()
+    return ChangeFeeds(
+        FeedState(aws.client("dynamodb"), settings().state_table),
+        executions,
+        lambda uri: load_config_uri(uri, environment),
+        lambda catalog: runs.catalogs(catalog, runs.aws),
+    )
+
+
 def config_environment(aws: AwsClients) -> dict[str, str]:
     """The configs' placeholders: the function's environment, then its secret's values."""
     environment = dict(os.environ)
@@ -108,7 +135,7 @@ def config_environment(aws: AwsClients) -> dict[str, str]:
                 f"secret {settings().config_secret} still holds the placeholder of "
                 f"{', '.join(unset)}: put the values after the first deploy (aws "
                 "secretsmanager put-secret-value --secret-id <it> --secret-string "
-                f"'{{\"{unset[0]}\": \"...\"}}'), then run again"
+                f'\'{{"{unset[0]}": "..."}}\'), then run again'
             )
         environment.update({str(k): str(v) for k, v in values.items()})
     return environment

@@ -115,7 +115,9 @@ class HiveMetastoreCatalog(Catalog):
             raise NotAMetastoreError(message)
         raise CatalogUnreachableError(message)
 
-    def _call(self, operation: Callable[[hmsclient.HMSClient], R]) -> R:
+    def call(self, operation: Callable[[hmsclient.HMSClient], R]) -> R:
+        """Run ``operation`` on a pooled Thrift client: the one way to the metastore's API
+        (a lost connection is ``CatalogUnreachableError``, and the client is not reused)."""
         with self._lock:
             client = self._idle.pop() if self._idle else None
         if client is None:
@@ -145,19 +147,19 @@ class HiveMetastoreCatalog(Catalog):
 
     def get_database(self, name: str) -> Database | None:
         try:
-            return _database_from_thrift(self._call(lambda c: c.get_database(name)))
+            return _database_from_thrift(self.call(lambda c: c.get_database(name)))
         except ttypes.NoSuchObjectException:
             return None
 
     def get_table(self, database: str, name: str) -> Table | None:
         try:
-            return table_from_thrift(self._call(lambda c: c.get_table(database, name)))
+            return table_from_thrift(self.call(lambda c: c.get_table(database, name)))
         except ttypes.NoSuchObjectException:
             return None
 
     def list_table_names(self, database: str) -> list[str]:
         try:
-            return list(self._call(lambda c: c.get_all_tables(database)))
+            return list(self.call(lambda c: c.get_all_tables(database)))
         except ttypes.MetaException:
             return []
 
@@ -166,7 +168,7 @@ class HiveMetastoreCatalog(Catalog):
 
     def _partition_names(self, table: Table) -> dict[tuple[str, ...], str]:
         """Each partition's values, and its name as the metastore spells it."""
-        names = self._call(lambda c: c.get_partition_names(table.database, table.name, -1))
+        names = self.call(lambda c: c.get_partition_names(table.database, table.name, -1))
         return {_values_from_name(name): name for name in names}
 
     def list_partitions(
@@ -224,7 +226,7 @@ class HiveMetastoreCatalog(Catalog):
 
     def _by_filter_or_names(self, call: Callable[[hmsclient.HMSClient], list]) -> list[Partition]:
         try:
-            return [partition_from_thrift(p) for p in self._call(call)]
+            return [partition_from_thrift(p) for p in self.call(call)]
         except ttypes.MetaException as error:
             raise CatalogError(
                 f"metastore '{self.name}' rejected the request: {error.message}"
@@ -240,7 +242,7 @@ class HiveMetastoreCatalog(Catalog):
             parameters=dict(database.parameters),
         )
         try:
-            self._call(lambda c: c.create_database(thrift))
+            self.call(lambda c: c.create_database(thrift))
         except ttypes.AlreadyExistsException:
             pass  # created meanwhile by someone else: fine, it exists
 
@@ -261,7 +263,7 @@ class HiveMetastoreCatalog(Catalog):
         )
         thrift = table_to_thrift(table)
         try:
-            self._call(
+            self.call(
                 lambda c: c.alter_table_with_environment_context(
                     table.database, table.name, thrift, context
                 )
@@ -296,7 +298,7 @@ class HiveMetastoreCatalog(Catalog):
     def drop_partitions(self, table: Table, values: Sequence[tuple[str, ...]]) -> None:
         for partition_values in values:
             try:
-                self._call(
+                self.call(
                     lambda c, v=partition_values: c.drop_partition(
                         table.database, table.name, list(v), False
                     )
@@ -306,7 +308,7 @@ class HiveMetastoreCatalog(Catalog):
 
     def drop_table(self, database: str, name: str) -> None:
         try:
-            self._call(lambda c: c.drop_table(database, name, False))
+            self.call(lambda c: c.drop_table(database, name, False))
         except ttypes.NoSuchObjectException:
             pass
 
@@ -314,11 +316,11 @@ class HiveMetastoreCatalog(Catalog):
         # drop_database(ignoreUnknownDb=True) on a missing database fails with an NPE
         # (MetaException) in Hive 2.3, so look first.
         if self.get_database(name) is not None:
-            self._call(lambda c: c.drop_database(name, False, True))
+            self.call(lambda c: c.drop_database(name, False, True))
 
     def _write(self, call: Callable[[hmsclient.HMSClient], object], table: Table) -> None:
         try:
-            self._call(call)
+            self.call(call)
         except (
             ttypes.MetaException,
             ttypes.InvalidObjectException,

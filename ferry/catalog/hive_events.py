@@ -45,7 +45,7 @@ class HiveNotificationLog:
 
     def current_event_id(self) -> int:
         """The id of the newest event (0 when the log has never held one)."""
-        return self.catalog._call(lambda client: client.get_current_notificationEventId()).eventId
+        return self.catalog.call(lambda client: client.get_current_notificationEventId()).eventId
 
     def events_after(self, last_id: int, max_events: int = MAX_EVENTS) -> list[HiveEvent]:
         """Up to ``max_events`` events after ``last_id``, oldest first.
@@ -56,7 +56,7 @@ class HiveNotificationLog:
         """
         current_id = self.current_event_id()
         request = ttypes.NotificationEventRequest(lastEvent=last_id, maxEvents=max_events)
-        events = self.catalog._call(lambda client: client.get_next_notification(request)).events
+        events = self.catalog.call(lambda client: client.get_next_notification(request)).events
         events = events or []
         first_id = events[0].eventId if events else None
         missing = last_id < current_id and (first_id is None or first_id > last_id + 1)

@@ -5,6 +5,10 @@ emulator and walked by ``ferry replicate`` (``ferry.replicate``).
 placeholders for resource ARNs and settings, as the CDK's ``DefinitionSubstitutions``
 fill them. ``housekeeping.asl.json`` is the second, small definition: one Task that
 deletes superseded snapshots, run on a schedule (``HOUSEKEEPING_FUNCTIONS``).
+``catalog_changes.asl.json``, the third, is one table's change window (``ferry.feeds``):
+wait, claim the changes, run the replication state machine, close or follow up
+(``CHANGES_FUNCTIONS``). The feeds' own two functions start it: the intake of AWS Glue's
+events and the Hive poller (``FEED_FUNCTIONS``); no definition invokes them.
 
 Each Lambda task is one function (its handler in ``lambdas/``), which runs one
 ``ferry.steps.Steps`` method on one input model and returns one result model
@@ -26,6 +30,7 @@ from ferry.errors import transient_errors
 
 DEFINITION_PATH = Path(__file__).parent / "replication.asl.json"
 HOUSEKEEPING_PATH = Path(__file__).parent / "housekeeping.asl.json"
+CHANGES_PATH = Path(__file__).parent / "catalog_changes.asl.json"
 
 #: Lambda functions by the placeholder prefix the definition uses, and their handlers.
 FUNCTIONS = {
@@ -55,6 +60,21 @@ STEPS = {
 HOUSEKEEPING_FUNCTIONS = {"Housekeeping": "lambdas.housekeeping.handler"}
 HOUSEKEEPING_STEPS = {"Housekeeping": "housekeeping"}
 
+#: The change window definition's functions, and the ``ferry.feeds.ChangeFeeds`` methods
+#: they run.
+CHANGES_FUNCTIONS = {
+    "ClaimChanges": "lambdas.claim_changes.handler",
+    "CloseWindow": "lambdas.close_window.handler",
+}
+CHANGES_STEPS = {"ClaimChanges": "claim", "CloseWindow": "close"}
+#: The functions that start the change window: an EventBridge rule's target (AWS Glue's
+#: events) and a schedule's (the Hive poller). No definition invokes them.
+FEED_FUNCTIONS = {
+    "CatalogEvents": "lambdas.catalog_events.handler",
+    "CatalogPoller": "lambdas.catalog_poller.handler",
+}
+FEED_STEPS = {"CatalogEvents": "glue_event", "CatalogPoller": "poll"}
+
 #: The input and result model of each function's step (what travels in and out of its state).
 PAYLOADS: dict[str, tuple[type[BaseModel], type[BaseModel]]] = {
     "ResolveTables": (payloads.ResolveTablesInput, payloads.ResolveTablesResult),
@@ -66,12 +86,18 @@ PAYLOADS: dict[str, tuple[type[BaseModel], type[BaseModel]]] = {
     "Abort": (payloads.AbortInput, payloads.AbortResult),
     "Summarize": (payloads.SummarizeInput, payloads.SummarizeResult),
     "Housekeeping": (payloads.HousekeepingInput, payloads.HousekeepingResult),
+    "ClaimChanges": (payloads.ChangeWindowInput, payloads.ClaimResult),
+    "CloseWindow": (payloads.CloseWindowInput, payloads.CloseWindowResult),
+    "CatalogEvents": (payloads.CatalogEventInput, payloads.IntakeResult),
+    "CatalogPoller": (payloads.PollInput, payloads.PollResult),
 }
 
-#: Every function of both definitions (what a deployment creates), and their steps.
-ALL_FUNCTIONS = {**FUNCTIONS, **HOUSEKEEPING_FUNCTIONS}
+#: Every function (what a deployment creates), and the definitions.
+ALL_FUNCTIONS = {**FUNCTIONS, **HOUSEKEEPING_FUNCTIONS, **CHANGES_FUNCTIONS, **FEED_FUNCTIONS}
+#: The ``ferry.steps.Steps`` method of each function of the replication and housekeeping
+#: definitions (``ferry replicate`` walks them).
 ALL_STEPS = {**STEPS, **HOUSEKEEPING_STEPS}
-DEFINITIONS = (DEFINITION_PATH, HOUSEKEEPING_PATH)
+DEFINITIONS = (DEFINITION_PATH, HOUSEKEEPING_PATH, CHANGES_PATH)
 
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z0-9]+)\}")
 

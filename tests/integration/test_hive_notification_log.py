@@ -65,7 +65,7 @@ def test_the_log_holds_each_change_in_order(source_catalog, unique, tmp_path):
         tableName="clicks",
         partitionVals=["2026-11-20", "5"],
     )
-    source_catalog._call(lambda client: client.fire_listener_event(written))
+    source_catalog.call(lambda client: client.fire_listener_event(written))
     source_catalog.drop_partitions(table, [("2026-11-20", "3")])
     source_catalog.drop_table(database, "clicks")
     source_catalog.drop_database(database)

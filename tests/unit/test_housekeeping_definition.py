@@ -61,7 +61,12 @@ def test_the_function_runs_the_step_its_handler_calls_and_has_a_sample_event():
 def test_both_definitions_functions_are_deployed_and_driven():
     from ferry.replicate import substitutions
 
-    assert set(definition.ALL_FUNCTIONS) == set(definition.FUNCTIONS) | {"Housekeeping"}
+    assert set(definition.ALL_FUNCTIONS) == (
+        set(definition.FUNCTIONS)
+        | {"Housekeeping"}
+        | set(definition.CHANGES_FUNCTIONS)
+        | set(definition.FEED_FUNCTIONS)
+    )
     values = substitutions()
-    for path in definition.DEFINITIONS:
+    for path in (definition.DEFINITION_PATH, definition.HOUSEKEEPING_PATH):
         assert definition.placeholders(path) <= set(values), path

@@ -64,7 +64,9 @@ TASKS = tasks()
 
 def test_every_function_has_its_payload_models():
     assert set(statemachine.PAYLOADS) == set(statemachine.ALL_FUNCTIONS)
-    assert {function for function, _, _ in TASKS} == set(statemachine.ALL_FUNCTIONS)
+    # The change feeds' intake and poller start the change window; no definition runs them.
+    driven = set(statemachine.ALL_FUNCTIONS) - set(statemachine.FEED_FUNCTIONS)
+    assert {function for function, _, _ in TASKS} == driven
 
 
 @pytest.mark.parametrize("function,name,state", TASKS, ids=[name for _, name, _ in TASKS])
@@ -151,6 +153,24 @@ def test_every_path_of_the_replication_definition_reads_what_a_model_or_a_state_
 def test_every_path_of_the_housekeeping_definition_reads_its_input_or_a_result():
     document = json.loads(statemachine.HOUSEKEEPING_PATH.read_text())
     check_scope(document, keys(statemachine.PAYLOADS["Housekeeping"][0]))
+
+
+def test_every_path_of_the_change_window_reads_its_input_or_a_result():
+    document = json.loads(statemachine.CHANGES_PATH.read_text())
+    check_scope(document, keys(statemachine.PAYLOADS["ClaimChanges"][0]))
+
+
+def test_the_change_window_starts_the_replication_with_its_input_model():
+    document = json.loads(statemachine.CHANGES_PATH.read_text())
+    (run,) = [
+        state
+        for state in document["States"].values()
+        if state.get("Resource", "").startswith("arn:aws:states:::states:startExecution")
+    ]
+    assert run["Parameters"]["StateMachineArn"] == "${ReplicationStateMachineArn}"
+    sent = template_keys(run["Parameters"]["Input"])
+    assert sent <= keys(ResolveTablesInput)
+    assert required(ResolveTablesInput) <= sent
 
 
 @pytest.mark.parametrize("function", sorted(statemachine.ALL_FUNCTIONS))

@@ -1,0 +1,24 @@
+"""Catalog change feeds: a change in the source catalog starts a replication of its table.
+
+AWS Glue sends its Data Catalog's changes to EventBridge; a Hive metastore writes them to
+its notification log, which a scheduled function polls. Both become ``CatalogChange``s
+(``ferry.feeds.changes``), merged per table in a window (``ferry.feeds.windows``) that one
+execution of the change window state machine replicates (``ferry.feeds.intake``).
+"""
+
+from ferry.feeds.changes import CatalogChange, glue_changes, hive_changes, in_scope
+from ferry.feeds.intake import ChangeFeeds, WindowExecutions, execution_name
+from ferry.feeds.windows import FeedState, Window, config_name
+
+__all__ = [
+    "CatalogChange",
+    "ChangeFeeds",
+    "FeedState",
+    "Window",
+    "WindowExecutions",
+    "config_name",
+    "execution_name",
+    "glue_changes",
+    "hive_changes",
+    "in_scope",
+]

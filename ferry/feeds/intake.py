@@ -1,0 +1,329 @@
+"""From a catalog's changes to one replication per table: the intake, the window's claim
+and close, and the Hive poller.
+
+- **Intake** (``ChangeFeeds.hand_over``): the changes of tables the config selects are
+  noted in their table's window (``ferry.feeds.windows``); the first change of a burst opens
+  the window and starts its execution of the change window state machine
+  (``ferry/statemachine/catalog_changes.asl.json``), named after the window, so that a
+  repeated start is the same execution. AWS Glue's events arrive one by one
+  (``glue_event``); the poller hands over what it read of the notification log.
+- **Claim** (``claim``), when the window's wait is over: the changes noted so far, and
+  whether they need a run. The source catalog decides: a table that exists is replicated; a
+  table that is gone is replicated (its replica dropped) only by a config that propagates
+  deletes, and when there is a replica to drop. A table created and dropped within the
+  window needs nothing.
+- **Close** (``close``), after the run: the window closes unless changes came during the
+  run; then it waits once more and runs one follow-up, never a queue of them.
+- **Poll** (``poll``): reads the notification log after the last position handed over,
+  hands the events over, then advances the position, for up to the time it is given. A
+  crash between the two hands the same events over again: harmless, as a window counts
+  changes and the run compares the catalogs. A log cleaned past the position is a gap: every
+  table the config selects is handed over (a full comparison), with a warning.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from datetime import datetime, timedelta
+from typing import Any
+
+from ferry import selection
+from ferry.catalog import Catalog
+from ferry.catalog.hive import HiveMetastoreCatalog
+from ferry.catalog.hive_events import MAX_EVENTS, HiveNotificationLog
+from ferry.clock import Clock, utc_now
+from ferry.config import CatalogConfig, ReplicationConfig, ReplicationStrategy
+from ferry.errors import ConfigError, NotificationLogGapError
+from ferry.feeds.changes import CatalogChange, GlueEventOrigin, glue_changes, hive_changes, in_scope
+from ferry.feeds.windows import FeedState, Window
+from ferry.ledger.records import iso
+from ferry.payloads import (
+    CatalogEventInput,
+    ChangeWindowInput,
+    ClaimResult,
+    CloseWindowInput,
+    CloseWindowResult,
+    IntakeResult,
+    PollInput,
+    PollResult,
+)
+
+logger = logging.getLogger(__name__)
+
+#: The change kind of a table handed over because the log lost its events (a gap).
+FULL_COMPARISON = "FULL_COMPARISON"
+#: Past this long after its window opened, a window's execution is looked at: if it has
+#: ended without closing the window (stopped by hand, failed in its own steps), the next
+#: change starts another.
+CHECK_EXECUTION_AFTER = timedelta(minutes=30)
+#: The poller's own interval when the config declares no ``catalog-events`` trigger.
+DEFAULT_POLL_INTERVAL = timedelta(seconds=5)
+
+ConfigLoader = Callable[[str], ReplicationConfig]
+CatalogOpener = Callable[[CatalogConfig], AbstractContextManager[Catalog]]
+
+
+class WindowExecutions:
+    """The change window state machine's executions, started by name (Step Functions)."""
+
+    def __init__(self, client: Any, state_machine_arn: str):
+        self.client = client
+        self.state_machine_arn = state_machine_arn
+
+    def start(self, name: str, execution_input: dict[str, Any]) -> None:
+        """Start ``name``; one already started with that name is the same window's."""
+        try:
+            self.client.start_execution(
+                stateMachineArn=self.state_machine_arn,
+                name=name,
+                input=json.dumps(execution_input),
+            )
+        except self.client.exceptions.ExecutionAlreadyExists:
+            pass
+
+    def running(self, name: str) -> bool:
+        arn = self.state_machine_arn.replace(":stateMachine:", ":execution:", 1) + f":{name}"
+        try:
+            return self.client.describe_execution(executionArn=arn)["status"] == "RUNNING"
+        except self.client.exceptions.ExecutionDoesNotExist:
+            return False
+
+
+def execution_name(window: Window, restart: int = 0) -> str:
+    """The window's execution: the same name for every start of one window (80 characters
+    at most, of the characters Step Functions allows); a restart's adds its number."""
+    digest = hashlib.sha256(f"{window.config_uri}\0{window.table}".encode()).hexdigest()[:16]
+    table = "".join(c if c.isalnum() or c in "-_" else "-" for c in window.table)[:40]
+    opened = window.opened.strftime("%Y%m%dT%H%M%S%fZ")
+    return f"{table}-{digest}-{opened}" + (f"-{restart}" if restart else "")
+
+
+class ChangeFeeds:
+    """The change feeds' steps, with their collaborators injected."""
+
+    def __init__(
+        self,
+        state: FeedState,
+        executions: WindowExecutions,
+        load_config: ConfigLoader,
+        open_catalog: CatalogOpener,
+        clock: Clock = utc_now,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+        monotonic: Callable[[], float] = time.monotonic,
+    ):
+        self.state = state
+        self.executions = executions
+        self.load_config = load_config
+        self.open_catalog = open_catalog
+        self.clock = clock
+        self.sleep = sleep
+        self.monotonic = monotonic
+
+    # -- intake
+
+    def glue_event(self, payload: CatalogEventInput) -> IntakeResult:
+        """Hand over the changes of one of AWS Glue's events, if from the config's source."""
+        config = self.load_config(payload.config_uri)
+        origin, changes = glue_changes(payload.event)
+        if not _from_source(config.source_catalog, origin):
+            return IntakeResult(tables=[], opened=[], ignored=len(changes))
+        return self.hand_over(payload.config_uri, config, changes)
+
+    def hand_over(
+        self, config_uri: str, config: ReplicationConfig, changes: Sequence[CatalogChange]
+    ) -> IntakeResult:
+        """Note the changes in their tables' windows; open and start those not yet open."""
+        scoped = in_scope(config, changes)
+        if scoped.ignored:
+            logger.info("%d change(s) of tables %s does not select", scoped.ignored, config_uri)
+        seconds = int(_trigger_window(config).total_seconds())
+        opened: list[str] = []
+        now = self.clock()
+        for table, noted in sorted(scoped.tables.items()):
+            window = self.state.note(config_uri, table, noted.count, noted.first, noted.kinds, now)
+            name = self._execution_to_start(window, now)
+            if name is None:
+                continue
+            self.executions.start(
+                name, {"configUri": config_uri, "table": table, "windowSeconds": seconds}
+            )
+            self.state.started(window, name)
+            opened.append(table)
+        return IntakeResult(tables=sorted(scoped.tables), opened=opened, ignored=scoped.ignored)
+
+    def _execution_to_start(self, window: Window, now: datetime) -> str | None:
+        """The execution this note must start: the window's own when none was recorded (a
+        new window, or an intake that stopped before recording it), another when the one
+        recorded long ago ended without closing the window; else None."""
+        if window.execution is None:
+            return execution_name(window)
+        if now - window.opened < CHECK_EXECUTION_AFTER or self.executions.running(window.execution):
+            return None
+        logger.warning(
+            "the window of %s (execution %s) ended without closing: starting another",
+            window.table,
+            window.execution,
+        )
+        # Changes only grow in number: each restart of a window has a name of its own.
+        return execution_name(window, window.changes)
+
+    # -- the window's execution
+
+    def claim(self, payload: ChangeWindowInput) -> ClaimResult:
+        """Claim the table's changes; say whether the source catalog calls for a run."""
+        window = self.state.claim(payload.config_uri, payload.table)
+        if window is None:
+            return ClaimResult(run=False, reason="no changes", changes=0, tables=[], trigger={})
+        config = self.load_config(payload.config_uri)
+        run, reason = self._needs_run(config, payload.table)
+        trigger = {
+            "catalogEvents": {
+                "changes": window.changes - window.claimed,
+                "kinds": sorted(window.kinds),
+                "windowOpened": iso(window.opened),
+            },
+            "time": iso(window.first_change or window.opened),
+        }
+        return ClaimResult(
+            run=run,
+            reason=reason,
+            changes=window.changes,
+            tables=[payload.table] if run else [],
+            trigger=trigger,
+        )
+
+    def _needs_run(self, config: ReplicationConfig, table: str) -> tuple[bool, str]:
+        replications = [r for r in config.table_replications if r.selects(table)]
+        if not replications:
+            return False, f"the config no longer selects {table}"
+        database, _, name = table.partition(".")
+        with self.open_catalog(config.source_catalog) as source:
+            if source.get_table(database, name) is not None:
+                return True, "changed"
+        if not any(
+            r.replication_strategy is ReplicationStrategy.PROPAGATE_DELETES for r in replications
+        ):
+            return False, "dropped at the source; the config does not propagate deletes"
+        with self.open_catalog(config.replica_catalog) as replica:
+            for replication in replications:
+                concrete = replication.for_table(name)
+                if replica.get_table(concrete.replica_database, concrete.replica_table_name):
+                    return True, "dropped at the source: the replica is dropped"
+        return False, "dropped at the source, and no replica exists"
+
+    def close(self, payload: CloseWindowInput) -> CloseWindowResult:
+        closed = self.state.close(payload.config_uri, payload.table, payload.claimed)
+        return CloseWindowResult(more=not closed)
+
+    # -- the Hive poller
+
+    def poll(self, payload: PollInput, seconds: float) -> PollResult:
+        """Read the config's source notification log for up to ``seconds``, every
+        ``catalog-events.poll-interval``, handing its changes over."""
+        config = self.load_config(payload.config_uri)
+        interval = _poll_interval(config).total_seconds()
+        deadline = self.monotonic() + seconds
+        counts = _PollCounts()
+        with self.open_catalog(config.source_catalog) as catalog:
+            if not isinstance(catalog, HiveMetastoreCatalog):
+                raise ConfigError(
+                    f"{payload.config_uri}: source-catalog {config.source_catalog.name} is not "
+                    "a Hive metastore: the Glue Data Catalog sends its changes to EventBridge, "
+                    "it has no notification log to poll"
+                )
+            log = HiveNotificationLog(catalog)
+            while True:
+                full = self._poll_once(payload.config_uri, config, catalog, log, counts)
+                if full:
+                    continue  # more events are waiting: read them now
+                if self.monotonic() + interval > deadline:
+                    break
+                self.sleep(interval)
+        return counts.result(self.state.position(payload.config_uri))
+
+    def _poll_once(
+        self,
+        config_uri: str,
+        config: ReplicationConfig,
+        catalog: HiveMetastoreCatalog,
+        log: HiveNotificationLog,
+        counts: _PollCounts,
+    ) -> bool:
+        """One read of the log; True when it returned as many events as one read may."""
+        counts.polls += 1
+        read = self.state.position(config_uri)
+        if read is None:  # the first poll: changes from now on start runs
+            self.state.advance(config_uri, None, log.current_event_id(), self.clock())
+            return False
+        try:
+            events = log.events_after(read, MAX_EVENTS)
+        except NotificationLogGapError as gap:
+            logger.warning("%s: every table the config selects is compared in full", gap)
+            current = log.current_event_id()
+            tables = selection.expand(config, (), catalog.list_table_names, config_uri)
+            now = self.clock()
+            changes = [
+                CatalogChange(r.source_table.database_name, r.source_table.table_name,
+                              FULL_COMPARISON, now)
+                for r in tables
+            ]  # fmt: skip
+            counts.add(self.hand_over(config_uri, config, changes))
+            counts.gap = True
+            self.state.advance(config_uri, read, current, self.clock())
+            return False
+        if not events:
+            return False
+        counts.events += len(events)
+        counts.add(self.hand_over(config_uri, config, hive_changes(events)))
+        self.state.advance(config_uri, read, events[-1].event_id, self.clock())
+        return len(events) >= MAX_EVENTS
+
+
+class _PollCounts:
+    def __init__(self) -> None:
+        self.events = self.ignored = self.polls = 0
+        self.tables: set[str] = set()
+        self.opened: list[str] = []
+        self.gap = False
+
+    def add(self, intake: IntakeResult) -> None:
+        self.tables.update(intake.tables)
+        self.opened += intake.opened
+        self.ignored += intake.ignored
+
+    def result(self, position: int | None) -> PollResult:
+        return PollResult(
+            events=self.events,
+            position=position,
+            tables=sorted(self.tables),
+            opened=self.opened,
+            ignored=self.ignored,
+            gap=self.gap,
+            polls=self.polls,
+        )
+
+
+def _trigger_window(config: ReplicationConfig) -> timedelta:
+    trigger = config.triggers.catalog_events
+    return trigger.window if trigger is not None else timedelta(0)
+
+
+def _poll_interval(config: ReplicationConfig) -> timedelta:
+    trigger = config.triggers.catalog_events
+    return trigger.poll_interval if trigger is not None else DEFAULT_POLL_INTERVAL
+
+
+def _from_source(source: CatalogConfig, origin: GlueEventOrigin) -> bool:
+    """True when an event of AWS Glue came from the config's source catalog (its account and
+    region, where the config names them)."""
+    if source.glue is None:
+        return False
+    if source.glue.catalog_id and origin.account and source.glue.catalog_id != origin.account:
+        return False
+    return not (source.glue.region and origin.region and source.glue.region != origin.region)
