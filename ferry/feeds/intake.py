@@ -32,7 +32,7 @@ from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 from typing import Any
 
-from ferry import selection
+from ferry import faults, selection
 from ferry.catalog import Catalog
 from ferry.catalog.hive import HiveMetastoreCatalog
 from ferry.catalog.hive_events import MAX_EVENTS, HiveNotificationLog
@@ -281,6 +281,7 @@ class ChangeFeeds:
             return False
         counts.events += len(events)
         counts.add(self.hand_over(config_uri, config, hive_changes(events)))
+        faults.point("poller.handed-over")
         self.state.advance(config_uri, read, events[-1].event_id, self.clock())
         return len(events) >= MAX_EVENTS
 

@@ -1,0 +1,155 @@
+"""The Hive poller on the source metastore's real notification log: changes of the tables a
+config selects become one window per table, a poller killed between handing over and
+advancing hands the same events over again without a second run, and a log that lost its
+events compares every selected table in full.
+
+The state table and the change window state machine are the local runtime's emulator's
+(the machine here only waits, so that its executions stay running while the test looks)."""
+
+from __future__ import annotations
+
+import json
+
+import boto3
+import pytest
+
+from ferry import faults
+from ferry.aws import AwsClients
+from ferry.catalog.factory import open_catalog
+from ferry.catalog.hive_events import HiveNotificationLog
+from ferry.config import parse_config
+from ferry.feeds import ChangeFeeds, FeedState, WindowExecutions
+from ferry.feeds.intake import FULL_COMPARISON
+from ferry.ledger import DynamoDbStateStore
+from ferry.model import Partition
+from ferry.payloads import PollInput
+from tests.helpers import config_document
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def feeds_world(local_runtime, sample, unique, tmp_path):
+    dynamodb = boto3.client("dynamodb")
+    DynamoDbStateStore.create_table(dynamodb, f"state-{unique}")
+    sfn = boto3.client("stepfunctions")
+    machine = sfn.create_state_machine(
+        name=f"window-{unique}",
+        definition=json.dumps(
+            {"StartAt": "Wait", "States": {"Wait": {"Type": "Wait", "Seconds": 600, "End": True}}}
+        ),
+        roleArn="arn:aws:iam::123456789012:role/window",
+    )["stateMachineArn"]
+    document = config_document(
+        local_runtime,
+        [
+            {
+                "source-table": {"database-name": sample.database, "table-name": "orders"},
+                "replica-table": {
+                    "database-name": f"{sample.database}_dr",
+                    "table-location": (tmp_path / "replica").as_uri(),
+                },
+            }
+        ],
+        triggers={"catalog-events": {"window": "PT1S", "poll-interval": "PT1S"}},
+    )
+    config = parse_config(document)
+    state = FeedState(dynamodb, f"state-{unique}")
+    feeds = ChangeFeeds(
+        state,
+        WindowExecutions(sfn, machine),
+        lambda uri: config,
+        lambda catalog: open_catalog(catalog, AwsClients()),
+        sleep=lambda seconds: None,
+    )
+    uri = f"s3://work/configs/{unique}-0123456789abcdef.yml"
+    yield Feeds(feeds, state, uri, sfn, machine)
+    for execution in sfn.list_executions(stateMachineArn=machine, statusFilter="RUNNING")[
+        "executions"
+    ]:
+        sfn.stop_execution(executionArn=execution["executionArn"])
+
+
+class Feeds:
+    def __init__(self, feeds, state, uri, sfn, machine):
+        self.feeds, self.state, self.uri, self.sfn, self.machine = feeds, state, uri, sfn, machine
+
+    def poll(self):
+        return self.feeds.poll(PollInput(config_uri=self.uri), seconds=0)
+
+    def executions(self) -> list[dict]:
+        return self.sfn.list_executions(stateMachineArn=self.machine)["executions"]
+
+
+def add_days(catalog, sample, days) -> None:
+    """One ``add_partitions`` call (one ADD_PARTITION event) per day."""
+    for day in days:
+        location = f"{sample.orders.location}/dt={day}"
+        catalog.add_partitions(
+            sample.orders, [Partition((day,), sample.orders.storage.with_location(location))]
+        )
+
+
+def test_the_first_poll_starts_from_the_current_event_and_runs_nothing(feeds_world, source_catalog):
+    result = feeds_world.poll()
+    assert result.position == HiveNotificationLog(source_catalog).current_event_id()
+    assert (result.events, result.tables, result.opened) == (0, [], [])
+    assert feeds_world.executions() == []
+
+
+def test_a_burst_of_partitions_is_one_window_of_its_table(feeds_world, source_catalog, sample):
+    feeds_world.poll()
+    days = [f"2027-01-{day:02d}" for day in range(1, 21)]
+    add_days(source_catalog, sample, days)
+    # A change of a table the config does not select: read, counted, ignored.
+    source_catalog.alter_table(sample.customers)
+
+    result = feeds_world.poll()
+    table = f"{sample.database}.orders"
+    assert (result.events, result.tables, result.opened, result.ignored) == (
+        21,
+        [table],
+        [table],
+        1,
+    )
+    assert result.position == HiveNotificationLog(source_catalog).current_event_id()
+    window = feeds_world.state.window(feeds_world.uri, table)
+    assert (window.changes, window.kinds) == (20, frozenset({"ADD_PARTITION"}))
+    (execution,) = feeds_world.executions()
+    assert window.execution == execution["name"]
+    # Nothing new: the next poll reads nothing and starts nothing.
+    assert feeds_world.poll().events == 0
+    assert len(feeds_world.executions()) == 1
+
+
+def test_a_poller_killed_after_handing_over_hands_over_again_and_converges(
+    feeds_world, source_catalog, sample
+):
+    feeds_world.poll()
+    before = feeds_world.state.position(feeds_world.uri)
+    add_days(source_catalog, sample, ["2027-02-01", "2027-02-02"])
+    with faults.armed(faults.Fault("poller.handed-over")), pytest.raises(faults.InjectedFault):
+        feeds_world.poll()
+    table = f"{sample.database}.orders"
+    assert feeds_world.state.position(feeds_world.uri) == before  # not advanced
+    assert feeds_world.state.window(feeds_world.uri, table).changes == 2
+
+    again = feeds_world.poll()
+    assert again.events == 2 and again.opened == []  # the same events, the same window
+    assert feeds_world.state.window(feeds_world.uri, table).changes == 4
+    assert len(feeds_world.executions()) == 1
+    assert feeds_world.state.position(feeds_world.uri) == before + 2
+
+
+def test_a_log_that_lost_the_events_after_the_position_compares_every_table(
+    feeds_world, source_catalog, sample, caplog
+):
+    current = HiveNotificationLog(source_catalog).current_event_id()
+    # A position the log does not reach: the log was started anew (or cleaned past it).
+    feeds_world.state.advance(feeds_world.uri, None, current + 1000, feeds_world.feeds.clock())
+    result = feeds_world.poll()
+    table = f"{sample.database}.orders"
+    assert (result.gap, result.tables, result.opened) == (True, [table], [table])
+    assert feeds_world.state.window(feeds_world.uri, table).kinds == frozenset({FULL_COMPARISON})
+    assert feeds_world.state.position(feeds_world.uri) == current
+    assert "compared in full" in caplog.text
