@@ -18,6 +18,8 @@ from pyiceberg.catalog.sql import SqlCatalog
 from ferry.iceberg.reading import read_manifest, read_manifest_list
 from ferry.iceberg.replicate import replicate_iceberg_table
 from tests.iceberg_tables import (
+    SCHEMA,
+    SPEC,
     create_history_table,
     metadata_files_below,
     read_rows,
@@ -199,3 +201,33 @@ def test_source_history_rewritten_is_followed_and_dropped_files_go_to_housekeepi
     assert retired_list in result.retired
     assert all(Path(p.removeprefix("file://")).exists() for p in result.retired)  # not deleted here
     assert not any(p.startswith(table.location()) for p in result.retired)
+
+
+def test_a_format_version_1_table_is_replicated_with_version_1_files(tmp_path):
+    catalog = SqlCatalog(
+        "v1", uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=(tmp_path / "source").as_uri()
+    )
+    catalog.create_namespace("db")
+    table = catalog.create_table(
+        "db.v1", schema=SCHEMA, partition_spec=SPEC, properties={"format-version": "1"}
+    )
+    table.append(rows([1, 2], ["eu", "us"]))
+    first = table.current_snapshot().snapshot_id
+    table.append(rows([3], ["eu"]))
+    table.delete("id = 1")
+    table = catalog.load_table("db.v1")
+    replica_root = tmp_path / "replica" / "v1"
+
+    result = replicate_iceberg_table(
+        table.io, table.metadata_location, replica_root.as_uri(), table.io
+    )
+
+    replica = static_table(result.metadata_location, table.io)
+    assert replica.metadata.format_version == 1
+    assert (
+        read_rows(replica)
+        == read_rows(table)
+        == [{"id": 2, "region": "us"}, {"id": 3, "region": "eu"}]
+    )
+    assert read_rows(replica, first) == read_rows(table, first)
+    assert_names_no_source(replica_root, table.location())
