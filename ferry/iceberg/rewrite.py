@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyiceberg.avro.codecs import AVRO_CODEC_KEY
-from pyiceberg.io import FileIO
+from pyiceberg.avro.codecs import AVRO_CODEC_KEY, AvroCompressionCodec
+from pyiceberg.io import FileIO, OutputFile
 from pyiceberg.manifest import (
     DATA_FILE_TYPE,
     DEFAULT_READ_VERSION,
@@ -81,7 +81,9 @@ def rewrite_position_deletes(
 
 def moved_entry(entry: ManifestEntry, mover: PathMover, sizes: dict[str, int]) -> ManifestEntry:
     """The entry with its file's path moved; a rewritten position delete file gets its new
-    size, its ``file_path`` bounds moved and no split offsets (its row groups changed)."""
+    size, its ``file_path`` bounds moved and no split offsets (its row groups changed). A
+    deleted entry's file is not rewritten in this run: it keeps its recorded size, which no
+    reader uses."""
     f = entry.data_file
     changes: dict[str, object] = {"file_path": mover.move(f.file_path)}
     if f.content == DataFileContent.POSITION_DELETES:
@@ -103,16 +105,26 @@ def moved_entry(entry: ManifestEntry, mover: PathMover, sizes: dict[str, int]) -
 class _HeaderWriter(ManifestWriter):
     """A pyiceberg manifest writer that writes the source manifest's header and content."""
 
-    _source_header: dict[str, str]
-    _source_content: ManifestContent
+    def __init__(
+        self,
+        spec: PartitionSpec,
+        schema: Schema,
+        output_file: OutputFile,
+        snapshot_id: int,
+        avro_compression: AvroCompressionCodec,
+        header: dict[str, str],
+        content: ManifestContent,
+    ) -> None:
+        super().__init__(spec, schema, output_file, snapshot_id, avro_compression)
+        self._source_header = {k: v for k, v in header.items() if not k.startswith("avro.")}
+        self._source_content = content
 
     def content(self) -> ManifestContent:
         return self._source_content
 
     @property
     def _meta(self) -> dict[str, str]:
-        kept = {k: v for k, v in self._source_header.items() if not k.startswith("avro.")}
-        return {**kept, AVRO_CODEC_KEY: self._compression}
+        return {**self._source_header, AVRO_CODEC_KEY: self._compression}
 
 
 class _HeaderWriterV1(_HeaderWriter, ManifestWriterV1):
@@ -145,8 +157,9 @@ def write_manifest_copy(
         replica_io.new_output(rewrite.target),
         source.added_snapshot_id or 0,
         header.get(AVRO_CODEC_KEY, "deflate"),  # type: ignore[arg-type]
+        header,
+        source.content,
     )
-    writer._source_header, writer._source_content = header, source.content
     with writer:
         for entry in rewrite.contents.records:
             writer.add_entry(moved_entry(entry, mover, sizes))
