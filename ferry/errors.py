@@ -91,6 +91,11 @@ class ReplicationModeError(FerryError):
     """The replication mode does not fit the table (e.g. FULL for a view)."""
 
 
+class IcebergMetadataError(FerryError):
+    """An Iceberg table's metadata cannot be replicated as it is: a file outside the
+    table's location, a format version or feature Ferry does not rewrite yet."""
+
+
 class CopyError(FerryError):
     """Copying the data into the new snapshot failed; the replica was not changed."""
 

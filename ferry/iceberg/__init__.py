@@ -1,0 +1,17 @@
+"""Iceberg tables: data and metadata replicated together, snapshot by snapshot.
+
+An Iceberg table is not a folder of files: its ``metadata_location`` names a
+``*.metadata.json`` whose snapshots name manifest lists, whose manifests name the data and
+delete files, all by absolute path. A replica is readable only once every one of those
+paths names the replica's own files. The modules, by concept:
+
+- ``recognise``: which catalog tables are Iceberg tables (pure, over ``ferry.model``);
+- ``paths``: the one path mover, source prefix → replica prefix (pure);
+- ``reading``: a table's metadata, manifest lists and manifests through pyiceberg;
+- ``plan``: what the replica lacks, snapshot by snapshot, and the replica's next metadata;
+- ``rewrite``: the replica's manifests, manifest lists, position delete files and
+  metadata.json, written with pyiceberg's writers;
+- ``replicate``: one table, full or incremental, files first, metadata last.
+
+Not yet wired into the state machine: see ``docs/ICEBERG.md``.
+"""

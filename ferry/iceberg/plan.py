@@ -1,0 +1,351 @@
+"""What an Iceberg replica lacks, snapshot by snapshot, and the replica's next metadata.
+
+The replica keeps the source's snapshot ids, sequence numbers, schemas, partition specs,
+sort orders, refs and snapshot log; only paths differ. A snapshot the replica already has
+keeps the replica's manifest list. A source manifest that a snapshot the replica has already
+lists is found in the replica by pairing the two manifest lists of that snapshot (Ferry
+wrote the replica's list from the source's, entry for entry, in order), so a manifest is
+rewritten once in the replica's life, not once per run. Only the live files of manifests
+rewritten in this run are copied; the copy itself skips a file already complete at the
+replica.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import uuid
+from dataclasses import dataclass, field
+
+from pyiceberg.io import FileIO
+from pyiceberg.manifest import DataFileContent, ManifestEntry, ManifestFile
+from pyiceberg.table.metadata import TableMetadata
+from pyiceberg.table.snapshots import MetadataLogEntry, Snapshot
+
+from ferry.errors import IcebergMetadataError
+from ferry.iceberg.paths import PATH_PROPERTIES, PathMover, canonical
+from ferry.iceberg.reading import (
+    AvroContents,
+    check_supported,
+    is_live,
+    read_manifest,
+    read_manifest_list,
+    read_table_metadata,
+)
+
+PREVIOUS_VERSIONS_MAX = "write.metadata.previous-versions-max"
+PREVIOUS_VERSIONS_MAX_DEFAULT = 100
+
+
+@dataclass(frozen=True)
+class FileCopy:
+    """A file copied byte for byte: a data file, an equality delete file, a statistics file."""
+
+    source: str
+    target: str
+    size: int
+
+
+@dataclass(frozen=True)
+class DeleteRewrite:
+    """A position delete file: its rows name data files, so its copy is rewritten."""
+
+    source: str
+    target: str
+    record_count: int
+
+
+@dataclass(frozen=True)
+class ManifestRewrite:
+    """A source manifest and the new replica manifest written from it."""
+
+    source: ManifestFile
+    target: str
+    contents: AvroContents[ManifestEntry]
+
+
+@dataclass(frozen=True)
+class SnapshotRewrite:
+    """A snapshot the replica lacks: its manifest list, written anew from the source's."""
+
+    snapshot: Snapshot
+    target_list: str
+    header: dict[str, str]
+    manifests: tuple[str, ...]  # the source manifests' paths, in the source list's order
+
+
+@dataclass(frozen=True)
+class IcebergPlan:
+    """Everything one run writes; ``metadata`` is None when the replica is up to date."""
+
+    mover: PathMover
+    source: TableMetadata
+    replica: TableMetadata | None
+    replica_metadata_location: str | None
+    snapshots: tuple[SnapshotRewrite, ...] = ()
+    manifests: tuple[ManifestRewrite, ...] = ()
+    reused: dict[str, ManifestFile] = field(default_factory=dict)
+    copies: tuple[FileCopy, ...] = ()
+    delete_rewrites: tuple[DeleteRewrite, ...] = ()
+    metadata: TableMetadata | None = None
+    metadata_target: str | None = None
+
+    @property
+    def up_to_date(self) -> bool:
+        return self.metadata is None
+
+    @property
+    def removed_snapshot_ids(self) -> tuple[int, ...]:
+        """Snapshots the replica has and the source no longer has (expired at the source)."""
+        if self.replica is None:
+            return ()
+        kept = {s.snapshot_id for s in self.source.snapshots}
+        return tuple(s.snapshot_id for s in self.replica.snapshots if s.snapshot_id not in kept)
+
+
+def plan_replication(
+    source_io: FileIO,
+    source_metadata_location: str,
+    replica_prefix: str,
+    replica_io: FileIO,
+    replica_metadata_location: str | None = None,
+    run_id: str | None = None,
+) -> IcebergPlan:
+    """Plan the replica's next version from the source's current metadata and the
+    replica's (None for a first replication). Reads; writes nothing."""
+    run_id = run_id or uuid.uuid4().hex[:12]
+    source = read_table_metadata(source_io, source_metadata_location)
+    check_supported(source)
+    mover = PathMover(source.location, replica_prefix)
+    replica = None
+    if replica_metadata_location is not None:
+        replica = read_table_metadata(replica_io, replica_metadata_location)
+        if canonical(replica.location).rstrip("/") != canonical(replica_prefix).rstrip("/"):
+            raise IcebergMetadataError(
+                f"The replica at {replica_metadata_location} is located at {replica.location}, "
+                f"not {replica_prefix}"
+            )
+    have = {s.snapshot_id: s for s in replica.snapshots} if replica else {}
+    name = _Namer(mover, run_id)
+
+    snapshots = tuple(
+        _snapshot_rewrite(source_io, s, name) for s in source.snapshots if s.snapshot_id not in have
+    )
+    needed = list(dict.fromkeys(m for s in snapshots for m in s.manifests))
+    reused = _pair_manifests(source_io, replica_io, source, have, set(needed))
+    manifests = tuple(
+        _manifest_rewrite(source_io, lst, path, name)
+        for lst, path in _source_manifests(source_io, snapshots, needed, reused)
+    )
+    copies, deletes = _files(manifests, mover)
+    copies += _statistics_copies(source, replica, mover)
+
+    lists = {s.snapshot.snapshot_id: s.target_list for s in snapshots}
+    lists.update({i: s.manifest_list for i, s in have.items()})
+    metadata = next_metadata(source, mover, lists, replica, replica_metadata_location)
+    if replica is not None and not snapshots and _same_table(metadata, replica):
+        return IcebergPlan(mover, source, replica, replica_metadata_location)
+    return IcebergPlan(
+        mover=mover,
+        source=source,
+        replica=replica,
+        replica_metadata_location=replica_metadata_location,
+        snapshots=snapshots,
+        manifests=manifests,
+        reused=reused,
+        copies=copies,
+        delete_rewrites=deletes,
+        metadata=metadata,
+        metadata_target=mover.replica_metadata_path(
+            f"{_next_version(replica_metadata_location):05d}-{uuid.uuid4()}.metadata.json"
+        ),
+    )
+
+
+def next_metadata(
+    source: TableMetadata,
+    mover: PathMover,
+    manifest_lists: dict[int, str],
+    replica: TableMetadata | None,
+    replica_metadata_location: str | None,
+) -> TableMetadata:
+    """The source's metadata with every path moved, each snapshot on the replica's
+    manifest list, and the replica's own history of metadata files as its metadata log."""
+    log = list(replica.metadata_log) if replica else []
+    if replica is not None and replica_metadata_location is not None:
+        log.append(
+            MetadataLogEntry(
+                metadata_file=replica_metadata_location, timestamp_ms=replica.last_updated_ms
+            )
+        )
+    keep = int(source.properties.get(PREVIOUS_VERSIONS_MAX, PREVIOUS_VERSIONS_MAX_DEFAULT))
+    properties = {
+        k: mover.move_if_under(v) if k in PATH_PROPERTIES else v
+        for k, v in source.properties.items()
+    }
+    return source.model_copy(
+        update={
+            "location": mover.move(source.location),
+            "properties": properties,
+            "snapshots": [
+                s.model_copy(update={"manifest_list": manifest_lists[s.snapshot_id]})
+                for s in source.snapshots
+            ],
+            "statistics": [
+                f.model_copy(update={"statistics_path": mover.move(f.statistics_path)})
+                for f in source.statistics
+            ],
+            "partition_statistics": [
+                f.model_copy(update={"statistics_path": mover.move(f.statistics_path)})
+                for f in source.partition_statistics
+            ],
+            "metadata_log": log[-keep:] if keep > 0 else [],
+        }
+    )
+
+
+def _same_table(a: TableMetadata, b: TableMetadata) -> bool:
+    """Equal but for the metadata log (each catalog keeps its own history of files)."""
+    skip = {"metadata_log"}
+    return a.model_dump(exclude=skip) == b.model_dump(exclude=skip)
+
+
+class _Namer:
+    """New names under the replica's ``metadata/`` folder: the source file's name and the
+    run's id, so a run never overwrites a file an earlier replica version references."""
+
+    def __init__(self, mover: PathMover, run_id: str) -> None:
+        self._mover, self._run_id, self._used = mover, run_id, set[str]()
+
+    def __call__(self, source_path: str) -> str:
+        stem, ext = posixpath.splitext(posixpath.basename(source_path))
+        name, n = f"{stem}-ferry-{self._run_id}{ext}", 1
+        while name in self._used:
+            name, n = f"{stem}-ferry-{self._run_id}-{n}{ext}", n + 1
+        self._used.add(name)
+        return self._mover.replica_metadata_path(name)
+
+
+def _snapshot_rewrite(io: FileIO, snapshot: Snapshot, name: _Namer) -> SnapshotRewrite:
+    assert snapshot.manifest_list  # check_supported
+    listed = read_manifest_list(io, snapshot.manifest_list)
+    return SnapshotRewrite(
+        snapshot=snapshot,
+        target_list=name(snapshot.manifest_list),
+        header=listed.header,
+        manifests=tuple(m.manifest_path for m in listed.records),
+    )
+
+
+def _pair_manifests(
+    source_io: FileIO,
+    replica_io: FileIO,
+    source: TableMetadata,
+    have: dict[int, Snapshot],
+    needed: set[str],
+) -> dict[str, ManifestFile]:
+    """Source manifest path → the replica's manifest written from it, for the needed ones
+    that a snapshot both sides have lists (newest snapshots first: most likely to share)."""
+    found: dict[str, ManifestFile] = {}
+    for snapshot in reversed(source.snapshots):
+        if needed <= found.keys():
+            break
+        if snapshot.snapshot_id not in have:
+            continue
+        ours = read_manifest_list(source_io, snapshot.manifest_list).records
+        theirs = read_manifest_list(replica_io, have[snapshot.snapshot_id].manifest_list).records
+        if len(ours) != len(theirs):
+            continue
+        for src, rep in zip(ours, theirs, strict=True):
+            if src.manifest_path in needed and _same_manifest(src, rep):
+                found[src.manifest_path] = rep
+    return found
+
+
+def _same_manifest(a: ManifestFile, b: ManifestFile) -> bool:
+    """The replica's manifest carries the source's: same snapshot, content, spec, counts."""
+    return (
+        a.added_snapshot_id,
+        a.content,
+        a.partition_spec_id,
+        a.sequence_number,
+        a.added_files_count,
+        a.existing_files_count,
+        a.deleted_files_count,
+    ) == (
+        b.added_snapshot_id,
+        b.content,
+        b.partition_spec_id,
+        b.sequence_number,
+        b.added_files_count,
+        b.existing_files_count,
+        b.deleted_files_count,
+    )
+
+
+def _source_manifests(
+    io: FileIO,
+    snapshots: tuple[SnapshotRewrite, ...],
+    needed: list[str],
+    reused: dict[str, ManifestFile],
+) -> list[tuple[ManifestFile, str]]:
+    """The source's ``ManifestFile`` of each manifest to rewrite (from its snapshot's list)."""
+    missing = [p for p in needed if p not in reused]
+    by_path: dict[str, ManifestFile] = {}
+    for snapshot in snapshots:
+        if not set(missing) - by_path.keys():
+            break
+        assert snapshot.snapshot.manifest_list
+        for m in read_manifest_list(io, snapshot.snapshot.manifest_list).records:
+            by_path.setdefault(m.manifest_path, m)
+    return [(by_path[p], p) for p in missing]
+
+
+def _manifest_rewrite(
+    io: FileIO, manifest: ManifestFile, path: str, name: _Namer
+) -> ManifestRewrite:
+    return ManifestRewrite(source=manifest, target=name(path), contents=read_manifest(io, path))
+
+
+def _files(
+    manifests: tuple[ManifestRewrite, ...], mover: PathMover
+) -> tuple[tuple[FileCopy, ...], tuple[DeleteRewrite, ...]]:
+    """The live files of the rewritten manifests: copies, and position deletes to rewrite."""
+    copies: dict[str, FileCopy] = {}
+    deletes: dict[str, DeleteRewrite] = {}
+    for manifest in manifests:
+        for entry in manifest.contents.records:
+            if not is_live(entry):
+                continue
+            f = entry.data_file
+            if f.content == DataFileContent.POSITION_DELETES:
+                deletes.setdefault(
+                    f.file_path, DeleteRewrite(f.file_path, mover.move(f.file_path), f.record_count)
+                )
+            else:
+                copies.setdefault(
+                    f.file_path,
+                    FileCopy(f.file_path, mover.move(f.file_path), f.file_size_in_bytes),
+                )
+    return tuple(copies.values()), tuple(deletes.values())
+
+
+def _statistics_copies(
+    source: TableMetadata, replica: TableMetadata | None, mover: PathMover
+) -> tuple[FileCopy, ...]:
+    have = set()
+    if replica is not None:
+        have = {f.statistics_path for f in [*replica.statistics, *replica.partition_statistics]}
+    return tuple(
+        FileCopy(f.statistics_path, mover.move(f.statistics_path), f.file_size_in_bytes)
+        for f in [*source.statistics, *source.partition_statistics]
+        if mover.move(f.statistics_path) not in have
+    )
+
+
+def _next_version(replica_metadata_location: str | None) -> int:
+    """Iceberg's ``<version>-<uuid>.metadata.json`` numbering, continued in the replica."""
+    if replica_metadata_location is None:
+        return 0
+    match = re.match(r"(\d+)-", posixpath.basename(replica_metadata_location))
+    return int(match.group(1)) + 1 if match else 1

@@ -1,0 +1,165 @@
+"""One Iceberg table replicated, full or incremental, files first and metadata last.
+
+The order is the snapshot isolation of an Iceberg replica: data, delete and statistics
+files; then the rewritten position delete files; then manifests, manifest lists and last
+the new metadata.json, a new file. Every file a new metadata names is in place before it
+is written, and nothing a previous replica version names is overwritten, so the replica's
+catalog entry may move to the returned location at any time after — and a reader still on
+the previous metadata reads a complete table. Registering the location is the caller's
+(later: the Commit step's).
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from pyiceberg.io import FileIO
+from pyiceberg.manifest import ManifestFile
+
+from ferry.errors import VerificationError
+from ferry.iceberg.plan import FileCopy, IcebergPlan, plan_replication
+from ferry.iceberg.reading import metadata_side_files, referenced_files
+from ferry.iceberg.rewrite import (
+    rewrite_position_deletes,
+    write_manifest_copy,
+    write_manifest_list_copy,
+    write_table_metadata,
+)
+
+CHUNK = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class IcebergReplication:
+    """What one run did. ``metadata_location`` is the replica's current metadata: the new
+    file, or the previous one when the replica was already up to date."""
+
+    metadata_location: str
+    previous_metadata_location: str | None
+    new_snapshot_ids: tuple[int, ...]
+    copied: tuple[FileCopy, ...]  # copied in this run (files already complete skipped)
+    rewritten_deletes: tuple[str, ...]  # the replica's position delete files written
+    metadata_files: tuple[str, ...]  # manifests, manifest lists, metadata.json written
+    retired: tuple[str, ...]  # replica files only the previous version referenced
+
+    @property
+    def changed(self) -> bool:
+        return self.metadata_location != self.previous_metadata_location
+
+
+def replicate_iceberg_table(
+    source_io: FileIO,
+    source_metadata_location: str,
+    replica_prefix: str,
+    replica_io: FileIO,
+    replica_metadata_location: str | None = None,
+    run_id: str | None = None,
+    threads: int = 8,
+) -> IcebergReplication:
+    """Bring the replica at ``replica_prefix`` (its current metadata at
+    ``replica_metadata_location``, None for a first run) to the source's current metadata."""
+    plan = plan_replication(
+        source_io,
+        source_metadata_location,
+        replica_prefix,
+        replica_io,
+        replica_metadata_location,
+        run_id,
+    )
+    if plan.up_to_date:
+        assert replica_metadata_location is not None
+        return IcebergReplication(
+            replica_metadata_location, replica_metadata_location, (), (), (), (), ()
+        )
+    return execute_plan(plan, source_io, replica_io, threads)
+
+
+def execute_plan(
+    plan: IcebergPlan, source_io: FileIO, replica_io: FileIO, threads: int = 8
+) -> IcebergReplication:
+    """Write what ``plan`` says, in the order that keeps every replica version complete."""
+    assert plan.metadata is not None and plan.metadata_target is not None
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        copied = tuple(
+            c
+            for c, done in zip(
+                plan.copies,
+                pool.map(lambda c: copy_file(source_io, replica_io, c), plan.copies),
+                strict=True,
+            )
+            if done
+        )
+        sizes = dict(
+            zip(
+                (d.source for d in plan.delete_rewrites),
+                pool.map(
+                    lambda d: rewrite_position_deletes(source_io, replica_io, d, plan.mover),
+                    plan.delete_rewrites,
+                ),
+                strict=True,
+            )
+        )
+        written: dict[str, ManifestFile] = dict(plan.reused)
+        written.update(
+            zip(
+                (m.source.manifest_path for m in plan.manifests),
+                pool.map(
+                    lambda m: write_manifest_copy(replica_io, plan.source, m, plan.mover, sizes),
+                    plan.manifests,
+                ),
+                strict=True,
+            )
+        )
+        for _ in pool.map(
+            lambda s: write_manifest_list_copy(replica_io, plan.source, s, written), plan.snapshots
+        ):
+            pass
+    write_table_metadata(replica_io, plan.metadata, plan.metadata_target)
+    return IcebergReplication(
+        metadata_location=plan.metadata_target,
+        previous_metadata_location=plan.replica_metadata_location,
+        new_snapshot_ids=tuple(s.snapshot.snapshot_id for s in plan.snapshots),
+        copied=copied,
+        rewritten_deletes=tuple(d.target for d in plan.delete_rewrites),
+        metadata_files=(
+            *(m.target for m in plan.manifests),
+            *(s.target_list for s in plan.snapshots),
+            plan.metadata_target,
+        ),
+        retired=_retired(plan, replica_io),
+    )
+
+
+def copy_file(source_io: FileIO, replica_io: FileIO, copy: FileCopy) -> bool:
+    """Copy one immutable file; False when a complete copy (its size) is already there.
+    The copy's size is checked against the size the metadata records."""
+    target = replica_io.new_input(copy.target)
+    if target.exists() and len(target) == copy.size:
+        return False
+    with source_io.new_input(copy.source).open() as reader:
+        with replica_io.new_output(copy.target).create(overwrite=True) as writer:
+            while chunk := reader.read(CHUNK):
+                writer.write(chunk)
+    if (size := len(replica_io.new_input(copy.target))) != copy.size:
+        raise VerificationError(
+            f"{copy.target} has {size} bytes after the copy; the table's metadata says "
+            f"{copy.size} ({copy.source})"
+        )
+    return True
+
+
+def _retired(plan: IcebergPlan, replica_io: FileIO) -> tuple[str, ...]:
+    """The replica files the previous version referenced and the new one does not (the
+    source expired snapshots or replaced statistics): for housekeeping, never deleted here.
+    Reads every replica manifest only when something was dropped."""
+    previous = plan.replica
+    if previous is None or plan.metadata is None:
+        return ()
+    if not plan.removed_snapshot_ids and metadata_side_files(previous) <= metadata_side_files(
+        plan.metadata
+    ):
+        return ()
+    before = referenced_files(replica_io, previous)
+    after = referenced_files(replica_io, plan.metadata)
+    return tuple(sorted(before - after))
