@@ -120,7 +120,7 @@ class Feed:
                  window_seconds):  # fmt: skip
         self.feed, self.source, self.glue, self.sfn = feed, source, glue, sfn
         self.pipeline = pipeline
-        self.database = f"lag_{feed}"
+        self.database = f"sales_lag_{feed}"  # a database the local roles may read
         self.window_seconds = window_seconds
         # A Hive metastore checks its tables' folders, and has no S3 file system: its data is
         # in local folders (copied into S3 by the inline copier, in the function).
