@@ -17,6 +17,8 @@ from types import SimpleNamespace
 import boto3
 import pytest
 
+from ferry.local import stack
+
 pytestmark = pytest.mark.integration
 
 ACCOUNT = "123456789012"
@@ -346,3 +348,84 @@ def test_a_rate_schedule_invokes_its_function_right_away_with_its_role(
         clients.scheduler.delete_schedule(Name=name)
     assert received["configUri"] == config_uri
     assert ISO_SECONDS.fullmatch(received["due"])
+
+
+def test_a_deployed_rule_with_its_function_permission_invokes_the_function(
+    clients, local_runtime, unique
+):
+    """What the CDK's ``LambdaFunction`` target synthesizes — a rule with an input transformer
+    and an ``AWS::Lambda::Permission`` — deployed by the local runtime, delivers."""
+    database, config_uri = f"sales_{unique}", f"s3://ferry-work/configs/{unique}.yml"
+    function = f"deployed-{unique}"
+    template = {
+        "Resources": {
+            "Role": {
+                "Type": "AWS::IAM::Role",
+                "Properties": {
+                    "RoleName": function,
+                    "AssumeRolePolicyDocument": {
+                        "Version": "2012-10-17",
+                        "Statement": [
+                            {
+                                "Effect": "Allow",
+                                "Principal": {"Service": "lambda.amazonaws.com"},
+                                "Action": "sts:AssumeRole",
+                            }
+                        ],
+                    },
+                },
+            },
+            "Function": {
+                "Type": "AWS::Lambda::Function",
+                "Properties": {
+                    "FunctionName": function,
+                    "Runtime": "python3.12",
+                    "Handler": LOGGING_HANDLER,
+                    "Role": {"Fn::GetAtt": ["Role", "Arn"]},
+                    "Timeout": 30,
+                },
+            },
+            "Rule": {
+                "Type": "AWS::Events::Rule",
+                "Properties": {
+                    "Name": f"deployed-{unique}",
+                    "EventPattern": {
+                        "source": ["aws.glue"],
+                        "detail": {"databaseName": [database]},
+                    },
+                    "Targets": [
+                        {
+                            "Id": "catalog-events",
+                            "Arn": {"Fn::GetAtt": ["Function", "Arn"]},
+                            "InputTransformer": {
+                                "InputPathsMap": {},
+                                "InputTemplate": f'{{"configUri": "{config_uri}", '
+                                '"event": <aws.events.event.json>}',
+                            },
+                        }
+                    ],
+                },
+            },
+            "Permission": {
+                "Type": "AWS::Lambda::Permission",
+                "Properties": {
+                    "Action": "lambda:InvokeFunction",
+                    "FunctionName": {"Fn::GetAtt": ["Function", "Arn"]},
+                    "Principal": "events.amazonaws.com",
+                    "SourceArn": {"Fn::GetAtt": ["Rule", "Arn"]},
+                },
+            },
+        }
+    }
+    session = boto3.session.Session(region_name=REGION)
+    stack.Deployment(
+        template, f"Catalog-{unique}", ACCOUNT, REGION, lambda s, r=None: session.client(s, r)
+    ).deploy()
+    clients.glue.create_database(DatabaseInput={"Name": database})
+
+    received = wait_for_event(local_runtime, function)
+    assert received["configUri"] == config_uri
+    assert received["event"]["detail"] == {
+        "databaseName": database,
+        "typeOfChange": "CreateDatabase",
+    }
