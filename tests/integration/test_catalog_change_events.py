@@ -299,11 +299,8 @@ def test_a_rule_invokes_a_function_its_policy_allows_with_the_transformed_event_
     ]
 
 
-def test_a_rate_schedule_invokes_its_function_right_away_with_its_role(
-    clients, local_runtime, unique
-):
-    function = f"polled-{unique}"
-    function_arn = logging_function(clients, function)
+def schedule_role(clients, name: str, may_invoke: str | None) -> str:
+    """A role EventBridge Scheduler may assume, allowed to invoke ``may_invoke``; its ARN."""
     trust = {
         "Version": "2012-10-17",
         "Statement": [
@@ -315,39 +312,62 @@ def test_a_rate_schedule_invokes_its_function_right_away_with_its_role(
             }
         ],
     }
-    role = clients.iam.create_role(
-        RoleName=f"schedule-{unique}", AssumeRolePolicyDocument=json.dumps(trust)
-    )["Role"]["Arn"]
-    clients.iam.put_role_policy(
-        RoleName=f"schedule-{unique}",
-        PolicyName="invoke",
-        PolicyDocument=json.dumps(
-            {
-                "Version": "2012-10-17",
-                "Statement": [
-                    {"Effect": "Allow", "Action": "lambda:InvokeFunction", "Resource": function_arn}
-                ],
-            }
-        ),
-    )
-    config_uri = f"s3://ferry-work/configs/{unique}.yml"
-    name = f"poller-{unique}"
+    role = clients.iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(trust))
+    if may_invoke:
+        statement = {"Effect": "Allow", "Action": "lambda:InvokeFunction", "Resource": may_invoke}
+        clients.iam.put_role_policy(
+            RoleName=name,
+            PolicyName="invoke",
+            PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [statement]}),
+        )
+    return role["Role"]["Arn"]
+
+
+def every_minute(clients, name: str, function_arn: str, role: str, body: dict) -> None:
     clients.scheduler.create_schedule(
         Name=name,
         ScheduleExpression="rate(1 minute)",
         FlexibleTimeWindow={"Mode": "OFF"},
-        Target={
-            "Arn": function_arn,
-            "RoleArn": role,
-            "Input": json.dumps({"configUri": config_uri, "due": "<aws.scheduler.scheduled-time>"}),
-        },
+        Target={"Arn": function_arn, "RoleArn": role, "Input": json.dumps(body)},
     )
+
+
+def test_a_rate_schedule_invokes_its_function_right_away_with_its_role(
+    clients, local_runtime, unique
+):
+    function = f"polled-{unique}"
+    function_arn = logging_function(clients, function)
+    role = schedule_role(clients, f"schedule-{unique}", function_arn)
+    config_uri = f"s3://ferry-work/configs/{unique}.yml"
+    name = f"poller-{unique}"
+    body = {"configUri": config_uri, "due": "<aws.scheduler.scheduled-time>"}
+    every_minute(clients, name, function_arn, role, body)
     try:
         received = wait_for_event(local_runtime, function, seconds=45)
     finally:
         clients.scheduler.delete_schedule(Name=name)
     assert received["configUri"] == config_uri
     assert ISO_SECONDS.fullmatch(received["due"])
+
+
+def test_a_schedule_whose_role_may_not_invoke_its_function_is_refused(
+    clients, local_runtime, unique
+):
+    function = f"unpolled-{unique}"
+    function_arn = logging_function(clients, function)
+    role = schedule_role(clients, f"schedule-{unique}", may_invoke=None)
+    name = f"refused-{unique}"
+    every_minute(clients, name, function_arn, role, {"configUri": "s3://ferry-work/x.yml"})
+    try:
+        deadline, refusals = time.monotonic() + 30, []
+        while not refusals and time.monotonic() < deadline:
+            time.sleep(0.5)
+            refusals = [d for d in denials(local_runtime) if d["resource"] == function_arn]
+    finally:
+        clients.scheduler.delete_schedule(Name=name)
+    assert [d["action"] for d in refusals] == ["lambda:InvokeFunction"]
+    assert refusals[0]["caller"].endswith(f"assumed-role/schedule-{unique}/scheduler")
+    assert logged_events(local_runtime, function) == []
 
 
 def test_a_deployed_rule_with_its_function_permission_invokes_the_function(
