@@ -1,7 +1,7 @@
 """The AWS emulator's server: moto's, with what the pipeline needs beyond moto installed.
 
 ``python -m ferry.local.emulator_server --port N --state-dir DIR`` (``ferry.local.emulator``
-starts it). moto 5.2 executes state machines; three pieces of the pipeline have no
+starts it). moto 5.2 executes state machines; four pieces of the pipeline have no
 emulation, and a module each adds them into this process:
 
 - ``emulator_lambda``: this project's Lambda handlers run in execution environments of
@@ -16,9 +16,9 @@ emulation, and a module each adds them into this process:
 ``emulator_states`` keeps Step Functions' payload limits and error rules, ``emulator_s3``
 answers a bucket's EventBridge notifications as S3 does, ``emulator_glue`` refuses an
 ``UpdateTable`` of a stale ``VersionId`` as Glue does and sends Glue's catalog events to
-EventBridge, ``emulator_iam``
-authorizes every request of the pipeline's roles as AWS would, and
-``emulator_requests`` counts the requests the server serves (what the copy benchmark reads).
+EventBridge, ``emulator_iam`` authorizes every request of the pipeline's roles as AWS
+would, and ``emulator_requests`` counts the requests the server serves (what the copy
+benchmark reads).
 
 Every patch is small and named; moto is pinned exactly because they touch its internals.
 """
