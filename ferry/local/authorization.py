@@ -6,15 +6,17 @@ and ``emulator_emr_serverless`` give them out through the emulator's STS) is aut
 before moto serves it: ``ferry.local.iam_actions`` names the IAM action(s), resource ARN(s)
 and condition keys AWS would evaluate for the HTTP request, and this module asks the policy
 simulator (``ferry.local.simulator``) with the role's identity policies and the resource's
-own policy (a bucket policy, a topic policy, a key policy, a role's trust policy). A request
-AWS would deny is answered as AWS answers it (403 ``AccessDenied``, ``AccessDeniedException``,
-``AuthorizationError``), so the code under test sees what it would see on AWS.
+own policy (a bucket policy, a topic policy, a key policy, a role's trust policy, a
+function's policy). A request AWS would deny is answered as AWS answers it (403
+``AccessDenied``, ``AccessDeniedException``, ``AuthorizationError``), so the code under test
+sees what it would see on AWS.
 
 What the services do on their own behalf is authorized too, by the emulator's extensions:
 Step Functions invoking a function, reading an ``ItemReader``, writing a ``ResultWriter``,
 starting a job run and passing its role (the state machine's role); an EventBridge rule
-starting an execution (the rule's role); Lambda and EMR Serverless assuming a role (the
-role's trust policy).
+starting an execution (the rule's role) or invoking a function (the function's policy); a
+schedule starting an execution or invoking a function (the schedule's role); Lambda, EMR
+Serverless and EventBridge Scheduler assuming a role (the role's trust policy).
 
 Requests with any other credentials (a person's, a test's, ``ferry replicate``'s) are not
 the pipeline's and pass, as moto serves them. A request of a deployed role that cannot be
@@ -262,6 +264,12 @@ def _resource_policy(resource: str, region: str) -> dict[str, Any] | None:
 
             key = kms_backends[account][resource_region].keys.get(rest.removeprefix("key/"))
             return json.loads(key.policy) if key is not None else None
+        if service == "lambda" and rest.startswith("function:"):
+            from moto.awslambda.models import lambda_backends
+
+            name = rest.split(":")[1]
+            function = lambda_backends[account][resource_region].get_function(name)
+            return function.policy.get_policy()["Policy"] if function.policy.statements else None
         if service == "iam" and rest.startswith("role/"):
             from moto.iam.models import iam_backends
 

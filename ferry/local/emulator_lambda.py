@@ -222,6 +222,39 @@ def _error(error_type: str, message: str) -> str:
     return json.dumps({"errorType": error_type, "errorMessage": message})
 
 
+def invoke_asynchronously(function_arn: str, payload: str, source: str) -> None:
+    """Invoke a function as a service does (invocation type ``Event``): in the background.
+
+    EventBridge rules and schedules invoke their Lambda targets this way. The invocation
+    runs through moto's Lambda and so this module's execution environments; its outcome is
+    logged with ``source`` (a failed one as a warning: Lambda would retry it twice, then
+    drop it or send it to the function's failure destination, which the emulator does not).
+    """
+    from moto.awslambda.utils import get_backend
+
+    _, _, _, region, account, _ = function_arn.split(":", 5)
+
+    def invoke() -> None:
+        headers: dict[str, str] = {}
+        try:
+            answer = get_backend(account, region).invoke(
+                function_name=function_arn,
+                qualifier=None,
+                body=payload,
+                headers={"x-amz-invocation-type": "Event"},
+                response_headers=headers,
+            )
+        except Exception:  # a function that is gone, a role Lambda cannot assume...
+            logger.exception("%s could not invoke %s", source, function_arn)
+            return
+        if headers.get("x-amz-function-error"):
+            logger.warning("%s invoked %s, which failed: %s", source, function_arn, answer)
+        else:
+            logger.info("%s invoked %s", source, function_arn)
+
+    threading.Thread(target=invoke, name=f"invoke {function_arn}", daemon=True).start()
+
+
 def install(environments: ExecutionEnvironments) -> None:
     """Route invocations of this project's handlers to their execution environments."""
     from moto.awslambda.models import LambdaFunction

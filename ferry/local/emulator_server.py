@@ -1,20 +1,24 @@
 """The AWS emulator's server: moto's, with what the pipeline needs beyond moto installed.
 
 ``python -m ferry.local.emulator_server --port N --state-dir DIR`` (``ferry.local.emulator``
-starts it). moto 5.2 executes state machines; three pieces of the pipeline have no
+starts it). moto 5.2 executes state machines; four pieces of the pipeline have no
 emulation, and a module each adds them into this process:
 
 - ``emulator_lambda``: this project's Lambda handlers run in execution environments of
   their own, with their role's credentials (moto needs Docker);
 - ``emulator_emr_serverless``: ``startJobRun.sync`` runs the job from its archive with
   ``spark-submit``, with its role's credentials;
-- ``emulator_eventbridge``: rules start executions of state machine targets, with their role.
+- ``emulator_eventbridge``: rules start executions of state machine targets, with their
+  role, invoke Lambda targets their function's policy allows, and send to SQS targets;
+- ``emulator_scheduler``: rate schedules fire their Lambda and Step Functions targets, with
+  their role.
 
 ``emulator_states`` keeps Step Functions' payload limits and error rules, ``emulator_s3``
 answers a bucket's EventBridge notifications as S3 does, ``emulator_glue`` refuses an
-``UpdateTable`` of a stale ``VersionId`` as Glue does, ``emulator_iam``
-authorizes every request of the pipeline's roles as AWS would, and
-``emulator_requests`` counts the requests the server serves (what the copy benchmark reads).
+``UpdateTable`` of a stale ``VersionId`` as Glue does and sends Glue's catalog events to
+EventBridge, ``emulator_iam`` authorizes every request of the pipeline's roles as AWS
+would, and ``emulator_requests`` counts the requests the server serves (what the copy
+benchmark reads).
 
 Every patch is small and named; moto is pinned exactly because they touch its internals.
 """
@@ -33,6 +37,7 @@ from ferry.local import (
     emulator_lambda,
     emulator_requests,
     emulator_s3,
+    emulator_scheduler,
     emulator_states,
 )
 from ferry.local.authorization import Authorizer
@@ -42,8 +47,11 @@ from ferry.local.authorization import Authorizer
 FAULTS_FILE = "faults.json"
 
 
-def install(state_dir: Path, endpoint: str) -> emulator_lambda.ExecutionEnvironments:
-    """Patch moto (in this process) and switch on state machine execution."""
+def install(
+    state_dir: Path, endpoint: str
+) -> tuple[emulator_lambda.ExecutionEnvironments, emulator_scheduler.Scheduler]:
+    """Patch moto (in this process), switch on state machine execution, start the schedules'
+    clock; the caller stops the environments and the clock."""
     from moto.core.config import default_user_config
 
     default_user_config["stepfunctions"]["execute_state_machine"] = True
@@ -63,7 +71,7 @@ def install(state_dir: Path, endpoint: str) -> emulator_lambda.ExecutionEnvironm
     )
     emulator_eventbridge.install(authorizer)
     emulator_requests.install()
-    return environments
+    return environments, emulator_scheduler.install(authorizer)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -76,12 +84,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--state-dir", type=Path, required=True)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    environments = install(args.state_dir, f"http://127.0.0.1:{args.port}")
+    environments, scheduler = install(args.state_dir, f"http://127.0.0.1:{args.port}")
     from moto.server import main as moto_server
 
     try:
         moto_server(["-H", args.host, "-p", str(args.port)])
     finally:
+        scheduler.stop()
         environments.stop()
 
 

@@ -4,10 +4,10 @@ The local runtime runs what ``cdk deploy`` creates, not a twin of it written by 
 template ``make synth`` would produce for the local runtime's environment
 (``ferry/local/environment.yml``) is read resource by resource, its intrinsic functions
 resolved (``ferry.local.template``), and each resource created through the emulator's own
-API: the roles with their policies, the functions with their environment and role, the
-state machines with their definition substitutions, the topics with their policies, the
-buckets, the key, the table, the secret, the schedules and rules. A resource type the
-emulator cannot hold is named in one error.
+API: the roles with their policies, the functions with their environment, role and
+permissions, the state machines with their definition substitutions, the topics with their
+policies, the buckets, the key, the table, the secret, the schedules and rules. A resource
+type the emulator cannot hold is named in one error.
 
 Physical names are CloudFormation's where the template gives one; where it does not, a
 stable name is made from the stack and the logical id (CloudFormation adds a random
@@ -310,6 +310,27 @@ class Deployment:
             )["FunctionArn"]
         self.functions[logical] = {"name": name, "arn": arn, **settings}
         self._set(logical, name, Arn=arn)
+
+    def aws_lambda_permission(self, logical: str, properties: dict[str, Any]) -> None:
+        """A statement of a function's resource-based policy (an EventBridge rule's target's:
+        the emulator invokes a rule's function only when it allows the rule)."""
+        awslambda = self.client("lambda")
+        function = properties["FunctionName"]
+        try:  # a redeploy replaces the statement, as CloudFormation's update does
+            awslambda.remove_permission(FunctionName=function, StatementId=logical)
+        except awslambda.exceptions.ResourceNotFoundException:
+            pass
+        arguments = {
+            "FunctionName": function,
+            "StatementId": logical,
+            "Action": properties["Action"],
+            "Principal": properties["Principal"],
+        }
+        for key in ("SourceArn", "SourceAccount"):
+            if properties.get(key):
+                arguments[key] = properties[key]
+        awslambda.add_permission(**arguments)
+        self._set(logical, logical)
 
     def aws_emrserverless_application(self, logical: str, properties: dict[str, Any]) -> None:
         emr = self.client("emr-serverless")
