@@ -211,6 +211,20 @@ def test_a_bucket_name_s3_refuses_is_one_line_naming_the_key(bucket, message):
         ),
         ({"shedule": {"expression": "rate(1 day)"}}, "unknown key 'shedule' in triggers; did you"),
         (
+            {"catalog-events": {"window": "PT1H"}},
+            "triggers.catalog-events.window: PT1H is not a merge window: give one from PT0S to "
+            "PT15M",
+        ),
+        (
+            {"catalog-events": {"poll-interval": "PT0.5S"}},
+            "triggers.catalog-events.poll-interval: PT0.5S is not a poll interval",
+        ),
+        ({"catalog-events": {"window": "30s"}}, "triggers.catalog-events.window: '30s' is not"),
+        (
+            {"catalog-events": {"windows": "PT10S"}},
+            "unknown key 'windows' in triggers.catalog-events; did you mean 'window'?",
+        ),
+        (
             {"s3": [{"bucket": "landing"}, {"bucket": "landing", "suffix": "_SUCCESS"}]},
             "triggers: s3[0] and s3[1] are the same trigger; each object would start two runs",
         ),
@@ -218,6 +232,18 @@ def test_a_bucket_name_s3_refuses_is_one_line_naming_the_key(bucket, message):
 )
 def test_other_mistakes_in_triggers_are_one_line_naming_the_key(declared, message):
     assert message in refusal(declared)
+
+
+def test_catalog_events_default_to_a_thirty_second_window_and_five_second_polls():
+    declared = load_triggers({"catalog-events": {}})
+    assert declared.declared
+    assert declared.catalog_events.window.total_seconds() == 30
+    assert declared.catalog_events.poll_interval.total_seconds() == 5
+    assert load_triggers({"catalog-events": {"window": "PT0S"}}).catalog_events.window.seconds == 0
+
+
+def test_the_poller_schedule_is_one_eventbridge_takes():
+    assert check_schedule_expression(triggers.POLLER_SCHEDULE) == triggers.POLLER_SCHEDULE
 
 
 def test_the_housekeeping_schedule_is_one_eventbridge_takes():
@@ -370,3 +396,62 @@ def test_local_trigger_reports_a_schedule_it_does_not_fire(tmp_path, capsys):
         "Scheduler); the local runtime fires no schedules: run "
         f"`ferry execute {path}` by hand"
     ]
+
+
+# -- what a catalog-events rule matches, and what it sends the intake ------------------------
+
+
+def glue_document(**glue) -> dict:
+    return {
+        **DOCUMENT,
+        "source-catalog": {"name": "lake", "glue": {"region": "us-east-1", **glue}},
+        "table-replications": [
+            *DOCUMENT["table-replications"],
+            {
+                "source-table": {"database-name": "Events", "table-name-pattern": "clicks_.*"},
+                "replica-table": {"database-name": "events_dr"},
+                "replication-mode": "METADATA_MIRROR",
+            },
+        ],
+        "triggers": {"catalog-events": {}},
+    }
+
+
+def glue_event(name: str, **changes) -> dict:
+    event = json.loads((EVENTS / name).read_text())
+    event["detail"].update(changes)
+    return event
+
+
+def test_the_glue_rule_matches_the_source_databases_events_and_no_others():
+    config = parse_config(glue_document(), "c.yml", {})
+    assert triggers.source_databases(config) == ["events", "sales"]
+    pattern = EventPattern.load(json.dumps(triggers.glue_event_pattern(config)))
+    assert pattern.matches_event(glue_event("glue-table-state-change.json"))
+    assert pattern.matches_event(glue_event("glue-database-state-change.json"))
+    assert pattern.matches_event(glue_event("glue-table-state-change.json", databaseName="events"))
+    assert not pattern.matches_event(glue_event("glue-table-state-change.json", databaseName="hr"))
+    crawler = {
+        **glue_event("glue-table-state-change.json"),
+        "detail-type": "Glue Crawler State Change",
+    }
+    assert not pattern.matches_event(crawler)
+
+
+def test_a_catalog_of_another_account_is_matched_by_its_account():
+    config = parse_config(glue_document(**{"catalog-id": "210987654321"}), "c.yml", {})
+    pattern = EventPattern.load(json.dumps(triggers.glue_event_pattern(config)))
+    event = glue_event("glue-table-state-change.json")
+    assert not pattern.matches_event(event)
+    assert pattern.matches_event({**event, "account": "210987654321"})
+
+
+def test_the_glue_rule_sends_the_intake_the_config_and_the_whole_event():
+    event = glue_event("glue-table-state-change.json")
+    body = EventTemplateParser.parse(
+        triggers.catalog_event_input_template('s3://w/c "x".yml'), {},
+        {**event, "ingestion-time": event["time"]},
+    )  # fmt: skip
+    assert body["configUri"] == 's3://w/c "x".yml'
+    # (moto's parser adds the ingestion time it was given, as AWS's event JSON would not)
+    assert {k: v for k, v in body["event"].items() if k != "ingestion-time"} == event
