@@ -159,9 +159,9 @@ def test_each_declared_s3_trigger_is_a_rule_with_the_local_pattern_and_input(dep
 
 
 def test_buckets_in_other_regions_forward_their_events(app, stacks):
-    from infra.triggers import S3EventForwarding
+    from infra.triggers import EventForwarding
 
-    forwarders = [c for c in app.node.children if isinstance(c, S3EventForwarding)]
+    forwarders = [c for c in app.node.children if isinstance(c, EventForwarding)]
     expected = {
         (stack.settings.name, trigger.region)
         for stack in stacks.values()
