@@ -6,8 +6,9 @@ in every region the app deploys to; are these credentials the environment's acco
 stack deployed and healthy; does the config secret still hold placeholders; does every
 trigger bucket send its events to EventBridge; can the functions reach AWS's services and the
 metastores from the configured subnets; does each metastore answer from inside the VPC (the
-deployed Plan function, invoked in its check mode); is the Spark copy's application and its
-packed environment there.
+deployed Plan function, invoked in its check mode); does each Hive source whose config
+declares ``catalog-events`` write its notification log (the deployed CatalogPoller function,
+in its check mode); is the Spark copy's application and its packed environment there.
 
 Against the local runtime (``--environment local``) every check that can be made there is
 made the same way, through the emulator; the network checks are skipped (no VPC).
@@ -87,6 +88,7 @@ class Doctor:
         findings.extend(self.trigger_buckets())
         findings.extend(self.network())
         findings.extend(self.catalogs(deployment))
+        findings.extend(self.notification_logs(deployment))
         findings.extend(self.spark(deployment))
         return findings
 
@@ -299,6 +301,56 @@ class Doctor:
                         "and check the secret's URIs",
                     )
                 return Finding(check, OK, f"{answered} answered {function}")
+
+            findings.append(self._guarded(check, body))
+        return findings
+
+    # -- the Hive sources' notification logs -------------------------------------------------
+
+    def notification_logs(self, deployment: Deployment | None) -> list[Finding]:
+        """For each config with ``catalog-events`` and a Hive source: does its metastore write
+        the notification log the poller reads, and is the log not behind the poller?"""
+        polled = [
+            path for path, config in self.settings.configs.items()
+            if config.triggers.catalog_events is not None and config.source_catalog.glue is None
+        ]  # fmt: skip
+        if not polled:
+            return []
+        if deployment is None:
+            return [Finding("notification logs", SKIPPED, "not deployed yet")]
+        function = f"ferry-{self.settings.name}-catalog-poller"
+        findings = []
+        for path in polled:
+            key = "ConfigUri" + path.stem.title().replace("-", "")
+            uri = deployment.outputs.get(key)
+            check = f"notification log of {path.name}"
+            if uri is None:
+                findings.append(Finding(check, FAILED, f"the stack has no output {key}"))
+                continue
+
+            def body(uri: str = uri, check: str = check) -> Finding:
+                reply = self.aws.client("lambda", self.settings.region).invoke(
+                    FunctionName=function,
+                    Payload=json.dumps({"check": "notification-log", "configUri": uri}).encode(),
+                )
+                payload = json.loads(reply["Payload"].read() or b"{}")
+                if reply.get("FunctionError"):
+                    return Finding(
+                        check,
+                        FAILED,
+                        f"{function} failed: {payload.get('errorType')}: "
+                        f"{payload.get('errorMessage')}",
+                    )
+                if not payload.get("ok"):
+                    return Finding(
+                        check,
+                        FAILED,
+                        payload.get("detail", "no answer"),
+                        "register Hive's DbNotificationListener on the source metastore "
+                        "(hive.metastore.transactional.event.listeners), restart it, then run "
+                        "the doctor again",
+                    )
+                return Finding(check, OK, f"{payload['detail']}, answered {function}")
 
             findings.append(self._guarded(check, body))
         return findings
