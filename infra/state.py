@@ -59,9 +59,9 @@ class StateTable(Construct):
     def grant_feed_state(self, grantee: iam.IGrantable, actions: tuple[str, ...]) -> None:
         """``actions`` on the change feeds' items only: not on a lock nor the ledger.
 
-        ``dynamodb:LeadingKeys`` is the request's partition key; ``ForAllValues`` with a
-        request that names no key (none of these actions) would match, but each of them
-        names exactly one.
+        ``dynamodb:LeadingKeys`` is the partition key a request names. ``ForAllValues``
+        would match a request that names none, but each of these item actions names exactly
+        one (the local runtime's emulator gives the key too: ``ferry.local.iam_actions``).
         """
         grantee.grant_principal.add_to_principal_policy(
             iam.PolicyStatement(
