@@ -287,3 +287,75 @@ def test_eventbridge_may_invoke_the_intake_for_the_glue_rule_only(stacks, simula
     rules = "arn:aws:events:us-west-2:222222222222:rule"
     assert invoke(f"{rules}/ferry-prod-landing-dr-catalog-events") == "Allowed"
     assert invoke(f"{rules}/ferry-prod-sales-dr-s3-0") != "Allowed"
+
+
+def test_a_glue_catalog_of_another_account_may_put_its_events_on_the_pipelines_bus(
+    tmp_path, simulator
+):
+    """That account forwards its aws.glue events itself (docs/CONFIGURATION.md); the stack's
+    rule matches only its account's events, and the default bus lets it put them."""
+    import yaml
+    from aws_cdk import App
+    from aws_cdk.assertions import Template
+
+    from ferry.local.simulator import Request
+    from infra.settings import Replication
+    from infra.stack import FerryStack
+    from infra.triggers import foreign_regions
+
+    config = tmp_path / "partner.yml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "source-catalog": {
+                    "name": "partner",
+                    "glue": {"region": "eu-west-1", "catalog-id": "333333333333"},
+                },
+                "replica-catalog": {"name": "dr", "glue": {"region": "eu-west-1"}},
+                "triggers": {"catalog-events": {}},
+                "table-replications": [
+                    {
+                        "source-table": {"database-name": "shared", "table-name": "orders"},
+                        "replication-mode": "METADATA_MIRROR",
+                        "replica-table": {"database-name": "shared_dr"},
+                    }
+                ],
+            }
+        )
+    )
+    settings = load_environment("dev").model_copy(
+        update={
+            "replications": [
+                Replication(config=config, read_locations=["s3://partner-warehouse/shared/"])
+            ]
+        }
+    )
+    assert foreign_regions(settings) == {}  # the other account forwards, not this app
+    template = Template.from_stack(FerryStack(App(), "Ferry-dev", settings=settings)).to_json()
+    _, rule = named(template, "AWS::Events::Rule", "-partner-catalog-events")
+    assert rule["Properties"]["EventPattern"]["account"] == ["333333333333"]
+    [policy] = of_type(template, "AWS::Events::EventBusPolicy").values()
+    statement = policy["Properties"]["Statement"]
+    bus = "arn:aws:events:eu-west-1:111111111111:event-bus/default"
+
+    def put_events(account: str) -> str:
+        return simulator.decide(
+            Request(
+                principal=f"arn:aws:iam::{account}:role/forwarder",
+                action="events:PutEvents",
+                resource=bus,
+                resource_account="111111111111",
+                identity_policies=(
+                    {
+                        "Version": "2012-10-17",
+                        "Statement": [
+                            {"Effect": "Allow", "Action": "events:PutEvents", "Resource": bus}
+                        ],
+                    },
+                ),
+                resource_policy={"Version": "2012-10-17", "Statement": [statement]},
+            )
+        ).decision
+
+    assert put_events("333333333333") == "Allowed"
+    assert put_events("444444444444") != "Allowed"
