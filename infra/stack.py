@@ -93,6 +93,7 @@ class FerryStack(Stack):
             topic=self.operations_topic.topic,
             replication=self.pipeline.replication,
             housekeeping=self.pipeline.housekeeping,
+            changes=self.pipeline.changes,
             functions=self.functions,
             triggers=self.triggers,
         )

@@ -308,10 +308,14 @@ def test_operations_log_group_alarms_and_dashboard(deployed):
         a["Properties"]["AlarmName"] for a in resources(template, "AWS::CloudWatch::Alarm").values()
     }
     name = stack.settings.name
-    assert {f"ferry-{name}-replication-failed", f"ferry-{name}-replication-timed-out"} <= alarms
-    # One per state machine outcome, one for the schedules, one per S3 trigger's rule.
+    assert {
+        f"ferry-{name}-replication-failed", f"ferry-{name}-replication-timed-out",
+        f"ferry-{name}-catalog-changes-failed",
+    } <= alarms  # fmt: skip
+    # One per state machine outcome (the change windows' failed or timed out in one), one for
+    # the schedules, one per rule (an S3 trigger's, a Glue source's catalog events).
     rules = resources(template, "AWS::Events::Rule")
-    assert len(alarms) == 4 + len(rules)
+    assert len(alarms) == 5 + len(rules)
     (dashboard,) = resources(template, "AWS::CloudWatch::Dashboard").values()
     body = json.dumps(dashboard["Properties"]["DashboardBody"])
     for metric in (
