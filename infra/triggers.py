@@ -145,7 +145,8 @@ class Triggers(Construct):
 
         if accounts:
             # A Glue catalog of another account: that account forwards its aws.glue events
-            # to this bus (a rule of its own, docs/DEPLOYMENT.md); the bus lets it.
+            # to this bus (a rule of its own: docs/CONFIGURATION.md, Catalog events); the bus
+            # lets it.
             events.CfnEventBusPolicy(
                 self,
                 "GlueAccounts",
