@@ -6,8 +6,9 @@ in every region the app deploys to; are these credentials the environment's acco
 stack deployed and healthy; does the config secret still hold placeholders; does every
 trigger bucket send its events to EventBridge; can the functions reach AWS's services and the
 metastores from the configured subnets; does each metastore answer from inside the VPC (the
-deployed Plan function, invoked in its check mode); is the Spark copy's application and its
-packed environment there.
+deployed Plan function, invoked in its check mode); does each Hive source whose config
+declares ``catalog-events`` write its notification log (the deployed CatalogPoller function,
+in its check mode); is the Spark copy's application and its packed environment there.
 
 Against the local runtime (``--environment local``) every check that can be made there is
 made the same way, through the emulator; the network checks are skipped (no VPC).
@@ -29,6 +30,8 @@ OK, FAILED, SKIPPED = "ok", "failed", "skipped"
 BOOTSTRAP_PARAMETER = "/cdk-bootstrap/hnb659fds/version"
 #: Services the functions call from their subnets (VPC endpoint service names).
 VPC_SERVICES = ("s3", "dynamodb", "glue", "sns", "secretsmanager", "sts", "emr-serverless", "logs")
+#: What the Hive notification log's poller calls besides: it starts change windows.
+POLLER_SERVICES = ("states",)
 #: Services S3 and DynamoDB offer Gateway endpoints for (reached through route tables).
 GATEWAY_SERVICES = ("s3", "dynamodb")
 HTTPS = 443
@@ -87,6 +90,7 @@ class Doctor:
         findings.extend(self.trigger_buckets())
         findings.extend(self.network())
         findings.extend(self.catalogs(deployment))
+        findings.extend(self.notification_logs(deployment))
         findings.extend(self.spark(deployment))
         return findings
 
@@ -245,7 +249,7 @@ class Doctor:
             self._guarded("subnets", lambda: check_subnets(ec2, network)),
             self._guarded(
                 "services from the subnets",
-                lambda: check_routes(ec2, network, self.settings.region),
+                lambda: check_routes(ec2, network, self.settings.region, self.vpc_services()),
             ),
             self._guarded(
                 "security groups",
@@ -299,6 +303,65 @@ class Doctor:
                         "and check the secret's URIs",
                     )
                 return Finding(check, OK, f"{answered} answered {function}")
+
+            findings.append(self._guarded(check, body))
+        return findings
+
+    def vpc_services(self) -> tuple[str, ...]:
+        """The services the functions in the VPC call: Step Functions too when a Hive
+        notification log is polled (the poller starts the change windows)."""
+        return (*VPC_SERVICES, *POLLER_SERVICES) if self.polled_configs() else VPC_SERVICES
+
+    def polled_configs(self) -> list[Any]:
+        """The configs whose Hive source's notification log the deployment polls."""
+        return [
+            path for path, config in self.settings.configs.items()
+            if config.triggers.catalog_events is not None and config.source_catalog.glue is None
+        ]  # fmt: skip
+
+    # -- the Hive sources' notification logs -------------------------------------------------
+
+    def notification_logs(self, deployment: Deployment | None) -> list[Finding]:
+        """For each config with ``catalog-events`` and a Hive source: does its metastore write
+        the notification log the poller reads, and is the log not behind the poller?"""
+        polled = self.polled_configs()
+        if not polled:
+            return []
+        if deployment is None:
+            return [Finding("notification logs", SKIPPED, "not deployed yet")]
+        function = f"ferry-{self.settings.name}-catalog-poller"
+        findings = []
+        for path in polled:
+            key = "ConfigUri" + path.stem.title().replace("-", "")
+            uri = deployment.outputs.get(key)
+            check = f"notification log of {path.name}"
+            if uri is None:
+                findings.append(Finding(check, FAILED, f"the stack has no output {key}"))
+                continue
+
+            def body(uri: str = uri, check: str = check) -> Finding:
+                reply = self.aws.client("lambda", self.settings.region).invoke(
+                    FunctionName=function,
+                    Payload=json.dumps({"check": "notification-log", "configUri": uri}).encode(),
+                )
+                payload = json.loads(reply["Payload"].read() or b"{}")
+                if reply.get("FunctionError"):
+                    return Finding(
+                        check,
+                        FAILED,
+                        f"{function} failed: {payload.get('errorType')}: "
+                        f"{payload.get('errorMessage')}",
+                    )
+                if not payload.get("ok"):
+                    return Finding(
+                        check,
+                        FAILED,
+                        payload.get("detail", "no answer"),
+                        "register Hive's DbNotificationListener on the source metastore "
+                        "(hive.metastore.transactional.event.listeners), restart it, then run "
+                        "the doctor again",
+                    )
+                return Finding(check, OK, f"{payload['detail']}, answered {function}")
 
             findings.append(self._guarded(check, body))
         return findings
@@ -462,7 +525,9 @@ def check_subnets(ec2: Any, network: Any) -> Finding:
     return Finding("subnets", OK, f"{len(subnets)} in {network.vpc_id}")
 
 
-def check_routes(ec2: Any, network: Any, region: str) -> Finding:
+def check_routes(
+    ec2: Any, network: Any, region: str, services: tuple[str, ...] = VPC_SERVICES
+) -> Finding:
     """Every service the functions call is reachable from every subnet: an endpoint in the
     VPC (a Gateway endpoint on the subnet's route table), or a default route to a NAT."""
     endpoints = ec2.describe_vpc_endpoints(
@@ -492,7 +557,7 @@ def check_routes(ec2: Any, network: Any, region: str) -> Finding:
             for table in tables
             for route in table.get("Routes", [])
         )
-        for service in VPC_SERVICES:
+        for service in services:
             reachable = nat
             for endpoint in by_service.get(service, []):
                 if endpoint.get("VpcEndpointType") == "Gateway" or service in GATEWAY_SERVICES:
@@ -511,7 +576,7 @@ def check_routes(ec2: Any, network: Any, region: str) -> Finding:
             "and dynamodb on the subnets' route tables) or a NAT gateway route",
         )
     return Finding(
-        "services from the subnets", OK, f"{', '.join(VPC_SERVICES)} reachable (endpoint or NAT)"
+        "services from the subnets", OK, f"{', '.join(services)} reachable (endpoint or NAT)"
     )
 
 

@@ -134,6 +134,20 @@ class CatalogCheckResult(Result):
     catalogs: list[CatalogAnswer]
 
 
+class NotificationLogCheckResult(Result):
+    """``ferry doctor`` invokes the CatalogPoller function with ``{"check":
+    "notification-log", …}`` (input: ``CatalogCheckInput``): does the source metastore write
+    its notification log, and is it not behind what the poller read?"""
+
+    metastore: str
+    #: The newest event id of the log (0: it never held one).
+    current: int
+    #: The last event id the poller handed over (None: it never polled).
+    position: int | None
+    ok: bool
+    detail: str
+
+
 # -- the steps after Plan ---------------------------------------------------------------------
 
 

@@ -13,7 +13,7 @@ import aws_cdk as cdk
 from infra.checks import check
 from infra.settings import EnvironmentSettings, environment_names, load_environment
 from infra.stack import FerryStack
-from infra.triggers import S3EventForwarding, foreign_regions
+from infra.triggers import EventForwarding, foreign_regions
 
 
 def build_app(
@@ -38,7 +38,7 @@ def build_environment(app: cdk.App, settings: EnvironmentSettings) -> None:
     """The stacks of one environment: its pipeline, and a forwarder per other region."""
     FerryStack(app, settings.stack_name, settings=settings)
     for region, patterns in sorted(foreign_regions(settings).items()):
-        S3EventForwarding(
+        EventForwarding(
             app,
             f"{settings.stack_name}-events-{region}",
             settings=settings,

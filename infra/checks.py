@@ -137,6 +137,18 @@ def _wildcard_reason(resource: str, path: str, stack: Stack) -> str | None:
             "The Distributed Map's child executions of this state machine, named per run",
         ),
         (
+            lambda r: (
+                re.fullmatch(
+                    r"arn:<AWS::Partition>:states:[\w-]+:\d{12}:execution:"
+                    r"ferry-[\w-]+-(replication|catalog-changes):\*",
+                    r,
+                )
+                is not None
+            ),
+            "Executions of one state machine of this pipeline, named per run or change window "
+            "(a change window runs the replication state machine and watches its execution)",
+        ),
+        (
             lambda r: r == "*" and _only_service_wide_actions(path, stack),
             "X-Ray tracing, CloudWatch Logs delivery and a VPC function's network interfaces "
             "(created by Lambda with the function's role) have no resource-level permissions",

@@ -33,6 +33,8 @@ CATALOGS, WRITE_CATALOG, READ_DATA, WRITE_REPLICAS, DELETE_REPLICAS, STATE, PUBL
 )  # fmt: skip
 #: Writes its report under the work bucket's ``housekeeping/``.
 HOUSEKEEPING_REPORTS = "housekeeping-reports"
+#: The change feeds' windows and positions in the state table, and nothing else of it.
+FEED_STATE = "feed-state"
 
 #: What each function's step does besides reading its config and its run's files.
 NEEDS: dict[str, frozenset[str]] = {
@@ -53,6 +55,23 @@ NEEDS: dict[str, frozenset[str]] = {
     "Housekeeping": frozenset(
         {CATALOGS, READ_DATA, DELETE_REPLICAS, STATE, HOUSEKEEPING_REPORTS}
     ),
+    # The catalog change feeds (ferry.feeds) keep their windows and positions in the state
+    # table under keys of their own (FEED_STATE_ACTIONS). The intake of Glue's events reads
+    # no catalog; the poller reads the Hive notification log (and, after a gap, lists the
+    # source's tables); Claim changes asks both catalogs whether the table is still there.
+    "CatalogEvents": frozenset({FEED_STATE}),
+    "CatalogPoller": frozenset({CATALOGS, FEED_STATE}),
+    "ClaimChanges": frozenset({CATALOGS, FEED_STATE}),
+    "CloseWindow": frozenset({FEED_STATE}),
+}
+
+#: The state table's actions each feed function calls (``ferry.feeds.FeedState``): notes and
+#: positions are conditional updates, a claim reads then updates, a close deletes.
+FEED_STATE_ACTIONS: dict[str, tuple[str, ...]] = {
+    "CatalogEvents": ("dynamodb:UpdateItem",),
+    "CatalogPoller": ("dynamodb:GetItem", "dynamodb:UpdateItem"),
+    "ClaimChanges": ("dynamodb:GetItem", "dynamodb:UpdateItem"),
+    "CloseWindow": ("dynamodb:DeleteItem",),
 }
 
 
@@ -71,6 +90,9 @@ SIZING = {
     "Abort": Sizing(1024, Duration.minutes(15)),
     "Housekeeping": Sizing(1024, Duration.minutes(15)),
     "Summarize": Sizing(1024, Duration.minutes(15)),  # may abort tables no Catch took
+    # Polls for up to ferry.triggers.POLL_SECONDS, then returns: a schedule starts it every
+    # minute, so one run ends about when the next starts.
+    "CatalogPoller": Sizing(512, Duration.seconds(90)),
 }
 DEFAULT_SIZING = Sizing(512, Duration.minutes(5))
 
@@ -142,6 +164,8 @@ class Functions(Construct):
             if in_vpc:
                 allow_network_interfaces(role)
             self._grant(function, needs, work, state, secret, access, encryption, configs)
+            if FEED_STATE in needs:
+                state.grant_feed_state(function, FEED_STATE_ACTIONS[name])
             self.by_name[name] = function
 
     def _grant(

@@ -9,6 +9,7 @@ from __future__ import annotations
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
+from aws_cdk import aws_events as events
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
@@ -43,6 +44,7 @@ class Operations(Construct):
         topic: sns.ITopic,
         replication: sfn.StateMachine,
         housekeeping: sfn.StateMachine,
+        changes: sfn.StateMachine,
         functions: Functions,
         triggers: Triggers,
     ):
@@ -81,6 +83,23 @@ class Operations(Construct):
             housekeeping.metric_failed(period=PERIOD),
             "Housekeeping failed: retired snapshots are kept until it succeeds.",
         )
+        # A change window whose own steps failed (its replication's failure is alarmed
+        # above): the table's changes wait for the next one.
+        alarm(
+            "catalog-changes-failed",
+            cloudwatch.MathExpression(
+                expression="failed + timedout",
+                using_metrics={
+                    "failed": changes.metric_failed(period=PERIOD),
+                    "timedout": changes.metric_timed_out(period=PERIOD),
+                },
+                period=PERIOD,
+                label="change windows failed or timed out",
+            ),
+            "A change window failed in its own steps (Claim changes, Close the window) or timed "
+            "out: its table's changes are replicated when the next change opens a window; run "
+            "the table by hand (ferry execute --table) meanwhile.",
+        )
         # What starts replications must not fail silently: a schedule whose target refused
         # it (after the schedule's retries), or dropped it, and an S3 rule that could not
         # start an execution. (A function's own errors are not alarmed on: Step Functions
@@ -110,7 +129,13 @@ class Operations(Construct):
                     statistic="Sum",
                     period=PERIOD,
                 ),
-                f"The S3 trigger {rule.name} matched an object but could not start the "
+                (
+                    f"The catalog-events rule {rule.name} matched a Glue change but could not "
+                    "invoke the CatalogEvents function (EventBridge FailedInvocations): check "
+                    "the function's permission; run the table by hand (ferry execute --table)."
+                )
+                if _source(rule) == "aws.glue"
+                else f"The S3 trigger {rule.name} matched an object but could not start the "
                 "replication (EventBridge FailedInvocations): run it by hand (ferry execute).",
             )
 
@@ -168,3 +193,10 @@ class Operations(Construct):
                 width=24,
             )
         )
+
+
+def _source(rule: events.CfnRule) -> str | None:
+    """The event source a rule's pattern names (``aws.s3``, ``aws.glue``)."""
+    pattern = rule.event_pattern
+    sources = pattern.get("source", []) if isinstance(pattern, dict) else []
+    return sources[0] if sources else None

@@ -27,9 +27,15 @@ from infra.storage import RUNS_PREFIX, WorkBucket
 
 #: The rule Step Functions manages to learn that a ``.sync`` EMR Serverless job ended.
 EMR_SYNC_RULE = "StepFunctionsGetEventsForEMRServerlessJobRule"
+#: The rule Step Functions manages to learn that a ``.sync`` child execution ended (the
+#: change window's run of the replication state machine).
+STATES_SYNC_RULE = "StepFunctionsGetEventsForStepFunctionsExecutionRule"
 #: No replication runs longer than this: a stuck one fails, is alarmed on, and unlocks.
 REPLICATION_TIMEOUT = Duration.hours(24)
 HOUSEKEEPING_TIMEOUT = Duration.hours(2)
+#: A change window waits at most 15 minutes (``ferry.config.triggers.MAX_WINDOW``), then runs
+#: one replication of its table and at most a follow-up: longer than a replication may run.
+CHANGES_TIMEOUT = Duration.hours(50)
 
 
 def substitutions(functions: Functions, spark: SparkCopy) -> dict[str, str]:
@@ -81,9 +87,21 @@ class Pipeline(Construct):
             encryption,
             HOUSEKEEPING_TIMEOUT,
         )
+        replication_name = f"ferry-{settings.name}-replication"
+        changes_name = f"ferry-{settings.name}-catalog-changes"
+        self.changes = self._state_machine(
+            "CatalogChanges",
+            changes_name,
+            statemachine.CHANGES_PATH,
+            {**values, "ReplicationStateMachineArn": self.replication.state_machine_arn},
+            settings,
+            encryption,
+            CHANGES_TIMEOUT,
+        )
         for machine, names in (
             (self.replication, statemachine.FUNCTIONS),
             (self.housekeeping, statemachine.HOUSEKEEPING_FUNCTIONS),
+            (self.changes, statemachine.CHANGES_FUNCTIONS),
         ):
             # The definitions invoke each function by its unqualified ARN: no version, no alias.
             allow(
@@ -91,6 +109,16 @@ class Pipeline(Construct):
                 ["lambda:InvokeFunction"],
                 [functions.by_name[name].function_arn for name in names],
             )
+
+        self._run_replications(self.changes.role, replication_name)
+        # The feeds start the change window by name and look at a window's execution.
+        for name in statemachine.FEED_FUNCTIONS:
+            function = functions.by_name[name]
+            function.add_environment(
+                "FERRY_CHANGES_STATE_MACHINE_ARN", self.changes.state_machine_arn
+            )
+            allow(function, ["states:StartExecution"], [self.changes.state_machine_arn])
+            allow(function, ["states:DescribeExecution"], [_executions_of(stack, changes_name)])
 
         role = self.replication.role
         # The Maps over the tables and over the S3 copy's batches are Distributed Maps: they
@@ -162,6 +190,42 @@ class Pipeline(Construct):
             )
         )
 
+    @staticmethod
+    def _run_replications(role: iam.IRole, machine_name: str) -> None:
+        """What ``states:startExecution.sync:2`` of the replication state machine needs:
+        start it, watch and stop its executions, and the rule Step Functions manages to
+        hear that one ended (AWS's policy for a synchronous nested execution)."""
+        stack = Stack.of(role)
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["states:StartExecution"],
+                resources=[
+                    stack.format_arn(
+                        service="states",
+                        resource="stateMachine",
+                        resource_name=machine_name,
+                        arn_format=ArnFormat.COLON_RESOURCE_NAME,
+                    )
+                ],
+            )
+        )
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["states:DescribeExecution", "states:StopExecution"],
+                resources=[_executions_of(stack, machine_name)],
+            )
+        )
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["events:PutTargets", "events:PutRule", "events:DescribeRule"],
+                resources=[
+                    stack.format_arn(
+                        service="events", resource="rule", resource_name=STATES_SYNC_RULE
+                    )
+                ],
+            )
+        )
+
     def _state_machine(
         self, construct_id: str, name: str, path: Path, values: dict[str, str],
         settings: EnvironmentSettings, encryption: Encryption, timeout: Duration,
@@ -189,3 +253,13 @@ class Pipeline(Construct):
             tracing_enabled=True,
             timeout=timeout,
         )
+
+
+def _executions_of(stack: Stack, machine_name: str) -> str:
+    """The ARN pattern of every execution of the state machine named ``machine_name``."""
+    return stack.format_arn(
+        service="states",
+        resource="execution",
+        resource_name=f"{machine_name}:*",
+        arn_format=ArnFormat.COLON_RESOURCE_NAME,
+    )

@@ -83,6 +83,8 @@ class FerryStack(Stack):
             replication=self.pipeline.replication,
             housekeeping=self.pipeline.housekeeping,
             encryption=self.encryption,
+            catalog_events=self.functions.by_name["CatalogEvents"],
+            catalog_poller=self.functions.by_name["CatalogPoller"],
         )
         self.operations = Operations(
             self,
@@ -91,12 +93,14 @@ class FerryStack(Stack):
             topic=self.operations_topic.topic,
             replication=self.pipeline.replication,
             housekeeping=self.pipeline.housekeeping,
+            changes=self.pipeline.changes,
             functions=self.functions,
             triggers=self.triggers,
         )
         outputs = {
             "ReplicationStateMachineArn": self.pipeline.replication.state_machine_arn,
             "HousekeepingStateMachineArn": self.pipeline.housekeeping.state_machine_arn,
+            "CatalogChangesStateMachineArn": self.pipeline.changes.state_machine_arn,
             "ReplicationEventsTopicArn": self.events.topic.topic_arn,
             "OperationsTopicArn": self.operations_topic.topic.topic_arn,
             "WorkBucketName": self.work.bucket.bucket_name,
@@ -105,6 +109,12 @@ class FerryStack(Stack):
             "SparkApplicationId": self.spark.application_id,
             # The role EventBridge rules start replications with (for rules added by hand).
             "TriggerRoleArn": self.triggers.rule_role.role_arn,
+            # What `ferry local trigger` installs a catalog-events trigger with, as the
+            # stack does: the intake of Glue's events, the Hive poller and the role its
+            # schedules invoke it with.
+            "CatalogEventsFunctionArn": self.functions.by_name["CatalogEvents"].function_arn,
+            "CatalogPollerFunctionArn": self.functions.by_name["CatalogPoller"].function_arn,
+            "PollerScheduleRoleArn": self.triggers.poller_role.role_arn,
         }
         for key_name, value in outputs.items():
             CfnOutput(self, key_name, value=value)

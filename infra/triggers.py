@@ -2,14 +2,19 @@
 
 A config's ``triggers.schedule`` becomes an EventBridge Scheduler schedule, each of its
 ``triggers.s3`` an EventBridge rule on S3 "Object Created" events, with the same pattern
-and input as ``ferry local trigger`` installs locally (``ferry/triggers.py``). A bucket in
-another region (the disaster-recovery path) gets its events forwarded by a small stack in
-that region (``S3EventForwarding``) to this region's default bus, where the rule matches.
-Housekeeping runs on the settings' schedule, once per config.
+and input as ``ferry local trigger`` installs locally (``ferry/triggers.py``). Its
+``triggers.catalog-events`` becomes, for a Glue source, an EventBridge rule on Glue's Data
+Catalog events whose target is the CatalogEvents function, and for a Hive source a schedule
+that starts the CatalogPoller function every minute. A bucket or a Glue catalog in another
+region (the disaster-recovery path) gets its events forwarded by a small stack in that
+region (``EventForwarding``) to this region's default bus, where the rule matches; a Glue
+catalog of another account forwards its events itself, and the default bus allows that
+account to put them. Housekeeping runs on the settings' schedule, once per config.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from aws_cdk import Duration, Environment, RemovalPolicy, Stack, TimeZone
@@ -17,12 +22,15 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_scheduler as scheduler
 from aws_cdk import aws_scheduler_targets as scheduler_targets
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from ferry import triggers
+from ferry.config import ReplicationConfig
+from infra.access import allow
 from infra.configs import ReplicationConfigs
 from infra.encryption import Encryption
 from infra.settings import EnvironmentSettings
@@ -45,9 +53,11 @@ class Triggers(Construct):
         replication: sfn.IStateMachine,
         housekeeping: sfn.IStateMachine,
         encryption: Encryption,
+        catalog_events: lambda_.IFunction,
+        catalog_poller: lambda_.IFunction,
     ):
         super().__init__(scope, construct_id)
-        self.schedules: list[scheduler.Schedule] = []
+        self.schedules: list[scheduler.Schedule | scheduler.CfnSchedule] = []
         self.rules: list[events.CfnRule] = []
         # The environment's schedules in a group of their own: its metrics (target errors,
         # dropped invocations) are the alarms' (infra/operations.py). The group holds nothing
@@ -65,6 +75,17 @@ class Triggers(Construct):
             description="EventBridge rules start replications",
         )
         replication.grant_start_execution(rule_role)
+        # The role the Hive pollers' schedules invoke the poller with: that function only.
+        self.poller_role = iam.Role(
+            self,
+            "PollerScheduleRole",
+            assumed_by=iam.ServicePrincipal(
+                "scheduler.amazonaws.com",
+                conditions={"StringEquals": {"aws:SourceAccount": settings.account}},
+            ),
+            description="EventBridge Scheduler starts the Hive notification log pollers",
+        )
+        accounts: set[str] = set()
         for index, (path, config) in enumerate(settings.configs.items()):
             uri = configs.uri(path)
             name = path.stem
@@ -103,6 +124,14 @@ class Triggers(Construct):
                         ],
                     )
                 )
+            if declared.catalog_events is not None:
+                if config.source_catalog.glue is not None:
+                    self._glue_rule(index, name, path.name, uri, config, catalog_events, settings)
+                    account = config.source_catalog.glue.catalog_id
+                    if account and account != settings.account:
+                        accounts.add(account)
+                else:
+                    self._poller_schedule(index, name, path.name, uri, catalog_poller, settings)
             self._schedule(
                 f"Housekeeping{index}",
                 name=f"ferry-{settings.name}-{name}-housekeeping",
@@ -113,6 +142,95 @@ class Triggers(Construct):
                 execution_input=housekeeping_input(uri),
                 key=encryption.key,
             )
+
+        if accounts:
+            # A Glue catalog of another account: that account forwards its aws.glue events
+            # to this bus (a rule of its own: docs/CONFIGURATION.md, Catalog events); the bus
+            # lets it.
+            events.CfnEventBusPolicy(
+                self,
+                "GlueAccounts",
+                statement_id=f"ferry-{settings.name}-glue-accounts",
+                statement={
+                    "Sid": f"ferry-{settings.name}-glue-accounts",
+                    "Effect": "Allow",
+                    "Principal": {"AWS": [f"arn:aws:iam::{a}:root" for a in sorted(accounts)]},
+                    "Action": "events:PutEvents",
+                    "Resource": f"arn:aws:events:{settings.region}:{settings.account}"
+                    ":event-bus/default",
+                },
+            )
+
+    def _glue_rule(
+        self, index: int, name: str, file_name: str, uri: str, config: ReplicationConfig,
+        function: lambda_.IFunction, settings: EnvironmentSettings,
+    ) -> None:  # fmt: skip
+        """AWS Glue's events of the config's source databases go to the CatalogEvents
+        function, the event whole with the config's URI; EventBridge may invoke it for this
+        rule only."""
+        rule = events.CfnRule(
+            self,
+            f"CatalogEvents{index}",
+            name=f"ferry-{settings.name}-{name}-catalog-events",
+            description=f"Changes of the Glue tables of {file_name} start their replications",
+            event_pattern=triggers.glue_event_pattern(config),
+            state="ENABLED",
+            targets=[
+                events.CfnRule.TargetProperty(
+                    id="intake",
+                    arn=function.function_arn,
+                    input_transformer=events.CfnRule.InputTransformerProperty(
+                        input_paths_map={},
+                        input_template=triggers.catalog_event_input_template(uri),
+                    ),
+                )
+            ],
+        )
+        self.rules.append(rule)
+        lambda_.CfnPermission(
+            self,
+            f"CatalogEvents{index}Invoke",
+            action="lambda:InvokeFunction",
+            function_name=function.function_arn,
+            principal="events.amazonaws.com",
+            source_arn=rule.attr_arn,
+            source_account=settings.account,
+        )
+
+    def _poller_schedule(
+        self, index: int, name: str, file_name: str, uri: str, function: lambda_.IFunction,
+        settings: EnvironmentSettings,
+    ) -> None:  # fmt: skip
+        """The Hive poller of one config, started every minute; a start that fails is not
+        retried (the next one reads from where the last stopped).
+
+        A schedule of its own making (not the L2 target, which would also grant the role the
+        function's versions and aliases): the role may invoke the poller's ARN and nothing
+        else.
+        """
+        allow(self.poller_role, ["lambda:InvokeFunction"], [function.function_arn])
+        self.schedules.append(
+            scheduler.CfnSchedule(
+                self,
+                f"CatalogPoller{index}",
+                name=f"ferry-{settings.name}-{name}-catalog-poller",
+                description=f"Read the source notification log of {file_name}",
+                group_name=self.schedule_group.schedule_group_name,
+                schedule_expression=triggers.POLLER_SCHEDULE,
+                flexible_time_window=scheduler.CfnSchedule.FlexibleTimeWindowProperty(
+                    mode="OFF"
+                ),
+                state="ENABLED",
+                target=scheduler.CfnSchedule.TargetProperty(
+                    arn=function.function_arn,
+                    role_arn=self.poller_role.role_arn,
+                    input=json.dumps(triggers.poller_input(uri)),
+                    retry_policy=scheduler.CfnSchedule.RetryPolicyProperty(
+                        maximum_retry_attempts=0, maximum_event_age_in_seconds=60
+                    ),
+                ),
+            )
+        )
 
     def _schedule(
         self,
@@ -149,17 +267,28 @@ class Triggers(Construct):
 
 
 def foreign_regions(settings: EnvironmentSettings) -> dict[str, list[dict[str, Any]]]:
-    """The event patterns of S3 triggers on buckets outside the settings' region, by region."""
+    """The event patterns of triggers outside the settings' region, by region: S3 triggers
+    on buckets there, and catalog events of Glue catalogs of this account there."""
     found: dict[str, list[dict[str, Any]]] = {}
     for config in settings.configs.values():
         for trigger in config.triggers.s3:
             if trigger.region and trigger.region != settings.region:
                 found.setdefault(trigger.region, []).append(triggers.s3_event_pattern(trigger))
+        glue = config.source_catalog.glue
+        if (
+            config.triggers.catalog_events is not None
+            and glue is not None
+            and glue.region
+            and glue.region != settings.region
+            and glue.catalog_id in (None, settings.account)
+        ):
+            found.setdefault(glue.region, []).append(triggers.glue_event_pattern(config))
     return found
 
 
-class S3EventForwarding(Stack):
-    """In a source bucket's region: forward its S3 events to the pipeline's region."""
+class EventForwarding(Stack):
+    """In a source bucket's or Glue catalog's region: forward the events that start
+    replications to the pipeline's region."""
 
     def __init__(
         self, scope: Construct, construct_id: str, *, settings: EnvironmentSettings, region: str,
@@ -169,7 +298,7 @@ class S3EventForwarding(Stack):
             scope,
             construct_id,
             env=Environment(account=settings.account, region=region),
-            description=f"Ferry {settings.name}: S3 events of {region} to {settings.region}",
+            description=f"Ferry {settings.name}: events of {region} to {settings.region}",
         )
         bus = events.EventBus.from_event_bus_arn(
             self,
@@ -180,11 +309,12 @@ class S3EventForwarding(Stack):
             events.Rule(
                 self,
                 f"Forward{index}",
-                description="S3 objects that start a replication in the pipeline's region",
+                description="Events that start a replication in the pipeline's region",
                 event_pattern=events.EventPattern(
                     source=pattern["source"],
                     detail_type=pattern["detail-type"],
                     detail=pattern["detail"],
+                    account=pattern.get("account"),
                 ),
                 targets=[targets.EventBus(bus)],
             )

@@ -2,6 +2,8 @@
 schedule, and hands the changes of the tables the config selects over (``ferry.feeds``).
 
 It polls for up to ``ferry.triggers.POLL_SECONDS``, and never past the function's own time.
+``ferry doctor`` invokes it with ``{"check": "notification-log", …}``: then it only reads
+where the metastore's log is and where the poller stands (``ferry.feed_checks``).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from ferry.feed_checks import NOTIFICATION_LOG, check_notification_log
 from ferry.payloads import PollInput
 from ferry.triggers import POLL_SECONDS
 from lambdas.runtime import feeds, logger, metrics, tracer
@@ -23,6 +26,8 @@ MARGIN_SECONDS = 10
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    if event.get("check") == NOTIFICATION_LOG:  # `ferry doctor`: is the log written?
+        return check_notification_log(feeds(), event).model_dump(mode="json")
     remaining = context.get_remaining_time_in_millis() / 1000 - MARGIN_SECONDS
     result = feeds().poll(PollInput.model_validate(event), max(0.0, min(POLL_SECONDS, remaining)))
     metrics.add_metric(name="NotificationEventsRead", unit=MetricUnit.Count, value=result.events)

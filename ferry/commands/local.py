@@ -10,7 +10,8 @@ from pathlib import Path
 from ferry import triggers
 from ferry.aws import AwsClients, new_session
 from ferry.commands import EXIT_FAILED, EXIT_OK, UsageError, print_warnings
-from ferry.config import S3Trigger, load_config
+from ferry.config import ReplicationConfig, S3Trigger, load_config
+from ferry.duration import format_duration
 from ferry.errors import ConfigError, FerryError
 from ferry.local import deploy, emulator, processes, runtime
 
@@ -66,16 +67,20 @@ def run_local(action: str, home: Path, ports: dict[str, int], as_json: bool = Fa
 def run_local_trigger(config_path: Path, home: Path) -> int:
     """Install the triggers ``config_path`` declares into the local runtime, one line each.
 
-    Each S3 trigger becomes an EventBridge rule, as on AWS (``ferry.triggers``). The local
-    runtime fires no schedules: a declared schedule is only reported.
+    Each S3 trigger becomes an EventBridge rule, as on AWS (``ferry.triggers``), and
+    ``catalog-events`` what the stack deploys for it: for a Glue source a rule on Glue's
+    events whose target is the CatalogEvents function (with its permission), for a Hive
+    source the poller's schedule, with the stack's role for it. A declared ``schedule`` is
+    only reported.
     """
     config = load_config(config_path)
     print_warnings(config)
     declared = config.triggers
     if not declared.declared:
         raise ConfigError(
-            f"{config_path}: declares no triggers: add the key 'triggers', with a 'schedule' "
-            "or the 's3' objects whose arrival starts a run (docs/CONFIGURATION.md, Triggers)"
+            f"{config_path}: declares no triggers: add the key 'triggers', with a 'schedule', "
+            "the 's3' objects whose arrival starts a run, or 'catalog-events' "
+            "(docs/CONFIGURATION.md, Triggers)"
         )
     if declared.s3:
         state_machine_arn, work_uri, aws = local_pipeline(home)
@@ -89,6 +94,8 @@ def run_local_trigger(config_path: Path, home: Path) -> int:
                 f"an object created at {triggers.describe_s3_trigger(trigger)} now starts "
                 f"a replication of {config_path} (rule {rule})"
             )
+    if declared.catalog_events is not None:
+        _install_catalog_events(config_path, config, home)
     if declared.schedule is not None:
         schedule = declared.schedule
         print(
@@ -97,6 +104,43 @@ def run_local_trigger(config_path: Path, home: Path) -> int:
             f"`ferry execute {config_path}` by hand"
         )
     return EXIT_OK
+
+
+def _install_catalog_events(config_path: Path, config: ReplicationConfig, home: Path) -> None:
+    """The config's ``catalog-events`` as the stack deploys it, from the stack's outputs."""
+    _, work_uri, aws = local_pipeline(home)
+    pipeline = deploy.Pipeline.load(home)
+    outputs = pipeline.outputs if pipeline else {}
+    wanted = ["CatalogEventsFunctionArn", "CatalogPollerFunctionArn", "PollerScheduleRoleArn"]
+    missing = [key for key in wanted if key not in outputs]
+    if missing:
+        raise FerryError(
+            f"the local pipeline has no output {', '.join(missing)}: deployed before catalog "
+            "change feeds existed; run `ferry local up` again"
+        )
+    config_uri = deploy.upload_config(aws.client("s3"), work_uri, config_path)
+    window = format_duration(config.triggers.catalog_events.window)  # type: ignore[union-attr]
+    glue = config.source_catalog.glue
+    if glue is not None:
+        rule = deploy.add_catalog_events_rule(
+            aws, outputs["CatalogEventsFunctionArn"], config_uri, config
+        )
+        where = glue.region or deploy.REGION
+        print(
+            f"a change of the Glue tables of {', '.join(triggers.source_databases(config))} "
+            f"({where}) now starts a replication of the table {window} later, of "
+            f"{config_path} (rule {rule})"
+        )
+        return
+    schedule = deploy.add_catalog_poller_schedule(
+        aws, outputs["CatalogPollerFunctionArn"], outputs["PollerScheduleRoleArn"], config_uri
+    )
+    interval = format_duration(config.triggers.catalog_events.poll_interval)  # type: ignore[union-attr]
+    print(
+        f"the notification log of {config.source_catalog.name} is now read every {interval} and "
+        f"a change of a table starts its replication {window} later, of {config_path} "
+        f"(schedule {schedule}, {triggers.POLLER_SCHEDULE})"
+    )
 
 
 def _check_buckets(aws: AwsClients, declared: Sequence[S3Trigger], config_path: Path) -> None:

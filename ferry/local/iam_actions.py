@@ -292,8 +292,32 @@ def _dynamodb(request: HttpRequest) -> list[Check] | Unmodelled:
     if operation == "ListTables":
         return [Check(action, "*")]
     if "TableName" in body:
-        return [Check(action, _arn("dynamodb", request, f"table/{body['TableName']}"))]
+        table = _arn("dynamodb", request, f"table/{body['TableName']}")
+        return [Check(action, table, _leading_keys(operation, body))]
     return Unmodelled(f"dynamodb {operation}")
+
+
+#: The partition key of Ferry's state table (``ferry.ledger``'s key design). The mapping
+#: sees a request, not the table's key schema: the condition key is given for this name.
+_PARTITION_KEY = "pk"
+
+
+def _leading_keys(operation: str, body: dict[str, Any]) -> dict[str, Any]:
+    """``dynamodb:LeadingKeys``, the partition key values a request touches, as AWS gives it
+    for item reads and writes and for a Query's key condition (``pk = :value``)."""
+    item = body.get("Item") if operation == "PutItem" else body.get("Key")
+    if operation in ("GetItem", "PutItem", "UpdateItem", "DeleteItem") and isinstance(item, dict):
+        value = item.get(_PARTITION_KEY, {}).get("S")
+        return {"dynamodb:LeadingKeys": [value]} if value is not None else {}
+    if operation == "Query":
+        condition = body.get("KeyConditionExpression", "")
+        names = {v: k for k, v in body.get("ExpressionAttributeNames", {}).items()}
+        for name, placeholder in re.findall(r"([#\w]+)\s*=\s*(:\w+)", condition):
+            if names.get(_PARTITION_KEY) == name or name == _PARTITION_KEY:
+                value = body.get("ExpressionAttributeValues", {}).get(placeholder, {}).get("S")
+                if value is not None:
+                    return {"dynamodb:LeadingKeys": [value]}
+    return {}
 
 
 def _secretsmanager(request: HttpRequest) -> list[Check] | Unmodelled:

@@ -88,3 +88,73 @@ def test_an_unknown_environment_is_one_line_and_exit_2(capsys):
     error = capsys.readouterr().err
     assert error.startswith("ferry: error: no settings for environment 'prd'")
     assert len(error.strip().splitlines()) == 1
+
+
+def test_a_hive_source_with_catalog_events_must_write_its_notification_log(
+    pipeline, local_runtime, sample, write_config, unique
+):
+    """The deployed CatalogPoller, in its check mode, reads where the metastore's log is and
+    where the poller stands: the local source metastore writes one, the replica's does not,
+    and a log below the poller's position was started anew."""
+    from datetime import UTC, datetime
+    from types import SimpleNamespace
+
+    from ferry.aws import AwsClients
+    from ferry.config import load_config
+    from ferry.doctor import FAILED, OK, Deployment, Doctor
+    from ferry.feed_checks import LISTENER
+    from ferry.feeds import FeedState
+    from ferry.local import deploy
+
+    def config(name: str, source_uri: str):
+        path = write_config(
+            {
+                "source-catalog": {"name": name, "hive-metastore-uris": source_uri},
+                "replica-catalog": {"name": "dr", "hive-metastore-uris": local_runtime.replica_uri},
+                "triggers": {"catalog-events": {}},
+                "table-replications": [
+                    {
+                        "source-table": {"database-name": sample.database, "table-name": "orders"},
+                        "replication-mode": "METADATA_MIRROR",
+                        "replica-table": {"database-name": f"{sample.database}_dr"},
+                    }
+                ],
+            },
+            name=f"{name}-{unique}.yml",
+        )
+        return path, deploy.upload_config(boto3.client("s3"), pipeline.work_uri, path)
+
+    written, written_uri = config("onprem", local_runtime.source_uri)
+    unwritten, unwritten_uri = config("nolog", local_runtime.replica_uri)
+    settings = SimpleNamespace(
+        name="local",
+        region="us-east-1",
+        configs={written: load_config(written), unwritten: load_config(unwritten)},
+    )
+    outputs = {
+        **pipeline.outputs,
+        "ConfigUri" + written.stem.title().replace("-", ""): written_uri,
+        "ConfigUri" + unwritten.stem.title().replace("-", ""): unwritten_uri,
+    }
+    doctor = Doctor(settings, AwsClients(), local=Deployment(outputs, "local"))
+
+    def checks() -> dict[str, object]:
+        return {f.check: f for f in doctor.notification_logs(doctor.local)}
+
+    found = checks()
+    ok = found[f"notification log of {written.name}"]
+    assert ok.status == OK, ok
+    assert "not polled yet" in ok.detail and "answered ferry-local-catalog-poller" in ok.detail
+    failed = found[f"notification log of {unwritten.name}"]
+    assert failed.status == FAILED
+    assert failed.detail.startswith(f"nolog ({local_runtime.replica_uri}) writes no notification log")
+    assert "hive.metastore.transactional.event.listeners" in failed.detail
+    assert LISTENER in failed.detail
+    assert len(failed.line().splitlines()) == 1
+
+    # The poller read further than the log now reaches: the log was started anew.
+    state = FeedState(boto3.client("dynamodb"), pipeline.state_table)
+    state.advance(written_uri, None, 10**9, datetime.now(UTC))
+    behind = checks()[f"notification log of {written.name}"]
+    assert behind.status == FAILED
+    assert "below event 1000000000 the poller read" in behind.detail

@@ -21,3 +21,36 @@ def stacks(app):
     from infra.stack import FerryStack
 
     return {c.settings.name: c for c in app.node.children if isinstance(c, FerryStack)}
+
+
+@pytest.fixture(scope="module")
+def simulator():
+    """The IAM policy simulator the local runtime uses (``ferry.local.simulator``)."""
+    from ferry.local.simulator import PolicySimulator, simulator_problem
+
+    problem = simulator_problem()
+    if problem:
+        pytest.fail(problem)
+    with PolicySimulator() as running:
+        yield running
+
+
+def _environment_names() -> list[str]:
+    from infra.settings import environment_names
+
+    return environment_names()
+
+
+@pytest.fixture(scope="module", params=_environment_names())
+def deployed(request, stacks):
+    """Each example environment's stack, its template, and the template resolved as AWS will."""
+    from aws_cdk.assertions import Template
+
+    from ferry.local.template import resolved_statically
+
+    stack = stacks[request.param]
+    template = Template.from_stack(stack).to_json()
+    resolved = resolved_statically(
+        template, stack.stack_name, stack.settings.account, stack.settings.region
+    )
+    return stack, template, resolved

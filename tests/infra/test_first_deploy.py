@@ -20,7 +20,7 @@ from aws_cdk.assertions import Template
 
 from ferry import statemachine as definition
 from ferry.config_text import SECRET_PLACEHOLDER
-from ferry.local.simulator import PolicySimulator, Request, simulator_problem
+from ferry.local.simulator import Request
 from ferry.local.template import resolved_statically
 from infra import bundling
 from infra.functions import NETWORK_INTERFACE_ACTIONS
@@ -30,25 +30,6 @@ from infra.triggers import foreign_regions
 pytestmark = pytest.mark.infra
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def simulator():
-    problem = simulator_problem()
-    if problem:
-        pytest.fail(problem)
-    with PolicySimulator() as running:
-        yield running
-
-
-@pytest.fixture(scope="module", params=environment_names())
-def deployed(request, stacks):
-    stack = stacks[request.param]
-    template = Template.from_stack(stack).to_json()
-    resolved = resolved_statically(
-        template, stack.stack_name, stack.settings.account, stack.settings.region
-    )
-    return stack, template, resolved
 
 
 def of_type(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:

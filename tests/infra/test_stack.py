@@ -129,6 +129,10 @@ def test_each_declared_schedule_starts_the_replication_with_its_input(deployed):
             assert json.loads(schedule["Target"]["Input"]) == triggers.scheduled_input(
                 uri, config.triggers.schedule
             )
+        if config.triggers.catalog_events and config.source_catalog.glue is None:
+            expected += 1  # the Hive poller's (tests/infra/test_catalog_events.py)
+            poller = schedules[f"ferry-{stack.settings.name}-{path.stem}-catalog-poller"]
+            assert json.loads(poller["Target"]["Input"]) == triggers.poller_input(uri)
         housekeeping = schedules[f"ferry-{stack.settings.name}-{path.stem}-housekeeping"]
         expected += 1
         assert housekeeping["ScheduleExpression"] == stack.settings.housekeeping_schedule
@@ -140,7 +144,10 @@ def test_each_declared_schedule_starts_the_replication_with_its_input(deployed):
 def test_each_declared_s3_trigger_is_a_rule_with_the_local_pattern_and_input(deployed):
     stack, template = deployed
     replication_id, _ = machine(template, "-replication")
-    rules = list(resources(template, "AWS::Events::Rule").values())
+    rules = [
+        r for r in resources(template, "AWS::Events::Rule").values()
+        if r["Properties"]["EventPattern"]["source"] == ["aws.s3"]
+    ]  # fmt: skip
     declared = [
         (path, trigger)
         for path, config in stack.settings.configs.items()
@@ -159,9 +166,9 @@ def test_each_declared_s3_trigger_is_a_rule_with_the_local_pattern_and_input(dep
 
 
 def test_buckets_in_other_regions_forward_their_events(app, stacks):
-    from infra.triggers import S3EventForwarding
+    from infra.triggers import EventForwarding, foreign_regions
 
-    forwarders = [c for c in app.node.children if isinstance(c, S3EventForwarding)]
+    forwarders = [c for c in app.node.children if isinstance(c, EventForwarding)]
     expected = {
         (stack.settings.name, trigger.region)
         for stack in stacks.values()
@@ -172,11 +179,16 @@ def test_buckets_in_other_regions_forward_their_events(app, stacks):
     assert expected, "an example environment should show the cross-region path"
     assert {(f.node.id.split("-")[1], f.region) for f in forwarders} == expected
     for forwarder in forwarders:
-        (rule,) = Template.from_stack(forwarder).find_resources("AWS::Events::Rule").values()
-        (target,) = rule["Properties"]["Targets"]
         name = forwarder.node.id.split("-")[1]
         region = stacks[name].settings.region
-        assert target["Arn"] == f"arn:aws:events:{region}:{forwarder.account}:event-bus/default"
+        rules = Template.from_stack(forwarder).find_resources("AWS::Events::Rule").values()
+        # An S3 trigger's pattern (and a Glue source's: tests/infra/test_catalog_events.py)
+        assert len(rules) == len(foreign_regions(stacks[name].settings)[forwarder.region])
+        for rule in rules:
+            (target,) = rule["Properties"]["Targets"]
+            assert target["Arn"] == (
+                f"arn:aws:events:{region}:{forwarder.account}:event-bus/default"
+            )
 
 
 # -- least privilege -------------------------------------------------------------------------
@@ -296,10 +308,14 @@ def test_operations_log_group_alarms_and_dashboard(deployed):
         a["Properties"]["AlarmName"] for a in resources(template, "AWS::CloudWatch::Alarm").values()
     }
     name = stack.settings.name
-    assert {f"ferry-{name}-replication-failed", f"ferry-{name}-replication-timed-out"} <= alarms
-    # One per state machine outcome, one for the schedules, one per S3 trigger's rule.
+    assert {
+        f"ferry-{name}-replication-failed", f"ferry-{name}-replication-timed-out",
+        f"ferry-{name}-catalog-changes-failed",
+    } <= alarms  # fmt: skip
+    # One per state machine outcome (the change windows' failed or timed out in one), one for
+    # the schedules, one per rule (an S3 trigger's, a Glue source's catalog events).
     rules = resources(template, "AWS::Events::Rule")
-    assert len(alarms) == 4 + len(rules)
+    assert len(alarms) == 5 + len(rules)
     (dashboard,) = resources(template, "AWS::CloudWatch::Dashboard").values()
     body = json.dumps(dashboard["Properties"]["DashboardBody"])
     for metric in (

@@ -9,6 +9,8 @@ from moto import mock_aws
 from ferry.doctor import (
     FAILED,
     OK,
+    POLLER_SERVICES,
+    VPC_SERVICES,
     check_routes,
     check_security_groups,
     check_subnets,
@@ -82,6 +84,9 @@ def test_endpoints_for_every_service_make_them_reachable(vpc):
         SubnetIds=network.subnet_ids,
     )
     assert check_routes(ec2, network, REGION).status == OK
+    # A Hive notification log's poller starts change windows from the VPC: Step Functions too.
+    with_poller = check_routes(ec2, network, REGION, (*VPC_SERVICES, *POLLER_SERVICES))
+    assert with_poller.status == FAILED and with_poller.detail.endswith("for states")
 
 
 def test_a_default_route_to_a_nat_reaches_every_service(vpc):

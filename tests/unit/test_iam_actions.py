@@ -49,3 +49,39 @@ def test_delete_objects_is_authorized_key_by_key(keys):
     assert [(check.action, check.resource) for check in checks] == [
         ("s3:DeleteObject", f"arn:aws:s3:::replica/{key}") for key in keys
     ]
+
+
+def _dynamodb_request(operation: str, body: dict) -> HttpRequest:
+    import json
+
+    return HttpRequest(
+        method="POST", path="/", query={},
+        headers={"x-amz-target": f"DynamoDB_20120810.{operation}"},
+        body=json.dumps(body).encode(), signed=Signed("AKIDEXAMPLE", "eu-west-1", "dynamodb"),
+        account="123456789012",
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("operation", "body", "leading"),
+    [
+        ("GetItem", {"Key": {"pk": {"S": "feed#sales"}, "sk": {"S": "position"}}}, "feed#sales"),
+        ("UpdateItem", {"Key": {"pk": {"S": "changes#s3://w/c.yml"}, "sk": {"S": "t"}}},
+         "changes#s3://w/c.yml"),
+        ("DeleteItem", {"Key": {"pk": {"S": "glue:eu-west-1/db.t"}, "sk": {"S": "lock"}}},
+         "glue:eu-west-1/db.t"),
+        ("PutItem", {"Item": {"pk": {"S": "glue:eu-west-1/db.t"}, "sk": {"S": "lock"}}},
+         "glue:eu-west-1/db.t"),
+        ("Query", {"KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
+                   "ExpressionAttributeValues": {":pk": {"S": "r"}, ":prefix": {"S": "s"}}}, "r"),
+        ("Query", {"KeyConditionExpression": "#p = :v", "ExpressionAttributeNames": {"#p": "pk"},
+                   "ExpressionAttributeValues": {":v": {"S": "r"}}}, "r"),
+    ],
+    ids=["get", "update", "delete", "put", "query", "query-named"],
+)  # fmt: skip
+def test_an_item_request_names_its_partition_key_as_dynamodb_leading_keys(operation, body, leading):
+    [check] = checks_of(_dynamodb_request(operation, {"TableName": "ferry-dev-state", **body}))
+
+    assert check.action == f"dynamodb:{operation}"
+    assert check.resource == "arn:aws:dynamodb:eu-west-1:123456789012:table/ferry-dev-state"
+    assert check.context == {"dynamodb:LeadingKeys": [leading]}

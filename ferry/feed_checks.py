@@ -1,0 +1,64 @@
+"""``ferry doctor``'s check of a Hive source's change feed, run by the deployed CatalogPoller
+function without polling: does the metastore write its notification log, and has the log
+not gone backwards since the poller last read it (``ferry.feeds``)?"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ferry.catalog.hive import HiveMetastoreCatalog
+from ferry.catalog.hive_events import HiveNotificationLog
+from ferry.errors import ConfigError
+from ferry.feeds import ChangeFeeds
+from ferry.payloads import CatalogCheckInput, NotificationLogCheckResult
+
+NOTIFICATION_LOG = "notification-log"
+#: What a metastore needs to write its notification log (Hive's own listener).
+LISTENER = "org.apache.hive.hcatalog.listener.DbNotificationListener"
+LISTENER_SETTING = (
+    f"hive.metastore.transactional.event.listeners (or hive.metastore.event.listeners) = "
+    f"{LISTENER}, with the hive-hcatalog-server-extensions jar on its classpath"
+)
+
+
+def check_notification_log(
+    feeds: ChangeFeeds, payload: CatalogCheckInput | Mapping[str, Any]
+) -> NotificationLogCheckResult:
+    """The source metastore's current event id against the poller's stored position.
+
+    Passes when the log has events (a metastore without the listener answers 0) and is
+    not below the position: a log below it was started anew (a new metastore database),
+    and the poller would find a gap and compare every selected table in full.
+    """
+    payload = CatalogCheckInput.model_validate(payload)
+    config = feeds.load_config(payload.config_uri)
+    source = config.source_catalog
+    if source.hive_metastore_uris is None:
+        raise ConfigError(
+            f"{payload.config_uri}: source-catalog {source.name} is not a Hive metastore: it "
+            "has no notification log (the Glue Data Catalog sends its changes to EventBridge)"
+        )
+    with feeds.open_catalog(source) as catalog:
+        if not isinstance(catalog, HiveMetastoreCatalog):
+            raise ConfigError(f"{payload.config_uri}: {source.name} is not a Hive metastore")
+        metastore = f"{source.name} ({catalog.description})"
+        current = HiveNotificationLog(catalog).current_event_id()
+    position = feeds.state.position(payload.config_uri)
+    if current <= 0:
+        detail = f"{metastore} writes no notification log: set {LISTENER_SETTING}"
+        ok = False
+    elif position is not None and current < position:
+        detail = (
+            f"{metastore}'s notification log is at event {current}, below event {position} "
+            "the poller read: the log was started anew (its next poll compares every "
+            f"selected table in full); check that the metastore keeps {LISTENER}"
+        )
+        ok = False
+    else:
+        read = "not polled yet" if position is None else f"the poller read up to {position}"
+        detail = f"{metastore} writes its notification log (event {current}; {read})"
+        ok = True
+    return NotificationLogCheckResult(
+        metastore=metastore, current=current, position=position, ok=ok, detail=detail
+    )
