@@ -3,7 +3,7 @@ schedule, and hands the changes of the tables the config selects over (``ferry.f
 
 It polls for up to ``ferry.triggers.POLL_SECONDS``, and never past the function's own time.
 ``ferry doctor`` invokes it with ``{"check": "notification-log", …}``: then it only reads
-where the metastore's log is and where the poller stands (``ferry.feed_checks``).
+where the metastore's log is and where the poller stands (``ferry.feeds.checks``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from ferry.feed_checks import NOTIFICATION_LOG, check_notification_log
+from ferry.feeds.checks import NOTIFICATION_LOG, check_notification_log
 from ferry.payloads import PollInput
 from ferry.triggers import POLL_SECONDS
 from lambdas.runtime import feeds, logger, metrics, tracer

@@ -102,8 +102,8 @@ def test_a_hive_source_with_catalog_events_must_write_its_notification_log(
     from ferry.aws import AwsClients
     from ferry.config import load_config
     from ferry.doctor import FAILED, OK, Deployment, Doctor
-    from ferry.feed_checks import LISTENER
     from ferry.feeds import FeedState
+    from ferry.feeds.checks import LISTENER
     from ferry.local import deploy
 
     def config(name: str, source_uri: str):

@@ -10,7 +10,7 @@ from typing import Any
 from ferry.catalog.hive import HiveMetastoreCatalog
 from ferry.catalog.hive_events import HiveNotificationLog
 from ferry.errors import ConfigError
-from ferry.feeds import ChangeFeeds
+from ferry.feeds.intake import ChangeFeeds
 from ferry.payloads import CatalogCheckInput, NotificationLogCheckResult
 
 NOTIFICATION_LOG = "notification-log"
