@@ -85,6 +85,9 @@ class Triggers(Construct):
             ),
             description="EventBridge Scheduler starts the Hive notification log pollers",
         )
+        # Granted whether or not a config of the settings declares a poller: the schedules
+        # installed later (`ferry local trigger`, or by hand) use this role too.
+        allow(self.poller_role, ["lambda:InvokeFunction"], [catalog_poller.function_arn])
         accounts: set[str] = set()
         for index, (path, config) in enumerate(settings.configs.items()):
             uri = configs.uri(path)
@@ -208,7 +211,6 @@ class Triggers(Construct):
         function's versions and aliases): the role may invoke the poller's ARN and nothing
         else.
         """
-        allow(self.poller_role, ["lambda:InvokeFunction"], [function.function_arn])
         self.schedules.append(
             scheduler.CfnSchedule(
                 self,

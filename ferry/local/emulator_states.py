@@ -15,6 +15,12 @@
 - **A Distributed Map's children are executions**: each with its own history, listed by
   ``ListExecutions(mapRunArn=...)`` and read with ``GetExecutionHistory``, as on AWS (moto
   runs them as frames of the parent and keeps no history of them).
+- **A task that starts an execution of another state machine** (``states:startExecution``,
+  ``.sync``, ``.sync:2``) sends ``StateMachineArn``, ``Input`` and ``Name`` as the API's
+  ``stateMachineArn``, ``input`` and ``name`` (a UUID when the task names none), and its
+  result has AWS's names
+  (``ExecutionArn``, ``Status``, ``StartDate`` as epoch milliseconds, ...): moto's port passed
+  the names through unchanged, so no such task could run.
 - **A Distributed Map's ``ResultWriter`` writes the children's results**: moto writes an
   empty manifest. Here each child's input, status, output, or error and cause, are recorded
   as it ends, and written as AWS writes them: ``<prefix>/<map run id>/manifest.json`` and
@@ -26,6 +32,7 @@ from __future__ import annotations
 import datetime
 import json
 import threading
+import uuid
 from typing import Any
 
 #: AWS's limit on a state's input or output, a task's result, a child execution's input.
@@ -33,6 +40,7 @@ MAX_PAYLOAD_BYTES = 256 * 1024
 
 
 def install() -> None:
+    _nested_executions_as_on_aws()
     _tolerated_failures_accepted()
     _failures_tolerated_as_on_aws()
     _terminal_errors_not_in_states_all()
@@ -40,6 +48,40 @@ def install() -> None:
     _children_recorded()
     _result_writer_writes_results()
     _child_executions_listed()
+
+
+def _nested_executions_as_on_aws() -> None:
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
+        state_task_service_sfn,
+    )
+
+    service = state_task_service_sfn.StateTaskServiceSfn
+    normalise = service._normalise_parameters
+
+    def normalise_parameters(
+        self: Any, parameters: dict, boto_service_name: Any = None, service_action_name: Any = None
+    ) -> None:
+        normalise(self, parameters, boto_service_name, service_action_name)  # Input as JSON
+        for key in list(parameters):
+            parameters[key[:1].lower() + key[1:]] = parameters.pop(key)
+        if self._get_boto_service_action() == "start_execution" and not parameters.get("name"):
+            # AWS names an execution started without a name with a UUID; moto's API would
+            # name every one "None", and the second would already exist.
+            parameters["name"] = str(uuid.uuid4())
+
+    def normalise_response(
+        self: Any, response: Any, boto_service_name: Any = None, service_action_name: Any = None
+    ) -> None:
+        if not isinstance(response, dict):
+            return
+        for key in list(response):
+            value = response.pop(key)
+            if isinstance(value, datetime.datetime):
+                value = int(value.timestamp() * 1000)
+            response[key[:1].upper() + key[1:]] = value
+
+    service._normalise_parameters = normalise_parameters
+    service._normalise_response = normalise_response
 
 
 def payload_size(value: Any) -> int:

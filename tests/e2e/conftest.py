@@ -98,3 +98,19 @@ def cross_region(aws, unique) -> CrossRegion:
     )
     west = GlueCatalog("west", boto3.client("glue", region_name=WEST))
     return CrossRegion(east, west, sample, replica_bucket)
+
+
+@pytest.fixture
+def catalog_triggers(local_runtime):
+    """Remove the catalog-events rules and poller schedules a test installed: a schedule left
+    behind would go on polling for the rest of the session."""
+    yield
+    events = boto3.client("events", region_name="us-east-1")
+    for rule in events.list_rules(NamePrefix="ferry-catalog-events-")["Rules"]:
+        targets = events.list_targets_by_rule(Rule=rule["Name"])["Targets"]
+        if targets:
+            events.remove_targets(Rule=rule["Name"], Ids=[t["Id"] for t in targets])
+        events.delete_rule(Name=rule["Name"])
+    scheduler = boto3.client("scheduler", region_name="us-east-1")
+    for schedule in scheduler.list_schedules(NamePrefix="ferry-catalog-poller-")["Schedules"]:
+        scheduler.delete_schedule(Name=schedule["Name"], GroupName=schedule["GroupName"])

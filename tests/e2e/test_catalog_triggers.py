@@ -24,7 +24,7 @@ def uploaded_config_uri(outputs_work: str, s3, config_path) -> str:
 
 
 def test_a_glue_sources_catalog_events_become_a_rule_whose_target_is_the_intake(
-    pipeline, local_runtime, aws, unique, write_config
+    pipeline, catalog_triggers, local_runtime, aws, unique, write_config
 ):
     database = f"events_{unique}"
     document = {
@@ -70,7 +70,7 @@ def test_a_glue_sources_catalog_events_become_a_rule_whose_target_is_the_intake(
 
 
 def test_a_hive_sources_catalog_events_become_the_pollers_schedule(
-    pipeline, local_runtime, aws, unique, write_config
+    pipeline, catalog_triggers, local_runtime, aws, unique, write_config
 ):
     document = {
         "source-catalog": {"name": "onprem", "hive-metastore-uris": local_runtime.source_uri},
