@@ -63,6 +63,8 @@ def config_data(strategy: str = "UPSERT", **source) -> dict:
 def world(monkeypatch):
     """DynamoDB's state table, the change window state machine, Glue's two databases."""
     monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_S3"):
+        monkeypatch.delenv(name, raising=False)  # the local runtime's, when it runs first
     with mock_aws():
         dynamodb = boto3.client("dynamodb", region_name=REGION)
         DynamoDbStateStore.create_table(dynamodb, "state")
