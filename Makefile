@@ -91,6 +91,7 @@ lint: setup
 bench: setup
 	$(BIN)/python bench/copy_throughput.py
 	$(BIN)/python bench/trigger_latency.py
+	$(BIN)/python bench/catalog_lag.py
 	$(BIN)/python bench/plan_scale.py
 	$(BIN)/python bench/diff_scale.py
 

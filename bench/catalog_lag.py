@@ -45,6 +45,7 @@ from ferry.catalog.glue import GlueCatalog  # noqa: E402
 from ferry.catalog.hive import HiveMetastoreCatalog  # noqa: E402
 from ferry.commands.local import run_local_trigger  # noqa: E402
 from ferry.duration import parse_duration  # noqa: E402
+from ferry.feeds import FeedState  # noqa: E402
 from ferry.local import deploy, emulator, metastore, processes  # noqa: E402
 from ferry.local.samples import (  # noqa: E402
     ORDER_COLUMNS,
@@ -136,7 +137,10 @@ class Feed:
         )  # the same upload the trigger makes
         self._run_by_hand()
         assert run_local_trigger(config, state_dir) == 0
-        time.sleep(2.0)  # the poller's first poll records where the log stands
+        if feed == "hive":  # the poller's first poll records where the log stands
+            state = FeedState(boto3.client("dynamodb"), pipeline.state_table)
+            while state.position(self.uri) is None:
+                time.sleep(0.2)
 
     def _config(self, catalog_section: dict[str, Any], window: str) -> dict[str, Any]:
         return {

@@ -17,10 +17,11 @@
   runs them as frames of the parent and keeps no history of them).
 - **A task that starts an execution of another state machine** (``states:startExecution``,
   ``.sync``, ``.sync:2``) sends ``StateMachineArn``, ``Input`` and ``Name`` as the API's
-  ``stateMachineArn``, ``input`` and ``name`` (a UUID when the task names none), and its
-  result has AWS's names
+  ``stateMachineArn``, ``input`` and ``name``, and its result has AWS's names
   (``ExecutionArn``, ``Status``, ``StartDate`` as epoch milliseconds, ...): moto's port passed
   the names through unchanged, so no such task could run.
+- **An execution started without a name is named with a UUID**, as AWS names it: moto's
+  named every such execution "None", and the second was refused as already existing.
 - **A Distributed Map's ``ResultWriter`` writes the children's results**: moto writes an
   empty manifest. Here each child's input, status, output, or error and cause, are recorded
   as it ends, and written as AWS writes them: ``<prefix>/<map run id>/manifest.json`` and
@@ -40,6 +41,7 @@ MAX_PAYLOAD_BYTES = 256 * 1024
 
 
 def install() -> None:
+    _unnamed_executions_named()
     _nested_executions_as_on_aws()
     _tolerated_failures_accepted()
     _failures_tolerated_as_on_aws()
@@ -48,6 +50,17 @@ def install() -> None:
     _children_recorded()
     _result_writer_writes_results()
     _child_executions_listed()
+
+
+def _unnamed_executions_named() -> None:
+    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+
+    start = StepFunctionsParserBackend.start_execution
+
+    def start_execution(self: Any, state_machine_arn: str, name: Any = None, *args, **kwargs):
+        return start(self, state_machine_arn, name or str(uuid.uuid4()), *args, **kwargs)
+
+    StepFunctionsParserBackend.start_execution = start_execution
 
 
 def _nested_executions_as_on_aws() -> None:
@@ -64,10 +77,6 @@ def _nested_executions_as_on_aws() -> None:
         normalise(self, parameters, boto_service_name, service_action_name)  # Input as JSON
         for key in list(parameters):
             parameters[key[:1].lower() + key[1:]] = parameters.pop(key)
-        if self._get_boto_service_action() == "start_execution" and not parameters.get("name"):
-            # AWS names an execution started without a name with a UUID; moto's API would
-            # name every one "None", and the second would already exist.
-            parameters["name"] = str(uuid.uuid4())
 
     def normalise_response(
         self: Any, response: Any, boto_service_name: Any = None, service_action_name: Any = None
