@@ -53,9 +53,10 @@ class FerryFileIO(PyArrowFileIO):
         return PyArrowFile(location=location, path=path, fs=filesystem)
 
     def delete(self, location: str | InputFile | OutputFile) -> None:
+        # Through Ferry's deletes: on S3, pyarrow's delete_file writes an empty "folder"
+        # object into the parent afterwards, a write a role that only deletes may not make.
         uri = location.location if isinstance(location, InputFile | OutputFile) else location
-        filesystem, path = fs.resolve(uri)
-        filesystem.delete_file(path)
+        fs.delete_tree(uri)
 
 
 _LOCAL = PyArrowLocalFileSystem()
