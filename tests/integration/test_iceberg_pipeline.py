@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import replace
+from datetime import timedelta
 
 import pytest
 from pyiceberg.catalog.hive import HiveCatalog
@@ -23,7 +24,10 @@ from ferry.iceberg.recognise import (
     TABLE_TYPE,
     metadata_location,
 )
-from tests.helpers import Replicator, config_document
+from ferry.ledger import SqliteStateStore
+from ferry.lifecycle import ReplicaState
+from tests.conftest import NOW
+from tests.helpers import Replicator, at, config_document, files_below
 from tests.iceberg_tables import create_history_table, metadata_files_below, read_rows, rows
 
 pytestmark = pytest.mark.integration
@@ -180,3 +184,35 @@ def test_modes_that_make_no_sense_for_iceberg_are_refused_with_one_line(
     assert outcome.error_type == "ReplicationModeError"
     assert error in outcome.error and "\n" not in outcome.error
     assert replica_catalog.get_table(f"{database}_dr", "history") is None
+
+
+def test_housekeeping_and_the_vacuum_leave_every_file_of_an_iceberg_replica(
+    local_runtime, source_catalog, iceberg_source, tmp_path
+):
+    """The replica has no snapshot folders: its files are below ``data/`` and ``metadata/``
+    of its table location, which neither the ledger (nothing superseded: the location stays)
+    nor the vacuum (no event-id folder) takes for a snapshot."""
+    writer, database, milestones = iceberg_source
+    target = (tmp_path / "replica" / "history").as_uri()
+    document = config_document(local_runtime, [replication(database, target)])
+    state = ReplicaState(SqliteStateStore(tmp_path / "state.sqlite3"))
+    replicator = Replicator(document, event_ids=event_ids("ferry-20261125t100000000z"), state=state)
+    assert replicator.run()[0].status == "SUCCEEDED"
+    source_table = writer.load_table("db.history")
+    source_table.append(rows([40], ["eu"]))
+    source_table = writer.load_table("db.history")
+    move_source(source_catalog, database, source_table.metadata_location)
+    assert replicator.run()[0].status == "SUCCEEDED"
+    replica_files = files_below(target)
+
+    for request in ({"vacuum": True}, {"deleteOrphans": True}):
+        execution = replicator.housekeeping(clock=at(NOW + timedelta(days=30)), **request)
+        assert execution.status == "SUCCEEDED", (execution.error, execution.cause)
+
+    assert files_below(target) == replica_files
+    replica = HiveCatalog("replica", uri=local_runtime.replica_uri).load_table(
+        f"{database}_dr.history"
+    )
+    assert read_rows(replica) == read_rows(source_table)
+    earlier = milestones["second append"]
+    assert read_rows(replica, earlier) == read_rows(source_table, earlier)
