@@ -16,6 +16,8 @@ from ferry import fs
 from ferry.catalog import Catalog
 from ferry.commit import release_claim, snapshot_references
 from ferry.errors import CopyError, describe_error
+from ferry.iceberg.pipeline import remove_unreferenced
+from ferry.iceberg.recognise import metadata_location
 from ferry.plan import ReplicationPlan
 from ferry.replica import CREATED_BY_EVENT
 from ferry.runs import CopierKind, PlanDocument
@@ -81,6 +83,15 @@ def clean_up(plan: ReplicationPlan, replica: Catalog) -> dict[str, Any]:
                 # consumers still hear FAILURE and its lock is still released.
                 outcome["removeError"] = f"{type(error).__name__}: {error}"
                 logger.warning("could not remove snapshot %s: %s", snapshot, error)
+    if plan.iceberg is not None and plan.iceberg.changed:
+        # An Iceberg replica has no snapshot folder: this run's new metadata files go, unless
+        # the replica's current metadata (its commit went through) references them.
+        current = replica.get_table(table.database, table.name)
+        now = metadata_location(current) if current is not None else None
+        outcome["metadataRemoved"] = remove_unreferenced(plan.iceberg, now)
+        if now == plan.iceberg.metadata_location:
+            outcome["referencedBy"] = [now]
+            outcome["snapshot"] = now
     if release_claim(replica, plan):
         outcome["claimReleased"] = True
     database = replica.get_database(table.database)

@@ -29,8 +29,22 @@ from ferry.diff import (
     snapshot_target,
     table_data_changed,
 )
-from ferry.errors import ReplicationModeError, SourceTableNotFoundError
+from ferry.errors import (
+    IcebergMetadataError,
+    ReplicaGuardError,
+    ReplicationModeError,
+    SourceTableNotFoundError,
+)
 from ferry.filters import render_partition_filter
+from ferry.iceberg.pipeline import IcebergRun, plan_iceberg
+from ferry.iceberg.recognise import (
+    ICEBERG,
+    METADATA_LOCATION,
+    PREVIOUS_METADATA_LOCATION,
+    TABLE_TYPE,
+    is_iceberg,
+    metadata_location,
+)
 from ferry.manifest import CopyRoot, ManifestSummary, ManifestWriter
 from ferry.model import Partition, Table
 from ferry.ownership import snapshot_root_of
@@ -82,6 +96,9 @@ class ReplicationPlan:
     #: What a person should know about this run, one line each (e.g. a table-location that
     #: changed since the last run).
     notices: tuple[str, ...] = ()
+    #: An Iceberg table: its replica's next metadata and what Plan wrote for it
+    #: (``ferry.iceberg.pipeline``); None for every other table.
+    iceberg: IcebergRun | None = None
 
     @property
     def mode(self) -> ReplicationMode:
@@ -96,6 +113,8 @@ class ReplicationPlan:
         """ "partitioned table", "table" or "view", for people."""
         if self.source_table.is_view:
             return "view"
+        if self.iceberg is not None:
+            return "Iceberg table"
         return "partitioned table" if self.source_table.is_partitioned else "table"
 
     @property
@@ -164,6 +183,10 @@ def _plan(
             return _drop_replica_table(replication, replica_before, event_id, writer)
         raise SourceTableNotFoundError(missing)
     check_replica_guard(replica_before, replication)
+    if is_iceberg(source_table):
+        return _plan_iceberg(
+            replication, source, source_table, replica_before, event_id, clock, writer
+        )
     _check_mode(replication, source_table, replica_before)
     overwrite = mode is ReplicationMode.FULL_OVERWRITE and replica_before is not None
     root = replication.replica_table.table_location
@@ -299,6 +322,102 @@ def _plan(
         schema_copies=schema_copies,
         notices=_notices(replication, replica_before, existing),
     )
+
+
+def _plan_iceberg(
+    replication: TableReplication,
+    source: Catalog,
+    source_table: Table,
+    replica_before: Table | None,
+    event_id: str,
+    clock: Clock,
+    writer: ManifestWriter,
+) -> ReplicationPlan:
+    """An Iceberg source table: the replica at ``table-location`` itself (no event-id
+    folder: Iceberg's own new file names isolate its versions), planned from the source's
+    metadata and the replica's (``ferry.iceberg.pipeline``)."""
+    _check_iceberg(replication, source_table, replica_before)
+    root = replication.replica_table.table_location
+    assert root is not None  # required for FULL (ferry.config)
+    check_replica_location(source_table, replication)
+    source_metadata = metadata_location(source_table)
+    if source_metadata is None:
+        raise IcebergMetadataError(
+            f"Iceberg table {source_table.qualified_name} names no {METADATA_LOCATION}: "
+            "nothing to replicate yet"
+        )
+    replica_metadata = metadata_location(replica_before) if replica_before else None
+    run = plan_iceberg(
+        source_metadata, root, replica_metadata, event_id, writer, write=writer.uri is not None
+    )
+    parameters = replica_parameters(
+        source_table.parameters,
+        source_table=source_table,
+        source_location=source_table.location,
+        source_catalog_name=source.name,
+        source_catalog_description=source.description,
+        event_id=event_id,
+        mode=replication.replication_mode,
+        replicated_at=clock(),
+        extra=replication.transform_options.table_properties,
+    )
+    parameters[TABLE_TYPE] = ICEBERG
+    parameters[METADATA_LOCATION] = run.metadata_location
+    previous = (
+        run.previous_metadata_location
+        if run.changed
+        else (replica_before.parameters.get(PREVIOUS_METADATA_LOCATION) if replica_before else None)
+    )
+    if previous:
+        parameters[PREVIOUS_METADATA_LOCATION] = previous
+    else:
+        parameters.pop(PREVIOUS_METADATA_LOCATION, None)
+    replica_table = shape_replica_table(source_table, replication, root, parameters)
+    return ReplicationPlan(
+        event_id=event_id,
+        replication=replication,
+        source_table=source_table,
+        replica_before=replica_before,
+        replica_table=replica_table,
+        partitions_to_add=(),
+        partitions_to_alter=(),
+        manifest=writer.close(),
+        snapshot_location=None,
+        partition_filter=None,
+        table_data_changed=run.changed,
+        iceberg=run,
+    )
+
+
+def _check_iceberg(
+    replication: TableReplication, source_table: Table, replica_before: Table | None
+) -> None:
+    """Refuse what an Iceberg replication cannot do: modes other than FULL (the metadata
+    always moves with the data; a mirror would name the source's files), partition
+    selections (an Iceberg table's partitions are not the catalog's), and a replica that is
+    not an Iceberg table."""
+    name = source_table.qualified_name
+    mode = replication.replication_mode
+    if mode is not ReplicationMode.FULL:
+        raise ReplicationModeError(
+            f"{name} is an Iceberg table; Iceberg tables replicate with replication-mode "
+            f"FULL only (snapshot by snapshot, data and metadata), not {mode.value}"
+        )
+    config = replication.source_table
+    if (
+        config.partition_filter
+        or config.generate_partition_filter
+        or config.partition_limit is not None
+    ):
+        raise ReplicationModeError(
+            f"{name} is an Iceberg table; partition-filter and partition-limit select Hive "
+            "partitions, and an Iceberg table replicates whole, snapshot by snapshot"
+        )
+    if replica_before is not None and not is_iceberg(replica_before):
+        raise ReplicaGuardError(
+            f"replica {replica_before.qualified_name} is not an Iceberg table, and its source "
+            f"{name} is: not replacing it (drop it, or replicate to another table)"
+        )
 
 
 def _check_mode(

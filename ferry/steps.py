@@ -44,6 +44,7 @@ from ferry.config import (
 from ferry.copier import Progress
 from ferry.errors import CopyIncompleteError, FerryError, NotificationError
 from ferry.event_id import new_event_id
+from ferry.iceberg.pipeline import check_in_place
 from ferry.manifest import ManifestWriter, recorded_batches
 from ferry.notify import (
     FAILURE,
@@ -368,6 +369,8 @@ class Steps:
                     f"{plan.event_id} have no copy record (first: batch {min(missing)}); "
                     f"not committing"
                 )
+        if plan.iceberg is not None and plan.iceberg.changed:
+            check_in_place(plan.iceberg)  # every file the new metadata names, at the replica
         with self._open(config.replica_catalog) as replica:
             before = lifecycle.locations_before_commit(self.state, plan, replica, where.root)
             result = commit(

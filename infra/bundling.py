@@ -78,6 +78,31 @@ EMR_ENVIRONMENT = "environment"
 
 #: The source packages in the Lambda bundle besides the dependencies (not infra/, tests/, ...).
 LAMBDA_PACKAGES = ("ferry", "lambdas")
+#: What the Lambda bundle leaves out of its dependencies (globs below the bundle): parts no
+#: function loads, so that Ferry with pyiceberg stays under Lambda's 250 MB unzipped.
+#: pyarrow's Arrow Flight (RPC; ~34 MB: ``pyarrow.flight`` no longer imports), its C++ headers
+#: and Cython sources (for building extensions against it), its own tests, and the
+#: unversioned and fully versioned copies of its Python glue libraries: the extension modules
+#: load the ``.so.<major>`` ones only (the wheel has no symbolic links, so each is a full copy).
+#: Substrait, Acero and Dataset stay: ``pyarrow.lib`` itself links them. Nothing of Ferry or of
+#: the parts of pyiceberg Ferry uses imports what is left out; tests/infra/test_bundles.py
+#: imports every handler and the Iceberg path from the built bundle to prove it.
+LAMBDA_LEFT_OUT = (
+    "pyarrow/libarrow_flight.so.*",
+    "pyarrow/libarrow_python_flight.so*",
+    "pyarrow/_flight.*.so",
+    "pyarrow/include",
+    "pyarrow/src",
+    "pyarrow/tests",
+    "pyarrow/_pyarrow_cpp_tests.*",
+    "pyarrow/*.pxd",
+    "pyarrow/*.pyx",
+    "pyarrow/includes",
+    "pyarrow/libarrow_python.so",
+    "pyarrow/libarrow_python.so.*.*.*",
+    "pyarrow/libarrow_python_parquet_encryption.so",
+    "pyarrow/libarrow_python_parquet_encryption.so.*.*.*",
+)
 #: The packages the Spark job imports besides ``ferry``: pyarrow for its file systems, boto3
 #: (and its botocore) for its S3 requests. EMR Serverless runs the job with the archive's own
 #: interpreter, so whatever the job imports must be in the archive; the e2e suite runs the
@@ -204,8 +229,20 @@ def tree_size(path: Path) -> int:
 
 def _build_lambda(folder: Path) -> None:
     _pip_install(LAMBDA_TARGET, runtime_requirements(), folder)
+    _leave_out(folder, LAMBDA_LEFT_OUT)
     for package in LAMBDA_PACKAGES:
         _copy_sources(ROOT / package, folder / package)
+
+
+def _leave_out(folder: Path, patterns: tuple[str, ...]) -> None:
+    """Remove what ``patterns`` (globs below ``folder``) match; a pattern matching nothing is
+    an error, so that a new wheel's layout is noticed rather than silently kept whole."""
+    for pattern in patterns:
+        matches = list(folder.glob(pattern))
+        if not matches:
+            raise BundleError(f"nothing in the bundle matches {pattern!r} to leave out")
+        for path in matches:
+            _remove(path)
 
 
 def _build_emr_archive(archive: Path) -> None:
@@ -273,9 +310,7 @@ def _pip_install(target: Target, requirements: list[str], folder: Path) -> None:
 
 
 def _copy_sources(source: Path, destination: Path) -> None:
-    shutil.copytree(
-        source, destination, ignore=shutil.ignore_patterns(*_NOT_SOURCES, "*.pyc")
-    )
+    shutil.copytree(source, destination, ignore=shutil.ignore_patterns(*_NOT_SOURCES, "*.pyc"))
 
 
 #: Folders below the source packages that are not part of them: byte code, and the local

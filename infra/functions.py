@@ -39,7 +39,9 @@ FEED_STATE = "feed-state"
 #: What each function's step does besides reading its config and its run's files.
 NEEDS: dict[str, frozenset[str]] = {
     "ResolveTables": frozenset({CATALOGS}),  # expands patterns and databases
-    "Plan": frozenset({CATALOGS, READ_DATA, STATE, PUBLISH}),  # lock, START, diff, listing
+    # Lock, START, diff, listing; an Iceberg table's new metadata files (new names under its
+    # replica's table location, which nothing references before Commit).
+    "Plan": frozenset({CATALOGS, READ_DATA, WRITE_REPLICAS, STATE, PUBLISH}),
     # A copy removes an object of its own snapshot that fails verification (corrupt, short,
     # its source changed): nothing wrong is left where the commit would point.
     "InlineCopy": frozenset({READ_DATA, WRITE_REPLICAS, DELETE_REPLICAS}),

@@ -90,6 +90,30 @@ def execute_plan(
             )
             if done
         )
+    written = write_metadata(plan, source_io, replica_io, threads)
+    return IcebergReplication(
+        metadata_location=plan.metadata_target,
+        previous_metadata_location=plan.replica_metadata_location,
+        new_snapshot_ids=tuple(s.snapshot.snapshot_id for s in plan.snapshots),
+        copied=copied,
+        rewritten_deletes=tuple(d.target for d in plan.delete_rewrites),
+        metadata_files=written,
+        retired=retired_files(plan, replica_io),
+    )
+
+
+def write_metadata(
+    plan: IcebergPlan, source_io: FileIO, replica_io: FileIO, threads: int = 8
+) -> tuple[str, ...]:
+    """Write the replica's rewritten position delete files, manifests, manifest lists and
+    last its metadata.json; the metadata files written (manifests, lists, metadata.json).
+
+    Every name is new (the run's id, a new uuid for the metadata.json), so nothing a replica
+    version references is overwritten; the data files the metadata names may be copied before
+    or after, as long as the catalog moves to the metadata.json only once they are in place.
+    """
+    assert plan.metadata is not None and plan.metadata_target is not None
+    with ThreadPoolExecutor(max_workers=threads) as pool:
         sizes = dict(
             zip(
                 (d.source for d in plan.delete_rewrites),
@@ -116,18 +140,10 @@ def execute_plan(
         ):
             pass
     write_table_metadata(replica_io, plan.metadata, plan.metadata_target)
-    return IcebergReplication(
-        metadata_location=plan.metadata_target,
-        previous_metadata_location=plan.replica_metadata_location,
-        new_snapshot_ids=tuple(s.snapshot.snapshot_id for s in plan.snapshots),
-        copied=copied,
-        rewritten_deletes=tuple(d.target for d in plan.delete_rewrites),
-        metadata_files=(
-            *(m.target for m in plan.manifests),
-            *(s.target_list for s in plan.snapshots),
-            plan.metadata_target,
-        ),
-        retired=_retired(plan, replica_io),
+    return (
+        *(m.target for m in plan.manifests),
+        *(s.target_list for s in plan.snapshots),
+        plan.metadata_target,
     )
 
 
@@ -149,7 +165,7 @@ def copy_file(source_io: FileIO, replica_io: FileIO, copy: FileCopy) -> bool:
     return True
 
 
-def _retired(plan: IcebergPlan, replica_io: FileIO) -> tuple[str, ...]:
+def retired_files(plan: IcebergPlan, replica_io: FileIO) -> tuple[str, ...]:
     """The replica files the previous version referenced and the new one does not (the
     source expired snapshots or replaced statistics): for housekeeping, never deleted here.
     Reads every replica manifest only when something was dropped."""

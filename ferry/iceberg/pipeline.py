@@ -1,0 +1,185 @@
+"""An Iceberg table in the pipeline's steps: Plan, Commit's check, Abort's clean-up.
+
+The steps replicate an Iceberg table as they replicate any other, with Iceberg's own
+isolation in place of a snapshot folder:
+
+- **Plan** plans from the source's current metadata and the replica's (its catalog entry's
+  ``metadata_location``), streams the data, delete and statistics files to copy into the
+  run's manifest — the existing copiers (inline, S3 server-side, Spark) move them — and
+  writes the rewritten position delete files, manifests, manifest lists and metadata.json
+  under the replica's table location with new names (the run's event id, a new uuid) that
+  nothing references yet;
+- **Commit** first checks that every file the new metadata references is in place, then
+  moves the catalog's ``metadata_location`` through the usual claim;
+- **Abort** removes the metadata files this run wrote unless the replica's current metadata
+  references them. Copied data files stay: their names are the source's, so another run may
+  have copied (and committed) the same file; an orphan costs storage, never a reader.
+
+All I/O goes through Ferry's file systems (``ferry.fs``: S3 with the configured endpoint,
+local disks, ...), wrapped as a pyiceberg ``FileIO``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from pyiceberg.io import InputFile, OutputFile
+from pyiceberg.io.pyarrow import PyArrowFile, PyArrowFileIO, PyArrowLocalFileSystem
+
+from ferry import fs
+from ferry.errors import CopyIncompleteError, IcebergMetadataError
+from ferry.iceberg.paths import canonical
+from ferry.iceberg.plan import FileCopy, plan_replication
+from ferry.iceberg.reading import read_table_metadata, referenced_files
+from ferry.iceberg.replicate import retired_files, write_metadata
+from ferry.manifest import CopyRoot, ManifestWriter
+
+
+class FerryFileIO(PyArrowFileIO):
+    """pyiceberg's pyarrow ``FileIO`` on Ferry's file systems (``ferry.fs.resolve``): the
+    S3 endpoint, regions and clients of this process, whatever the URI's spelling."""
+
+    def new_input(self, location: str) -> PyArrowFile:
+        filesystem, path = fs.resolve(location)
+        return PyArrowFile(location=location, path=path, fs=filesystem)
+
+    def new_output(self, location: str) -> PyArrowFile:
+        filesystem, path = fs.resolve(location)
+        if fs.is_local(filesystem):
+            # pyiceberg's local file system creates a file's folder before writing it.
+            filesystem = _LOCAL
+        return PyArrowFile(location=location, path=path, fs=filesystem)
+
+    def delete(self, location: str | InputFile | OutputFile) -> None:
+        # Through Ferry's deletes: on S3, pyarrow's delete_file writes an empty "folder"
+        # object into the parent afterwards, a write a role that only deletes may not make.
+        uri = location.location if isinstance(location, InputFile | OutputFile) else location
+        fs.delete_tree(uri)
+
+
+_LOCAL = PyArrowLocalFileSystem()
+
+
+@dataclass(frozen=True)
+class IcebergRun:
+    """What Plan decided and wrote for an Iceberg table; Commit registers it, Abort undoes
+    it. Travels in the run's plan document."""
+
+    #: The replica's next metadata.json (its current one when it is up to date).
+    metadata_location: str
+    #: The replica's current metadata.json, None for a first replication.
+    previous_metadata_location: str | None
+    #: The metadata files Plan wrote (manifests, manifest lists, metadata.json), all new names.
+    written: tuple[str, ...] = ()
+    #: Position delete files Plan rewrote for the replica.
+    rewritten_deletes: tuple[str, ...] = ()
+    #: Source snapshots the replica gets in this run.
+    new_snapshot_ids: tuple[int, ...] = ()
+    #: Replica files only the previous metadata referenced (snapshots expired at the source).
+    retired: tuple[str, ...] = ()
+
+    @property
+    def changed(self) -> bool:
+        return self.metadata_location != self.previous_metadata_location
+
+
+def plan_iceberg(
+    source_metadata_location: str,
+    replica_prefix: str,
+    replica_metadata_location: str | None,
+    event_id: str,
+    writer: ManifestWriter,
+    write: bool,
+) -> IcebergRun:
+    """Plan the replica's next version; stream its copies into ``writer``; when ``write``
+    (a run, not a preview), write its metadata files. Copies nothing."""
+    io = FerryFileIO()
+    plan = plan_replication(
+        io, source_metadata_location, replica_prefix, io, replica_metadata_location, event_id
+    )
+    if plan.up_to_date:
+        assert replica_metadata_location is not None
+        return IcebergRun(replica_metadata_location, replica_metadata_location)
+    assert plan.metadata_target is not None
+    _stream_copies(plan.copies, plan.mover.source, plan.mover.replica, writer)
+    written: tuple[str, ...] = ()
+    if write:
+        written = write_metadata(plan, io, io)
+    return IcebergRun(
+        metadata_location=plan.metadata_target,
+        previous_metadata_location=replica_metadata_location,
+        written=written,
+        rewritten_deletes=tuple(d.target for d in plan.delete_rewrites),
+        new_snapshot_ids=tuple(s.snapshot.snapshot_id for s in plan.snapshots),
+        retired=retired_files(plan, io) if write else (),
+    )
+
+
+def _stream_copies(
+    copies: Iterable[FileCopy], source_prefix: str, replica_prefix: str, writer: ManifestWriter
+) -> None:
+    """The files to copy into the manifest, as the copiers read it: one listing of the
+    source's table location gives each file's change marker (the ETag the copy is pinned
+    to), and the files the metadata names are taken from it."""
+    wanted = {canonical(c.source): c for c in copies}
+    if not wanted:
+        return
+    entries = []
+    for entry in fs.iter_files(source_prefix):
+        copy = wanted.pop(canonical(entry.uri), None)
+        if copy is None:
+            continue
+        if entry.size != copy.size:
+            raise IcebergMetadataError(
+                f"{entry.uri} has {entry.size} bytes; the source table's metadata says "
+                f"{copy.size}: the source changed under its metadata"
+            )
+        entries.append(entry)
+    if wanted:
+        first = next(iter(wanted.values())).source
+        raise IcebergMetadataError(
+            f"{len(wanted)} files the source's metadata names are not under its location "
+            f"{source_prefix} (first: {first})"
+        )
+    writer.add(CopyRoot(source_prefix, replica_prefix), entries)
+
+
+def check_in_place(run: IcebergRun, threads: int = 16) -> None:
+    """Refuse unless every file the new metadata references is at the replica
+    (``CopyIncompleteError``, one line naming the first missing file)."""
+    io = FerryFileIO()
+    metadata = read_table_metadata(io, run.metadata_location)
+    files = sorted(referenced_files(io, metadata))
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        present = list(pool.map(fs.exists, files))
+    missing = [path for path, there in zip(files, present, strict=True) if not there]
+    if missing:
+        raise CopyIncompleteError(
+            f"{len(missing)} of {len(files)} files that replica metadata "
+            f"{run.metadata_location} references are missing (first: {missing[0]}); "
+            "not committing"
+        )
+
+
+def remove_unreferenced(run: IcebergRun, current_metadata_location: str | None) -> list[str]:
+    """Delete the metadata files ``run`` wrote that the replica's current metadata does not
+    reference (a failed run's); the ones removed. Nothing when the run's metadata is the
+    current one (its commit went through)."""
+    if not run.written or current_metadata_location == run.metadata_location:
+        return []
+    io = FerryFileIO()
+    keep: set[str] = set()
+    if current_metadata_location is not None:
+        current = read_table_metadata(io, current_metadata_location)
+        keep = {canonical(p) for p in referenced_files(io, current)}
+        keep.add(canonical(current_metadata_location))
+        keep.update(canonical(entry.metadata_file) for entry in current.metadata_log)
+    removed = []
+    for path in run.written:
+        if canonical(path) in keep or not fs.exists(path):
+            continue
+        io.delete(path)
+        removed.append(path)
+    return removed
