@@ -269,12 +269,41 @@ class Doctor:
     def catalogs(self, deployment: Deployment | None) -> list[Finding]:
         if deployment is None:
             return [Finding("catalogs", SKIPPED, "not deployed yet")]
-        function = f"ferry-{self.settings.name}-plan"
+
+        def judge(check: str, function: str, payload: dict[str, Any]) -> Finding:
+            failing = [c for c in payload.get("catalogs", []) if not c["ok"]]
+            answered = ", ".join(c["catalog"] for c in payload.get("catalogs", []))
+            if failing:
+                return Finding(
+                    check,
+                    FAILED,
+                    "; ".join(f"{c['catalog']}: {c['detail']}" for c in failing),
+                    "open the metastores' port to the functions' security groups, "
+                    "and check the secret's URIs",
+                )
+            return Finding(check, OK, f"{answered} answered {function}")
+
+        return self._ask_deployed(
+            deployment, list(self.settings.configs), "plan", "catalogs", "catalogs of", judge
+        )
+
+    def _ask_deployed(
+        self,
+        deployment: Deployment,
+        paths: list[Any],
+        function_name: str,
+        request: str,
+        what: str,
+        judge: Callable[[str, str, dict[str, Any]], Finding],
+    ) -> list[Finding]:
+        """Invoke a deployed function in its check mode (``{"check": request, "configUri"}``)
+        for each config, from where it runs (its VPC); ``judge`` reads the answer."""
+        function = f"ferry-{self.settings.name}-{function_name}"
         findings = []
-        for path in self.settings.configs:
+        for path in paths:
             key = "ConfigUri" + path.stem.title().replace("-", "")
             uri = deployment.outputs.get(key)
-            check = f"catalogs of {path.name}"
+            check = f"{what} {path.name}"
             if uri is None:
                 findings.append(Finding(check, FAILED, f"the stack has no output {key}"))
                 continue
@@ -282,7 +311,7 @@ class Doctor:
             def body(uri: str = uri, check: str = check) -> Finding:
                 reply = self.aws.client("lambda", self.settings.region).invoke(
                     FunctionName=function,
-                    Payload=json.dumps({"check": "catalogs", "configUri": uri}).encode(),
+                    Payload=json.dumps({"check": request, "configUri": uri}).encode(),
                 )
                 payload = json.loads(reply["Payload"].read() or b"{}")
                 if reply.get("FunctionError"):
@@ -292,17 +321,7 @@ class Doctor:
                         f"{function} failed: {payload.get('errorType')}: "
                         f"{payload.get('errorMessage')}",
                     )
-                failing = [c for c in payload.get("catalogs", []) if not c["ok"]]
-                answered = ", ".join(c["catalog"] for c in payload.get("catalogs", []))
-                if failing:
-                    return Finding(
-                        check,
-                        FAILED,
-                        "; ".join(f"{c['catalog']}: {c['detail']}" for c in failing),
-                        "open the metastores' port to the functions' security groups, "
-                        "and check the secret's URIs",
-                    )
-                return Finding(check, OK, f"{answered} answered {function}")
+                return judge(check, function, payload)
 
             findings.append(self._guarded(check, body))
         return findings
@@ -329,42 +348,23 @@ class Doctor:
             return []
         if deployment is None:
             return [Finding("notification logs", SKIPPED, "not deployed yet")]
-        function = f"ferry-{self.settings.name}-catalog-poller"
-        findings = []
-        for path in polled:
-            key = "ConfigUri" + path.stem.title().replace("-", "")
-            uri = deployment.outputs.get(key)
-            check = f"notification log of {path.name}"
-            if uri is None:
-                findings.append(Finding(check, FAILED, f"the stack has no output {key}"))
-                continue
 
-            def body(uri: str = uri, check: str = check) -> Finding:
-                reply = self.aws.client("lambda", self.settings.region).invoke(
-                    FunctionName=function,
-                    Payload=json.dumps({"check": "notification-log", "configUri": uri}).encode(),
+        def judge(check: str, function: str, payload: dict[str, Any]) -> Finding:
+            if not payload.get("ok"):
+                return Finding(
+                    check,
+                    FAILED,
+                    payload.get("detail", "no answer"),
+                    "register Hive's DbNotificationListener on the source metastore "
+                    "(hive.metastore.transactional.event.listeners), restart it, then run "
+                    "the doctor again",
                 )
-                payload = json.loads(reply["Payload"].read() or b"{}")
-                if reply.get("FunctionError"):
-                    return Finding(
-                        check,
-                        FAILED,
-                        f"{function} failed: {payload.get('errorType')}: "
-                        f"{payload.get('errorMessage')}",
-                    )
-                if not payload.get("ok"):
-                    return Finding(
-                        check,
-                        FAILED,
-                        payload.get("detail", "no answer"),
-                        "register Hive's DbNotificationListener on the source metastore "
-                        "(hive.metastore.transactional.event.listeners), restart it, then run "
-                        "the doctor again",
-                    )
-                return Finding(check, OK, f"{payload['detail']}, answered {function}")
+            return Finding(check, OK, f"{payload['detail']}, answered {function}")
 
-            findings.append(self._guarded(check, body))
-        return findings
+        return self._ask_deployed(
+            deployment, polled, "catalog-poller", "notification-log", "notification log of",
+            judge,
+        )  # fmt: skip
 
     # -- the Spark copy ---------------------------------------------------------------------
 

@@ -34,6 +34,18 @@ def per_table(metric: str, statistic: str, label: str) -> cloudwatch.MathExpress
     )
 
 
+def feed_metric(metric: str, label: str) -> cloudwatch.Metric:
+    """A count the change feeds' functions publish (EMF, no table dimension), per period."""
+    return cloudwatch.Metric(
+        namespace=NAMESPACE,
+        metric_name=metric,
+        dimensions_map={"service": "ferry"},
+        statistic="Sum",
+        period=PERIOD,
+        label=label,
+    )
+
+
 class Operations(Construct):
     def __init__(
         self,
@@ -180,6 +192,28 @@ class Operations(Construct):
             cloudwatch.GraphWidget(
                 title="Replication lag per table (s): trigger to replica visible",
                 left=[per_table("ReplicationLagSeconds", "Maximum", "lag")],
+                width=12,
+            ),
+        )
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="Replication lag, all tables (s): p50 and p95",
+                left=[
+                    per_table("ReplicationLagSeconds", "p50", "p50"),
+                    per_table("ReplicationLagSeconds", "p95", "p95"),
+                ],
+                width=12,
+            ),
+            cloudwatch.GraphWidget(
+                title="Catalog change feeds: changes, windows, runs",
+                left=[
+                    feed_metric("ChangeWindowsOpened", "windows opened"),
+                    feed_metric("CatalogChangesIgnored", "changes of tables no config selects"),
+                    feed_metric("NotificationEventsRead", "notification log events read"),
+                    feed_metric("NotificationLogGaps", "notification log gaps"),
+                    changes.metric_started(period=PERIOD, label="change windows"),
+                    changes.metric_failed(period=PERIOD, label="change windows failed"),
+                ],
                 width=12,
             ),
         )

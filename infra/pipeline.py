@@ -137,14 +137,7 @@ class Pipeline(Construct):
         role.add_to_principal_policy(
             iam.PolicyStatement(
                 actions=["states:StartExecution"],
-                resources=[
-                    stack.format_arn(
-                        service="states",
-                        resource="stateMachine",
-                        resource_name=machine_name,
-                        arn_format=ArnFormat.COLON_RESOURCE_NAME,
-                    )
-                ],
+                resources=[_state_machine_arn(stack, machine_name)],
             )  # fmt: skip
         )
         role.add_to_principal_policy(
@@ -199,14 +192,7 @@ class Pipeline(Construct):
         role.add_to_principal_policy(
             iam.PolicyStatement(
                 actions=["states:StartExecution"],
-                resources=[
-                    stack.format_arn(
-                        service="states",
-                        resource="stateMachine",
-                        resource_name=machine_name,
-                        arn_format=ArnFormat.COLON_RESOURCE_NAME,
-                    )
-                ],
+                resources=[_state_machine_arn(stack, machine_name)],
             )
         )
         role.add_to_principal_policy(
@@ -253,6 +239,16 @@ class Pipeline(Construct):
             tracing_enabled=True,
             timeout=timeout,
         )
+
+
+def _state_machine_arn(stack: Stack, machine_name: str) -> str:
+    """The ARN of the state machine named ``machine_name`` (known before it is created)."""
+    return stack.format_arn(
+        service="states",
+        resource="stateMachine",
+        resource_name=machine_name,
+        arn_format=ArnFormat.COLON_RESOURCE_NAME,
+    )
 
 
 def _executions_of(stack: Stack, machine_name: str) -> str:

@@ -184,6 +184,18 @@ def consumer(aws, unique):
     return topic, messages
 
 
+@pytest.fixture
+def s3_properties(local_runtime):
+    """pyiceberg's FileIO properties for the local runtime's S3 (the Iceberg tests)."""
+    environment = local_runtime.environment()
+    return {
+        "s3.endpoint": local_runtime.endpoint,
+        "s3.access-key-id": environment["AWS_ACCESS_KEY_ID"],
+        "s3.secret-access-key": environment["AWS_SECRET_ACCESS_KEY"],
+        "s3.region": environment["AWS_DEFAULT_REGION"],
+    }
+
+
 @pytest.fixture(scope="session")
 def pipeline(local_runtime):
     """The replication pipeline, deployed into the session's emulator as `ferry local up` does."""

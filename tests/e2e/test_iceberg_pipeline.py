@@ -23,17 +23,6 @@ pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture
-def s3_properties(local_runtime):
-    environment = local_runtime.environment()
-    return {
-        "s3.endpoint": local_runtime.endpoint,
-        "s3.access-key-id": environment["AWS_ACCESS_KEY_ID"],
-        "s3.secret-access-key": environment["AWS_SECRET_ACCESS_KEY"],
-        "s3.region": environment["AWS_DEFAULT_REGION"],
-    }
-
-
-@pytest.fixture
 def glue_iceberg(aws, s3_properties, tmp_path, unique):
     """A history table on S3 registered in the source Glue database; the replica's pyiceberg
     Glue catalog, Ferry's Glue adapter and the config entry."""

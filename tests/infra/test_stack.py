@@ -324,5 +324,11 @@ def test_operations_log_group_alarms_and_dashboard(deployed):
         "FilesReplicated",
         "ReplicationSeconds",
         "ReplicationLagSeconds",
+        # the catalog change feeds' counts, and the lag's percentiles
+        "ChangeWindowsOpened",
+        "CatalogChangesIgnored",
+        "NotificationEventsRead",
+        "NotificationLogGaps",
     ):
         assert metric in body
+    assert "'p50'" in body and "'p95'" in body

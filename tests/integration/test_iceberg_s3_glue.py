@@ -20,17 +20,6 @@ from tests.iceberg_tables import create_history_table, read_rows, rows
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture
-def s3_properties(local_runtime):
-    environment = local_runtime.environment()
-    return {
-        "s3.endpoint": local_runtime.endpoint,
-        "s3.access-key-id": environment["AWS_ACCESS_KEY_ID"],
-        "s3.secret-access-key": environment["AWS_SECRET_ACCESS_KEY"],
-        "s3.region": environment["AWS_DEFAULT_REGION"],
-    }
-
-
 def test_a_replica_on_s3_registered_in_glue_reads_like_the_source(
     tmp_path, aws, bucket, glue_catalog, s3_properties, unique
 ):
