@@ -41,6 +41,12 @@ ROOT = Path(__file__).resolve().parents[2]
 IN_PROCESS_PACKAGES = ("lambdas.",)
 #: Warm environments kept per function when no invocation needs them.
 IDLE_ENVIRONMENTS = 4
+#: Asynchronous invocations (EventBridge's, Scheduler's) of one function running at once; the
+#: others wait in its queue, as Lambda's internal queue holds events. Without a bound, a burst
+#: of a hundred events would start a hundred processes on a machine of two cores.
+ASYNC_CONCURRENCY = IDLE_ENVIRONMENTS
+_async_slots: dict[str, threading.BoundedSemaphore] = {}
+_async_lock = threading.Lock()
 #: What the local runtime adds to a function's environment: where AWS is (the emulator), and
 #: no X-Ray (there is no daemon to send segments to).
 LOCAL_VARIABLES = {"POWERTOOLS_TRACE_DISABLED": "true"}
@@ -229,12 +235,19 @@ def invoke_asynchronously(function_arn: str, payload: str, source: str) -> None:
     runs through moto's Lambda and so this module's execution environments; its outcome is
     logged with ``source`` (a failed one as a warning: Lambda would retry it twice, then
     drop it or send it to the function's failure destination, which the emulator does not).
+    At most ``ASYNC_CONCURRENCY`` of one function's run at once; the rest wait their turn.
     """
     from moto.awslambda.utils import get_backend
 
     _, _, _, region, account, _ = function_arn.split(":", 5)
+    with _async_lock:
+        slots = _async_slots.setdefault(function_arn, threading.BoundedSemaphore(ASYNC_CONCURRENCY))
 
     def invoke() -> None:
+        with slots:
+            _invoke()
+
+    def _invoke() -> None:
         headers: dict[str, str] = {}
         try:
             answer = get_backend(account, region).invoke(
