@@ -348,8 +348,15 @@ def test_kms_keys_of_the_data_are_granted_through_s3_only(stacks, simulator):
             != "Allowed"
         )
     assert decide(simulator, template, resolved, plan, "kms:Decrypt", source, via_s3) == "Allowed"
+    # Plan writes an Iceberg replica's new metadata files (ferry/iceberg/pipeline.py): with the
+    # replica's key, through S3 only; never with the source's.
     assert (
         decide(simulator, template, resolved, plan, "kms:GenerateDataKey", replica, via_s3)
+        == "Allowed"
+    )
+    assert decide(simulator, template, resolved, plan, "kms:GenerateDataKey", replica) != "Allowed"
+    assert (
+        decide(simulator, template, resolved, plan, "kms:GenerateDataKey", source, via_s3)
         != "Allowed"
     )
 
