@@ -18,6 +18,8 @@ from pyiceberg.catalog.hive import HiveCatalog
 from pyiceberg.catalog.sql import SqlCatalog
 
 from ferry import faults, fs
+from ferry.iceberg.paths import canonical
+from ferry.iceberg.pipeline import CurrentReferences
 from ferry.iceberg.recognise import (
     METADATA_LOCATION,
     PREVIOUS_METADATA_LOCATION,
@@ -216,3 +218,83 @@ def test_housekeeping_and_the_vacuum_leave_every_file_of_an_iceberg_replica(
     assert read_rows(replica) == read_rows(source_table)
     earlier = milestones["second append"]
     assert read_rows(replica, earlier) == read_rows(source_table, earlier)
+
+
+def test_housekeeping_deletes_exactly_what_only_superseded_metadata_or_a_failed_run_left(
+    local_runtime, source_catalog, replica_catalog, iceberg_source, tmp_path
+):
+    """Snapshots expired at the source leave files only the replica's superseded metadata
+    referenced; a run failed at Commit leaves its copies. Past the grace period housekeeping
+    deletes exactly those (a dry run first lists them and deletes nothing); a file Ferry did
+    not write below the location stays; the replica reads at every snapshot it keeps."""
+    writer, database, milestones = iceberg_source
+    target = (tmp_path / "replica" / "history").as_uri()
+    document = config_document(local_runtime, [replication(database, target)])
+    state = ReplicaState(SqliteStateStore(tmp_path / "state.sqlite3"))
+    replicator = Replicator(document, event_ids=event_ids("ferry-20261125t110000000z"), state=state)
+    assert replicator.run()[0].status == "SUCCEEDED"
+    first = metadata_location(replica_catalog.get_table(f"{database}_dr", "history"))
+    foreign = [tmp_path / "replica" / "history" / "data" / "theirs.parquet"]
+    foreign.append(tmp_path / "replica" / "history" / "notes.txt")
+    for path in foreign:
+        path.write_bytes(b"not Ferry's")
+
+    # The source expires two snapshots: their files leave the replica's metadata.
+    source_table = writer.load_table("db.history")
+    expired = [milestones["second append"], milestones["overwrite"]]
+    source_table.maintenance.expire_snapshots().by_ids(expired).commit()
+    source_table = writer.load_table("db.history")
+    move_source(source_catalog, database, source_table.metadata_location)
+    assert replicator.run()[0].status == "SUCCEEDED"
+    second = metadata_location(replica_catalog.get_table(f"{database}_dr", "history"))
+    retired = CurrentReferences(first).paths - CurrentReferences(second).paths
+    assert retired and all(p.startswith(canonical(target) + "/") for p in retired)
+
+    # A run that fails at Commit leaves its copied data files.
+    before_failure = {canonical(p) for p in files_below(target)}
+    failed_table = writer.load_table("db.history")
+    failed_table.append(rows([50, 51], ["eu", "us"]))
+    failed_table = writer.load_table("db.history")
+    move_source(source_catalog, database, failed_table.metadata_location)
+    with faults.armed(faults.Fault("commit.claimed", error="CatalogError")):
+        assert replicator.run()[0].status == "FAILED"
+    left = {canonical(p) for p in files_below(target)} - before_failure
+    assert left and all("/data/" in p for p in left)
+    expected = retired | left
+    files = files_below(target)
+
+    within = replicator.housekeeping(clock=at(NOW + timedelta(days=1)))
+    dry = replicator.housekeeping(clock=at(NOW + timedelta(days=30)), dryRun=True)
+
+    assert within.status == dry.status == "SUCCEEDED", (dry.error, dry.cause)
+    assert within.output["housekeeping"]["deleted"] == 0
+    (table,) = dry.output["housekeeping"]["tables"]
+    assert {canonical(p) for p in table["paths"]["would delete"]} == expected
+    assert files_below(target) == files
+
+    done = replicator.housekeeping(clock=at(NOW + timedelta(days=30)))
+
+    assert done.status == "SUCCEEDED", (done.error, done.cause)
+    (table,) = done.output["housekeeping"]["tables"]
+    assert {canonical(p) for p in table["paths"]["deleted"]} == expected
+    assert {canonical(p) for p in files_below(target)} == {canonical(p) for p in files} - expected
+    assert all(path.read_bytes() == b"not Ferry's" for path in foreign)
+    replica = HiveCatalog("replica", uri=local_runtime.replica_uri).load_table(
+        f"{database}_dr.history"
+    )
+    assert metadata_location(replica_catalog.get_table(f"{database}_dr", "history")) == second
+    assert read_rows(replica) == read_rows(source_table)
+    for snapshot in replica.metadata.snapshots:
+        assert read_rows(replica, snapshot.snapshot_id) == read_rows(
+            source_table, snapshot.snapshot_id
+        )
+
+    # Nothing left to delete; the failed append arrives with the next run.
+    again = replicator.housekeeping(clock=at(NOW + timedelta(days=31)))
+    assert again.output["housekeeping"]["deleted"] == 0
+    assert replicator.run()[0].status == "SUCCEEDED"
+    replica = HiveCatalog("replica", uri=local_runtime.replica_uri).load_table(
+        f"{database}_dr.history"
+    )
+    assert read_rows(replica) == read_rows(failed_table)
+
