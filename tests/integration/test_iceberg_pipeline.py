@@ -10,6 +10,7 @@ engine's commit would.
 from __future__ import annotations
 
 import itertools
+import json
 from dataclasses import replace
 from datetime import timedelta
 
@@ -18,6 +19,7 @@ from pyiceberg.catalog.hive import HiveCatalog
 from pyiceberg.catalog.sql import SqlCatalog
 
 from ferry import faults, fs
+from ferry.commands.plan import run_plan
 from ferry.iceberg.paths import canonical
 from ferry.iceberg.pipeline import CurrentReferences
 from ferry.iceberg.recognise import (
@@ -298,3 +300,45 @@ def test_housekeeping_deletes_exactly_what_only_superseded_metadata_or_a_failed_
     )
     assert read_rows(replica) == read_rows(failed_table)
 
+
+def test_ferry_plan_says_which_snapshots_an_iceberg_replica_lacks(
+    local_runtime, source_catalog, iceberg_source, tmp_path, capsys
+):
+    writer, database, _ = iceberg_source
+    target = (tmp_path / "replica" / "history").as_uri()
+    document = config_document(local_runtime, [replication(database, target)])
+    replicator = Replicator(document, event_ids=event_ids("ferry-20261125t120000000z"))
+    assert replicator.run()[0].status == "SUCCEEDED"
+    source_table = writer.load_table("db.history")
+    for ids in ([60, 61], [62]):
+        source_table.append(rows(ids, ["eu", "us"][: len(ids)]))
+    source_table = writer.load_table("db.history")
+    move_source(source_catalog, database, source_table.metadata_location)
+    new = [s for s in source_table.snapshots()][-2:]
+    files = sum(int(s.summary["added-data-files"]) for s in new)
+    size = sum(int(s.summary["added-files-size"]) for s in new)
+    written = metadata_files_below(tmp_path / "replica" / "history")
+    capsys.readouterr()
+
+    assert run_plan(replicator.config_path, as_json=True) == 0
+    (table,) = json.loads(capsys.readouterr().out)["tables"]
+    assert run_plan(replicator.config_path) == 0
+    human = capsys.readouterr().out
+
+    assert table["kind"] == "Iceberg table" and not table["unchanged"]
+    assert (table["files"], table["bytes"]) == (files, size) == (3, size)
+    iceberg = table["iceberg"]
+    assert iceberg["snapshotIds"] == [s.snapshot_id for s in new]
+    assert iceberg["snapshotsToAdd"] == 2
+    # Each append: one new manifest and one manifest list; then the metadata.json.
+    assert iceberg["metadataFiles"] == 5
+    ids = ", ".join(str(s.snapshot_id) for s in new)
+    assert "would copy 3 files, " in human
+    assert f"Iceberg: the replica lacks 2 snapshots ({ids}); would write 5 metadata files" in human
+    assert metadata_files_below(tmp_path / "replica" / "history") == written  # wrote nothing
+
+    # Up to date: unchanged.
+    assert replicator.run()[0].status == "SUCCEEDED"
+    capsys.readouterr()
+    assert run_plan(replicator.config_path) == 0
+    assert "unchanged: nothing to copy or alter" in capsys.readouterr().out
