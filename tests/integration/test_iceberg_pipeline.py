@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import threading
+import time
 from dataclasses import replace
 from datetime import timedelta
 
@@ -342,3 +344,56 @@ def test_ferry_plan_says_which_snapshots_an_iceberg_replica_lacks(
     capsys.readouterr()
     assert run_plan(replicator.config_path) == 0
     assert "unchanged: nothing to copy or alter" in capsys.readouterr().out
+
+
+def test_a_reader_scanning_the_replica_during_replications_sees_one_source_version(
+    local_runtime, source_catalog, iceberg_source, tmp_path
+):
+    """A pyiceberg reader loads and scans the replica again and again (a thread) while
+    incremental replications commit: every scan succeeds and returns exactly the rows the
+    source had at one of its versions, never a mix."""
+    writer, database, _ = iceberg_source
+    target = (tmp_path / "replica" / "history").as_uri()
+    document = config_document(local_runtime, [replication(database, target)])
+    replicator = Replicator(document, event_ids=event_ids("ferry-20261125t130000000z"))
+    assert replicator.run()[0].status == "SUCCEEDED"
+    source_table = writer.load_table("db.history")
+    versions = [rows_of(read_rows(source_table))]
+    scans: list[tuple] = []
+    failures: list[BaseException] = []
+    stop = threading.Event()
+
+    def read() -> None:
+        replica = HiveCatalog("reader", uri=local_runtime.replica_uri)
+        while not stop.is_set():
+            try:
+                scans.append(rows_of(read_rows(replica.load_table(f"{database}_dr.history"))))
+            except BaseException as error:  # noqa: BLE001 - every failure is the finding
+                failures.append(error)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        for run in range(4):
+            source_table.append(rows([100 + 2 * run, 101 + 2 * run], ["eu", "us"]))
+            if run == 2:
+                source_table.delete(f"id = {100 + 2 * run}")  # copy-on-write: a file replaced
+            source_table = writer.load_table("db.history")
+            versions.append(rows_of(read_rows(source_table)))
+            move_source(source_catalog, database, source_table.metadata_location)
+            assert replicator.run()[0].status == "SUCCEEDED"
+        time.sleep(0.5)  # a few scans of the last version too
+    finally:
+        stop.set()
+        reader.join(timeout=60)
+
+    assert not failures, failures[:3]
+    assert len(scans) >= 5
+    assert all(scan in versions for scan in scans)
+    assert len(set(scans)) >= 2  # the reader saw versions change under it
+    assert scans[-1] == versions[-1]
+
+
+def rows_of(table_rows: list[dict]) -> tuple:
+    """A version's rows, comparable whatever order a scan returns them in."""
+    return tuple(sorted(json.dumps(row, sort_keys=True, default=str) for row in table_rows))
