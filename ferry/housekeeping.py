@@ -14,6 +14,13 @@ Housekeeping, per replica table of the config, deletes an entry's location when 
   replica is not a METADATA_MIRROR (a mirror owns nothing, whatever its config says);
 - the table's ``orphaned-data-strategy`` is not ``NONE`` (which keeps everything).
 
+An **Iceberg replica** has no snapshot folders; its ledger names files (those only
+superseded replica metadata referenced, a failed run's copies), each deleted once its grace
+period is over, below a table-location a run recorded, outside the source's location, and
+not referenced by the replica's current metadata (every snapshot it keeps), read right
+before; nothing while a replication holds the replica's lock. The vacuum looks for event
+folders, which an Iceberg replica never has.
+
 A dry run deletes nothing and reports what it would delete. The **vacuum** lists the
 snapshot folders (named by an event id) directly below the table's locations — today's,
 and each earlier one the replica recorded snapshots below — that neither the catalog nor
@@ -38,9 +45,11 @@ from ferry.catalog.locations import DatabaseReferences, Paths, locations_of
 from ferry.config import Housekeeping, ReplicationConfig, ReplicationMode, TableReplication
 from ferry.duration import format_duration
 from ferry.errors import FerryError
+from ferry.iceberg.pipeline import CurrentReferences
+from ferry.iceberg.recognise import is_iceberg, metadata_location
 from ferry.ledger import LedgerEntry
 from ferry.lifecycle import ReplicaState
-from ferry.ownership import Ownership, event_time, is_snapshot_name
+from ferry.ownership import IcebergOwnership, Ownership, event_time, is_snapshot_name
 
 #: The event id of ledger entries the vacuum recorded (folders it found unknown).
 VACUUM_EVENT = "vacuum"
@@ -247,6 +256,13 @@ def _housekeep_table(
         return outcome
     # The catalog, asked right before deleting: nothing it references is ever deleted.
     table = replica.get_table(replication.replica_database, replication.replica_table_name)
+    if table is not None and is_iceberg(table):
+        # An Iceberg replica: the ledger's files, against its current metadata read now.
+        iceberg = lifecycle.iceberg_ownership(
+            state, key, CurrentReferences(metadata_location(table)), table.parameters, now
+        )
+        outcome.ledger = housekeep_ledger(entries, iceberg, policy, now, request, state, key)
+        return outcome
     live = locations_of(replica, table)
     owner = lifecycle.ownership(
         state, key, replication, live, table.parameters if table else None, catalog,
@@ -273,7 +289,7 @@ def _deleted(outcomes: Sequence[PathOutcome]) -> set[str]:
 
 def housekeep_ledger(
     entries: Sequence[LedgerEntry],
-    owner: Ownership,
+    owner: Ownership | IcebergOwnership,
     policy: Housekeeping,
     now: datetime,
     request: Request,

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import os
 import socket
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -46,7 +46,7 @@ from ferry.ledger import (
     StateStore,
     replica_key,
 )
-from ferry.ownership import Ownership
+from ferry.ownership import IcebergOwnership, Ownership
 from ferry.plan import ReplicationPlan
 from ferry.replica import REPLICATION_MODE, SOURCE_LOCATION
 
@@ -167,12 +167,19 @@ def snapshot_created(
     this record, not the config of their day. Recording it again (a retried Plan) overwrites
     the same record.
     """
-    if state is None or not plan.snapshot_location or plan.mode is ReplicationMode.METADATA_MIRROR:
+    if state is None or plan.mode is ReplicationMode.METADATA_MIRROR:
+        return
+    written = plan.snapshot_location
+    if plan.iceberg is not None and plan.iceberg.changed:
+        # An Iceberg replica's files go below its table-location itself (no event folder):
+        # the record says Ferry writes there; what it may delete is what it ledgers.
+        written = plan.replication.replica_table.table_location
+    if not written:
         return
     state.store.record_created(
         CreatedSnapshot(
             replica=replica_key_,
-            path=fs.normalise(plan.snapshot_location),
+            path=fs.normalise(written),
             event_id=plan.event_id,
             root=fs.normalise(plan.replication.replica_table.table_location or ""),
             source_location=(
@@ -215,6 +222,62 @@ def ownership(
         ledgered=ledgered,
         recording_since=state.store.recording_since(replica_key_),
     )
+
+
+def iceberg_ownership(
+    state: ReplicaState,
+    replica_key_: str,
+    current: Container[str],
+    replica_parameters: Mapping[str, str],
+    now: datetime,
+) -> IcebergOwnership:
+    """What an Iceberg replica's deletions must respect (``ferry.ownership``): ``current``,
+    the files its current metadata needs; nothing while a replication holds its lock (its
+    copies, not referenced yet, may be files a failed run ledgered)."""
+    lease = state.store.lease(replica_key_)
+    running = lease is not None and not lease.expired(now)
+    source = replica_parameters.get(SOURCE_LOCATION)
+    return IcebergOwnership(
+        current=current,
+        roots=[c.root for c in state.store.created(replica_key_) if c.root],
+        sources=[source] if source else [],
+        owns_nothing=(
+            f"replication {lease.holder} holds the replica's lock: it may be copying this file"
+            if running and lease is not None
+            else None
+        ),
+    )
+
+
+def iceberg_files_ledgered(
+    state: ReplicaState | None,
+    replica_key_: str,
+    plan: ReplicationPlan,
+    paths: Sequence[str],
+    now: datetime,
+) -> list[str]:
+    """Ledger files Ferry wrote below an Iceberg replica's table-location that no metadata
+    of the replica may need any more: the ``retired`` ones (only superseded metadata
+    referenced them), a failed run's copies. Housekeeping deletes each after the grace
+    period, once the replica's current metadata, read then, does not reference it."""
+    root = plan.replication.replica_table.table_location
+    if state is None or not root or plan.mode is ReplicationMode.METADATA_MIRROR:
+        return []
+    below = [path for path in paths if fs.relative_path(path, root)]
+    state.store.record(
+        [
+            LedgerEntry(
+                replica=replica_key_,
+                path=path,
+                event_id=plan.event_id,
+                replica_table=plan.replication.replica_qualified_name,
+                recorded_at=now,
+                snapshot=fs.normalise(root),
+            )
+            for path in below
+        ]
+    )
+    return below
 
 
 def locations_before_commit(
@@ -286,5 +349,8 @@ def committed(
                 for path, snapshot in superseded
             ]
         )
+    if plan.iceberg is not None and plan.iceberg.changed:
+        retired = iceberg_files_ledgered(state, replica_key_, plan, plan.iceberg.retired, now)
+        superseded += [(path, path) for path in retired]
     state.store.release(replica_key_, plan.event_id)
     return [path for path, _ in superseded]

@@ -18,6 +18,14 @@ clean-up — asks ``Ownership.refusal`` first. A path may be deleted only when a
   the replica's ``ferry.source.location`` says);
 - the replica is not a METADATA_MIRROR: a mirror owns no data, whatever its config says.
 
+An **Iceberg replica** has no snapshot folders: its files are below its table-location, and
+Iceberg's metadata, not the catalog, says which a reader needs. ``IcebergOwnership`` says
+what may go there: a file Ferry ledgered itself (one only superseded replica metadata
+referenced, recorded by the commit that superseded it; a failed run's copy, recorded by its
+Abort), below a table-location a run recorded writing the replica at, not inside a source's
+location, and not referenced by the replica's *current* metadata — every snapshot it keeps,
+read at deletion time. A file Ferry did not ledger is never a candidate.
+
 "Which locations does this replica table reference" has one answer,
 ``ferry.catalog.locations.referenced_locations`` (``locations_of`` for a table already
 read): the commit's supersession (``ferry.lifecycle``), housekeeping and a failed run's
@@ -27,7 +35,7 @@ clean-up all call it.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -153,4 +161,45 @@ class Ownership:
             return f"it is at or inside the source's location {inside[0]}"
         if self.catalog is not None and (references := self.catalog.referencing(path)):
             return f"a table of the replica catalog references {references[0]}"
+        return None
+
+
+@dataclass
+class IcebergOwnership:
+    """What an Iceberg replica's deletions must respect (see the module's rules).
+
+    Answers as ``Ownership`` does, for ``ferry.housekeeping``'s ledger: ``refusal`` per path;
+    no path is a snapshot folder (nothing to forget but the ledger entry).
+    """
+
+    #: Every file the replica's current metadata needs (``ferry.iceberg.pipeline.
+    #: CurrentReferences``: read when first asked, right before deciding).
+    current: Container[str]
+    #: The table-locations runs recorded writing the replica at.
+    roots: Iterable[str] = ()
+    #: Source tables' locations: nothing inside them is deleted.
+    sources: Iterable[str] = ()
+    #: Why nothing may be deleted now (a replication holding the lock may be copying).
+    owns_nothing: str | None = None
+
+    def __post_init__(self) -> None:
+        self._roots = Paths(self.roots)
+        self._sources = Paths(self.sources)
+
+    def recorded(self, path: str) -> bool:
+        return False
+
+    def snapshot_of(self, path: str) -> str | None:
+        return None
+
+    def refusal(self, path: str) -> str | None:
+        """Why ``path`` must not be deleted, or None when it may be."""
+        if self.owns_nothing:
+            return self.owns_nothing
+        if not self._roots.above(path):
+            return "not below a table-location Ferry recorded writing this Iceberg replica at"
+        if inside := self._sources.at_or_below(path) or self._sources.above(path):
+            return f"it is at or inside the source's location {inside[0]}"
+        if path in self.current:
+            return "the replica's current Iceberg metadata references it"
         return None

@@ -36,4 +36,19 @@ def preview_of(plan: ReplicationPlan, copier: CopierKind) -> dict[str, Any]:
             }
             for change in plan.changes
         ],
+        "iceberg": _iceberg(plan),
+    }
+
+
+def _iceberg(plan: ReplicationPlan) -> dict[str, Any] | None:
+    """An Iceberg table's plan: the source snapshots the replica lacks, the metadata files
+    a run would write (the files and bytes to copy are the plan's)."""
+    run = plan.iceberg
+    if run is None:
+        return None
+    return {
+        "snapshotsToAdd": len(run.new_snapshot_ids),
+        "snapshotIds": list(run.new_snapshot_ids),
+        "metadataFiles": run.metadata_files,
+        "replicaMetadata": run.previous_metadata_location,
     }

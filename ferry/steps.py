@@ -45,7 +45,7 @@ from ferry.copier import Progress
 from ferry.errors import CopyIncompleteError, FerryError, NotificationError
 from ferry.event_id import new_event_id
 from ferry.iceberg.pipeline import check_in_place
-from ferry.manifest import ManifestWriter, recorded_batches
+from ferry.manifest import ManifestWriter, read_manifest, recorded_batches
 from ferry.notify import (
     FAILURE,
     START,
@@ -390,6 +390,29 @@ class Steps:
             partitions_altered=result.partitions_altered,
         )
 
+    def _ledger_failed_copies(
+        self,
+        config: ReplicationConfig,
+        replication: TableReplication,
+        plan: ReplicationPlan,
+        manifest_uri: str,
+    ) -> int:
+        """A failed Iceberg run's copies (never committed; below the replica's location, with
+        the source's names) to the ledger: housekeeping deletes those the replica's metadata
+        does not reference once the grace period is over. How many were ledgered."""
+        if plan.iceberg is None or not plan.iceberg.changed or self.state is None:
+            return 0
+        tasks = read_manifest(manifest_uri).tasks if plan.manifest.files else ()
+        copies = [task.target for task in tasks]
+        ledgered = lifecycle.iceberg_files_ledgered(
+            self.state,
+            self._replica_key(config, replication),
+            plan,
+            [*copies, *plan.iceberg.rewritten_deletes],
+            self.clock(),
+        )
+        return len(ledgered)
+
     # -- Notify success -------------------------------------------------------------------
 
     def notify_success(self, payload: PlannedRun | Mapping[str, Any]) -> NotifySuccessResult:
@@ -461,6 +484,10 @@ class Steps:
             with self._open(config.replica_catalog) as replica:
                 outcome = clean_up(document.plan, replica)
             where = RunLocations.for_event(self.work_uri, document.plan.event_id)
+            if replication is not None and not outcome["referencedBy"]:
+                outcome["ledgered"] = self._ledger_failed_copies(
+                    config, replication, document.plan, where.manifest
+                )
             fs.write_bytes(where.abort, json.dumps(outcome).encode())
             if outcome["referencedBy"]:
                 message += f" (the replica references snapshot {outcome['snapshot']}; it was kept)"

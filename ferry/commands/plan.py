@@ -2,7 +2,9 @@
 
 For each table: the partitions that are new, whose data changed, whose metadata changed, or
 that were deleted at the source (with ``PROPAGATE_DELETES``), the files and bytes that would
-be copied, and the copier that would copy them — exactly what Plan would decide.
+be copied, and the copier that would copy them — exactly what Plan would decide. For an
+Iceberg table: the source snapshots the replica lacks (their ids), the files and bytes to
+copy, and how many metadata files a run would write.
 """
 
 from __future__ import annotations
@@ -103,6 +105,20 @@ def _print(console: Console, entry: dict[str, Any]) -> None:
                 )
             if len(values) > SHOWN:
                 console.print(f"      … and {len(values) - SHOWN} more {change}")
+    elif entry["iceberg"] is not None:
+        iceberg = entry["iceberg"]
+        ids = iceberg["snapshotIds"]
+        shown = ", ".join(str(i) for i in ids[:SHOWN]) + (
+            f", … and {len(ids) - SHOWN} more" if len(ids) > SHOWN else ""
+        )
+        lacks = (
+            f"the replica lacks {plural(len(ids), 'snapshot')} ({shown})"
+            if ids
+            else "the replica has every snapshot (metadata changed)"
+        )
+        console.print(
+            f"    Iceberg: {lacks}; would write {plural(iceberg['metadataFiles'], 'metadata file')}"
+        )
     elif entry["kind"] == "table" and entry["files"]:
         console.print("    the table's data changed")
     if entry["partitionFilter"]:

@@ -79,6 +79,9 @@ class IcebergRun:
     new_snapshot_ids: tuple[int, ...] = ()
     #: Replica files only the previous metadata referenced (snapshots expired at the source).
     retired: tuple[str, ...] = ()
+    #: The metadata files the run writes (or would: ``ferry plan``): manifests, manifest
+    #: lists, the metadata.json, and rewritten position delete files.
+    metadata_files: int = 0
 
     @property
     def changed(self) -> bool:
@@ -114,6 +117,7 @@ def plan_iceberg(
         rewritten_deletes=tuple(d.target for d in plan.delete_rewrites),
         new_snapshot_ids=tuple(s.snapshot.snapshot_id for s in plan.snapshots),
         retired=retired_files(plan, io) if write else (),
+        metadata_files=len(plan.manifests) + len(plan.snapshots) + 1 + len(plan.delete_rewrites),
     )
 
 
@@ -170,16 +174,40 @@ def remove_unreferenced(run: IcebergRun, current_metadata_location: str | None) 
     if not run.written or current_metadata_location == run.metadata_location:
         return []
     io = FerryFileIO()
-    keep: set[str] = set()
-    if current_metadata_location is not None:
-        current = read_table_metadata(io, current_metadata_location)
-        keep = {canonical(p) for p in referenced_files(io, current)}
-        keep.add(canonical(current_metadata_location))
-        keep.update(canonical(entry.metadata_file) for entry in current.metadata_log)
+    keep = CurrentReferences(current_metadata_location, io)
     removed = []
     for path in run.written:
-        if canonical(path) in keep or not fs.exists(path):
+        if path in keep or not fs.exists(path):
             continue
         io.delete(path)
         removed.append(path)
     return removed
+
+
+class CurrentReferences:
+    """Every file an Iceberg replica's current metadata needs — its metadata.json, the
+    earlier ones its metadata log names, and for every snapshot it keeps the manifest list,
+    manifests, live data and delete files and statistics — read once, when first asked.
+
+    ``path in references`` compares any spelling (``s3a://``, ``file:/``). No metadata
+    (``None``: the replica has none yet) references nothing.
+    """
+
+    def __init__(self, metadata_location: str | None, io: FerryFileIO | None = None):
+        self.metadata_location = metadata_location
+        self._io = io or FerryFileIO()
+        self._read: set[str] | None = None
+
+    def __contains__(self, path: object) -> bool:
+        return isinstance(path, str) and canonical(path) in self.paths
+
+    @property
+    def paths(self) -> set[str]:
+        if self._read is None:
+            self._read = set()
+            if self.metadata_location is not None:
+                current = read_table_metadata(self._io, self.metadata_location)
+                self._read = {canonical(p) for p in referenced_files(self._io, current)}
+                self._read.add(canonical(self.metadata_location))
+                self._read.update(canonical(e.metadata_file) for e in current.metadata_log)
+        return self._read

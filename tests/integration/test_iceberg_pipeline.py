@@ -10,6 +10,9 @@ engine's commit would.
 from __future__ import annotations
 
 import itertools
+import json
+import threading
+import time
 from dataclasses import replace
 from datetime import timedelta
 
@@ -18,6 +21,9 @@ from pyiceberg.catalog.hive import HiveCatalog
 from pyiceberg.catalog.sql import SqlCatalog
 
 from ferry import faults, fs
+from ferry.commands.plan import run_plan
+from ferry.iceberg.paths import canonical
+from ferry.iceberg.pipeline import CurrentReferences
 from ferry.iceberg.recognise import (
     METADATA_LOCATION,
     PREVIOUS_METADATA_LOCATION,
@@ -216,3 +222,178 @@ def test_housekeeping_and_the_vacuum_leave_every_file_of_an_iceberg_replica(
     assert read_rows(replica) == read_rows(source_table)
     earlier = milestones["second append"]
     assert read_rows(replica, earlier) == read_rows(source_table, earlier)
+
+
+def test_housekeeping_deletes_exactly_what_only_superseded_metadata_or_a_failed_run_left(
+    local_runtime, source_catalog, replica_catalog, iceberg_source, tmp_path
+):
+    """Snapshots expired at the source leave files only the replica's superseded metadata
+    referenced; a run failed at Commit leaves its copies. Past the grace period housekeeping
+    deletes exactly those (a dry run first lists them and deletes nothing); a file Ferry did
+    not write below the location stays; the replica reads at every snapshot it keeps."""
+    writer, database, milestones = iceberg_source
+    target = (tmp_path / "replica" / "history").as_uri()
+    document = config_document(local_runtime, [replication(database, target)])
+    state = ReplicaState(SqliteStateStore(tmp_path / "state.sqlite3"))
+    replicator = Replicator(document, event_ids=event_ids("ferry-20261125t110000000z"), state=state)
+    assert replicator.run()[0].status == "SUCCEEDED"
+    first = metadata_location(replica_catalog.get_table(f"{database}_dr", "history"))
+    foreign = [tmp_path / "replica" / "history" / "data" / "theirs.parquet"]
+    foreign.append(tmp_path / "replica" / "history" / "notes.txt")
+    for path in foreign:
+        path.write_bytes(b"not Ferry's")
+
+    # The source expires two snapshots: their files leave the replica's metadata.
+    source_table = writer.load_table("db.history")
+    expired = [milestones["second append"], milestones["overwrite"]]
+    source_table.maintenance.expire_snapshots().by_ids(expired).commit()
+    source_table = writer.load_table("db.history")
+    move_source(source_catalog, database, source_table.metadata_location)
+    assert replicator.run()[0].status == "SUCCEEDED"
+    second = metadata_location(replica_catalog.get_table(f"{database}_dr", "history"))
+    retired = CurrentReferences(first).paths - CurrentReferences(second).paths
+    assert retired and all(p.startswith(canonical(target) + "/") for p in retired)
+
+    # A run that fails at Commit leaves its copied data files.
+    before_failure = {canonical(p) for p in files_below(target)}
+    failed_table = writer.load_table("db.history")
+    failed_table.append(rows([50, 51], ["eu", "us"]))
+    failed_table = writer.load_table("db.history")
+    move_source(source_catalog, database, failed_table.metadata_location)
+    with faults.armed(faults.Fault("commit.claimed", error="CatalogError")):
+        assert replicator.run()[0].status == "FAILED"
+    left = {canonical(p) for p in files_below(target)} - before_failure
+    assert left and all("/data/" in p for p in left)
+    expected = retired | left
+    files = files_below(target)
+
+    within = replicator.housekeeping(clock=at(NOW + timedelta(days=1)))
+    dry = replicator.housekeeping(clock=at(NOW + timedelta(days=30)), dryRun=True)
+
+    assert within.status == dry.status == "SUCCEEDED", (dry.error, dry.cause)
+    assert within.output["housekeeping"]["deleted"] == 0
+    (table,) = dry.output["housekeeping"]["tables"]
+    assert {canonical(p) for p in table["paths"]["would delete"]} == expected
+    assert files_below(target) == files
+
+    done = replicator.housekeeping(clock=at(NOW + timedelta(days=30)))
+
+    assert done.status == "SUCCEEDED", (done.error, done.cause)
+    (table,) = done.output["housekeeping"]["tables"]
+    assert {canonical(p) for p in table["paths"]["deleted"]} == expected
+    assert {canonical(p) for p in files_below(target)} == {canonical(p) for p in files} - expected
+    assert all(path.read_bytes() == b"not Ferry's" for path in foreign)
+    replica = HiveCatalog("replica", uri=local_runtime.replica_uri).load_table(
+        f"{database}_dr.history"
+    )
+    assert metadata_location(replica_catalog.get_table(f"{database}_dr", "history")) == second
+    assert read_rows(replica) == read_rows(source_table)
+    for snapshot in replica.metadata.snapshots:
+        assert read_rows(replica, snapshot.snapshot_id) == read_rows(
+            source_table, snapshot.snapshot_id
+        )
+
+    # Nothing left to delete; the failed append arrives with the next run.
+    again = replicator.housekeeping(clock=at(NOW + timedelta(days=31)))
+    assert again.output["housekeeping"]["deleted"] == 0
+    assert replicator.run()[0].status == "SUCCEEDED"
+    replica = HiveCatalog("replica", uri=local_runtime.replica_uri).load_table(
+        f"{database}_dr.history"
+    )
+    assert read_rows(replica) == read_rows(failed_table)
+
+
+def test_ferry_plan_says_which_snapshots_an_iceberg_replica_lacks(
+    local_runtime, source_catalog, iceberg_source, tmp_path, capsys
+):
+    writer, database, _ = iceberg_source
+    target = (tmp_path / "replica" / "history").as_uri()
+    document = config_document(local_runtime, [replication(database, target)])
+    replicator = Replicator(document, event_ids=event_ids("ferry-20261125t120000000z"))
+    assert replicator.run()[0].status == "SUCCEEDED"
+    source_table = writer.load_table("db.history")
+    for ids in ([60, 61], [62]):
+        source_table.append(rows(ids, ["eu", "us"][: len(ids)]))
+    source_table = writer.load_table("db.history")
+    move_source(source_catalog, database, source_table.metadata_location)
+    new = [s for s in source_table.snapshots()][-2:]
+    files = sum(int(s.summary["added-data-files"]) for s in new)
+    size = sum(int(s.summary["added-files-size"]) for s in new)
+    written = metadata_files_below(tmp_path / "replica" / "history")
+    capsys.readouterr()
+
+    assert run_plan(replicator.config_path, as_json=True) == 0
+    (table,) = json.loads(capsys.readouterr().out)["tables"]
+    assert run_plan(replicator.config_path) == 0
+    human = capsys.readouterr().out
+
+    assert table["kind"] == "Iceberg table" and not table["unchanged"]
+    assert (table["files"], table["bytes"]) == (files, size) == (3, size)
+    iceberg = table["iceberg"]
+    assert iceberg["snapshotIds"] == [s.snapshot_id for s in new]
+    assert iceberg["snapshotsToAdd"] == 2
+    # Each append: one new manifest and one manifest list; then the metadata.json.
+    assert iceberg["metadataFiles"] == 5
+    ids = ", ".join(str(s.snapshot_id) for s in new)
+    assert "would copy 3 files, " in human
+    assert f"Iceberg: the replica lacks 2 snapshots ({ids}); would write 5 metadata files" in human
+    assert metadata_files_below(tmp_path / "replica" / "history") == written  # wrote nothing
+
+    # Up to date: unchanged.
+    assert replicator.run()[0].status == "SUCCEEDED"
+    capsys.readouterr()
+    assert run_plan(replicator.config_path) == 0
+    assert "unchanged: nothing to copy or alter" in capsys.readouterr().out
+
+
+def test_a_reader_scanning_the_replica_during_replications_sees_one_source_version(
+    local_runtime, source_catalog, iceberg_source, tmp_path
+):
+    """A pyiceberg reader loads and scans the replica again and again (a thread) while
+    incremental replications commit: every scan succeeds and returns exactly the rows the
+    source had at one of its versions, never a mix."""
+    writer, database, _ = iceberg_source
+    target = (tmp_path / "replica" / "history").as_uri()
+    document = config_document(local_runtime, [replication(database, target)])
+    replicator = Replicator(document, event_ids=event_ids("ferry-20261125t130000000z"))
+    assert replicator.run()[0].status == "SUCCEEDED"
+    source_table = writer.load_table("db.history")
+    versions = [rows_of(read_rows(source_table))]
+    scans: list[tuple] = []
+    failures: list[BaseException] = []
+    stop = threading.Event()
+
+    def read() -> None:
+        replica = HiveCatalog("reader", uri=local_runtime.replica_uri)
+        while not stop.is_set():
+            try:
+                scans.append(rows_of(read_rows(replica.load_table(f"{database}_dr.history"))))
+            except BaseException as error:  # noqa: BLE001 - every failure is the finding
+                failures.append(error)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        for run in range(4):
+            source_table.append(rows([100 + 2 * run, 101 + 2 * run], ["eu", "us"]))
+            if run == 2:
+                source_table.delete(f"id = {100 + 2 * run}")  # copy-on-write: a file replaced
+            source_table = writer.load_table("db.history")
+            versions.append(rows_of(read_rows(source_table)))
+            move_source(source_catalog, database, source_table.metadata_location)
+            assert replicator.run()[0].status == "SUCCEEDED"
+        time.sleep(0.5)  # a few scans of the last version too
+    finally:
+        stop.set()
+        reader.join(timeout=60)
+
+    assert not failures, failures[:3]
+    assert len(scans) >= 5
+    assert all(scan in versions for scan in scans)
+    assert len(set(scans)) >= 2  # the reader saw versions change under it
+    assert scans[-1] == versions[-1]
+
+
+def rows_of(table_rows: list[dict]) -> tuple:
+    """A version's rows, comparable whatever order a scan returns them in."""
+    return tuple(sorted(json.dumps(row, sort_keys=True, default=str) for row in table_rows))
