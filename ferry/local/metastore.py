@@ -4,10 +4,16 @@ The server keeps its state in a Derby database under its own folder; two servers
 folders. Readiness is a real Thrift call, not an open port: the port opens seconds before
 the metastore can answer.
 
-The source metastore writes a notification log, as a production metastore with Hive's
-``DbNotificationListener`` does. That listener is in Hive's hcatalog jar, which pyspark does not
-ship, so a stand-in (``java/NotificationLogListener.java``, writing Hive's own messages) is
-compiled once against pyspark's jars and kept, keyed by its source, next to the interpreter.
+Two pieces of a production metastore are not in pyspark's jars, so Ferry's own (``java/``)
+are compiled once against those jars and kept, keyed by their sources, next to the interpreter:
+
+- the server's entry point (``Metastore.java``) first creates the tables of Hive's transaction
+  handler, which a production metastore gets from Hive's schema scripts and DataNucleus does
+  not create: without them every ``lock`` call fails, and Iceberg's HiveCatalog locks the
+  table for each commit;
+- the source metastore writes a notification log, as a production metastore with Hive's
+  ``DbNotificationListener`` does. That listener is in Hive's hcatalog jar, so a stand-in
+  (``NotificationLogListener.java``, writing Hive's own messages) takes its place.
 """
 
 from __future__ import annotations
@@ -22,12 +28,12 @@ from pathlib import Path
 
 from ferry.local import processes
 
-METASTORE_MAIN = "org.apache.hadoop.hive.metastore.HiveMetaStore"
+METASTORE_MAIN = "ferry.local.Metastore"
 REQUIRED_JAVA = 17
-LISTENER_SOURCE = Path(__file__).parent / "java" / "NotificationLogListener.java"
+JAVA_SOURCES = tuple(sorted((Path(__file__).parent / "java").glob("*.java")))
 LISTENER_CLASS = "ferry.local.NotificationLogListener"
 # Outside the repository and the runtime's state: one build serves every state folder.
-LISTENER_CACHE = Path(sys.prefix) / "ferry-cache"
+JAR_CACHE = Path(sys.prefix) / "ferry-cache"
 
 
 def pyspark_jars() -> Path:
@@ -70,21 +76,24 @@ def require_java() -> None:
         raise RuntimeError(problem)
 
 
-def listener_jar() -> Path:
-    """The compiled notification log listener, built on first use for this source and Hive."""
+def local_jar() -> Path:
+    """Ferry's compiled metastore classes, built on first use for these sources and Hive."""
     hive = next(pyspark_jars().glob("hive-metastore-*.jar"))
-    key = hashlib.sha256(LISTENER_SOURCE.read_bytes() + hive.name.encode()).hexdigest()[:16]
-    jar = LISTENER_CACHE / f"notification-log-listener-{key}.jar"
+    digest = hashlib.sha256(hive.name.encode())
+    for source in JAVA_SOURCES:
+        digest.update(source.name.encode() + source.read_bytes())
+    jar = JAR_CACHE / f"ferry-metastore-{digest.hexdigest()[:16]}.jar"
     if jar.exists():
         return jar
     for tool in ("javac", "jar"):
         if shutil.which(tool) is None:
             raise RuntimeError(
-                f"no {tool} on PATH; the source metastore's notification log listener is "
-                f"compiled at first start (apt-get install openjdk-{REQUIRED_JAVA}-jdk-headless)"
+                f"no {tool} on PATH; Ferry's metastore classes (its entry point, the "
+                f"notification log listener) are compiled at first start "
+                f"(apt-get install openjdk-{REQUIRED_JAVA}-jdk-headless)"
             )
-    LISTENER_CACHE.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=LISTENER_CACHE) as build:
+    JAR_CACHE.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=JAR_CACHE) as build:
         classes, built = Path(build) / "classes", Path(build) / jar.name
         for command in (
             [
@@ -94,7 +103,7 @@ def listener_jar() -> Path:
                 str(classes),
                 "-cp",
                 f"{pyspark_jars()}/*",
-                str(LISTENER_SOURCE),
+                *map(str, JAVA_SOURCES),
             ],
             ["jar", "cf", str(built), "-C", str(classes), "."],
         ):
@@ -132,9 +141,8 @@ def metastore_command(
         "hive.log.dir": str(home / "logs"),
         "hive.metastore.event.db.notification.api.auth": "false",
     }
-    classpath = [f"{pyspark_jars()}/*"]
+    classpath = [f"{pyspark_jars()}/*", str(local_jar())]
     if notification_log:
-        classpath.append(str(listener_jar()))
         # Transactional, as Hive means DbNotificationListener to be: an event is written in
         # the transaction of its change, so the log holds exactly the committed changes.
         properties["hive.metastore.transactional.event.listeners"] = LISTENER_CLASS
