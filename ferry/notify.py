@@ -61,6 +61,20 @@ class ReplicationEvent:
     bytes_replicated: int | None = None
     error_message: str | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
+    #: An Iceberg table's SUCCESS: the replica's metadata now and before, and the source
+    #: snapshots it got; None for every other table.
+    iceberg: IcebergChange | None = None
+
+
+@dataclass(frozen=True)
+class IcebergChange:
+    """What an Iceberg replica's consumers need to find the new version: ``metadataLocation``
+    (the replica's current metadata.json), ``previousMetadataLocation`` (None on the first
+    replication) and ``addedSnapshotIds`` (empty when nothing changed)."""
+
+    metadata_location: str
+    previous_metadata_location: str | None
+    added_snapshot_ids: Sequence[int]
 
 
 def replication_event(
@@ -107,6 +121,18 @@ def replication_event(
         bytes_replicated=(plan.manifest.bytes if copied else 0) if data and plan else None,
         error_message=error_message,
         headers=config.sns_event_listener.headers if config.sns_event_listener else {},
+        iceberg=_iceberg_change(plan, copied) if kind == SUCCESS else None,
+    )
+
+
+def _iceberg_change(plan: ReplicationPlan | None, copied: bool) -> IcebergChange | None:
+    run = plan.iceberg if plan is not None else None
+    if run is None:
+        return None
+    if not copied or not run.changed:  # nothing changed: the replica's metadata stays
+        return IcebergChange(run.previous_metadata_location or run.metadata_location, None, ())
+    return IcebergChange(
+        run.metadata_location, run.previous_metadata_location, tuple(run.new_snapshot_ids)
     )
 
 
@@ -142,11 +168,21 @@ def message_body(event: ReplicationEvent, max_bytes: int = SNS_MAX_BYTES - _HEAD
         message["modifiedPartitions"] = [list(values) for values in event.modified_partitions]
     if event.type == SUCCESS and event.bytes_replicated is not None:
         message["bytesReplicated"] = event.bytes_replicated
+    if event.type == SUCCESS and event.iceberg is not None:
+        message["iceberg"] = {
+            "metadataLocation": event.iceberg.metadata_location,
+            "previousMetadataLocation": event.iceberg.previous_metadata_location,
+            "addedSnapshotIds": list(event.iceberg.added_snapshot_ids),
+        }
     if event.type == FAILURE:
         message["errorMessage"] = event.error_message or ""
     body = json.dumps(message)
     if len(body.encode()) > max_bytes and "modifiedPartitions" in message:
         message["modifiedPartitions"] = []
+        message["messageTruncated"] = True
+        body = json.dumps(message)
+    if len(body.encode()) > max_bytes and "iceberg" in message:
+        message["iceberg"]["addedSnapshotIds"] = []
         message["messageTruncated"] = True
         body = json.dumps(message)
     return body

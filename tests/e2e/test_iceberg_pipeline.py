@@ -2,8 +2,8 @@
 pyiceberg-written table Glue → Glue on S3 and Hive → Hive on local disks; the replica is
 read with pyiceberg through the replica's catalog, at its current and an earlier snapshot.
 
-Sources are written through a SQLite catalog and registered in the source catalog
-(pyiceberg cannot commit to the local Hive 2.3 metastore: docs/ICEBERG.md).
+Sources are written with pyiceberg through the source catalog itself (``GlueCatalog`` on the
+emulated Glue, ``HiveCatalog`` on the source metastore), as an engine writes them.
 """
 
 from __future__ import annotations
@@ -11,13 +11,12 @@ from __future__ import annotations
 import pytest
 from pyiceberg.catalog.glue import GlueCatalog as PyIcebergGlueCatalog
 from pyiceberg.catalog.hive import HiveCatalog
-from pyiceberg.catalog.sql import SqlCatalog
 
 from ferry.catalog.glue import GlueCatalog
 from ferry.iceberg.recognise import PREVIOUS_METADATA_LOCATION, metadata_location
 from tests.helpers import Replicator, config_document
 from tests.iceberg_tables import create_history_table, read_rows, rows
-from tests.integration.test_iceberg_pipeline import move_source, replication
+from tests.integration.test_iceberg_pipeline import replication
 
 pytestmark = pytest.mark.e2e
 
@@ -30,32 +29,25 @@ def glue_iceberg(aws, s3_properties, tmp_path, unique):
     source_bucket, replica_bucket = f"landing-{unique}", f"dr-{unique}"
     for bucket in (source_bucket, replica_bucket):
         aws["s3"].create_bucket(Bucket=bucket)
-    writer = SqlCatalog(
-        "writer",
-        uri=f"sqlite:///{tmp_path}/catalog.db",
-        warehouse=f"s3://{source_bucket}/warehouse",
-        **s3_properties,
-    )
-    writer.create_namespace("db")
-    milestones = create_history_table(writer, "db.history")
     glue = PyIcebergGlueCatalog(
         "glue",
         **{
             **s3_properties,
             "glue.endpoint": s3_properties["s3.endpoint"],
             "glue.region": "us-east-1",
+            "warehouse": f"s3://{source_bucket}/warehouse",
         },
     )
     database = f"landing_iceberg_{unique}"
     glue.create_namespace(database)
-    glue.register_table(f"{database}.history", writer.load_table("db.history").metadata_location)
+    milestones = create_history_table(glue, f"{database}.history")
     document = {
         "source-catalog": {"name": "lake", "glue": {"region": "us-east-1"}},
         "replica-catalog": {"name": "dr", "glue": {"region": "us-east-1"}},
         "table-replications": [replication(database, f"s3://{replica_bucket}/history")],
     }
     return {
-        "writer": writer,
+        "source": f"{database}.history",
         "glue": glue,
         "ferry_glue": GlueCatalog("aws", aws["glue"]),
         "s3": aws["s3"],
@@ -73,8 +65,8 @@ def objects(s3, bucket: str, prefix: str) -> set[str]:
 
 def test_glue_to_glue_on_s3_through_the_state_machine(run, arm, glue_iceberg):
     g = glue_iceberg
-    database, replica_database = g["database"], f"{g['database']}_dr"
-    source_table = g["writer"].load_table("db.history")
+    replica_database = f"{g['database']}_dr"
+    source_table = g["glue"].load_table(g["source"])
 
     outcome = run(g["document"])
 
@@ -99,8 +91,6 @@ def test_glue_to_glue_on_s3_through_the_state_machine(run, arm, glue_iceberg):
     # A new source version, and a failure in Commit: the replica stays readable at its
     # previous version, and a re-run converges.
     source_table.append(rows([30, 31], ["us", "eu"]))
-    source_table = g["writer"].load_table("db.history")
-    move_source(g["ferry_glue"], database, source_table.metadata_location)
     replica_bucket = g["target"].removeprefix("s3://").split("/")[0]
     metadata_before = objects(g["s3"], replica_bucket, "history/metadata/")
     arm({"point": "commit.claimed", "error": "CatalogError", "times": 99})
@@ -130,7 +120,7 @@ def test_glue_to_glue_on_s3_through_the_state_machine(run, arm, glue_iceberg):
 def test_glue_to_glue_on_s3_with_ferry_replicate(glue_iceberg):
     g = glue_iceberg
     replica_database = f"{g['database']}_dr"
-    source_table = g["writer"].load_table("db.history")
+    source_table = g["glue"].load_table(g["source"])
     replicator = Replicator(g["document"])
 
     (outcome,) = replicator.run()
@@ -145,21 +135,18 @@ def test_glue_to_glue_on_s3_with_ferry_replicate(glue_iceberg):
 
 
 def test_hive_to_hive_through_the_state_machine(
-    run, local_runtime, source_catalog, replica_catalog, tmp_path, unique
+    run, local_runtime, replica_catalog, tmp_path, unique, consumer
 ):
-    writer = SqlCatalog(
-        "writer", uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=tmp_path.as_uri()
-    )
-    writer.create_namespace("db")
-    milestones = create_history_table(writer, "db.history")
+    topic, messages = consumer
     database = f"iceberg_{unique}"
-    HiveCatalog("source", uri=local_runtime.source_uri).create_namespace(database)
-    HiveCatalog("source", uri=local_runtime.source_uri).register_table(
-        f"{database}.history", writer.load_table("db.history").metadata_location
-    )
+    writer = HiveCatalog("source", uri=local_runtime.source_uri, warehouse=tmp_path.as_uri())
+    writer.create_namespace(database)
+    milestones = create_history_table(writer, f"{database}.history")
     target = (tmp_path / "replica" / "history").as_uri()
-    document = config_document(local_runtime, [replication(database, target)])
-    source_table = writer.load_table("db.history")
+    document = config_document(
+        local_runtime, [replication(database, target)], **{"sns-event-listener": {"topic": topic}}
+    )
+    source_table = writer.load_table(f"{database}.history")
 
     outcome = run(document)
 
@@ -170,6 +157,38 @@ def test_hive_to_hive_through_the_state_machine(
     assert read_rows(replica) == read_rows(source_table)
     earlier = milestones["overwrite"]
     assert read_rows(replica, earlier) == read_rows(source_table, earlier)
+    # The consumer hears where the replica's metadata is and which snapshots it got.
+    first = metadata_location(replica_catalog.get_table(f"{database}_dr", "history"))
+    (success,) = [m["body"] for m in messages() if m["body"]["type"] == "SUCCESS"]
+    assert success["iceberg"] == {
+        "metadataLocation": first,
+        "previousMetadataLocation": None,
+        "addedSnapshotIds": [s.snapshot_id for s in source_table.snapshots()],
+    }
+
     again = run(document)
+
     (result,) = again.results
     assert result["notified"]["status"] == "UNCHANGED"
+    (unchanged,) = [m["body"] for m in messages() if m["body"]["type"] == "SUCCESS"]
+    assert unchanged["iceberg"] == {
+        "metadataLocation": first, "previousMetadataLocation": None, "addedSnapshotIds": [],
+    }  # fmt: skip
+
+    # An append committed at the source through its catalog arrives by itself.
+    source_table.append(rows([40], ["ap"]))
+    added = source_table.current_snapshot().snapshot_id
+
+    moved = run(document)
+
+    assert moved.status == "SUCCEEDED", moved.failed_states
+    (success,) = [m["body"] for m in messages() if m["body"]["type"] == "SUCCESS"]
+    assert success["iceberg"]["previousMetadataLocation"] == first
+    assert success["iceberg"]["addedSnapshotIds"] == [added]
+    assert success["iceberg"]["metadataLocation"] == metadata_location(
+        replica_catalog.get_table(f"{database}_dr", "history")
+    )
+    replica = HiveCatalog("replica", uri=local_runtime.replica_uri).load_table(
+        f"{database}_dr.history"
+    )
+    assert read_rows(replica) == read_rows(source_table)

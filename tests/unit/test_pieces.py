@@ -12,7 +12,7 @@ from ferry.config import SnsEventListener
 from ferry.errors import ReplicationModeError
 from ferry.event_id import EVENT_ID_PATTERN, new_event_id
 from ferry.model import Column, escape_path_name, partition_name
-from ferry.notify import ReplicationEvent, SnsNotifier, message_body
+from ferry.notify import IcebergChange, ReplicationEvent, SnsNotifier, message_body
 from ferry.views import rewrite_view_sql
 
 T0 = datetime(2026, 11, 21, 3, 4, 5, 678000, tzinfo=UTC)
@@ -108,6 +108,29 @@ def test_message_is_truncated_past_the_sns_limit():
     assert (
         json.loads(big)["messageTruncated"] is True and json.loads(big)["modifiedPartitions"] == []
     )
+
+
+def test_an_iceberg_success_names_the_replicas_metadata_and_the_snapshots_it_got():
+    change = IcebergChange("s3://dr/t/metadata/00001-b.metadata.json",
+                           "s3://dr/t/metadata/00000-a.metadata.json", (11, 12))  # fmt: skip
+    success = json.loads(message_body(event(modified_partitions=None, iceberg=change)))
+    assert list(success) == [*COMMON, "bytesReplicated", "iceberg"]
+    assert success["iceberg"] == {
+        "metadataLocation": "s3://dr/t/metadata/00001-b.metadata.json",
+        "previousMetadataLocation": "s3://dr/t/metadata/00000-a.metadata.json",
+        "addedSnapshotIds": [11, 12],
+    }
+    failure = json.loads(message_body(event(type="FAILURE", iceberg=change)))
+    assert "iceberg" not in failure
+    # A first replication of a long history: the ids go before the message passes SNS's limit.
+    many = IcebergChange(change.metadata_location, None, tuple(range(10**18, 10**18 + 20000)))
+    big = json.loads(message_body(event(modified_partitions=None, iceberg=many)))
+    assert big["messageTruncated"] is True
+    assert big["iceberg"] == {
+        "metadataLocation": change.metadata_location,
+        "previousMetadataLocation": None,
+        "addedSnapshotIds": [],
+    }
 
 
 def test_each_message_type_goes_to_its_topic_in_the_listeners_region():
