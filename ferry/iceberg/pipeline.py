@@ -106,7 +106,7 @@ def plan_iceberg(
         assert replica_metadata_location is not None
         return IcebergRun(replica_metadata_location, replica_metadata_location)
     assert plan.metadata_target is not None
-    _stream_copies(plan.copies, plan.mover.source, plan.mover.replica, writer)
+    _stream_copies(plan.copies, plan.mover.roots, writer)
     written: tuple[str, ...] = ()
     if write:
         written = write_metadata(plan, io, io)
@@ -122,32 +122,39 @@ def plan_iceberg(
 
 
 def _stream_copies(
-    copies: Iterable[FileCopy], source_prefix: str, replica_prefix: str, writer: ManifestWriter
+    copies: Iterable[FileCopy], roots: Iterable[tuple[str, str]], writer: ManifestWriter
 ) -> None:
-    """The files to copy into the manifest, as the copiers read it: one listing of the
-    source's table location gives each file's change marker (the ETag the copy is pinned
-    to), and the files the metadata names are taken from it."""
+    """The files to copy into the manifest, as the copiers read it: one listing of each of
+    the source's prefixes (its location; a data folder its properties put elsewhere) gives
+    each file's change marker (the ETag the copy is pinned to), and the files the metadata
+    names are taken from it."""
     wanted = {canonical(c.source): c for c in copies}
     if not wanted:
         return
-    entries = []
-    for entry in fs.iter_files(source_prefix):
-        copy = wanted.pop(canonical(entry.uri), None)
-        if copy is None:
-            continue
-        if entry.size != copy.size:
-            raise IcebergMetadataError(
-                f"{entry.uri} has {entry.size} bytes; the source table's metadata says "
-                f"{copy.size}: the source changed under its metadata"
-            )
-        entries.append(entry)
+    roots = list(roots)
+    for source_prefix, replica_prefix in roots:
+        below = canonical(source_prefix).rstrip("/") + "/"
+        if not any(path.startswith(below) for path in wanted):
+            continue  # e.g. a metadata folder elsewhere: no data file to copy from there
+        entries = []
+        for entry in fs.iter_files(source_prefix):
+            copy = wanted.pop(canonical(entry.uri), None)
+            if copy is None:
+                continue
+            if entry.size != copy.size:
+                raise IcebergMetadataError(
+                    f"{entry.uri} has {entry.size} bytes; the source table's metadata says "
+                    f"{copy.size}: the source changed under its metadata"
+                )
+            entries.append(entry)
+        if entries:
+            writer.add(CopyRoot(source_prefix, replica_prefix), entries)
     if wanted:
         first = next(iter(wanted.values())).source
         raise IcebergMetadataError(
             f"{len(wanted)} files the source's metadata names are not under its location "
-            f"{source_prefix} (first: {first})"
+            f"{roots[0][0]} (first: {first})"
         )
-    writer.add(CopyRoot(source_prefix, replica_prefix), entries)
 
 
 def check_in_place(run: IcebergRun, threads: int = 16) -> None:

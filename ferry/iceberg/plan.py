@@ -116,7 +116,7 @@ def plan_replication(
     run_id = run_id or uuid.uuid4().hex[:12]
     source = read_table_metadata(source_io, source_metadata_location)
     check_supported(source)
-    mover = PathMover(source.location, replica_prefix)
+    mover = PathMover.for_table(source.location, source.properties, replica_prefix)
     replica = None
     if replica_metadata_location is not None:
         replica = read_table_metadata(replica_io, replica_metadata_location)

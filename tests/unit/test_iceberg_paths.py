@@ -46,6 +46,37 @@ def test_file_path_bounds_move_and_truncated_ones_stay():
     assert mover.move_bound(b"\xff\xfe") == b"\xff\xfe"
 
 
+def test_folders_the_properties_put_outside_the_location_become_the_replicas_own():
+    mover = PathMover.for_table(
+        "s3://src/db/t",
+        {
+            "write.data.path": "s3://lake-data/t/",
+            "write.metadata.path": "s3a://lake-meta/t",
+            "write.object-storage.path": "s3://src/db/t/data",  # inside: the location's rule
+        },
+        "s3://dr/t",
+    )
+    assert mover.move("s3://lake-data/t/a=1/f.parquet") == "s3://dr/t/data/a=1/f.parquet"
+    assert mover.move("s3://lake-meta/t/snap-1.avro") == "s3://dr/t/metadata/snap-1.avro"
+    assert mover.move("s3://src/db/t/data/f.parquet") == "s3://dr/t/data/f.parquet"
+    assert mover.roots == (
+        ("s3://src/db/t", "s3://dr/t"),
+        ("s3://lake-data/t", "s3://dr/t/data"),
+        ("s3a://lake-meta/t", "s3://dr/t/metadata"),
+    )
+    with pytest.raises(IcebergMetadataError, match="s3://src/db/t or s3://lake-data/t"):
+        mover.move("s3://lake-data/other/f.parquet")
+
+
+def test_one_folder_named_for_data_and_for_metadata_is_refused():
+    with pytest.raises(IcebergMetadataError, match="write.metadata.path"):
+        PathMover.for_table(
+            "s3://src/db/t",
+            {"write.data.path": "s3://x/t", "write.metadata.path": "s3://x/t/"},
+            "s3://dr/t",
+        )
+
+
 def test_empty_prefixes_are_refused():
     with pytest.raises(IcebergMetadataError):
         PathMover("", "s3://dr/t")
