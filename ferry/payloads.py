@@ -200,6 +200,8 @@ class NotifySuccessResult(Result):
     partitions: int
     duration_seconds: float
     lag_seconds: float
+    #: Source snapshots an Iceberg replica got in this run (0 for every other table).
+    iceberg_snapshots: int = 0
 
 
 # -- Abort table -------------------------------------------------------------------------------

@@ -446,6 +446,9 @@ class Steps:
             files=0 if unchanged else plan.manifest.files,
             bytes=0 if unchanged else plan.manifest.bytes,
             partitions=0 if unchanged else len(plan.replica_partitions),
+            iceberg_snapshots=(
+                len(plan.iceberg.new_snapshot_ids) if plan.iceberg and not unchanged else 0
+            ),
             duration_seconds=(ended - document.started).total_seconds(),
             lag_seconds=(ended - (document.triggered or document.started)).total_seconds(),
         )

@@ -179,7 +179,10 @@ class Operations(Construct):
             ),
             cloudwatch.GraphWidget(
                 title="Files replicated per table",
-                left=[per_table("FilesReplicated", "Sum", "files")],
+                left=[
+                    per_table("FilesReplicated", "Sum", "files"),
+                    per_table("IcebergSnapshotsReplicated", "Sum", "Iceberg snapshots"),
+                ],
                 width=12,
             ),
         )

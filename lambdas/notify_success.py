@@ -21,6 +21,9 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     metrics.add_metric(name="BytesReplicated", unit=MetricUnit.Bytes, value=result.bytes)
     metrics.add_metric(name="PartitionsReplicated", unit=MetricUnit.Count, value=result.partitions)
     metrics.add_metric(
+        name="IcebergSnapshotsReplicated", unit=MetricUnit.Count, value=result.iceberg_snapshots
+    )
+    metrics.add_metric(
         name="ReplicationSeconds", unit=MetricUnit.Seconds, value=result.duration_seconds
     )
     metrics.add_metric(

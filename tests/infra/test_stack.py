@@ -322,6 +322,7 @@ def test_operations_log_group_alarms_and_dashboard(deployed):
         "TablesFailed",
         "BytesReplicated",
         "FilesReplicated",
+        "IcebergSnapshotsReplicated",
         "ReplicationSeconds",
         "ReplicationLagSeconds",
         # the catalog change feeds' counts, and the lag's percentiles
