@@ -2,7 +2,8 @@
 
 1. starts the local runtime (two Hive metastores, the AWS emulator with the pipeline);
 2. creates source tables: ``sales`` in the source Hive metastore (a partitioned Parquet
-   table, an unpartitioned one, a view) and ``landing`` in Glue on S3;
+   table, an unpartitioned one, a view, and an Iceberg table written with pyiceberg) and
+   ``landing`` in Glue on S3;
 3. replicates ``sales`` through the state machine to the replica Hive metastore (inline
    copy, Spark copy on "EMR Serverless", metadata-only view), and with ``ferry replicate``
    to Glue + S3;
@@ -37,7 +38,13 @@ from ferry.commands.execute import run_execute
 from ferry.commands.replicate import run_replicate
 from ferry.execute import follow
 from ferry.local import deploy, runtime
-from ferry.local.samples import create_sample_tables, last_days, order_rows, write_parquet
+from ferry.local.samples import (
+    create_iceberg_sample,
+    create_sample_tables,
+    last_days,
+    order_rows,
+    write_parquet,
+)
 from ferry.reader import read_rows
 
 SALES, SALES_DR = "sales", "sales_dr"
@@ -73,11 +80,14 @@ def run(home: Path, ports: dict[str, int]) -> int:
     with HiveMetastoreCatalog("onprem", [source_uri]) as source:
         if source.get_table(SALES, "orders") is None:
             create_sample_tables(source, SALES, fs.local_uri(home / "source" / "warehouse"), days)
+        if source.get_table(SALES, "events") is None:
+            events = fs.local_uri(home / "source" / "warehouse" / f"{SALES}.db" / "events")
+            create_iceberg_sample(source_uri, SALES, events)
     if east.get_table(LANDING, "orders") is None:
         create_sample_tables(east, LANDING, f"s3://{LANDING_BUCKET}/warehouse", days)
     print(
         f"  Hive  {SALES}.orders (partitions {', '.join(days)}), {SALES}.customers, "
-        f"view {SALES}.big_orders"
+        f"view {SALES}.big_orders, Iceberg table {SALES}.events (5 snapshots)"
     )
     print(f"  Glue  {LANDING}.orders on s3://{LANDING_BUCKET}/warehouse (us-east-1)")
     configs = _write_configs(home, source_uri, replica_uri, topic)
@@ -121,8 +131,9 @@ def run(home: Path, ports: dict[str, int]) -> int:
         HiveMetastoreCatalog("onprem", [source_uri]) as source,
         HiveMetastoreCatalog("dr", [replica_uri]) as hive_replica,
     ):
-        same &= _compare(source, SALES, hive_replica, SALES_DR, ("orders", "customers"))
-        same &= _compare(source, SALES, east, SALES_DR, ("orders", "customers"))
+        tables = ("orders", "customers", "events")
+        same &= _compare(source, SALES, hive_replica, SALES_DR, tables)
+        same &= _compare(source, SALES, east, SALES_DR, tables)
         same &= _compare(east, LANDING, west, LANDING_DR, ("orders",))
         view = hive_replica.get_table(SALES_DR, "big_orders")
         print(
@@ -141,6 +152,8 @@ def run(home: Path, ports: dict[str, int]) -> int:
                 what.append(f"{len(message['modifiedPartitions'])} partitions")
             if "bytesReplicated" in message:
                 what.append(f"{message['bytesReplicated']} bytes")
+            if "iceberg" in message:
+                what.append(f"Iceberg: {len(message['iceberg']['addedSnapshotIds'])} snapshots")
             line += "  " + (", ".join(what) or "metadata only")
         if message["type"] == "FAILURE":
             line += f"  {message['errorMessage'][:70]}…"
@@ -235,6 +248,10 @@ def _write_configs(home: Path, source_uri: str, replica_uri: str, topic: str) ->
                 "transform-options": {"table-properties": {"replicated-for": "ferry-demo"}},
             },
             customers,
+            {
+                "source-table": {"database-name": SALES, "table-name": "events"},
+                "replica-table": {"database-name": SALES_DR, "table-location": f"{root}/events"},
+            },
             {
                 "source-table": {"database-name": SALES, "table-name": "big_orders"},
                 "replica-table": {"database-name": SALES_DR},

@@ -1,7 +1,9 @@
 """Read a table's rows the way an engine would: through its catalog's locations.
 
 Used by the demo and the tests to show that readers of the replica see the source's rows.
-Reads Parquet files; like Hive, it skips files whose names start with ``_`` or ``.``.
+Reads Parquet files; like Hive, it skips files whose names start with ``_`` or ``.``. An
+Iceberg table is read as an Iceberg client reads it: pyiceberg's scan of the metadata its
+catalog entry names (deletes applied, only the current snapshot's files).
 """
 
 from __future__ import annotations
@@ -11,12 +13,15 @@ import pyarrow.parquet as pq
 
 from ferry import fs
 from ferry.catalog import Catalog
+from ferry.iceberg.recognise import is_iceberg, metadata_location
 from ferry.model import Table
 
 
 def read_rows(catalog: Catalog, table: Table) -> pa.Table:
     """Every row of ``table`` (partition columns appended as strings), sorted by all columns."""
-    if table.is_partitioned:
+    if is_iceberg(table):
+        rows = _read_iceberg(table)
+    elif table.is_partitioned:
         pieces = []
         for partition in catalog.list_partitions(table):
             data = _read_location(partition.location)
@@ -29,6 +34,28 @@ def read_rows(catalog: Catalog, table: Table) -> pa.Table:
     if rows.num_columns == 0:
         return rows
     return rows.sort_by([(name, "ascending") for name in rows.column_names])
+
+
+def _read_iceberg(table: Table) -> pa.Table:
+    """The current snapshot's rows, read through Ferry's file systems (its S3 endpoint)."""
+    from pyiceberg.catalog.noop import NoopCatalog
+    from pyiceberg.table import StaticTable
+
+    from ferry.iceberg.pipeline import FerryFileIO
+    from ferry.iceberg.reading import read_table_metadata
+
+    location = metadata_location(table)
+    if location is None:
+        return pa.table({})
+    io = FerryFileIO()
+    iceberg = StaticTable(
+        identifier=(table.database, table.name),
+        metadata=read_table_metadata(io, location),
+        metadata_location=location,
+        io=io,
+        catalog=NoopCatalog("ferry"),
+    )
+    return iceberg.scan().to_arrow()
 
 
 def _read_location(location: str | None) -> pa.Table:

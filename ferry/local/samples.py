@@ -135,3 +135,50 @@ def create_sample_tables(
         view=catalog.get_table(database, "big_orders"),  # type: ignore[arg-type]
         days=days,
     )
+
+
+def create_iceberg_sample(metastore_uri: str, database: str, location: str) -> None:
+    """Create ``database.events``, an Iceberg table written by pyiceberg through the
+    metastore at ``metastore_uri``, as an engine commits: a partitioned table with three
+    appends, a delete and a column added."""
+    from pyiceberg.catalog.hive import HiveCatalog
+    from pyiceberg.partitioning import PartitionField, PartitionSpec
+    from pyiceberg.schema import Schema
+    from pyiceberg.transforms import IdentityTransform
+    from pyiceberg.types import DoubleType, LongType, NestedField, StringType
+
+    catalog = HiveCatalog("samples", uri=metastore_uri)
+    schema = Schema(
+        NestedField(1, "event_id", LongType(), required=False),
+        NestedField(2, "kind", StringType(), required=False),
+        NestedField(3, "amount", DoubleType(), required=False),
+    )
+    spec = PartitionSpec(PartitionField(2, 1000, IdentityTransform(), "kind"))
+    table = catalog.create_table(
+        f"{database}.events", schema=schema, partition_spec=spec, location=location
+    )
+    kinds = ("click", "view", "order")
+    for batch in range(3):
+        ids = range(batch * 6, batch * 6 + 6)
+        table.append(
+            pa.table(
+                {
+                    "event_id": pa.array(ids, pa.int64()),
+                    "kind": [kinds[i % 3] for i in ids],
+                    "amount": [float(i) * 1.5 for i in ids],
+                }
+            )
+        )
+    table.delete("event_id < 2")
+    with table.update_schema() as update:
+        update.add_column("channel", StringType())
+    table.append(
+        pa.table(
+            {
+                "event_id": pa.array([100, 101], pa.int64()),
+                "kind": ["order", "click"],
+                "amount": [99.0, 0.5],
+                "channel": ["web", "app"],
+            }
+        )
+    )
