@@ -45,6 +45,7 @@ from ferry.iceberg.recognise import (
     is_iceberg,
     metadata_location,
 )
+from ferry.iceberg.registration import register_iceberg_replica
 from ferry.manifest import CopyRoot, ManifestSummary, ManifestWriter
 from ferry.model import Partition, Table
 from ferry.ownership import snapshot_root_of
@@ -185,7 +186,7 @@ def _plan(
     check_replica_guard(replica_before, replication)
     if is_iceberg(source_table):
         return _plan_iceberg(
-            replication, source, source_table, replica_before, event_id, clock, writer
+            replication, source, replica, source_table, replica_before, event_id, clock, writer
         )
     _check_mode(replication, source_table, replica_before)
     overwrite = mode is ReplicationMode.FULL_OVERWRITE and replica_before is not None
@@ -327,6 +328,7 @@ def _plan(
 def _plan_iceberg(
     replication: TableReplication,
     source: Catalog,
+    replica: Catalog,
     source_table: Table,
     replica_before: Table | None,
     event_id: str,
@@ -335,7 +337,8 @@ def _plan_iceberg(
 ) -> ReplicationPlan:
     """An Iceberg source table: the replica at ``table-location`` itself (no event-id
     folder: Iceberg's own new file names isolate its versions), planned from the source's
-    metadata and the replica's (``ferry.iceberg.pipeline``)."""
+    metadata and the replica's (``ferry.iceberg.pipeline``), registered as the replica's
+    kind of catalog registers Iceberg tables (``ferry.iceberg.registration``)."""
     _check_iceberg(replication, source_table, replica_before)
     root = replication.replica_table.table_location
     assert root is not None  # required for FULL (ferry.config)
@@ -347,9 +350,10 @@ def _plan_iceberg(
             "nothing to replicate yet"
         )
     replica_metadata = metadata_location(replica_before) if replica_before else None
-    run = plan_iceberg(
+    planned = plan_iceberg(
         source_metadata, root, replica_metadata, event_id, writer, write=writer.uri is not None
     )
+    run = planned.run
     parameters = replica_parameters(
         source_table.parameters,
         source_table=source_table,
@@ -372,7 +376,18 @@ def _plan_iceberg(
         parameters[PREVIOUS_METADATA_LOCATION] = previous
     else:
         parameters.pop(PREVIOUS_METADATA_LOCATION, None)
-    replica_table = shape_replica_table(source_table, replication, root, parameters)
+    replica_table = register_iceberg_replica(
+        replica.kind,
+        replication.replica_database,
+        replication.replica_table_name,
+        planned.replica,
+        parameters,
+        source_table=source_table,
+        source_kind=source.kind,
+        source_properties=planned.source.properties,
+        replica_before=replica_before,
+        previous_properties=planned.previous.properties if planned.previous else None,
+    )
     return ReplicationPlan(
         event_id=event_id,
         replication=replication,
