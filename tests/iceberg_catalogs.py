@@ -104,7 +104,8 @@ def glue(s3_properties: dict[str, str]) -> PyIcebergGlueCatalog:
 def hive_to_glue(runtime, aws, s3_properties, tmp_path, unique) -> CrossCatalog:
     """A history table on local disk in the source metastore; its replica on S3 in Glue."""
     writer, milestones = _write_history(tmp_path, tmp_path.as_uri())
-    database = f"iceberg_{unique}"
+    # Named as the local stack's grants expect (landing*: Glue databases, the replica's too).
+    database = f"landing_iceberg_{unique}"
     registrar = HiveCatalog("source", uri=runtime.source_uri)
     registrar.create_namespace(database)
     registrar.register_table(
