@@ -38,10 +38,8 @@ from ferry.errors import (
 from ferry.filters import render_partition_filter
 from ferry.iceberg.pipeline import IcebergRun, plan_iceberg
 from ferry.iceberg.recognise import (
-    ICEBERG,
     METADATA_LOCATION,
     PREVIOUS_METADATA_LOCATION,
-    TABLE_TYPE,
     is_iceberg,
     metadata_location,
 )
@@ -365,22 +363,18 @@ def _plan_iceberg(
         replicated_at=clock(),
         extra=replication.transform_options.table_properties,
     )
-    parameters[TABLE_TYPE] = ICEBERG
-    parameters[METADATA_LOCATION] = run.metadata_location
     previous = (
         run.previous_metadata_location
         if run.changed
         else (replica_before.parameters.get(PREVIOUS_METADATA_LOCATION) if replica_before else None)
     )
-    if previous:
-        parameters[PREVIOUS_METADATA_LOCATION] = previous
-    else:
-        parameters.pop(PREVIOUS_METADATA_LOCATION, None)
     replica_table = register_iceberg_replica(
         replica.kind,
         replication.replica_database,
         replication.replica_table_name,
         planned.replica,
+        run.metadata_location,
+        previous,
         parameters,
         source_table=source_table,
         source_kind=source.kind,

@@ -29,9 +29,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pyiceberg.catalog.glue import _to_columns as glue_columns
-from pyiceberg.catalog.hive import SchemaToHiveConverter
-from pyiceberg.schema import visit
 from pyiceberg.table.metadata import TableMetadata
 
 from ferry.iceberg.recognise import (
@@ -101,6 +98,8 @@ def register_iceberg_replica(
     database: str,
     name: str,
     metadata: TableMetadata,
+    metadata_location: str,
+    previous_metadata_location: str | None,
     parameters: Mapping[str, str],
     *,
     source_table: Table,
@@ -112,12 +111,11 @@ def register_iceberg_replica(
     """The replica ``database.name``'s catalog entry as a catalog of ``kind`` registers an
     Iceberg table.
 
-    ``metadata``: the replica's next (or current) metadata; ``parameters``: the source
-    entry's parameters with Ferry's own and the registration's ``metadata_location`` (and
-    ``previous_metadata_location``); ``source_properties``: the source metadata's table
-    properties (the source entry's copies of them stay behind: the replica's metadata has
-    its own); ``previous_properties``: the replica's previous metadata's, whose removed keys
-    leave the entry as they left the metadata.
+    ``metadata``: the replica's next (or current) metadata, at ``metadata_location``;
+    ``parameters``: the source entry's parameters with Ferry's own; ``source_properties``:
+    the source metadata's table properties (the source entry's copies of them stay behind:
+    the replica's metadata has its own); ``previous_properties``: the replica's previous
+    metadata's, whose removed keys leave the entry as they left the metadata.
     """
     carried = _carried(parameters, kind, source_kind, source_properties)
     if replica_before is not None:
@@ -129,11 +127,14 @@ def register_iceberg_replica(
         carried = {**kept, **carried}
     # The metadata's properties, as both catalogs write them; never the registration's keys.
     properties = {k: str(v) for k, v in metadata.properties.items() if k not in _REGISTRATION}
-    registered = {**carried, **properties}
-    for key in _REGISTRATION:
-        if key in parameters:
-            registered[key] = parameters[key]
-    registered[TABLE_TYPE] = ICEBERG
+    registered = {
+        **carried,
+        **properties,
+        TABLE_TYPE: ICEBERG,
+        METADATA_LOCATION: metadata_location,
+    }
+    if previous_metadata_location:
+        registered[PREVIOUS_METADATA_LOCATION] = previous_metadata_location
     description = source_table.description or source_table.parameters.get(COMMENT)
     if description is None and replica_before is not None:
         description = replica_before.description or replica_before.parameters.get(COMMENT)
@@ -198,6 +199,11 @@ def _carried(
 def _hive_columns(metadata: TableMetadata) -> tuple[Column, ...]:
     """The current schema's fields in Hive's types, as pyiceberg's ``HiveCatalog`` writes
     them (its default: not Hive 2 compatible)."""
+    # Here, not at import: pyiceberg's catalogs load Thrift's and boto3's clients (~0.15 s),
+    # which every function's cold start would pay for.
+    from pyiceberg.catalog.hive import SchemaToHiveConverter
+    from pyiceberg.schema import visit
+
     converter = SchemaToHiveConverter(hive2_compatible=False)
     return tuple(
         Column(field.name, visit(field.field_type, converter), field.doc)
@@ -208,6 +214,8 @@ def _hive_columns(metadata: TableMetadata) -> tuple[Column, ...]:
 def _glue_columns(metadata: TableMetadata) -> tuple[Column, ...]:
     """Every schema's fields, the current ones first, each with its Iceberg field id,
     optionality and whether it is current: pyiceberg's ``GlueCatalog``'s own columns."""
+    from pyiceberg.catalog.glue import _to_columns as glue_columns  # as _hive_columns
+
     return tuple(
         Column(c["Name"], c["Type"], c.get("Comment"), dict(c.get("Parameters", {})))
         for c in glue_columns(metadata)
