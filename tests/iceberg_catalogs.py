@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+import pyarrow as pa
 from pyiceberg.catalog import Catalog as PyIcebergCatalog
 from pyiceberg.catalog.glue import GlueCatalog as PyIcebergGlueCatalog
 from pyiceberg.catalog.hive import HiveCatalog
@@ -235,9 +236,7 @@ def replicate_across(case: CrossCatalog, replicate: Replicate) -> None:
     assert (status, copied) == ("UNCHANGED", 0)
 
 
-def _amounts(count: int):
-    import pyarrow as pa
-
+def _amounts(count: int) -> pa.Array:
     return pa.array([1.0] * count, pa.float64())
 
 
