@@ -11,6 +11,13 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 
+class CatalogKind(StrEnum):
+    """Which kind of catalog holds a table: each registers Iceberg tables its own way."""
+
+    HIVE_METASTORE = "hive-metastore"
+    GLUE = "glue"
+
+
 class TableType(StrEnum):
     MANAGED = "MANAGED_TABLE"
     EXTERNAL = "EXTERNAL_TABLE"
@@ -22,6 +29,9 @@ class Column:
     name: str
     type: str
     comment: str | None = None
+    #: Glue's column parameters (an Iceberg table's ``iceberg.field.id``, ...); a Hive
+    #: metastore's columns have none.
+    parameters: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -71,6 +81,9 @@ class Table:
     owner: str | None = None
     view_original_text: str | None = None
     view_expanded_text: str | None = None
+    #: Glue's table ``Description``; a Hive metastore keeps a table's comment in its
+    #: ``comment`` parameter instead.
+    description: str | None = None
 
     @property
     def qualified_name(self) -> str:

@@ -38,13 +38,12 @@ from ferry.errors import (
 from ferry.filters import render_partition_filter
 from ferry.iceberg.pipeline import IcebergRun, plan_iceberg
 from ferry.iceberg.recognise import (
-    ICEBERG,
     METADATA_LOCATION,
     PREVIOUS_METADATA_LOCATION,
-    TABLE_TYPE,
     is_iceberg,
     metadata_location,
 )
+from ferry.iceberg.registration import register_iceberg_replica
 from ferry.manifest import CopyRoot, ManifestSummary, ManifestWriter
 from ferry.model import Partition, Table
 from ferry.ownership import snapshot_root_of
@@ -185,7 +184,7 @@ def _plan(
     check_replica_guard(replica_before, replication)
     if is_iceberg(source_table):
         return _plan_iceberg(
-            replication, source, source_table, replica_before, event_id, clock, writer
+            replication, source, replica, source_table, replica_before, event_id, clock, writer
         )
     _check_mode(replication, source_table, replica_before)
     overwrite = mode is ReplicationMode.FULL_OVERWRITE and replica_before is not None
@@ -327,6 +326,7 @@ def _plan(
 def _plan_iceberg(
     replication: TableReplication,
     source: Catalog,
+    replica: Catalog,
     source_table: Table,
     replica_before: Table | None,
     event_id: str,
@@ -335,7 +335,8 @@ def _plan_iceberg(
 ) -> ReplicationPlan:
     """An Iceberg source table: the replica at ``table-location`` itself (no event-id
     folder: Iceberg's own new file names isolate its versions), planned from the source's
-    metadata and the replica's (``ferry.iceberg.pipeline``)."""
+    metadata and the replica's (``ferry.iceberg.pipeline``), registered as the replica's
+    kind of catalog registers Iceberg tables (``ferry.iceberg.registration``)."""
     _check_iceberg(replication, source_table, replica_before)
     root = replication.replica_table.table_location
     assert root is not None  # required for FULL (ferry.config)
@@ -347,9 +348,10 @@ def _plan_iceberg(
             "nothing to replicate yet"
         )
     replica_metadata = metadata_location(replica_before) if replica_before else None
-    run = plan_iceberg(
+    planned = plan_iceberg(
         source_metadata, root, replica_metadata, event_id, writer, write=writer.uri is not None
     )
+    run = planned.run
     parameters = replica_parameters(
         source_table.parameters,
         source_table=source_table,
@@ -361,18 +363,25 @@ def _plan_iceberg(
         replicated_at=clock(),
         extra=replication.transform_options.table_properties,
     )
-    parameters[TABLE_TYPE] = ICEBERG
-    parameters[METADATA_LOCATION] = run.metadata_location
     previous = (
         run.previous_metadata_location
         if run.changed
         else (replica_before.parameters.get(PREVIOUS_METADATA_LOCATION) if replica_before else None)
     )
-    if previous:
-        parameters[PREVIOUS_METADATA_LOCATION] = previous
-    else:
-        parameters.pop(PREVIOUS_METADATA_LOCATION, None)
-    replica_table = shape_replica_table(source_table, replication, root, parameters)
+    replica_table = register_iceberg_replica(
+        replica.kind,
+        replication.replica_database,
+        replication.replica_table_name,
+        planned.replica,
+        run.metadata_location,
+        previous,
+        parameters,
+        source_table=source_table,
+        source_kind=source.kind,
+        source_properties=planned.source.properties,
+        replica_before=replica_before,
+        previous_properties=planned.previous.properties if planned.previous else None,
+    )
     return ReplicationPlan(
         event_id=event_id,
         replication=replication,

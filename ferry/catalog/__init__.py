@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
+from typing import ClassVar
 
-from ferry.model import Column, Database, Partition, Table
+from ferry.model import CatalogKind, Column, Database, Partition, Table
 
 # The most partitions fetched or written by one call (Glue's own write limit is lower).
 PAGE_SIZE = 1000
@@ -25,6 +26,8 @@ class Catalog(ABC):
     name: str
     #: Where it is, for people and for replica parameters (metastore URIs, ``glue:region``).
     description: str
+    #: Which kind it is: Iceberg tables are registered each kind's own way.
+    kind: ClassVar[CatalogKind]
 
     @abstractmethod
     def get_database(self, name: str) -> Database | None: ...

@@ -13,7 +13,16 @@ from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionEr
 
 from ferry.catalog import PAGE_SIZE, Catalog, batched, partition_sort_key
 from ferry.errors import CatalogError, CatalogUnreachableError, ConcurrentChangeError
-from ferry.model import Column, Database, Partition, SortColumn, StorageDescriptor, Table, TableType
+from ferry.model import (
+    CatalogKind,
+    Column,
+    Database,
+    Partition,
+    SortColumn,
+    StorageDescriptor,
+    Table,
+    TableType,
+)
 
 # Glue's BatchCreatePartition and BatchUpdatePartition take at most 100 entries a call.
 GLUE_WRITE_BATCH = 100
@@ -22,6 +31,8 @@ GLUE_DELETE_BATCH = 25
 
 
 class GlueCatalog(Catalog):
+    kind = CatalogKind.GLUE
+
     def __init__(
         self, name: str, client: Any, catalog_id: str | None = None, page_size: int = PAGE_SIZE
     ):
@@ -74,6 +85,7 @@ class GlueCatalog(Catalog):
             owner=table.get("Owner"),
             view_original_text=table.get("ViewOriginalText"),
             view_expanded_text=table.get("ViewExpandedText"),
+            description=table.get("Description"),
         )
 
     def list_table_names(self, database: str) -> list[str]:
@@ -276,7 +288,10 @@ def _code(error: ClientError) -> str:
 
 
 def _columns_from_glue(columns: list[dict[str, Any]] | None) -> tuple[Column, ...]:
-    return tuple(Column(c["Name"], c.get("Type", ""), c.get("Comment")) for c in columns or [])
+    return tuple(
+        Column(c["Name"], c.get("Type", ""), c.get("Comment"), c.get("Parameters") or {})
+        for c in columns or []
+    )
 
 
 def _columns_to_glue(columns: Sequence[Column]) -> list[dict[str, Any]]:
@@ -285,6 +300,8 @@ def _columns_to_glue(columns: Sequence[Column]) -> list[dict[str, Any]]:
         entry = {"Name": column.name, "Type": column.type}
         if column.comment:
             entry["Comment"] = column.comment
+        if column.parameters:
+            entry["Parameters"] = dict(column.parameters)
         result.append(entry)
     return result
 
@@ -347,6 +364,8 @@ def _table_input(table: Table) -> dict[str, Any]:
     }
     if table.owner:
         table_input["Owner"] = table.owner
+    if table.description:
+        table_input["Description"] = table.description
     if table.view_original_text is not None:
         table_input["ViewOriginalText"] = table.view_original_text
     if table.view_expanded_text is not None:

@@ -26,6 +26,7 @@ from ferry.errors import (
     NotAMetastoreError,
 )
 from ferry.model import (
+    CatalogKind,
     Column,
     Database,
     Partition,
@@ -57,6 +58,8 @@ class HiveMetastoreCatalog(Catalog):
     partition listing are fetched over ``read_connections`` at once — a metastore serves
     each connection on its own thread, and a page of 1000 partitions is mostly its time.
     """
+
+    kind = CatalogKind.HIVE_METASTORE
 
     def __init__(
         self,

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from pyiceberg.io import InputFile, OutputFile
 from pyiceberg.io.pyarrow import PyArrowFile, PyArrowFileIO, PyArrowLocalFileSystem
+from pyiceberg.table.metadata import TableMetadata
 
 from ferry import fs
 from ferry.errors import CopyIncompleteError, IcebergMetadataError
@@ -88,6 +89,20 @@ class IcebergRun:
         return self.metadata_location != self.previous_metadata_location
 
 
+@dataclass(frozen=True)
+class PlannedIceberg:
+    """What Plan decided (``run``, which travels on) and the metadata it decided from, for
+    the replica's catalog entry (``ferry.iceberg.registration``)."""
+
+    run: IcebergRun
+    #: The source's current metadata.
+    source: TableMetadata
+    #: The replica's metadata once the run is committed (its current one when up to date).
+    replica: TableMetadata
+    #: The replica's current metadata before the run; None for a first replication.
+    previous: TableMetadata | None
+
+
 def plan_iceberg(
     source_metadata_location: str,
     replica_prefix: str,
@@ -95,7 +110,7 @@ def plan_iceberg(
     event_id: str,
     writer: ManifestWriter,
     write: bool,
-) -> IcebergRun:
+) -> PlannedIceberg:
     """Plan the replica's next version; stream its copies into ``writer``; when ``write``
     (a run, not a preview), write its metadata files. Copies nothing."""
     io = FerryFileIO()
@@ -103,14 +118,15 @@ def plan_iceberg(
         io, source_metadata_location, replica_prefix, io, replica_metadata_location, event_id
     )
     if plan.up_to_date:
-        assert replica_metadata_location is not None
-        return IcebergRun(replica_metadata_location, replica_metadata_location)
-    assert plan.metadata_target is not None
+        assert replica_metadata_location is not None and plan.replica is not None
+        run = IcebergRun(replica_metadata_location, replica_metadata_location)
+        return PlannedIceberg(run, plan.source, plan.replica, plan.replica)
+    assert plan.metadata_target is not None and plan.metadata is not None
     _stream_copies(plan.copies, plan.mover.roots, writer)
     written: tuple[str, ...] = ()
     if write:
         written = write_metadata(plan, io, io)
-    return IcebergRun(
+    run = IcebergRun(
         metadata_location=plan.metadata_target,
         previous_metadata_location=replica_metadata_location,
         written=written,
@@ -119,6 +135,7 @@ def plan_iceberg(
         retired=retired_files(plan, io) if write else (),
         metadata_files=len(plan.manifests) + len(plan.snapshots) + 1 + len(plan.delete_rewrites),
     )
+    return PlannedIceberg(run, plan.source, plan.metadata, plan.replica)
 
 
 def _stream_copies(

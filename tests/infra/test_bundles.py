@@ -228,6 +228,10 @@ from thrift.protocol import fastbinary
 # its compiled dependencies (zstandard for zstd Avro and Parquet, pyroaring, mmh3).
 import ferry.iceberg.replicate, ferry.steps, pyiceberg.io.pyarrow, zstandard, pyroaring, mmh3
 import pyarrow.dataset, pyarrow.compute, pyarrow.parquet, pyarrow.substrait
+# An Iceberg replica's registration uses pyiceberg's Hive and Glue catalogs' converters
+# (ferry.iceberg.registration imports them when it registers one).
+from pyiceberg.catalog.hive import SchemaToHiveConverter
+from pyiceberg.catalog.glue import _to_columns
 io = pyiceberg.io.pyarrow.PyArrowFileIO()
 with io.new_output(sys.argv[3] + "/probe.bin").create() as out:
     out.write(zstandard.ZstdCompressor().compress(b"ferry"))
