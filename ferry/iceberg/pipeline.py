@@ -21,7 +21,7 @@ local disks, ...), wrapped as a pyiceberg ``FileIO``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -33,7 +33,7 @@ from ferry.errors import CopyIncompleteError, IcebergMetadataError
 from ferry.iceberg.paths import canonical
 from ferry.iceberg.plan import FileCopy, plan_replication
 from ferry.iceberg.reading import read_table_metadata, referenced_files
-from ferry.iceberg.replicate import retired_files, write_metadata
+from ferry.iceberg.replicate import metadata_targets, retired_files, write_metadata
 from ferry.manifest import CopyRoot, ManifestWriter
 
 
@@ -88,6 +88,23 @@ class IcebergRun:
         return self.metadata_location != self.previous_metadata_location
 
 
+@dataclass(frozen=True)
+class IcebergIntent:
+    """What a run is about to write at an Iceberg replica, known before it writes any of it
+    (the write-ahead record ``ferry.lifecycle`` ledgers, so that a run killed before its
+    Abort leaves nothing housekeeping cannot find)."""
+
+    #: The replica's table location, where every file below is written.
+    root: str
+    #: The source table's location (its metadata's): nothing inside it is ever deleted.
+    source_location: str
+    #: The metadata files (manifests, manifest lists, metadata.json) and the rewritten
+    #: position delete files.
+    files: tuple[str, ...]
+    #: The run's manifest: the copies (as many as the source's new files; read when needed).
+    manifest_uri: str | None
+
+
 def plan_iceberg(
     source_metadata_location: str,
     replica_prefix: str,
@@ -95,9 +112,11 @@ def plan_iceberg(
     event_id: str,
     writer: ManifestWriter,
     write: bool,
+    intend: Callable[[IcebergIntent], None] | None = None,
 ) -> IcebergRun:
     """Plan the replica's next version; stream its copies into ``writer``; when ``write``
-    (a run, not a preview), write its metadata files. Copies nothing."""
+    (a run, not a preview), tell ``intend`` what the run will write, then write its metadata
+    files. Copies nothing."""
     io = FerryFileIO()
     plan = plan_replication(
         io, source_metadata_location, replica_prefix, io, replica_metadata_location, event_id
@@ -108,13 +127,23 @@ def plan_iceberg(
     assert plan.metadata_target is not None
     _stream_copies(plan.copies, plan.mover.source, plan.mover.replica, writer)
     written: tuple[str, ...] = ()
+    rewritten = tuple(d.target for d in plan.delete_rewrites)
     if write:
+        if intend is not None:
+            intend(
+                IcebergIntent(
+                    root=replica_prefix,
+                    source_location=plan.mover.source,
+                    files=(*metadata_targets(plan), *rewritten),
+                    manifest_uri=writer.uri,
+                )
+            )
         written = write_metadata(plan, io, io)
     return IcebergRun(
         metadata_location=plan.metadata_target,
         previous_metadata_location=replica_metadata_location,
         written=written,
-        rewritten_deletes=tuple(d.target for d in plan.delete_rewrites),
+        rewritten_deletes=rewritten,
         new_snapshot_ids=tuple(s.snapshot.snapshot_id for s in plan.snapshots),
         retired=retired_files(plan, io) if write else (),
         metadata_files=len(plan.manifests) + len(plan.snapshots) + 1 + len(plan.delete_rewrites),
