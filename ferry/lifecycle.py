@@ -367,14 +367,20 @@ def iceberg_writes_intended(
 def intended_files(intent_uri: str, copies: bool = True) -> list[str]:
     """The files an intent (``iceberg_writes_intended``) names: its metadata and rewritten
     delete files, and (``copies``) the targets of its manifest. Nothing when the run's folder
-    is gone (or the run never wrote its manifest: then it copied nothing)."""
+    is gone; no copies when its manifest is missing or incomplete (then it copied nothing)."""
     if not fs.exists(intent_uri):
         return []
     document = json.loads(fs.read_bytes(intent_uri))
     files = list(document["files"])
     manifest = document.get("manifest")
     if copies and manifest and fs.exists(manifest):
-        files.extend(task.target for task in read_manifest(manifest).tasks)
+        try:
+            tasks = read_manifest(manifest).tasks
+        except ValueError:
+            # A manifest Plan never completed (it failed while streaming it): no copier read
+            # it, so nothing was copied from it.
+            tasks = ()
+        files.extend(task.target for task in tasks)
     return files
 
 
