@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 import pytest
+from pyiceberg.catalog import Catalog
 from pyiceberg.catalog.hive import HiveCatalog
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.table import StaticTable, Table
@@ -50,9 +51,8 @@ class HistorySource:
         return StaticTable.from_metadata(location)
 
 
-@pytest.fixture(scope="module")
-def history_source(local_runtime, tmp_path_factory) -> HistorySource:
-    folder = tmp_path_factory.mktemp("iceberg-source")
+def create_history_source(local_runtime, folder) -> HistorySource:
+    """The history table written in ``folder``, registered in the source metastore at N."""
     writer = SqlCatalog("writer", uri=f"sqlite:///{folder}/catalog.db", warehouse=folder.as_uri())
     writer.create_namespace("db")
     milestones = create_history_table(writer, "db.history")
@@ -68,6 +68,11 @@ def history_source(local_runtime, tmp_path_factory) -> HistorySource:
     source.create_namespace(database)
     source.register_table(f"{database}.history", before)
     return HistorySource(database, before, table.metadata_location, milestones)
+
+
+@pytest.fixture(scope="module")
+def history_source(local_runtime, tmp_path_factory) -> HistorySource:
+    return create_history_source(local_runtime, tmp_path_factory.mktemp("iceberg-source"))
 
 
 @pytest.fixture
@@ -99,13 +104,15 @@ def history(history_source, source_catalog, local_runtime, tmp_path):
 
 @dataclass
 class Replica:
-    replicator: Replicator
+    """A replica as the tests read it: its location, and pyiceberg's replica catalog."""
+
+    replicator: Replicator | None
     target: str
     database: str
-    hive: HiveCatalog
+    catalog: Catalog
 
     def load(self) -> Table:
-        return self.hive.load_table(f"{self.database}.history")
+        return self.catalog.load_table(f"{self.database}.history")
 
 
 def assert_complete(replica: Replica) -> None:
