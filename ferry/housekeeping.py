@@ -15,10 +15,12 @@ Housekeeping, per replica table of the config, deletes an entry's location when 
 - the table's ``orphaned-data-strategy`` is not ``NONE`` (which keeps everything).
 
 An **Iceberg replica** has no snapshot folders; its ledger names files (those only
-superseded replica metadata referenced, a failed run's copies), each deleted once its grace
-period is over, below a table-location a run recorded, outside the source's location, and
-not referenced by the replica's current metadata (every snapshot it keeps), read right
-before; nothing while a replication holds the replica's lock. The vacuum looks for event
+superseded replica metadata referenced) and runs' intents (the files a run was about to
+write, ledgered by Plan before it wrote any: what a run that failed or was killed before its
+commit left), each file deleted once its grace period is over when it lies below a
+table-location a run recorded, outside the source's location, and is not referenced by the
+replica's current metadata (every snapshot it keeps), read right before; nothing while a
+replication holds the replica's lock. The vacuum looks for event
 folders, which an Iceberg replica never has.
 
 A dry run deletes nothing and reports what it would delete. The **vacuum** lists the

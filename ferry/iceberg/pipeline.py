@@ -13,7 +13,9 @@ isolation in place of a snapshot folder:
   moves the catalog's ``metadata_location`` through the usual claim;
 - **Abort** removes the metadata files this run wrote unless the replica's current metadata
   references them. Copied data files stay: their names are the source's, so another run may
-  have copied (and committed) the same file; an orphan costs storage, never a reader.
+  have copied (and committed) the same file. Plan told its caller what the run writes
+  before writing any of it (``IcebergIntent``), so housekeeping deletes them later if no
+  metadata references them — also when the run was killed before its Abort.
 
 All I/O goes through Ferry's file systems (``ferry.fs``: S3 with the configured endpoint,
 local disks, ...), wrapped as a pyiceberg ``FileIO``.
