@@ -20,8 +20,8 @@ write, ledgered by Plan before it wrote any: what a run that failed or was kille
 commit left), each file deleted once its grace period is over when it lies below a
 table-location a run recorded, outside the source's location, and is not referenced by the
 replica's current metadata (every snapshot it keeps), read right before; nothing while a
-replication holds the replica's lock. The vacuum looks for event
-folders, which an Iceberg replica never has.
+replication holds the replica's lock. The vacuum looks for event folders, which an Iceberg
+replica never has.
 
 A dry run deletes nothing and reports what it would delete. The **vacuum** lists the
 snapshot folders (named by an event id) directly below the table's locations — today's,
