@@ -78,6 +78,8 @@ def succeeds(*args: str) -> None:
         {"point": "copy.file", "action": "kill", "skip": 1},
         # Mid-Plan: the manifests written, not the manifest lists.
         {"point": "plan.metadata", "action": "kill"},
+        # In Commit, the replica claimed, its metadata_location not moved.
+        {"point": "commit.claimed", "action": "kill"},
     ],
     ids=lambda fault: fault["point"],
 )
@@ -126,7 +128,7 @@ def test_a_killed_ferry_replicate_leaves_files_housekeeping_deletes_exactly(
     files = files_below(target)
     left = {canonical(path) for path in files} - files_before
     assert left
-    if fault["point"] == "copy.file":
+    if fault["point"] != "plan.metadata":
         assert any(path.endswith(".metadata.json") for path in left)
         assert any(path.endswith(".parquet") and "-ferry-" not in path for path in left)
     now = datetime.now(UTC)
