@@ -15,11 +15,13 @@ Housekeeping, per replica table of the config, deletes an entry's location when 
 - the table's ``orphaned-data-strategy`` is not ``NONE`` (which keeps everything).
 
 An **Iceberg replica** has no snapshot folders; its ledger names files (those only
-superseded replica metadata referenced, a failed run's copies), each deleted once its grace
-period is over, below a table-location a run recorded, outside the source's location, and
-not referenced by the replica's current metadata (every snapshot it keeps), read right
-before; nothing while a replication holds the replica's lock. The vacuum looks for event
-folders, which an Iceberg replica never has.
+superseded replica metadata referenced) and runs' intents (the files a run was about to
+write, ledgered by Plan before it wrote any: what a run that failed or was killed before its
+commit left), each file deleted once its grace period is over when it lies below a
+table-location a run recorded, outside the source's location, and is not referenced by the
+replica's current metadata (every snapshot it keeps), read right before; nothing while a
+replication holds the replica's lock. The vacuum looks for event folders, which an Iceberg
+replica never has.
 
 A dry run deletes nothing and reports what it would delete. The **vacuum** lists the
 snapshot folders (named by an event id) directly below the table's locations — today's,
@@ -256,12 +258,24 @@ def _housekeep_table(
         return outcome
     # The catalog, asked right before deleting: nothing it references is ever deleted.
     table = replica.get_table(replication.replica_database, replication.replica_table_name)
-    if table is not None and is_iceberg(table):
-        # An Iceberg replica: the ledger's files, against its current metadata read now.
+    intents = [e for e in entries if e.intent]
+    entries = [e for e in entries if not e.intent]
+    if (table is not None and is_iceberg(table)) or (table is None and intents):
+        # An Iceberg replica (or the first run of one, which never committed): the ledger's
+        # files and the runs' intents, against its current metadata read now.
         iceberg = lifecycle.iceberg_ownership(
-            state, key, CurrentReferences(metadata_location(table)), table.parameters, now
+            state,
+            key,
+            CurrentReferences(metadata_location(table) if table is not None else None),
+            table.parameters if table is not None else {},
+            now,
         )
         outcome.ledger = housekeep_ledger(entries, iceberg, policy, now, request, state, key)
+        grace = policy.expired_path_duration
+        waiting = Paths(e.path for e in entries if now < e.recorded_at + grace)
+        outcome.ledger += _housekeep_intents(
+            intents, iceberg, waiting, policy, now, request, state, key
+        )
         return outcome
     live = locations_of(replica, table)
     owner = lifecycle.ownership(
@@ -340,6 +354,66 @@ def housekeep_ledger(
                     entry.recorded_at.isoformat(),
                 )
             )
+    return sorted(outcomes, key=lambda o: o.path)
+
+
+def _housekeep_intents(
+    intents: Sequence[LedgerEntry],
+    owner: IcebergOwnership,
+    waiting: Paths,
+    policy: Housekeeping,
+    now: datetime,
+    request: Request,
+    state: ReplicaState,
+    key: str,
+) -> list[PathOutcome]:
+    """Iceberg runs' intents (``ferry.lifecycle.iceberg_writes_intended``: the files a run
+    was about to write at the replica, ledgered before it wrote any; a commit forgets its
+    run's). Past the grace period, each of those files that exists, that the replica's
+    current metadata does not reference and that Ferry owns (``IcebergOwnership``) is
+    deleted: what a run left that failed, or was killed, before its commit. An intent is
+    forgotten once none of its files is left undecided."""
+    grace = policy.expired_path_duration
+    outcomes = []
+    for entry in intents:
+
+        def outcome(
+            path: str, action: Action, reason: str, entry: LedgerEntry = entry
+        ) -> PathOutcome:
+            return PathOutcome(path, action, reason, entry.event_id, entry.recorded_at.isoformat())
+
+        expires = entry.recorded_at + grace
+        if not policy.enabled:
+            reason = "orphaned-data-strategy is NONE: housekeeping keeps everything"
+            outcomes.append(outcome(entry.path, Action.KEPT, reason))
+            continue
+        if now < expires:
+            until = expires.isoformat(timespec="seconds")
+            reason = f"the files run {entry.event_id} writes: in their grace period until {until}"
+            outcomes.append(outcome(entry.path, Action.KEPT, reason))
+            continue
+        if owner.owns_nothing:
+            outcomes.append(outcome(entry.path, Action.KEPT, owner.owns_nothing))
+            continue
+        settled = True
+        for path in lifecycle.intended_files(entry.path):
+            # Referenced files first: no I/O for them (a committed run's, all of them).
+            if path in owner.current or not fs.exists(path):
+                continue
+            refusal = owner.refusal(path)
+            if refusal is None and (below := waiting.at_or_below(path)):
+                refusal = f"{below[0]} is still in its grace period"
+            if refusal is not None:
+                outcomes.append(outcome(path, Action.KEPT, refusal))
+                settled = False
+                continue
+            if not request.dry_run:
+                fs.delete_tree(path)
+            action = Action.WOULD_DELETE if request.dry_run else Action.DELETED
+            reason = f"written by {entry.event_id}, which did not commit it; unreferenced"
+            outcomes.append(outcome(path, action, reason))
+        if settled and not request.dry_run:
+            state.store.forget(key, entry.path)
     return sorted(outcomes, key=lambda o: o.path)
 
 

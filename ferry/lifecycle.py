@@ -6,7 +6,8 @@ lease length) and calls the functions here at four points:
 - **Plan**, first thing: ``take_lock`` — one replication per replica table at a time; a
   second one fails fast with ``ReplicaLockedError``; once planned, ``snapshot_created``
   records the snapshot folder the run is about to write (what makes it Ferry's to delete
-  later, ``ferry.ownership``);
+  later, ``ferry.ownership``); an Iceberg run, before it writes anything at its replica,
+  ledgers its intent (``iceberg_writes_intended``: the files it will write there);
 - **Commit**: ``locations_before_commit`` reads every location the replica references
   before anything is written (kept in the run's folder, so a retried commit uses the first
   attempt's), and ``committed`` records in the ledger each one no longer referenced
@@ -37,6 +38,7 @@ from ferry.catalog.locations import (
     referenced_locations,
 )
 from ferry.config import CatalogConfig, ReplicationMode, TableReplication
+from ferry.iceberg.pipeline import IcebergIntent
 from ferry.ledger import (
     CreatedSnapshot,
     DynamoDbStateStore,
@@ -46,6 +48,7 @@ from ferry.ledger import (
     StateStore,
     replica_key,
 )
+from ferry.manifest import read_manifest
 from ferry.ownership import IcebergOwnership, Ownership
 from ferry.plan import ReplicationPlan
 from ferry.replica import REPLICATION_MODE, SOURCE_LOCATION
@@ -57,6 +60,8 @@ DEFAULT_LEASE = timedelta(hours=1)
 LOCAL_STATE_FILE = "state.sqlite3"
 #: In the run's folder: every location the replica referenced before the commit wrote.
 BEFORE_COMMIT = "locations-before-commit.json"
+#: In the run's folder: the files an Iceberg run writes at its replica (its intent).
+ICEBERG_INTENT = "iceberg-intent.json"
 
 
 @dataclass(frozen=True)
@@ -236,11 +241,14 @@ def iceberg_ownership(
     copies, not referenced yet, may be files a failed run ledgered)."""
     lease = state.store.lease(replica_key_)
     running = lease is not None and not lease.expired(now)
-    source = replica_parameters.get(SOURCE_LOCATION)
+    created = state.store.created(replica_key_)
+    sources = [c.source_location for c in created if c.source_location]
+    if source := replica_parameters.get(SOURCE_LOCATION):
+        sources.append(source)
     return IcebergOwnership(
         current=current,
-        roots=[c.root for c in state.store.created(replica_key_) if c.root],
-        sources=[source] if source else [],
+        roots=[c.root for c in created if c.root],
+        sources=sources,
         owns_nothing=(
             f"replication {lease.holder} holds the replica's lock: it may be copying this file"
             if running and lease is not None
@@ -258,12 +266,26 @@ def iceberg_files_ledgered(
 ) -> list[str]:
     """Ledger files Ferry wrote below an Iceberg replica's table-location that no metadata
     of the replica may need any more: the ``retired`` ones (only superseded metadata
-    referenced them), a failed run's copies. Housekeeping deletes each after the grace
-    period, once the replica's current metadata, read then, does not reference it."""
+    referenced them), files of an earlier attempt of a committed run. Housekeeping deletes
+    each after the grace period, once the replica's current metadata, read then, does not
+    reference it."""
     root = plan.replication.replica_table.table_location
     if state is None or not root or plan.mode is ReplicationMode.METADATA_MIRROR:
         return []
     below = [path for path in paths if fs.relative_path(path, root)]
+    _ledger(state, replica_key_, plan, [(path, fs.normalise(root)) for path in below], now)
+    return below
+
+
+def _ledger(
+    state: ReplicaState,
+    replica_key_: str,
+    plan: ReplicationPlan,
+    paths: Sequence[tuple[str, str | None]],
+    now: datetime,
+) -> None:
+    """Ledger ``paths`` (each with the snapshot folder, or the Iceberg table-location, that
+    holds it) for ``plan``'s event."""
     state.store.record(
         [
             LedgerEntry(
@@ -272,12 +294,109 @@ def iceberg_files_ledgered(
                 event_id=plan.event_id,
                 replica_table=plan.replication.replica_qualified_name,
                 recorded_at=now,
-                snapshot=fs.normalise(root),
+                snapshot=snapshot,
             )
-            for path in below
+            for path, snapshot in paths
         ]
     )
-    return below
+
+
+# -- an Iceberg run's intent (write-ahead) -----------------------------------------------------
+
+
+def iceberg_writes_intended(
+    state: ReplicaState | None,
+    replica_key_: str,
+    replication: TableReplication,
+    event_id: str,
+    intent: IcebergIntent,
+    run_root: str,
+    now: datetime,
+) -> str | None:
+    """Before an Iceberg run writes anything at its replica (Plan, right before its
+    metadata files; the copies come after Plan): record that it writes below the
+    table-location, and ledger its *intent* — a document in the run's folder naming its
+    metadata files and rewritten position delete files, and its manifest (the copies). The
+    intent's URI, or None without a state.
+
+    One entry per run, however many files it copies. A run killed before its Abort (or its
+    commit) leaves nothing housekeeping cannot find: past the grace period it deletes each
+    of those files that exists and the replica's current metadata does not reference. A
+    retried Plan (a new metadata.json name) adds its files to the same intent.
+    """
+    if state is None:
+        return None
+    root = fs.normalise(intent.root)
+    state.store.record_created(
+        CreatedSnapshot(
+            replica=replica_key_,
+            path=root,
+            event_id=event_id,
+            root=root,
+            source_location=fs.normalise(intent.source_location),
+            created_at=now,
+        )
+    )
+    where = fs.join(run_root, ICEBERG_INTENT)
+    files = set(intent.files)
+    if fs.exists(where):
+        files.update(json.loads(fs.read_bytes(where))["files"])
+    document = {
+        "eventId": event_id,
+        "root": root,
+        "files": sorted(files),
+        "manifest": intent.manifest_uri,
+    }
+    fs.write_bytes(where, json.dumps(document, indent=1).encode())
+    state.store.record(
+        [
+            LedgerEntry(
+                replica=replica_key_,
+                path=where,
+                event_id=event_id,
+                replica_table=replication.replica_qualified_name,
+                recorded_at=now,
+                snapshot=root,
+                intent=True,
+            )
+        ]
+    )
+    return where
+
+
+def intended_files(intent_uri: str, copies: bool = True) -> list[str]:
+    """The files an intent (``iceberg_writes_intended``) names: its metadata and rewritten
+    delete files, and (``copies``) the targets of its manifest. Nothing when the run's folder
+    is gone; no copies when its manifest is missing or incomplete (then it copied nothing)."""
+    if not fs.exists(intent_uri):
+        return []
+    document = json.loads(fs.read_bytes(intent_uri))
+    files = list(document["files"])
+    manifest = document.get("manifest")
+    if copies and manifest and fs.exists(manifest):
+        try:
+            tasks = read_manifest(manifest).tasks
+        except ValueError:
+            # A manifest Plan never completed (it failed while streaming it): no copier read
+            # it, so nothing was copied from it.
+            tasks = ()
+        files.extend(task.target for task in tasks)
+    return files
+
+
+def _intent_fulfilled(
+    state: ReplicaState, replica_key_: str, plan: ReplicationPlan, run_root: str, now: datetime
+) -> None:
+    """After a successful Iceberg commit: every file of this Plan's attempt is referenced
+    now, and goes the way of referenced files (``retired`` when superseded). Files of an
+    earlier attempt of the same Plan (another metadata.json name) are not: they are ledgered
+    as any unreferenced file Ferry wrote. Then the intent goes."""
+    assert plan.iceberg is not None
+    where = fs.join(run_root, ICEBERG_INTENT)
+    this_attempt = {*plan.iceberg.written, *plan.iceberg.rewritten_deletes}
+    earlier = [p for p in intended_files(where, copies=False) if p not in this_attempt]
+    iceberg_files_ledgered(state, replica_key_, plan, earlier, now)
+    state.store.forget(replica_key_, where)
 
 
 def locations_before_commit(
@@ -323,10 +442,12 @@ def committed(
     replica: Catalog,
     before: list[str] | None,
     now: datetime,
+    run_root: str | None = None,
 ) -> list[str]:
     """After a successful commit: ledger what it superseded, release the lock; the paths.
 
-    Recording the same paths again (a retried commit) overwrites the same entries.
+    Recording the same paths again (a retried commit) overwrites the same entries. An
+    Iceberg run's intent (in ``run_root``, its folder) is fulfilled: forgotten.
     """
     if state is None:
         return []
@@ -336,21 +457,11 @@ def committed(
         after = referenced_locations(replica, table.database, table.name)
         owner = ownership(state, replica_key_, plan.replication, after, table.parameters)
         superseded = superseded_locations(before, after.locations, owner)
-        state.store.record(
-            [
-                LedgerEntry(
-                    replica=replica_key_,
-                    path=path,
-                    event_id=plan.event_id,
-                    replica_table=plan.replication.replica_qualified_name,
-                    recorded_at=now,
-                    snapshot=snapshot,
-                )
-                for path, snapshot in superseded
-            ]
-        )
+        _ledger(state, replica_key_, plan, superseded, now)
     if plan.iceberg is not None and plan.iceberg.changed:
         retired = iceberg_files_ledgered(state, replica_key_, plan, plan.iceberg.retired, now)
         superseded += [(path, path) for path in retired]
+        if run_root is not None:
+            _intent_fulfilled(state, replica_key_, plan, run_root, now)
     state.store.release(replica_key_, plan.event_id)
     return [path for path, _ in superseded]

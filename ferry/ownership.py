@@ -21,10 +21,11 @@ clean-up — asks ``Ownership.refusal`` first. A path may be deleted only when a
 An **Iceberg replica** has no snapshot folders: its files are below its table-location, and
 Iceberg's metadata, not the catalog, says which a reader needs. ``IcebergOwnership`` says
 what may go there: a file Ferry ledgered itself (one only superseded replica metadata
-referenced, recorded by the commit that superseded it; a failed run's copy, recorded by its
-Abort), below a table-location a run recorded writing the replica at, not inside a source's
-location, and not referenced by the replica's *current* metadata — every snapshot it keeps,
-read at deletion time. A file Ferry did not ledger is never a candidate.
+referenced, recorded by the commit that superseded it; a file a run wrote, named by the
+run's intent, which Plan ledgers before the run writes anything at the replica), below a
+table-location a run recorded writing the replica at, not inside a source's location, and
+not referenced by the replica's *current* metadata — every snapshot it keeps, read at
+deletion time. A file Ferry did not ledger is never a candidate.
 
 "Which locations does this replica table reference" has one answer,
 ``ferry.catalog.locations.referenced_locations`` (``locations_of`` for a table already

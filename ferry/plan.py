@@ -8,6 +8,7 @@ of ``ferry.diff``, which it applies to what it read.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
@@ -36,7 +37,7 @@ from ferry.errors import (
     SourceTableNotFoundError,
 )
 from ferry.filters import render_partition_filter
-from ferry.iceberg.pipeline import IcebergRun, plan_iceberg
+from ferry.iceberg.pipeline import IcebergIntent, IcebergRun, plan_iceberg
 from ferry.iceberg.recognise import (
     METADATA_LOCATION,
     PREVIOUS_METADATA_LOCATION,
@@ -141,8 +142,12 @@ def plan_replication(
     clock: Clock,
     list_threads: int = 8,
     manifest: ManifestWriter | None = None,
+    intend: Callable[[IcebergIntent], None] | None = None,
 ) -> ReplicationPlan:
     """Decide what one replication does: the diff of source and replica.
+
+    ``intend``: told, for an Iceberg table, what the run will write at the replica before
+    Plan writes any of it (its metadata files; ``ferry.lifecycle`` ledgers it).
 
     A selected source partition is replicated when it is missing on the replica, when its
     data fingerprint (``ferry/fingerprint.py``) differs from the one stored on the replica
@@ -152,7 +157,7 @@ def plan_replication(
     """
     writer = manifest or ManifestWriter(None, event_id, 1000)
     try:
-        return _plan(replication, source, replica, event_id, clock, list_threads, writer)
+        return _plan(replication, source, replica, event_id, clock, list_threads, writer, intend)
     except BaseException:
         writer.abandon()
         raise
@@ -166,6 +171,7 @@ def _plan(
     clock: Clock,
     list_threads: int,
     writer: ManifestWriter,
+    intend: Callable[[IcebergIntent], None] | None = None,
 ) -> ReplicationPlan:
     source_config = replication.source_table
     mode, strategy = replication.replication_mode, replication.replication_strategy
@@ -184,7 +190,15 @@ def _plan(
     check_replica_guard(replica_before, replication)
     if is_iceberg(source_table):
         return _plan_iceberg(
-            replication, source, replica, source_table, replica_before, event_id, clock, writer
+            replication,
+            source,
+            replica,
+            source_table,
+            replica_before,
+            event_id,
+            clock,
+            writer,
+            intend,
         )
     _check_mode(replication, source_table, replica_before)
     overwrite = mode is ReplicationMode.FULL_OVERWRITE and replica_before is not None
@@ -332,6 +346,7 @@ def _plan_iceberg(
     event_id: str,
     clock: Clock,
     writer: ManifestWriter,
+    intend: Callable[[IcebergIntent], None] | None = None,
 ) -> ReplicationPlan:
     """An Iceberg source table: the replica at ``table-location`` itself (no event-id
     folder: Iceberg's own new file names isolate its versions), planned from the source's
@@ -349,7 +364,13 @@ def _plan_iceberg(
         )
     replica_metadata = metadata_location(replica_before) if replica_before else None
     planned = plan_iceberg(
-        source_metadata, root, replica_metadata, event_id, writer, write=writer.uri is not None
+        source_metadata,
+        root,
+        replica_metadata,
+        event_id,
+        writer,
+        write=writer.uri is not None,
+        intend=intend,
     )
     run = planned.run
     parameters = replica_parameters(

@@ -44,8 +44,8 @@ from ferry.config import (
 from ferry.copier import Progress
 from ferry.errors import CopyIncompleteError, FerryError, NotificationError
 from ferry.event_id import new_event_id
-from ferry.iceberg.pipeline import check_in_place
-from ferry.manifest import ManifestWriter, read_manifest, recorded_batches
+from ferry.iceberg.pipeline import IcebergIntent, check_in_place
+from ferry.manifest import ManifestWriter, recorded_batches
 from ferry.notify import (
     FAILURE,
     START,
@@ -239,6 +239,14 @@ class Steps:
         self._publish(config, self._event(config, replication, START, event_id, started))
         options = config.copier_options_for(replication)
         where = RunLocations.for_event(self.work_uri, event_id)
+        key = self._replica_key(config, replication)
+
+        def intend(intent: IcebergIntent) -> None:
+            """Write-ahead: an Iceberg run's files at the replica, ledgered before any is."""
+            lifecycle.iceberg_writes_intended(
+                self.state, key, replication, event_id, intent, where.root, self.clock()
+            )
+
         with (
             self._open(config.source_catalog) as source,
             self._open(config.replica_catalog) as replica,
@@ -256,10 +264,9 @@ class Steps:
                     options.s3_batch_files,
                     options.s3_batch_gib * 1024**3,
                 ),
+                intend,
             )
-        lifecycle.snapshot_created(
-            self.state, self._replica_key(config, replication), plan, self.clock()
-        )
+        lifecycle.snapshot_created(self.state, key, plan, self.clock())
         for notice in plan.notices:
             logger.warning("%s", notice)
         faults.point("plan.planned")
@@ -383,35 +390,12 @@ class Steps:
                 lifecycle.process_is_gone,
             )
             key = self._replica_key(config, plan.replication)
-            lifecycle.committed(self.state, key, plan, replica, before, self.clock())
+            lifecycle.committed(self.state, key, plan, replica, before, self.clock(), where.root)
         return CommitResult(
             replica_location=plan.replica_table.location,
             partitions_added=result.partitions_added,
             partitions_altered=result.partitions_altered,
         )
-
-    def _ledger_failed_copies(
-        self,
-        config: ReplicationConfig,
-        replication: TableReplication,
-        plan: ReplicationPlan,
-        manifest_uri: str,
-    ) -> int:
-        """A failed Iceberg run's copies (never committed; below the replica's location, with
-        the source's names) to the ledger: housekeeping deletes those the replica's metadata
-        does not reference once the grace period is over. How many were ledgered."""
-        if plan.iceberg is None or not plan.iceberg.changed or self.state is None:
-            return 0
-        tasks = read_manifest(manifest_uri).tasks if plan.manifest.files else ()
-        copies = [task.target for task in tasks]
-        ledgered = lifecycle.iceberg_files_ledgered(
-            self.state,
-            self._replica_key(config, replication),
-            plan,
-            [*copies, *plan.iceberg.rewritten_deletes],
-            self.clock(),
-        )
-        return len(ledgered)
 
     # -- Notify success -------------------------------------------------------------------
 
@@ -486,11 +470,9 @@ class Steps:
         if document is not None and config is not None:
             with self._open(config.replica_catalog) as replica:
                 outcome = clean_up(document.plan, replica)
+            # An Iceberg run's copies stay: its intent, ledgered by Plan, names them for
+            # housekeeping (as it does when a run is killed before getting here).
             where = RunLocations.for_event(self.work_uri, document.plan.event_id)
-            if replication is not None and not outcome["referencedBy"]:
-                outcome["ledgered"] = self._ledger_failed_copies(
-                    config, replication, document.plan, where.manifest
-                )
             fs.write_bytes(where.abort, json.dumps(outcome).encode())
             if outcome["referencedBy"]:
                 message += f" (the replica references snapshot {outcome['snapshot']}; it was kept)"

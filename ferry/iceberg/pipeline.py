@@ -13,7 +13,9 @@ isolation in place of a snapshot folder:
   moves the catalog's ``metadata_location`` through the usual claim;
 - **Abort** removes the metadata files this run wrote unless the replica's current metadata
   references them. Copied data files stay: their names are the source's, so another run may
-  have copied (and committed) the same file; an orphan costs storage, never a reader.
+  have copied (and committed) the same file. Plan told its caller what the run writes
+  before writing any of it (``IcebergIntent``), so housekeeping deletes them later if no
+  metadata references them — also when the run was killed before its Abort.
 
 All I/O goes through Ferry's file systems (``ferry.fs``: S3 with the configured endpoint,
 local disks, ...), wrapped as a pyiceberg ``FileIO``.
@@ -21,7 +23,7 @@ local disks, ...), wrapped as a pyiceberg ``FileIO``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -34,7 +36,7 @@ from ferry.errors import CopyIncompleteError, IcebergMetadataError
 from ferry.iceberg.paths import canonical
 from ferry.iceberg.plan import FileCopy, plan_replication
 from ferry.iceberg.reading import read_table_metadata, referenced_files
-from ferry.iceberg.replicate import retired_files, write_metadata
+from ferry.iceberg.replicate import metadata_targets, retired_files, write_metadata
 from ferry.manifest import CopyRoot, ManifestWriter
 
 
@@ -103,6 +105,23 @@ class PlannedIceberg:
     previous: TableMetadata | None
 
 
+@dataclass(frozen=True)
+class IcebergIntent:
+    """What a run is about to write at an Iceberg replica, known before it writes any of it
+    (the write-ahead record ``ferry.lifecycle`` ledgers, so that a run killed before its
+    Abort leaves nothing housekeeping cannot find)."""
+
+    #: The replica's table location, where every file below is written.
+    root: str
+    #: The source table's location (its metadata's): nothing inside it is ever deleted.
+    source_location: str
+    #: The metadata files (manifests, manifest lists, metadata.json) and the rewritten
+    #: position delete files.
+    files: tuple[str, ...]
+    #: The run's manifest: the copies (as many as the source's new files; read when needed).
+    manifest_uri: str | None
+
+
 def plan_iceberg(
     source_metadata_location: str,
     replica_prefix: str,
@@ -110,9 +129,11 @@ def plan_iceberg(
     event_id: str,
     writer: ManifestWriter,
     write: bool,
+    intend: Callable[[IcebergIntent], None] | None = None,
 ) -> PlannedIceberg:
     """Plan the replica's next version; stream its copies into ``writer``; when ``write``
-    (a run, not a preview), write its metadata files. Copies nothing."""
+    (a run, not a preview), tell ``intend`` what the run will write, then write its metadata
+    files. Copies nothing."""
     io = FerryFileIO()
     plan = plan_replication(
         io, source_metadata_location, replica_prefix, io, replica_metadata_location, event_id
@@ -124,13 +145,23 @@ def plan_iceberg(
     assert plan.metadata_target is not None and plan.metadata is not None
     _stream_copies(plan.copies, plan.mover.roots, writer)
     written: tuple[str, ...] = ()
+    rewritten = tuple(d.target for d in plan.delete_rewrites)
     if write:
+        if intend is not None:
+            intend(
+                IcebergIntent(
+                    root=replica_prefix,
+                    source_location=plan.mover.source,
+                    files=(*metadata_targets(plan), *rewritten),
+                    manifest_uri=writer.uri,
+                )
+            )
         written = write_metadata(plan, io, io)
     run = IcebergRun(
         metadata_location=plan.metadata_target,
         previous_metadata_location=replica_metadata_location,
         written=written,
-        rewritten_deletes=tuple(d.target for d in plan.delete_rewrites),
+        rewritten_deletes=rewritten,
         new_snapshot_ids=tuple(s.snapshot.snapshot_id for s in plan.snapshots),
         retired=retired_files(plan, io) if write else (),
         metadata_files=len(plan.manifests) + len(plan.snapshots) + 1 + len(plan.delete_rewrites),

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pyiceberg.io import FileIO
 from pyiceberg.manifest import ManifestFile
 
+from ferry import faults
 from ferry.errors import VerificationError
 from ferry.iceberg.plan import FileCopy, IcebergPlan, plan_replication
 from ferry.iceberg.reading import metadata_side_files, referenced_files
@@ -135,11 +136,21 @@ def write_metadata(
                 strict=True,
             )
         )
+        # Manifests written, manifest lists and metadata.json not yet: a run failing here
+        # leaves files nothing references (the tests inject faults here).
+        faults.point("plan.metadata")
         for _ in pool.map(
             lambda s: write_manifest_list_copy(replica_io, plan.source, s, written), plan.snapshots
         ):
             pass
     write_table_metadata(replica_io, plan.metadata, plan.metadata_target)
+    return metadata_targets(plan)
+
+
+def metadata_targets(plan: IcebergPlan) -> tuple[str, ...]:
+    """The metadata files ``write_metadata`` writes for ``plan``: manifests, manifest lists,
+    the metadata.json."""
+    assert plan.metadata_target is not None
     return (
         *(m.target for m in plan.manifests),
         *(s.target_list for s in plan.snapshots),

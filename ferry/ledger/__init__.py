@@ -26,6 +26,10 @@ recording since            the replica                         ``created-since``
 lock (lease)               the replica                         ``lock``
 =========================  ==================================  ===============================
 
+An Iceberg run's **intent** is a ledger entry too (``LedgerEntry.intent``): its path names a
+document in the run's folder listing the files the run writes at the replica, ledgered by
+Plan before it writes any of them; one entry per run, however many files it copies.
+
 A **created snapshot** is what makes a folder Ferry's (``ferry.ownership``): the run that
 writes ``<table-location>/<event-id>/`` records it, with that table-location and the source
 table's location, before it copies anything. Deletion trusts this record, never the

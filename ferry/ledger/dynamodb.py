@@ -108,6 +108,7 @@ class DynamoDbStateStore:
                         "replicaTable": {"S": entry.replica_table},
                         "recordedAt": {"S": iso(entry.recorded_at)},
                         **({"snapshot": {"S": entry.snapshot}} if entry.snapshot else {}),
+                        **({"intent": {"BOOL": True}} if entry.intent else {}),
                     }
                 }
             }
@@ -134,6 +135,7 @@ class DynamoDbStateStore:
                 replica_table=item["replicaTable"]["S"],
                 recorded_at=moment_of(item["recordedAt"]["S"]),
                 snapshot=item.get("snapshot", {}).get("S"),
+                intent=item.get("intent", {}).get("BOOL", False),
             )
             for item in self._items(replica, LEDGER_PREFIX)
         )

@@ -30,7 +30,11 @@ def replica_key(catalog: str, replica_table: str) -> str:
 
 @dataclass(frozen=True)
 class LedgerEntry:
-    """A location a commit superseded; housekeeping deletes it once its grace period is over."""
+    """A location a commit superseded; housekeeping deletes it once its grace period is over.
+
+    Or (``intent``) the files an Iceberg run was about to write: housekeeping deletes those
+    the replica's current metadata does not reference once the grace period is over.
+    """
 
     replica: str
     path: str
@@ -42,6 +46,10 @@ class LedgerEntry:
     #: The snapshot folder Ferry created that holds the location (``<root>/<event-id>``);
     #: None in entries recorded before Ferry kept it.
     snapshot: str | None = None
+    #: True when ``path`` is a run's *intent*, not a location to delete: a document in the
+    #: run's folder naming the files the run was about to write at an Iceberg replica,
+    #: ledgered before it wrote any (``ferry.lifecycle.iceberg_writes_intended``).
+    intent: bool = False
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ CREATE TABLE IF NOT EXISTS ledger (
     replica_table TEXT NOT NULL,
     recorded_at TEXT NOT NULL,
     snapshot TEXT,
+    intent TEXT,
     PRIMARY KEY (replica, path)
 );
 CREATE TABLE IF NOT EXISTS created (
@@ -62,6 +63,7 @@ _TABLES: dict[str, list[tuple[str, bool]]] = {
         ("replica_table", False),
         ("recorded_at", False),
         ("snapshot", False),
+        ("intent", False),
     ],
     "created": [
         ("replica", True),
@@ -82,7 +84,7 @@ _TABLES: dict[str, list[tuple[str, bool]]] = {
 }
 #: Columns (text, at the end of their table) a file of an earlier Ferry lacks: added on
 #: first use.
-_ADDED_LATER = {"ledger": [("snapshot", False)]}
+_ADDED_LATER = {"ledger": [("snapshot", False), ("intent", False)]}
 
 
 class SqliteStateStore:
@@ -174,8 +176,8 @@ class SqliteStateStore:
             connection.execute("BEGIN IMMEDIATE")
             connection.executemany(
                 "INSERT OR REPLACE INTO ledger "
-                "(replica, path, event_id, replica_table, recorded_at, snapshot) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
+                "(replica, path, event_id, replica_table, recorded_at, snapshot, intent) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [
                     (
                         e.replica,
@@ -184,6 +186,7 @@ class SqliteStateStore:
                         e.replica_table,
                         iso(e.recorded_at),
                         e.snapshot,
+                        "1" if e.intent else None,
                     )
                     for e in entries
                 ],
@@ -193,11 +196,13 @@ class SqliteStateStore:
     def entries(self, replica: str) -> list[LedgerEntry]:
         with self._connect() as connection:
             rows = connection.execute(
-                "SELECT replica, path, event_id, replica_table, recorded_at, snapshot FROM ledger "
-                "WHERE replica = ? ORDER BY path",
+                "SELECT replica, path, event_id, replica_table, recorded_at, snapshot, intent "
+                "FROM ledger WHERE replica = ? ORDER BY path",
                 (replica,),
             ).fetchall()
-        return [LedgerEntry(r[0], r[1], r[2], r[3], moment_of(r[4]), r[5]) for r in rows]
+        return [
+            LedgerEntry(r[0], r[1], r[2], r[3], moment_of(r[4]), r[5], bool(r[6])) for r in rows
+        ]
 
     def forget(self, replica: str, path: str) -> None:
         with self._connect() as connection:
@@ -313,8 +318,9 @@ def _check_schema(tables: dict[str, list[tuple[str, bool]]], named: str) -> None
         )
     for name in ours:
         expected = _TABLES[name]
-        earlier = expected[: len(expected) - len(_ADDED_LATER.get(name, []))]
-        if tables[name] not in (expected, earlier):
+        # An earlier Ferry's table lacks the columns added since: any number of the last ones.
+        first = len(expected) - len(_ADDED_LATER.get(name, []))
+        if tables[name] not in [expected[:end] for end in range(first, len(expected) + 1)]:
             raise StateStoreError(
                 f"{named}: not Ferry's state store: its table {name} has the columns "
                 f"{_columns(tables[name])}, Ferry's has {_columns(expected)}"

@@ -249,7 +249,7 @@ def test_an_earlier_ferrys_state_store_passes_and_is_upgraded_on_first_use(tmp_p
     assert store.created("r") == [] and store.recording_since("r") is None
     with sqlite3.connect(path) as connection:
         columns = [row[1] for row in connection.execute("PRAGMA table_info(ledger)")]
-    assert columns[-1] == "snapshot"
+    assert columns[-2:] == ["snapshot", "intent"]
     SqliteStateStore(path).check()  # the upgraded file is Ferry's too
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import boto3
@@ -75,9 +76,44 @@ def test_the_ledger_records_lists_and_forgets_entries_of_one_replica(store):
 
 
 def test_an_entry_keeps_the_snapshot_folder_it_lies_in(store):
-    recorded = LedgerEntry(REPLICA, "s3://dr/t/ferry-a/dt=1", "ferry-b", "t", NOW, "s3://dr/t/ferry-a")
+    recorded = LedgerEntry(
+        REPLICA, "s3://dr/t/ferry-a/dt=1", "ferry-b", "t", NOW, "s3://dr/t/ferry-a"
+    )
     store.record([recorded])
     assert store.entries(REPLICA) == [recorded]
+
+
+def test_an_intent_entry_says_so(store):
+    """An Iceberg run's intent: its path names the run's document, not a file to delete."""
+    intent = LedgerEntry(
+        REPLICA, "s3://work/runs/ferry-b/iceberg-intent.json", "ferry-b", "t", NOW, "s3://dr/t",
+        intent=True,
+    )  # fmt: skip
+    store.record([intent, entry("s3://dr/t/data/a.parquet")])
+    assert store.entries(REPLICA) == [entry("s3://dr/t/data/a.parquet"), intent]
+
+
+def test_a_state_file_from_before_intents_is_upgraded(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "state.sqlite3"
+    with sqlite3.connect(path) as connection:
+        connection.execute(
+            "CREATE TABLE ledger (replica TEXT NOT NULL, path TEXT NOT NULL, event_id TEXT NOT NULL, "
+            "replica_table TEXT NOT NULL, recorded_at TEXT NOT NULL, snapshot TEXT, "
+            "PRIMARY KEY (replica, path))"
+        )
+        connection.execute(
+            "INSERT INTO ledger VALUES (?, ?, ?, ?, ?, ?)",
+            (REPLICA, "s3://dr/t/ferry-a", "ferry-b", "t", NOW.isoformat(), "s3://dr/t/ferry-a"),
+        )
+    store = SqliteStateStore(path)
+    store.check()
+    assert store.entries(REPLICA) == [
+        LedgerEntry(REPLICA, "s3://dr/t/ferry-a", "ferry-b", "t", NOW, "s3://dr/t/ferry-a")
+    ]
+    store.record([replace(entry("s3://work/intent.json"), intent=True)])
+    assert [e.intent for e in store.entries(REPLICA)] == [False, True]
 
 
 def test_a_state_file_from_before_entries_named_their_snapshot_is_upgraded(tmp_path):
@@ -94,7 +130,9 @@ def test_a_state_file_from_before_entries_named_their_snapshot_is_upgraded(tmp_p
             (REPLICA, "s3://dr/t/ferry-a", "ferry-b", "t", NOW.isoformat()),
         )
     store = SqliteStateStore(path)
-    assert store.entries(REPLICA) == [LedgerEntry(REPLICA, "s3://dr/t/ferry-a", "ferry-b", "t", NOW)]
+    assert store.entries(REPLICA) == [
+        LedgerEntry(REPLICA, "s3://dr/t/ferry-a", "ferry-b", "t", NOW)
+    ]
     store.record([entry("s3://dr/t/ferry-c")])
     assert len(store.entries(REPLICA)) == 2
 
