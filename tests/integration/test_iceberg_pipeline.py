@@ -1,10 +1,8 @@
 """An Iceberg table through the pipeline's steps, driven by ``ferry replicate``'s in-process
 driver: Hive metastore to Hive metastore, the replica read with pyiceberg's ``HiveCatalog``.
 
-The source's history is written through a SQLite catalog and registered in the source
-metastore (pyiceberg cannot commit to the local Hive 2.3 metastore: docs/ICEBERG.md); a
-new source version is registered by moving the source table's ``metadata_location``, as an
-engine's commit would.
+The source's history is committed with pyiceberg's ``HiveCatalog`` on the source metastore,
+as an engine commits.
 """
 
 from __future__ import annotations
@@ -18,7 +16,6 @@ from datetime import timedelta
 
 import pytest
 from pyiceberg.catalog.hive import HiveCatalog
-from pyiceberg.catalog.sql import SqlCatalog
 
 from ferry import faults, fs
 from ferry.commands.plan import run_plan
@@ -45,19 +42,13 @@ def event_ids(prefix: str):
 
 
 @pytest.fixture
-def iceberg_source(local_runtime, source_catalog, tmp_path, unique):
-    """A pyiceberg-written history table registered in the source metastore."""
-    writer = SqlCatalog(
-        "writer", uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=tmp_path.as_uri()
-    )
-    writer.create_namespace("db")
-    milestones = create_history_table(writer, "db.history")
+def iceberg_source(local_runtime, tmp_path, unique):
+    """A history table committed by pyiceberg through the source metastore: the writer
+    (pyiceberg's ``HiveCatalog``), the table's identifier, its milestones."""
     database = f"iceberg_{unique}"
-    source_hive = HiveCatalog("source", uri=local_runtime.source_uri)
-    source_hive.create_namespace(database)
-    source_hive.register_table(
-        f"{database}.history", writer.load_table("db.history").metadata_location
-    )
+    writer = HiveCatalog("source", uri=local_runtime.source_uri, warehouse=tmp_path.as_uri())
+    writer.create_namespace(database)
+    milestones = create_history_table(writer, f"{database}.history")
     return writer, database, milestones
 
 
@@ -80,14 +71,14 @@ def replication(database: str, target: str, **source) -> dict:
 
 
 def test_an_iceberg_table_replicates_through_the_steps_hive_to_hive(
-    local_runtime, source_catalog, replica_catalog, iceberg_source, tmp_path
+    local_runtime, replica_catalog, iceberg_source, tmp_path
 ):
     writer, database, milestones = iceberg_source
     target = (tmp_path / "replica" / "history").as_uri()
     document = config_document(local_runtime, [replication(database, target)])
     replicator = Replicator(document, event_ids=event_ids("ferry-20261125t080000000z"))
     replica_hive = HiveCatalog("replica", uri=local_runtime.replica_uri)
-    source_table = writer.load_table("db.history")
+    source_table = writer.load_table(f"{database}.history")
 
     (outcome,) = replicator.run()
 
@@ -105,9 +96,8 @@ def test_an_iceberg_table_replicates_through_the_steps_hive_to_hive(
     # No snapshot folder: the replica's own files are at its table location, none names the
     # source.
     written = metadata_files_below(tmp_path / "replica" / "history")
-    assert written and all(
-        str(tmp_path / "catalog.db") not in p.read_bytes().decode("latin-1") for p in written
-    )
+    source_path = source_table.location().removeprefix("file://").removeprefix("file:")
+    assert written and all(source_path.encode() not in p.read_bytes() for p in written)
 
     # A re-run with no source change copies and writes nothing.
     (again,) = replicator.run()
@@ -118,8 +108,6 @@ def test_an_iceberg_table_replicates_through_the_steps_hive_to_hive(
 
     # A new source version: its append arrives, the previous replica version is kept.
     source_table.append(rows([10, 11], ["eu", "us"]))
-    source_table = writer.load_table("db.history")
-    move_source(source_catalog, database, source_table.metadata_location)
 
     (appended,) = replicator.run()
 
@@ -134,7 +122,7 @@ def test_an_iceberg_table_replicates_through_the_steps_hive_to_hive(
 
 
 def test_a_failed_iceberg_commit_leaves_the_previous_version_and_a_rerun_converges(
-    local_runtime, source_catalog, replica_catalog, iceberg_source, tmp_path
+    local_runtime, replica_catalog, iceberg_source, tmp_path
 ):
     writer, database, _ = iceberg_source
     target = (tmp_path / "replica" / "history").as_uri()
@@ -145,10 +133,8 @@ def test_a_failed_iceberg_commit_leaves_the_previous_version_and_a_rerun_converg
     assert first.status == "SUCCEEDED", first
     before = metadata_location(replica_catalog.get_table(f"{database}_dr", "history"))
     files_before = set(metadata_files_below(tmp_path / "replica" / "history"))
-    source_table = writer.load_table("db.history")
+    source_table = writer.load_table(f"{database}.history")
     source_table.append(rows([20], ["ap"]))
-    source_table = writer.load_table("db.history")
-    move_source(source_catalog, database, source_table.metadata_location)
 
     with faults.armed(faults.Fault("commit.claimed", error="CatalogError")):
         (failed,) = replicator.run()
@@ -193,7 +179,7 @@ def test_modes_that_make_no_sense_for_iceberg_are_refused_with_one_line(
 
 
 def test_housekeeping_and_the_vacuum_leave_every_file_of_an_iceberg_replica(
-    local_runtime, source_catalog, iceberg_source, tmp_path
+    local_runtime, iceberg_source, tmp_path
 ):
     """The replica has no snapshot folders: its files are below ``data/`` and ``metadata/``
     of its table location, which neither the ledger (nothing superseded: the location stays)
@@ -204,10 +190,8 @@ def test_housekeeping_and_the_vacuum_leave_every_file_of_an_iceberg_replica(
     state = ReplicaState(SqliteStateStore(tmp_path / "state.sqlite3"))
     replicator = Replicator(document, event_ids=event_ids("ferry-20261125t100000000z"), state=state)
     assert replicator.run()[0].status == "SUCCEEDED"
-    source_table = writer.load_table("db.history")
+    source_table = writer.load_table(f"{database}.history")
     source_table.append(rows([40], ["eu"]))
-    source_table = writer.load_table("db.history")
-    move_source(source_catalog, database, source_table.metadata_location)
     assert replicator.run()[0].status == "SUCCEEDED"
     replica_files = files_below(target)
 
@@ -225,7 +209,7 @@ def test_housekeeping_and_the_vacuum_leave_every_file_of_an_iceberg_replica(
 
 
 def test_housekeeping_deletes_exactly_what_only_superseded_metadata_or_a_failed_run_left(
-    local_runtime, source_catalog, replica_catalog, iceberg_source, tmp_path
+    local_runtime, replica_catalog, iceberg_source, tmp_path
 ):
     """Snapshots expired at the source leave files only the replica's superseded metadata
     referenced; a run failed at Commit leaves its copies. Past the grace period housekeeping
@@ -244,11 +228,9 @@ def test_housekeeping_deletes_exactly_what_only_superseded_metadata_or_a_failed_
         path.write_bytes(b"not Ferry's")
 
     # The source expires two snapshots: their files leave the replica's metadata.
-    source_table = writer.load_table("db.history")
+    source_table = writer.load_table(f"{database}.history")
     expired = [milestones["second append"], milestones["overwrite"]]
     source_table.maintenance.expire_snapshots().by_ids(expired).commit()
-    source_table = writer.load_table("db.history")
-    move_source(source_catalog, database, source_table.metadata_location)
     assert replicator.run()[0].status == "SUCCEEDED"
     second = metadata_location(replica_catalog.get_table(f"{database}_dr", "history"))
     retired = CurrentReferences(first).paths - CurrentReferences(second).paths
@@ -256,10 +238,8 @@ def test_housekeeping_deletes_exactly_what_only_superseded_metadata_or_a_failed_
 
     # A run that fails at Commit leaves its copied data files.
     before_failure = {canonical(p) for p in files_below(target)}
-    failed_table = writer.load_table("db.history")
+    failed_table = writer.load_table(f"{database}.history")
     failed_table.append(rows([50, 51], ["eu", "us"]))
-    failed_table = writer.load_table("db.history")
-    move_source(source_catalog, database, failed_table.metadata_location)
     with faults.armed(faults.Fault("commit.claimed", error="CatalogError")):
         assert replicator.run()[0].status == "FAILED"
     left = {canonical(p) for p in files_below(target)} - before_failure
@@ -304,18 +284,16 @@ def test_housekeeping_deletes_exactly_what_only_superseded_metadata_or_a_failed_
 
 
 def test_ferry_plan_says_which_snapshots_an_iceberg_replica_lacks(
-    local_runtime, source_catalog, iceberg_source, tmp_path, capsys
+    local_runtime, iceberg_source, tmp_path, capsys
 ):
     writer, database, _ = iceberg_source
     target = (tmp_path / "replica" / "history").as_uri()
     document = config_document(local_runtime, [replication(database, target)])
     replicator = Replicator(document, event_ids=event_ids("ferry-20261125t120000000z"))
     assert replicator.run()[0].status == "SUCCEEDED"
-    source_table = writer.load_table("db.history")
+    source_table = writer.load_table(f"{database}.history")
     for ids in ([60, 61], [62]):
         source_table.append(rows(ids, ["eu", "us"][: len(ids)]))
-    source_table = writer.load_table("db.history")
-    move_source(source_catalog, database, source_table.metadata_location)
     new = [s for s in source_table.snapshots()][-2:]
     files = sum(int(s.summary["added-data-files"]) for s in new)
     size = sum(int(s.summary["added-files-size"]) for s in new)
@@ -347,7 +325,7 @@ def test_ferry_plan_says_which_snapshots_an_iceberg_replica_lacks(
 
 
 def test_a_reader_scanning_the_replica_during_replications_sees_one_source_version(
-    local_runtime, source_catalog, iceberg_source, tmp_path
+    local_runtime, iceberg_source, tmp_path
 ):
     """A pyiceberg reader loads and scans the replica again and again (a thread) while
     incremental replications commit: every scan succeeds and returns exactly the rows the
@@ -357,7 +335,7 @@ def test_a_reader_scanning_the_replica_during_replications_sees_one_source_versi
     document = config_document(local_runtime, [replication(database, target)])
     replicator = Replicator(document, event_ids=event_ids("ferry-20261125t130000000z"))
     assert replicator.run()[0].status == "SUCCEEDED"
-    source_table = writer.load_table("db.history")
+    source_table = writer.load_table(f"{database}.history")
     versions = [rows_of(read_rows(source_table))]
     scans: list[tuple] = []
     failures: list[BaseException] = []
@@ -378,9 +356,8 @@ def test_a_reader_scanning_the_replica_during_replications_sees_one_source_versi
             source_table.append(rows([100 + 2 * run, 101 + 2 * run], ["eu", "us"]))
             if run == 2:
                 source_table.delete(f"id = {100 + 2 * run}")  # copy-on-write: a file replaced
-            source_table = writer.load_table("db.history")
+            source_table = writer.load_table(f"{database}.history")
             versions.append(rows_of(read_rows(source_table)))
-            move_source(source_catalog, database, source_table.metadata_location)
             assert replicator.run()[0].status == "SUCCEEDED"
         time.sleep(0.5)  # a few scans of the last version too
     finally:
