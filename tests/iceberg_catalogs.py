@@ -1,10 +1,9 @@
 """Iceberg tables replicated across catalog kinds (Hive metastore → Glue, Glue → Hive), the
 same scenario whichever driver runs it (``ferry replicate``'s, or the deployed state machine).
 
-Sources are written through a SQLite catalog and registered in the source catalog with
-pyiceberg (pyiceberg cannot commit to the local Hive 2.3 metastore: docs/ICEBERG.md); a new
-source version is registered by moving the entry's ``metadata_location``, as an engine's
-commit would. The replica is read with pyiceberg through the replica's own catalog, and its
+Sources are committed with pyiceberg through the source catalog itself (``HiveCatalog`` on
+the source metastore, ``GlueCatalog`` on the emulated Glue), as an engine commits. The
+replica is read with pyiceberg through the replica's own catalog, and its
 entry is compared with the one pyiceberg's catalog of that kind registers for the same
 metadata file.
 """
@@ -19,7 +18,6 @@ import pyarrow as pa
 from pyiceberg.catalog import Catalog as PyIcebergCatalog
 from pyiceberg.catalog.glue import GlueCatalog as PyIcebergGlueCatalog
 from pyiceberg.catalog.hive import HiveCatalog
-from pyiceberg.catalog.sql import SqlCatalog
 
 from ferry import fs
 from ferry.catalog import Catalog
@@ -43,7 +41,8 @@ HIVE_ONLY = {"EXTERNAL", "transient_lastDdlTime", "numFiles", "totalSize", "stor
 class CrossCatalog:
     """A source history table in one kind of catalog, and where its replica goes."""
 
-    writer: SqlCatalog
+    #: pyiceberg's catalog of the source's kind, on the source catalog: it commits there.
+    writer: PyIcebergCatalog
     milestones: dict[str, int]
     source: Catalog
     source_database: str
@@ -58,26 +57,12 @@ class CrossCatalog:
     document: dict[str, Any]
 
     @property
+    def source_identifier(self) -> str:
+        return f"{self.source_database}.history"
+
+    @property
     def replica_identifier(self) -> str:
         return f"{self.replica_database}.history"
-
-    def move_source(self) -> None:
-        """Point the source's entry at the writer's current metadata (an engine's commit)."""
-        table = self.source.get_table(self.source_database, "history")
-        parameters = {
-            **table.parameters,
-            PREVIOUS_METADATA_LOCATION: table.parameters[METADATA_LOCATION],
-            METADATA_LOCATION: self.writer.load_table("db.history").metadata_location,
-        }
-        self.source.alter_table(replace(table, parameters=parameters))
-
-
-def _write_history(tmp_path, warehouse: str, **properties: str) -> tuple[SqlCatalog, dict]:
-    writer = SqlCatalog(
-        "writer", uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=warehouse, **properties
-    )
-    writer.create_namespace("db")
-    return writer, create_history_table(writer, "db.history")
 
 
 def _describe(source: Catalog, database: str) -> None:
@@ -91,27 +76,25 @@ def _describe(source: Catalog, database: str) -> None:
     source.alter_table(replace(described, parameters={**described.parameters, key: value}))
 
 
-def glue(s3_properties: dict[str, str]) -> PyIcebergGlueCatalog:
+def glue(s3_properties: dict[str, str], **properties: str) -> PyIcebergGlueCatalog:
     return PyIcebergGlueCatalog(
         "glue",
         **{
             **s3_properties,
             "glue.endpoint": s3_properties["s3.endpoint"],
             "glue.region": "us-east-1",
+            **properties,
         },
     )
 
 
 def hive_to_glue(runtime, aws, s3_properties, tmp_path, unique) -> CrossCatalog:
     """A history table on local disk in the source metastore; its replica on S3 in Glue."""
-    writer, milestones = _write_history(tmp_path, tmp_path.as_uri())
     # Named as the local stack's grants expect (landing*: Glue databases, the replica's too).
     database = f"landing_iceberg_{unique}"
-    registrar = HiveCatalog("source", uri=runtime.source_uri)
-    registrar.create_namespace(database)
-    registrar.register_table(
-        f"{database}.history", writer.load_table("db.history").metadata_location
-    )
+    writer = HiveCatalog("source", uri=runtime.source_uri, warehouse=tmp_path.as_uri())
+    writer.create_namespace(database)
+    milestones = create_history_table(writer, f"{database}.history")
     source = HiveMetastoreCatalog("onprem", [runtime.source_uri])
     _describe(source, database)
     # Named as the local stack's grants expect (dr-*: replica buckets).
@@ -123,7 +106,7 @@ def hive_to_glue(runtime, aws, s3_properties, tmp_path, unique) -> CrossCatalog:
         milestones=milestones,
         source=source,
         source_database=database,
-        source_location=writer.load_table("db.history").location(),
+        source_location=writer.load_table(f"{database}.history").location(),
         replica=GlueCatalog("aws", aws["glue"]),
         replica_kind=CatalogKind.GLUE,
         reader=glue(s3_properties),
@@ -142,13 +125,10 @@ def glue_to_hive(runtime, aws, s3_properties, tmp_path, unique) -> CrossCatalog:
     # Named as the local stack's grants expect (landing*: databases and buckets).
     bucket = f"landing-{unique}"
     aws["s3"].create_bucket(Bucket=bucket)
-    writer, milestones = _write_history(tmp_path, f"s3://{bucket}/warehouse", **s3_properties)
     database = f"landing_iceberg_{unique}"
-    registrar = glue(s3_properties)
-    registrar.create_namespace(database)
-    registrar.register_table(
-        f"{database}.history", writer.load_table("db.history").metadata_location
-    )
+    writer = glue(s3_properties, warehouse=f"s3://{bucket}/warehouse")
+    writer.create_namespace(database)
+    milestones = create_history_table(writer, f"{database}.history")
     source = GlueCatalog("lake", aws["glue"])
     _describe(source, database)
     target = (tmp_path / "replica" / "history").as_uri()
@@ -157,7 +137,7 @@ def glue_to_hive(runtime, aws, s3_properties, tmp_path, unique) -> CrossCatalog:
         milestones=milestones,
         source=source,
         source_database=database,
-        source_location=writer.load_table("db.history").location(),
+        source_location=writer.load_table(f"{database}.history").location(),
         replica=HiveMetastoreCatalog("dr", [runtime.replica_uri]),
         replica_kind=CatalogKind.HIVE_METASTORE,
         reader=HiveCatalog("replica", uri=runtime.replica_uri),
@@ -184,7 +164,7 @@ Replicate = Callable[[], tuple[str, int]]
 
 def replicate_across(case: CrossCatalog, replicate: Replicate) -> None:
     """The scenario: a first replication, a re-run, an append at the source, a re-run."""
-    source_table = case.writer.load_table("db.history")
+    source_table = case.writer.load_table(case.source_identifier)
     earlier = case.milestones["overwrite"]
 
     status, _ = replicate()
@@ -214,8 +194,6 @@ def replicate_across(case: CrossCatalog, replicate: Replicate) -> None:
     current = case.replica.get_table(case.replica_database, "history")
     case.replica.alter_table(replace(current, parameters={**current.parameters, key: value}))
     source_table.append(rows([10, 11], ["eu", "us"]).append_column("amount", _amounts(2)))
-    source_table = case.writer.load_table("db.history")
-    case.move_source()
 
     status, copied = replicate()
 

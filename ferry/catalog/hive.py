@@ -283,7 +283,7 @@ class HiveMetastoreCatalog(Catalog):
         except (ttypes.InvalidOperationException, ttypes.NoSuchObjectException) as error:
             raise CatalogError(
                 f"metastore '{self.name}' refused to write {table.qualified_name}: "
-                f"{getattr(error, 'message', None) or error}"
+                f"{_refusal(getattr(error, 'message', None) or str(error))}"
             ) from None
 
     def add_partitions(self, table: Table, partitions: Sequence[Partition]) -> None:
@@ -526,3 +526,20 @@ def partition_to_thrift(table: Table, partition: Partition) -> ttypes.Partition:
         sd=storage_to_thrift(partition.storage),
         parameters=dict(partition.parameters),
     )
+
+
+# Hive's answer when new columns do not convert from the old ones position by position.
+_INCOMPATIBLE_COLUMNS = "incompatible with the existing columns"
+
+
+def _refusal(message: str) -> str:
+    """A metastore's refusal as one line, with what to do about the one Ferry users meet."""
+    line = " ".join(message.split())
+    if _INCOMPATIBLE_COLUMNS in line:
+        line += (
+            " (the metastore compares a table's columns by position: a column moved or "
+            "dropped at the source needs hive.metastore.disallow.incompatible.col.type."
+            "changes=false on this metastore, as Iceberg's own HiveCatalog does; for a Hive "
+            "table, replication-mode FULL_OVERWRITE)"
+        )
+    return line

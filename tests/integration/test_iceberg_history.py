@@ -21,6 +21,7 @@ from ferry.ledger import SqliteStateStore
 from ferry.lifecycle import ReplicaState
 from tests.conftest import NOW
 from tests.helpers import Replicator, at, config_document, files_below
+from tests.iceberg_catalogs import glue_to_hive
 from tests.iceberg_tables import SCHEMA, SPEC, read_rows, rows
 from tests.integration.test_iceberg_pipeline import event_ids, replication
 
@@ -112,3 +113,34 @@ def test_a_compaction_and_a_rollback_at_the_source_are_followed_and_dropped_file
     assert read_rows(replica) == read_rows(table)
     left = {canonical(p) for p in files_below(target.as_uri())}
     assert {canonical(p) for p in live_data_files(replica)} <= left
+
+
+def test_a_column_moved_at_a_glue_source_a_hive_replica_refuses_is_one_line_naming_its_setting(
+    local_runtime, aws, s3_properties, tmp_path, unique
+):
+    """A Hive metastore compares a table's new columns with its old ones by position unless
+    ``hive.metastore.disallow.incompatible.col.type.changes`` is false (which Iceberg's own
+    HiveCatalog needs for the same change); Glue does not. A column moved at a Glue source
+    fails the run with one line naming that setting, and the Hive replica stays readable at
+    its previous version."""
+    case = glue_to_hive(local_runtime, aws, s3_properties, tmp_path, unique)
+    replicator = Replicator(case.document)
+    assert replicator.run()[0].status == "SUCCEEDED"
+    before = metadata_location(replica_catalog_table(case))
+    expected = read_rows(case.reader.load_table(case.replica_identifier))
+    table = case.writer.load_table(case.source_identifier)
+    with table.update_schema() as update:
+        update.move_first("amount")  # by position: id's bigint would become region's string
+
+    (outcome,) = replicator.run()
+
+    assert outcome.status == "FAILED", outcome
+    assert outcome.error_type == "CatalogError"
+    assert "hive.metastore.disallow.incompatible.col.type.changes" in outcome.error
+    assert "\n" not in outcome.error
+    assert metadata_location(replica_catalog_table(case)) == before
+    assert read_rows(case.reader.load_table(case.replica_identifier)) == expected
+
+
+def replica_catalog_table(case):
+    return case.replica.get_table(case.replica_database, "history")
