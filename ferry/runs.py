@@ -36,7 +36,7 @@ def choose_copier(plan: ReplicationPlan, options: CopierOptions) -> CopierKind:
     if plan.unchanged:
         return CopierKind.NONE
     manifest = plan.manifest
-    if plan.mode is ReplicationMode.METADATA_MIRROR or not manifest.files:
+    if plan.mode is ReplicationMode.METADATA_MIRROR or not manifest.work:
         return CopierKind.METADATA
     s3 = set(fs.S3_SCHEMES)
     if set(manifest.source_schemes) <= s3 and set(manifest.target_schemes) <= s3:

@@ -39,14 +39,15 @@ FEED_STATE = "feed-state"
 #: What each function's step does besides reading its config and its run's files.
 NEEDS: dict[str, frozenset[str]] = {
     "ResolveTables": frozenset({CATALOGS}),  # expands patterns and databases
-    # Lock, START, diff, listing; an Iceberg table's new metadata files (new names under its
-    # replica's table location, which nothing references before Commit).
-    "Plan": frozenset({CATALOGS, READ_DATA, WRITE_REPLICAS, STATE, PUBLISH}),
+    # Lock, START, diff, listing (an Iceberg table's metadata read too): it writes only its
+    # run's own files in the work bucket, never below a replica.
+    "Plan": frozenset({CATALOGS, READ_DATA, STATE, PUBLISH}),
     # A copy removes an object of its own snapshot that fails verification (corrupt, short,
     # its source changed): nothing wrong is left where the commit would point.
     "InlineCopy": frozenset({READ_DATA, WRITE_REPLICAS, DELETE_REPLICAS}),
     "S3CopyBatch": frozenset({READ_DATA, WRITE_REPLICAS, DELETE_REPLICAS}),
-    # Avro schema copies, the replica's catalog, the ledger of superseded snapshots.
+    # Avro schema copies, an Iceberg replica's manifest lists and metadata.json, the replica's
+    # catalog, the ledger of superseded snapshots.
     "Commit": frozenset({CATALOGS, WRITE_CATALOG, READ_DATA, WRITE_REPLICAS, STATE}),
     "NotifySuccess": frozenset({STATE, PUBLISH}),  # SUCCESS, then the lock is released
     # Removes an unreferenced snapshot (asking the catalog first), FAILURE, the lock.

@@ -35,6 +35,9 @@ from ferry.iceberg.reading import (
 
 PREVIOUS_VERSIONS_MAX = "write.metadata.previous-versions-max"
 PREVIOUS_VERSIONS_MAX_DEFAULT = 100
+#: The metadata.json's uuid is derived from the run's id (and the replica's location), so a
+#: step run again for the same event writes the same names.
+_RUN_NAMESPACE = uuid.UUID("5f0c7a52-3b1e-4d8e-9a51-6d2f1e0b7c44")
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,32 @@ class SnapshotRewrite:
 
 
 @dataclass(frozen=True)
+class ListWrite:
+    """A manifest list Commit writes: the source snapshot's list, rewritten for the replica."""
+
+    snapshot_id: int
+    source: str
+    target: str
+
+
+@dataclass(frozen=True)
+class StagedCommit:
+    """What Commit writes for the replica's next version once the copiers have rewritten its
+    manifests: each new snapshot's manifest list (the source's records, every manifest the
+    replica's copy: rewritten in this run, or one the replica already has), then the
+    metadata.json. Plan stages it in the run's folder; nothing below the replica yet."""
+
+    metadata_location: str
+    #: The replica's next metadata, as pyiceberg serializes it.
+    metadata: str
+    lists: tuple[ListWrite, ...]
+    #: Source manifest → the replica's manifest the copiers write from it in this run.
+    rewritten: dict[str, str]
+    #: Source manifest → the replica's manifest already written from it (path, length).
+    reused: dict[str, tuple[str, int]]
+
+
+@dataclass(frozen=True)
 class IcebergPlan:
     """Everything one run writes; ``metadata`` is None when the replica is up to date."""
 
@@ -89,10 +118,29 @@ class IcebergPlan:
     delete_rewrites: tuple[DeleteRewrite, ...] = ()
     metadata: TableMetadata | None = None
     metadata_target: str | None = None
+    #: The source's metadata.json the plan was made from.
+    source_metadata_location: str | None = None
 
     @property
     def up_to_date(self) -> bool:
         return self.metadata is None
+
+    def staged(self) -> StagedCommit:
+        """What Commit writes after the copies and manifest rewrites of this plan."""
+        assert self.metadata is not None and self.metadata_target is not None
+        return StagedCommit(
+            metadata_location=self.metadata_target,
+            metadata=self.metadata.model_dump_json(),
+            lists=tuple(
+                ListWrite(s.snapshot.snapshot_id, s.snapshot.manifest_list, s.target_list)
+                for s in self.snapshots
+            ),
+            rewritten={m.source.manifest_path: m.target for m in self.manifests},
+            reused={
+                path: (record.manifest_path, record.manifest_length)
+                for path, record in self.reused.items()
+            },
+        )
 
     @property
     def removed_snapshot_ids(self) -> tuple[int, ...]:
@@ -156,8 +204,10 @@ def plan_replication(
         copies=copies,
         delete_rewrites=deletes,
         metadata=metadata,
+        source_metadata_location=source_metadata_location,
         metadata_target=mover.replica_metadata_path(
-            f"{_next_version(replica_metadata_location):05d}-{uuid.uuid4()}.metadata.json"
+            f"{_next_version(replica_metadata_location):05d}-"
+            f"{uuid.uuid5(_RUN_NAMESPACE, f'{run_id} {mover.replica}')}.metadata.json"
         ),
     )
 
