@@ -202,7 +202,7 @@ def commit_metadata(run: IcebergRun, threads: int = 16) -> None:
         raise IcebergMetadataError(
             f"the run planned {run.metadata_location} without staging its commit"
         )
-    staged = _STAGED.validate_json(fs.read_bytes(run.staged))
+    staged = read_staged(run.staged)
     io = FerryFileIO()
     manifests = sorted(set(staged.rewritten.values()))
     with ThreadPoolExecutor(max_workers=threads) as pool:
@@ -216,6 +216,11 @@ def commit_metadata(run: IcebergRun, threads: int = 16) -> None:
     lengths = {path: size for path, size in zip(manifests, sizes, strict=True) if size is not None}
     write_staged(io, io, staged, lengths, threads)
     check_new_files(staged, io, threads)
+
+
+def read_staged(uri: str) -> StagedCommit:
+    """The commit Plan staged at ``uri``."""
+    return _STAGED.validate_json(fs.read_bytes(uri))
 
 
 def _size(uri: str) -> int | None:
