@@ -8,6 +8,8 @@ Sources are written through a SQLite catalog and registered in the source catalo
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from pyiceberg.catalog.glue import GlueCatalog as PyIcebergGlueCatalog
 from pyiceberg.catalog.hive import HiveCatalog
@@ -15,9 +17,10 @@ from pyiceberg.catalog.sql import SqlCatalog
 
 from ferry.catalog.glue import GlueCatalog
 from ferry.iceberg.recognise import PREVIOUS_METADATA_LOCATION, metadata_location
-from tests.helpers import Replicator, config_document
+from tests.helpers import Replicator, config_document, read_bytes
 from tests.iceberg_tables import create_history_table, read_rows, rows
 from tests.integration.test_iceberg_pipeline import move_source, replication
+from tests.integration.test_iceberg_replicate import assert_names_no_source
 
 pytestmark = pytest.mark.e2e
 
@@ -173,3 +176,59 @@ def test_hive_to_hive_through_the_state_machine(
     again = run(document)
     (result,) = again.results
     assert result["notified"]["status"] == "UNCHANGED"
+
+
+def test_hive_to_hive_with_the_spark_copier_through_the_state_machine(
+    run, local_runtime, source_catalog, replica_catalog, tmp_path, unique
+):
+    """The Spark job (from its archive, on the emulator's EMR Serverless) copies the files and
+    rewrites the manifests — several, one of them naming a position delete file — over
+    several batches; the replica reads as the source, before and after an append."""
+    writer = SqlCatalog(
+        "writer", uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=tmp_path.as_uri()
+    )
+    writer.create_namespace("db")
+    milestones = create_history_table(writer, "db.history")
+    database = f"iceberg_spark_{unique}"
+    source_hive = HiveCatalog("source", uri=local_runtime.source_uri)
+    source_hive.create_namespace(database)
+    source_hive.register_table(
+        f"{database}.history", writer.load_table("db.history").metadata_location
+    )
+    replica_root = tmp_path / "replica" / "history"
+    entry = {
+        **replication(database, replica_root.as_uri()),
+        "copier-options": {"inline-threshold-mib": 0, "s3-batch-files": 4},
+    }
+    document = config_document(local_runtime, [entry])
+    source_table = writer.load_table("db.history")
+
+    outcome = run(document)
+
+    assert outcome.status == "SUCCEEDED", outcome.failed_states
+    (result,) = outcome.results
+    assert result["plan"]["copier"] == "spark" and result["plan"]["batches"] > 1
+    report = json.loads(read_bytes(result["plan"]["reportUri"]))
+    assert report["failed"] == [] and report["rewrites"] == report["rewritten"] > 1
+    replica_hive = HiveCatalog("replica", uri=local_runtime.replica_uri)
+    replica = replica_hive.load_table(f"{database}_dr.history")
+    assert read_rows(replica) == read_rows(source_table)
+    for name in ("position delete", "overwrite"):
+        snapshot = milestones[name]
+        assert read_rows(replica, snapshot) == read_rows(source_table, snapshot)
+    assert_names_no_source(replica_root, source_table.location())
+
+    source_table.append(rows([30, 31], ["us", "eu"]))
+    source_table = writer.load_table("db.history")
+    move_source(source_catalog, database, source_table.metadata_location)
+
+    again = run(document)
+
+    assert again.status == "SUCCEEDED", again.failed_states
+    (result,) = again.results
+    assert result["plan"]["copier"] == "spark" and result["plan"]["files"] == 2
+    replica = replica_hive.load_table(f"{database}_dr.history")
+    assert read_rows(replica) == read_rows(source_table)
+    earlier = milestones["position delete"]
+    assert read_rows(replica, earlier) == read_rows(source_table, earlier)
+    assert_names_no_source(replica_root, source_table.location())
