@@ -334,9 +334,13 @@ def test_ferry_plan_says_which_snapshots_an_iceberg_replica_lacks(
     assert iceberg["snapshotsToAdd"] == 2
     # Each append: one new manifest and one manifest list; then the metadata.json.
     assert iceberg["metadataFiles"] == 5
+    assert iceberg["manifestRewrites"] == 2  # the copier's part; Commit writes the rest
     ids = ", ".join(str(s.snapshot_id) for s in new)
     assert "would copy 3 files, " in human
-    assert f"Iceberg: the replica lacks 2 snapshots ({ids}); would write 5 metadata files" in human
+    assert (
+        f"Iceberg: the replica lacks 2 snapshots ({ids}); would write 5 metadata files "
+        "(2 manifests rewritten by the copier)"
+    ) in human
     assert metadata_files_below(tmp_path / "replica" / "history") == written  # wrote nothing
 
     # Up to date: unchanged.
