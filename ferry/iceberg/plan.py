@@ -18,14 +18,13 @@ import uuid
 from dataclasses import dataclass, field
 
 from pyiceberg.io import FileIO
-from pyiceberg.manifest import DataFileContent, ManifestEntry, ManifestFile
+from pyiceberg.manifest import DataFileContent, ManifestFile
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import MetadataLogEntry, Snapshot
 
 from ferry.errors import IcebergMetadataError
 from ferry.iceberg.paths import PATH_PROPERTIES, PathMover, canonical
 from ferry.iceberg.reading import (
-    AvroContents,
     check_supported,
     is_live,
     read_manifest,
@@ -60,11 +59,11 @@ class DeleteRewrite:
 
 @dataclass(frozen=True)
 class ManifestRewrite:
-    """A source manifest and the new replica manifest written from it."""
+    """A source manifest and the new replica manifest written from it (by the copier, which
+    reads the manifest again: a plan holds no manifest's entries)."""
 
     source: ManifestFile
     target: str
-    contents: AvroContents[ManifestEntry]
 
 
 @dataclass(frozen=True)
@@ -182,10 +181,10 @@ def plan_replication(
     needed = list(dict.fromkeys(m for s in snapshots for m in s.manifests))
     reused = _pair_manifests(source_io, replica_io, source, have, set(needed))
     manifests = tuple(
-        _manifest_rewrite(source_io, lst, path, name)
+        ManifestRewrite(source=lst, target=name(path))
         for lst, path in _source_manifests(source_io, snapshots, needed, reused)
     )
-    copies, deletes = _files(manifests, mover)
+    copies, deletes = _files(source_io, manifests, mover)
     copies += _statistics_copies(source, replica, mover)
 
     lists = {s.snapshot.snapshot_id: s.target_list for s in snapshots}
@@ -351,20 +350,15 @@ def _source_manifests(
     return [(by_path[p], p) for p in missing]
 
 
-def _manifest_rewrite(
-    io: FileIO, manifest: ManifestFile, path: str, name: _Namer
-) -> ManifestRewrite:
-    return ManifestRewrite(source=manifest, target=name(path), contents=read_manifest(io, path))
-
-
 def _files(
-    manifests: tuple[ManifestRewrite, ...], mover: PathMover
+    io: FileIO, manifests: tuple[ManifestRewrite, ...], mover: PathMover
 ) -> tuple[tuple[FileCopy, ...], tuple[DeleteRewrite, ...]]:
-    """The live files of the rewritten manifests: copies, and position deletes to rewrite."""
+    """The live files of the rewritten manifests: copies, and position deletes to rewrite.
+    Reads one manifest at a time; only the files are kept."""
     copies: dict[str, FileCopy] = {}
     deletes: dict[str, DeleteRewrite] = {}
     for manifest in manifests:
-        for entry in manifest.contents.records:
+        for entry in read_manifest(io, manifest.source.manifest_path).records:
             if not is_live(entry):
                 continue
             f = entry.data_file
