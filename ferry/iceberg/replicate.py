@@ -5,8 +5,11 @@ files; then the rewritten position delete files; then manifests, manifest lists 
 the new metadata.json, a new file. Every file a new metadata names is in place before it
 is written, and nothing a previous replica version names is overwritten, so the replica's
 catalog entry may move to the returned location at any time after — and a reader still on
-the previous metadata reads a complete table. Registering the location is the caller's
-(later: the Commit step's).
+the previous metadata reads a complete table. Registering the location is the caller's.
+
+In the pipeline the same pieces run in different steps (``ferry.iceberg.pipeline``): the
+copiers run ``run_manifest_work`` on their batches' work items, Commit runs
+``write_staged`` and registers the location.
 """
 
 from __future__ import annotations
