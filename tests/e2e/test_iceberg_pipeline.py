@@ -16,7 +16,9 @@ from pyiceberg.catalog.hive import HiveCatalog
 from pyiceberg.catalog.sql import SqlCatalog
 
 from ferry.catalog.glue import GlueCatalog
+from ferry.iceberg.pipeline import CurrentReferences
 from ferry.iceberg.recognise import PREVIOUS_METADATA_LOCATION, metadata_location
+from tests.e2e.test_faults import copy_batch_results
 from tests.helpers import Replicator, config_document, read_bytes
 from tests.iceberg_tables import create_history_table, read_rows, rows
 from tests.integration.test_iceberg_pipeline import move_source, replication
@@ -232,3 +234,33 @@ def test_hive_to_hive_with_the_spark_copier_through_the_state_machine(
     earlier = milestones["position delete"]
     assert read_rows(replica, earlier) == read_rows(source_table, earlier)
     assert_names_no_source(replica_root, source_table.location())
+
+
+def test_an_s3_copy_batch_timed_out_after_its_rewrites_is_retried_and_converges(
+    run, arm, glue_iceberg
+):
+    """The batch's Lambda (one batch: every copy and every manifest rewrite) times out after
+    copying and rewriting, before recording: Step Functions retries it, the retry copies no
+    file again and rewrites the same manifests, and the replica reads as the source with
+    nothing in its metadata/ that its metadata does not name."""
+    g = glue_iceberg
+    source_table = g["writer"].load_table("db.history")
+    arm({"point": "copy.batch", "action": "timeout"})
+
+    outcome = run(g["document"])
+
+    assert outcome.status == "SUCCEEDED", outcome.failed_states
+    (result,) = outcome.results
+    assert result["plan"]["copier"] == "s3" and result["plan"]["batches"] == 1
+    (batch,) = copy_batch_results(result["plan"])
+    assert batch["resumed"] == batch["files"] == result["plan"]["files"]  # the retry's
+    replica_database = f"{g['database']}_dr"
+    replica = g["glue"].load_table(f"{replica_database}.history")
+    assert read_rows(replica) == read_rows(source_table)
+    earlier = g["milestones"]["position delete"]
+    assert read_rows(replica, earlier) == read_rows(source_table, earlier)
+    current = metadata_location(g["ferry_glue"].get_table(replica_database, "history"))
+    references = CurrentReferences(current)
+    bucket = g["target"].removeprefix("s3://").split("/")[0]
+    for key in objects(g["s3"], bucket, "history/metadata/"):
+        assert f"s3://{bucket}/{key}" in references, key
