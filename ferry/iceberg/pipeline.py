@@ -49,8 +49,6 @@ from ferry.iceberg.replicate import (
 from ferry.iceberg.rewrite import DeleteFiles, ManifestWork, RewriteContext, rewrite_manifest
 from ferry.manifest import CopyRoot, ManifestWriter, Rewrite, batch_rewrites
 
-__all__ = ["FerryFileIO"]
-
 #: Beside the run's manifest: what Commit writes (``StagedCommit``).
 STAGED_NAME = "iceberg-commit.json"
 _STAGED = TypeAdapter(StagedCommit)
@@ -58,8 +56,8 @@ _STAGED = TypeAdapter(StagedCommit)
 
 @dataclass(frozen=True)
 class IcebergRun:
-    """What Plan decided and wrote for an Iceberg table; Commit registers it, Abort undoes
-    it. Travels in the run's plan document."""
+    """What Plan decided (and staged) for an Iceberg table; Commit writes and registers it,
+    Abort undoes it. Travels in the run's plan document."""
 
     #: The replica's next metadata.json (its current one when it is up to date).
     metadata_location: str
