@@ -26,7 +26,7 @@ position delete files it names (``ferry.iceberg.pipeline``) — as opaque work i
 context they share::
 
     {"eventId": …, "batch": 3, "roots": […],
-     "rewrites": {"context": {"source": "s3://src/t", "replica": "s3://dr/t", …},
+     "rewrites": {"context": {"mover": {"source": "s3://src/t", "replica": "s3://dr/t"}, …},
                   "items": [["s3://src/t/metadata/a-m0.avro", "s3://dr/t/metadata/…", …], …]}}
 
 They count towards a batch's bounds as files do (one each, the source's bytes, their text).

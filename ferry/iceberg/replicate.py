@@ -130,12 +130,7 @@ def write_metadata(
 def manifest_work(plan: IcebergPlan) -> tuple[RewriteContext, tuple[ManifestWork, ...]]:
     """The plan's manifest rewrites as the work items a copier executes."""
     assert plan.source_metadata_location is not None
-    context = RewriteContext(
-        plan.mover.source,
-        plan.mover.replica,
-        plan.source.format_version,
-        plan.source_metadata_location,
-    )
+    context = RewriteContext(plan.mover, plan.source.format_version, plan.source_metadata_location)
     return context, tuple(ManifestWork.of(m.source, m.target) for m in plan.manifests)
 
 

@@ -23,6 +23,7 @@ source list's records, only the manifests' paths and lengths changed.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import threading
@@ -83,32 +84,31 @@ def moved_manifest(record: ManifestFile, path: str, length: int) -> ManifestFile
 
 @dataclass(frozen=True)
 class RewriteContext:
-    """What every manifest rewrite of one run shares: the path mover's two prefixes, the
-    table's format version and its source metadata.json (read only for a manifest whose
-    Avro header lacks its schema or partition spec)."""
+    """What every manifest rewrite of one run shares: the path mover, the table's format
+    version and its source metadata.json (read only for a manifest whose Avro header lacks
+    its schema or partition spec)."""
 
-    source_prefix: str
-    replica_prefix: str
+    mover: PathMover
     format_version: int
     metadata: str
 
-    @property
-    def mover(self) -> PathMover:
-        return PathMover(self.source_prefix, self.replica_prefix)
-
     def to_json(self) -> dict[str, Any]:
         return {
-            "source": self.source_prefix,
-            "replica": self.replica_prefix,
+            # Every field of the mover, whatever prefixes it carries.
+            "mover": dataclasses.asdict(self.mover),
             "formatVersion": self.format_version,
             "metadata": self.metadata,
         }
 
     @classmethod
     def from_json(cls, value: dict[str, Any]) -> RewriteContext:
-        return cls(
-            value["source"], value["replica"], int(value["formatVersion"]), value["metadata"]
-        )
+        mover = PathMover(**{key: _tuples(field) for key, field in value["mover"].items()})
+        return cls(mover, int(value["formatVersion"]), value["metadata"])
+
+
+def _tuples(value: Any) -> Any:
+    """JSON's lists as the tuples a frozen dataclass holds."""
+    return tuple(_tuples(item) for item in value) if isinstance(value, list) else value
 
 
 @dataclass(frozen=True)

@@ -214,8 +214,7 @@ def test_a_rewrite_that_fails_is_reported_like_a_copy_and_no_batch_is_recorded(s
     missing = f"file://{tmp_path}/src/metadata/gone-m0.avro"
     batches[1]["rewrites"] = {
         "context": {
-            "source": f"file://{tmp_path}/src",
-            "replica": f"file://{tmp_path}/dst",
+            "mover": {"source": f"file://{tmp_path}/src", "replica": f"file://{tmp_path}/dst"},
             "formatVersion": 2,
             "metadata": f"file://{tmp_path}/src/metadata/00001.metadata.json",
         },

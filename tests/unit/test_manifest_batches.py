@@ -71,7 +71,7 @@ def test_rewrites_share_the_batches_of_the_copies_and_their_bounds(tmp_path):
     writer = ManifestWriter(uri, "ferry-e1", batch_files=50, batch_bytes=GIB)
     root = CopyRoot("s3://src/t", "s3://dr/t")
     writer.add(root, [fs.FileEntry(f"s3://src/t/data/part-{n}", 10, None, "e") for n in range(30)])
-    context = {"source": "s3://src/t", "replica": "s3://dr/t", "formatVersion": 2,
+    context = {"mover": {"source": "s3://src/t", "replica": "s3://dr/t"}, "formatVersion": 2,
                "metadata": "s3://src/t/metadata/00003-x.metadata.json"}  # fmt: skip
     long = "m" * 300
     writer.add_rewrites(
