@@ -22,6 +22,7 @@ from pyiceberg.avro.codecs import AVRO_CODEC_KEY
 from pyiceberg.io import FileIO
 from pyiceberg.table.metadata import TableMetadataUtil
 
+from ferry import faults
 from ferry.errors import IcebergMetadataError, VerificationError
 from ferry.iceberg.plan import FileCopy, IcebergPlan, ListWrite, StagedCommit, plan_replication
 from ferry.iceberg.reading import metadata_side_files, read_manifest_list, referenced_files
@@ -205,6 +206,9 @@ def write_staged(
     with ThreadPoolExecutor(max_workers=threads) as pool:
         for _ in pool.map(write_list, staged.lists):
             pass
+    # Manifest lists written, the metadata.json not yet: a run failing here leaves files
+    # nothing references, and a retry writes them again (the tests inject faults here).
+    faults.point("commit.metadata")
     write_table_metadata(replica_io, metadata, staged.metadata_location)
 
 

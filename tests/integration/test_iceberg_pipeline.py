@@ -133,8 +133,17 @@ def test_an_iceberg_table_replicates_through_the_steps_hive_to_hive(
     assert read_rows(replica, earlier) == read_rows(source_table, earlier)
 
 
+@pytest.mark.parametrize(
+    "point",
+    [
+        # Commit, after writing the manifest lists and before the metadata.json.
+        "commit.metadata",
+        # Commit, after writing every metadata file, at the catalog's claim.
+        "commit.claimed",
+    ],
+)
 def test_a_failed_iceberg_commit_leaves_the_previous_version_and_a_rerun_converges(
-    local_runtime, source_catalog, replica_catalog, iceberg_source, tmp_path
+    local_runtime, source_catalog, replica_catalog, iceberg_source, tmp_path, point
 ):
     writer, database, _ = iceberg_source
     target = (tmp_path / "replica" / "history").as_uri()
@@ -150,13 +159,14 @@ def test_a_failed_iceberg_commit_leaves_the_previous_version_and_a_rerun_converg
     source_table = writer.load_table("db.history")
     move_source(source_catalog, database, source_table.metadata_location)
 
-    with faults.armed(faults.Fault("commit.claimed", error="CatalogError")):
+    with faults.armed(faults.Fault(point, error="CatalogError")):
         (failed,) = replicator.run()
 
     assert failed.status == "FAILED", failed
     current = replica_catalog.get_table(f"{database}_dr", "history")
     assert metadata_location(current) == before
-    # The failed run's metadata files are gone; the replica reads its previous version.
+    # The failed run's metadata files (its manifests, the copier's; its lists and any
+    # metadata.json, Commit's) are gone; the replica reads its previous version.
     assert set(metadata_files_below(tmp_path / "replica" / "history")) == files_before
     replica = replica_hive.load_table(f"{database}_dr.history")
     assert 20 not in {r["id"] for r in read_rows(replica)}

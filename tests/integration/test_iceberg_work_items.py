@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 
-from ferry import copies, fs
+from ferry import copies, faults, fs
 from ferry.config import CopierOptions
 from ferry.errors import CopyIncompleteError
 from ferry.iceberg.pipeline import (
@@ -194,6 +194,27 @@ def test_commit_refuses_while_a_rewritten_manifest_or_a_new_file_is_missing(hist
         commit_metadata(run)
 
     data_file.write_bytes(kept)
+    commit_metadata(run)
+    assert read_rows(static_table(run.metadata_location, FerryFileIO())) == read_rows(table)
+
+
+def test_commit_failing_between_the_lists_and_the_metadata_json_converges_when_retried(
+    history, tmp_path
+):
+    _, table, _ = history
+    replica_root = tmp_path / "replica" / "history"
+    run, _, manifest_uri = plan_run(
+        table.metadata_location, replica_root.as_uri(), None, tmp_path / "work"
+    )
+    copies.copy_inline(manifest_uri, CopierOptions())
+
+    with faults.armed(faults.Fault("commit.metadata")), pytest.raises(faults.InjectedFault):
+        commit_metadata(run)
+
+    metadata_json = Path(run.metadata_location.removeprefix("file://"))
+    assert not metadata_json.exists()
+    lists = [Path(w.target.removeprefix("file://")) for w in read_staged(run.staged).lists]
+    assert all(path.exists() for path in lists)  # written, referenced by nothing yet
     commit_metadata(run)
     assert read_rows(static_table(run.metadata_location, FerryFileIO())) == read_rows(table)
 
