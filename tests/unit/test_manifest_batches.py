@@ -10,6 +10,7 @@ from ferry.copier import CopyTask
 from ferry.copies import already_copied
 from ferry.manifest import (
     BATCH_TEXT_LIMIT,
+    REWRITE_BATCH_BYTES,
     CopyRoot,
     ManifestWriter,
     Rewrite,
@@ -116,3 +117,18 @@ def test_rewrites_share_the_batches_of_the_copies_and_their_bounds(tmp_path):
     assert summary.batches == len(batches) > 2
     assert all(len(json.dumps(batch)) <= BATCH_TEXT_LIMIT for batch in batches)
     assert sum(len(batch_rewrites(b)[1]) for b in batches) == 2000
+    # CPU: rewrites of large manifests close a batch at REWRITE_BATCH_BYTES of them (a
+    # manifest larger than that is a batch of its own), long before the bytes of copies would.
+    uri = fs.local_uri(tmp_path / "cpu.json")
+    writer = ManifestWriter(uri, "ferry-e1", batch_files=100, batch_bytes=25 * GIB)
+    big = REWRITE_BATCH_BYTES // 3 + 1
+    sizes = [big] * 7 + [REWRITE_BATCH_BYTES * 2, 1]
+    writer.add_rewrites(
+        context,
+        [Rewrite([f"s3://src/t/metadata/m{n}.avro", "t", 0, n, 0, size], "s3://a/x", "s3://b/x", size)
+         for n, size in enumerate(sizes)],
+    )  # fmt: skip
+    writer.close()
+    assert [[item[-1] for item in batch_rewrites(b)[1]] for b in read_batches(uri)] == [
+        [big, big], [big, big], [big, big], [big], [REWRITE_BATCH_BYTES * 2], [1]
+    ]
