@@ -85,6 +85,8 @@ class ManifestSummary:
     target_schemes: tuple[str, ...] = ()
     #: Rewrites (files a copier writes from another: ``Rewrite``), besides ``files``.
     rewrites: int = 0
+    #: The source bytes the rewrites read (not in ``bytes``: nothing is copied).
+    rewrite_bytes: int = 0
 
     @property
     def work(self) -> bool:
@@ -129,6 +131,7 @@ class ManifestWriter:
         self._targets: set[str] = set()
         self._rewrites: dict[str, Any] | None = None
         self._rewrite_count = 0
+        self._rewrite_bytes = 0
         self._batch_rewrite_bytes = 0
         if self._out is not None:
             self._out.write(b"[")
@@ -194,6 +197,7 @@ class ManifestWriter:
             self._targets.add(fs.scheme_of(rewrite.target))
             current.append(rewrite.item)
             self._rewrite_count += 1
+            self._rewrite_bytes += rewrite.size
             self._in_batch += 1
             self._batch_bytes += rewrite.size
             self._batch_rewrite_bytes += rewrite.size
@@ -234,6 +238,7 @@ class ManifestWriter:
             tuple(sorted(self._sources)),
             tuple(sorted(self._targets)),
             self._rewrite_count,
+            self._rewrite_bytes,
         )
 
     def abandon(self) -> None:
