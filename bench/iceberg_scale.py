@@ -5,9 +5,10 @@ A pyiceberg table (SQLite catalog, local disk) gets ``--appends`` appends of ``-
 small files each (one per partition). In the same run:
 
 - **Ferry, in full**: the pipeline's Iceberg path without the catalogs — Plan
-  (``plan_iceberg``: the source's metadata read, the manifest of copies streamed, the
-  replica's manifests, manifest lists and metadata.json written), the inline copier on that
-  manifest, and Commit's check that every file the new metadata names is in place;
+  (``plan_iceberg``: the source's metadata read, the manifest of copies and manifest
+  rewrites streamed, Commit's part staged), the inline copier on that manifest (the files
+  copied, the replica's manifests rewritten), and Commit's part (``commit_metadata``: the
+  manifest lists and metadata.json written, every file the run brought checked);
 - **the baseline**: the same inline copier on a manifest of exactly the same files alone (to
   another folder), and a plain ``shutil.copyfile`` of each;
 - **Ferry, incrementally**, after ``--more`` appends at the source, against the same
@@ -39,7 +40,7 @@ from pyiceberg.types import LongType, NestedField, StringType  # noqa: E402
 from ferry import copies, fs  # noqa: E402
 from ferry.config import CopierOptions  # noqa: E402
 from ferry.copy_tasks import CopyTask, Manifest  # noqa: E402
-from ferry.iceberg.pipeline import IcebergRun, check_in_place, plan_iceberg  # noqa: E402
+from ferry.iceberg.pipeline import IcebergRun, commit_metadata, plan_iceberg  # noqa: E402
 from ferry.manifest import ManifestWriter, read_manifest, write_manifest  # noqa: E402
 
 SCHEMA = Schema(
@@ -67,7 +68,8 @@ def append(table, start: int, files: int, rows_per_file: int) -> None:
 def ferry_run(
     source_metadata: str, replica: str, previous: str | None, work: Path, event_id: str
 ) -> tuple[IcebergRun, float, list[tuple[str, str, int]]]:
-    """Plan, inline copy, Commit's check: the run's metadata, seconds, the files copied."""
+    """Plan, inline copy (and rewrites), Commit's writes and check: the run's metadata,
+    seconds, the files copied."""
     manifest_uri = fs.local_uri(work / event_id / "manifest.json")
     started = time.perf_counter()
     writer = ManifestWriter(manifest_uri, event_id, 1000)
@@ -76,11 +78,11 @@ def ferry_run(
     planned = time.perf_counter()
     copies.copy_inline(manifest_uri, CopierOptions())
     copied = time.perf_counter()
-    check_in_place(run)
+    commit_metadata(run)
     seconds = time.perf_counter() - started
     print(
-        f"  {event_id}: plan and metadata {planned - started:.2f} s, copy "
-        f"{copied - planned:.2f} s, Commit's check {seconds - (copied - started):.2f} s"
+        f"  {event_id}: plan {planned - started:.2f} s, copy and rewrites "
+        f"{copied - planned:.2f} s, Commit's writes and check {seconds - (copied - started):.2f} s"
     )
     tasks = read_manifest(manifest_uri).tasks
     return run, seconds, [(t.source, t.target, t.size) for t in tasks]

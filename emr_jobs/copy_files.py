@@ -5,8 +5,10 @@ Spark task exactly one bin. A task copies its files with ``ferry.copier.copy_fil
 verifies every file at the target: to S3, one request per small file), ``threads`` at a time
 (chosen from the manifest: many for small files, whose copies wait on requests, few for
 large ones), retries a failed file on its own, and sends back one small record per file;
-file contents never travel through Spark. The driver writes a JSON report and exits non-zero
-when any file was not copied.
+file contents never travel through Spark. A manifest's rewrites (an Iceberg table's manifests,
+each rewritten for the replica with the position delete files it names) are spread over Spark
+tasks the same way, and retried the same way. The driver writes a JSON report and exits
+non-zero when any file was not copied or rewritten; otherwise it records every batch as done.
 
 Run locally exactly as the local runtime does::
 
@@ -31,7 +33,8 @@ from typing import TYPE_CHECKING, Any
 from ferry import concurrency, fs
 from ferry.copier import CopyTask, Manifest, copy_file, process_transfer
 from ferry.errors import FerryError
-from ferry.manifest import batch_tasks, read_batches, write_copy_record
+from ferry.iceberg.pipeline import ManifestRewriter
+from ferry.manifest import batch_rewrites, batch_tasks, read_batches, write_copy_record
 from ferry.s3 import MiB
 
 if TYPE_CHECKING:
@@ -227,6 +230,88 @@ def copy_bins(
     return rdd.flatMap(copy_one_bin).collect()
 
 
+#: A rewrite to run: its batch's shared context and its work item (``ferry.manifest``).
+RewriteItem = tuple[dict[str, Any], list[Any]]
+
+
+def manifest_rewrites(batches: Sequence[dict[str, Any]]) -> list[RewriteItem]:
+    """Every rewrite of the manifest's batches, with its context."""
+    items: list[RewriteItem] = []
+    for batch in batches:
+        context, work = batch_rewrites(batch)
+        items.extend((context, item) for item in work)
+    return items
+
+
+def rewrite_bin(
+    items: Sequence[RewriteItem],
+    *,
+    settings: fs.S3Settings | None = None,
+    attempts: int = DEFAULT_ATTEMPTS,
+    backoff_seconds: float = DEFAULT_BACKOFF_SECONDS,
+) -> Iterator[FileResult]:
+    """Run one bin's rewrites (inside a Spark task), each retried on its own like a copy;
+    one result per rewrite, in the bin's order. The bin's manifests share the rewrites of the
+    position delete files they name."""
+    if settings is not None:
+        fs.configure(settings)
+    _arm_faults()
+    rewriters: dict[str, ManifestRewriter] = {}
+    for context, item in items:
+        key = json.dumps(context, sort_keys=True)
+        if key not in rewriters:
+            rewriters[key] = ManifestRewriter(context)
+        rewriter = rewriters[key]
+        source, target = item[0], item[1]
+        yield copy_with_retries(
+            CopyTask(source, target, int(item[-1])),
+            attempts=attempts,
+            copy=lambda _task, _chunk, rewriter=rewriter, item=item: rewriter(item),
+            backoff_seconds=backoff_seconds,
+        )
+
+
+def rewrite_manifests(
+    spark: SparkSession,
+    items: Sequence[RewriteItem],
+    *,
+    tasks: int | None = None,
+    settings: fs.S3Settings | None = None,
+    attempts: int = DEFAULT_ATTEMPTS,
+    backoff_seconds: float = DEFAULT_BACKOFF_SECONDS,
+) -> list[FileResult]:
+    """Run every rewrite, spread over Spark tasks (round robin: manifests weigh alike)."""
+    if not items:
+        return []
+    count = min(len(items), tasks or spark.sparkContext.defaultParallelism * 2)
+    bins = [list(items[index::count]) for index in range(count)]
+    run_bin = partial(
+        rewrite_bin, settings=settings, attempts=attempts, backoff_seconds=backoff_seconds
+    )
+    rdd = spark.sparkContext.parallelize(bins, numSlices=len(bins))
+    return rdd.flatMap(run_bin).collect()
+
+
+def add_rewrites(report: dict[str, Any], results: Sequence[FileResult]) -> dict[str, Any]:
+    """The copy's report with the rewrites' counts and failures."""
+    failed = [
+        {
+            "source": result.source,
+            "target": result.target,
+            "error": result.error,
+            "attempts": result.attempts,
+        }
+        for result in sorted(results, key=lambda r: r.source)
+        if not result.ok
+    ]
+    return {
+        **report,
+        "rewrites": len(results),
+        "rewritten": sum(result.ok for result in results),
+        "failed": [*report["failed"], *failed],
+    }
+
+
 def task_threads(manifest: Manifest, chunk_size: int, configured: int | None = None) -> int:
     """Files each Spark task copies at once: ``configured``, else chosen from the sizes.
 
@@ -268,6 +353,8 @@ def summary(report: dict[str, Any], report_uri: str) -> str:
         f"({report['bytes']:,} bytes) with {report['tasks']} tasks "
         f"in {report['durationSeconds']:.1f} s"
     )
+    if report.get("rewrites"):
+        line += f"; rewrote {report['rewritten']} of {report['rewrites']} manifests"
     if report["failed"]:
         line += f"; {len(report['failed'])} failed"
     return f"{line}; report: {report_uri}"
@@ -287,10 +374,14 @@ def read_manifest(uri: str) -> tuple[Manifest, list[dict[str, Any]]]:
 
 
 def record_batches(manifest_uri: str, batches: Sequence[dict[str, Any]]) -> None:
-    """Every file was copied and verified: record each batch as copied, for Commit."""
+    """Every file was copied and verified and every rewrite written: record each batch as
+    done, for Commit."""
     for batch in batches:
         tasks = batch_tasks(batch)
-        write_copy_record(manifest_uri, batch, len(tasks), sum(task.size for task in tasks))
+        rewrites = len(batch_rewrites(batch)[1])
+        write_copy_record(
+            manifest_uri, batch, len(tasks), sum(task.size for task in tasks), rewrites
+        )
 
 
 def write_report(report: dict[str, Any], uri: str) -> None:
@@ -327,6 +418,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         copy=copy,
         threads=copy.threads,
     )
+    rewrites = manifest_rewrites(batches)
+    if rewrites:
+        results = rewrite_manifests(
+            spark, rewrites, tasks=arguments.tasks, settings=settings, attempts=arguments.retries
+        )
+        report = add_rewrites(report, results)
     write_report(report, report_uri)
     print(summary(report, report_uri))
     if report["failed"]:

@@ -1,8 +1,10 @@
 """The copy states' work: the whole manifest here, batch by batch (Inline copy), or one
 batch of it server-side (Copy batch, one item of the S3 copy Map).
 
-Both record each batch they finished (a copy record, ``ferry.manifest``), which Commit
-checks before it writes anything, and both resume where a retry left off.
+Both record each batch they finished (a copy record, ``ferry.manifest``) — its files copied
+and verified, and its rewrites (an Iceberg table's manifests, ``ferry.iceberg.pipeline``)
+written — which Commit checks before it writes anything, and both resume where a retry left
+off.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 from ferry import concurrency, faults, fs
 from ferry.config import CopierOptions
 from ferry.copier import Progress
+from ferry.iceberg.pipeline import rewrite_batch
 from ferry.manifest import batch_tasks, read_batches, recorded_batches, write_copy_record
 from ferry.payloads import CopyBatchResult, InlineCopyResult
 from ferry.s3 import MiB
@@ -37,7 +40,10 @@ def copy_inline(
     def record(index: int) -> None:
         batch = pending[index]
         copied = tasks[batch["batch"]]
-        write_copy_record(manifest_uri, batch, len(copied), sum(task.size for task in copied))
+        rewritten = rewrite_batch(batch)
+        write_copy_record(
+            manifest_uri, batch, len(copied), sum(task.size for task in copied), rewritten
+        )
         faults.point("copy.batch")
 
     # Every pending batch on the same pools: no batch waits for the last file of the one
@@ -92,10 +98,11 @@ def copy_batch_server_side(
     if progress is not None and done:
         progress(sum(task.size for task in done))
     report = copier.copy(Manifest(batch["eventId"], tuple(tasks)), progress)
+    rewritten = rewrite_batch(batch)
     faults.point("copy.batch")
     files = report.files + len(done)
     size = report.bytes + sum(task.size for task in done)
-    write_copy_record(manifest_uri, batch, files, size)
+    write_copy_record(manifest_uri, batch, files, size, rewritten)
     return CopyBatchResult(files=files, bytes=size, resumed=len(done))
 
 

@@ -313,8 +313,8 @@ def iceberg_writes_intended(
     run_root: str,
     now: datetime,
 ) -> str | None:
-    """Before an Iceberg run writes anything at its replica (Plan, right before its
-    metadata files; the copies come after Plan): record that it writes below the
+    """Before an Iceberg run writes anything at its replica (Plan, before it stages the
+    commit; the copiers and Commit write after Plan): record that it writes below the
     table-location, and ledger its *intent* — a document in the run's folder naming its
     metadata files and rewritten position delete files, and its manifest (the copies). The
     intent's URI, or None without a state.
@@ -322,7 +322,7 @@ def iceberg_writes_intended(
     One entry per run, however many files it copies. A run killed before its Abort (or its
     commit) leaves nothing housekeeping cannot find: past the grace period it deletes each
     of those files that exists and the replica's current metadata does not reference. A
-    retried Plan (a new metadata.json name) adds its files to the same intent.
+    retried Plan adds its files to the same intent.
     """
     if state is None:
         return None

@@ -20,7 +20,21 @@ is at most 256 KiB). File paths are
 relative to their root, which keeps a million-file manifest to tens of MB. The inline copier
 and the Spark job read the same file (``read_manifest``).
 
-Each copier writes a *copy record* per batch it finished (``copy_record_uri``); Commit
+A batch may also carry *rewrites*: files a copier writes from a source file instead of
+copying it — an Iceberg table's manifests, each rewritten for the replica with the
+position delete files it names (``ferry.iceberg.pipeline``) — as opaque work items with the
+context they share::
+
+    {"eventId": …, "batch": 3, "roots": […],
+     "rewrites": {"context": {"mover": {"source": "s3://src/t", "replica": "s3://dr/t"}, …},
+                  "items": [["s3://src/t/metadata/a-m0.avro", "s3://dr/t/metadata/…", …], …]}}
+
+They count towards a batch's bounds as files do (one each, the source's bytes, their text),
+and a batch holds at most ``REWRITE_BATCH_BYTES`` of them: a rewrite costs CPU in the
+copier, not transfer.
+
+Each copier writes a *copy record* per batch it finished (its files copied *and* its rewrites
+written) (``copy_record_uri``); Commit
 commits only when every batch has one, and a retried copy skips the batches already
 recorded.
 """
@@ -36,6 +50,8 @@ from ferry import fs
 from ferry.copier import CopyTask, Manifest
 
 RECORDS = "copied"
+#: A batch's rewrites (``Rewrite``): ``{"context": {...}, "items": [...]}``.
+REWRITES = "rewrites"
 
 
 @dataclass(frozen=True)
@@ -44,6 +60,17 @@ class CopyRoot:
 
     source: str
     target: str
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """A file a copier writes from a source file rather than copies: its work item (JSON, the
+    copier's executor reads it), the file it reads, the file it writes, the bytes it reads."""
+
+    item: list[Any]
+    source: str
+    target: str
+    size: int
 
 
 @dataclass(frozen=True)
@@ -56,12 +83,26 @@ class ManifestSummary:
     #: Every scheme a source or target file has (the copier choice reads these).
     source_schemes: tuple[str, ...] = ()
     target_schemes: tuple[str, ...] = ()
+    #: Rewrites (files a copier writes from another: ``Rewrite``), besides ``files``.
+    rewrites: int = 0
+    #: The source bytes the rewrites read (not in ``bytes``: nothing is copied).
+    rewrite_bytes: int = 0
+
+    @property
+    def work(self) -> bool:
+        """Whether a copier has anything to do."""
+        return bool(self.files or self.rewrites)
 
 
 #: A batch's JSON at most: each is one child execution's input of the S3 copy Map, which Step
 #: Functions limits to 256 KiB with the few fields its ItemSelector adds.
 BATCH_TEXT_LIMIT = 200 * 1024
 GIB = 1024**3
+#: The source bytes of the rewrites one batch holds at most. A manifest is rewritten at about
+#: 1.5 MB/s on one core (pyiceberg's Avro writer is Python: 10,000 entries, 1.4 MB, in 0.9 s
+#: on the development machine), so a batch of them stays well inside a Lambda's 15 minutes
+#: (about 3 minutes) where the byte bound of copies (25 GiB) would not.
+REWRITE_BATCH_BYTES = 256 * 1024**2
 
 
 class ManifestWriter:
@@ -88,6 +129,10 @@ class ManifestWriter:
         self._bytes = 0
         self._sources: set[str] = set()
         self._targets: set[str] = set()
+        self._rewrites: dict[str, Any] | None = None
+        self._rewrite_count = 0
+        self._rewrite_bytes = 0
+        self._batch_rewrite_bytes = 0
         if self._out is not None:
             self._out.write(b"[")
 
@@ -124,14 +169,59 @@ class ManifestWriter:
                 self._flush()
                 current = None
 
+    def add_rewrites(self, context: dict[str, Any], rewrites: Iterable[Rewrite]) -> None:
+        """Add work items that share ``context`` (one context per batch: a batch holding
+        another's is closed first)."""
+        if self._rewrites is not None:
+            self._flush()
+        context_text = len(json.dumps({"context": context, "items": []})) + 16
+        current: list[list[Any]] | None = None
+        for rewrite in rewrites:
+            text = len(json.dumps(rewrite.item)) + 2
+            if self._in_batch and (
+                self._batch_bytes + rewrite.size > self.batch_bytes
+                or (
+                    self._batch_rewrite_bytes
+                    and self._batch_rewrite_bytes + rewrite.size > REWRITE_BATCH_BYTES
+                )
+                or self._batch_text + text + (context_text if current is None else 0)
+                > BATCH_TEXT_LIMIT
+            ):
+                self._flush()
+                current = None
+            if current is None:
+                current = []
+                self._rewrites = {"context": context, "items": current}
+                self._batch_text += context_text
+            self._sources.add(fs.scheme_of(rewrite.source))
+            self._targets.add(fs.scheme_of(rewrite.target))
+            current.append(rewrite.item)
+            self._rewrite_count += 1
+            self._rewrite_bytes += rewrite.size
+            self._in_batch += 1
+            self._batch_bytes += rewrite.size
+            self._batch_rewrite_bytes += rewrite.size
+            self._batch_text += text
+            if self._in_batch == self.batch_files:
+                self._flush()
+                current = None
+
     def _flush(self) -> None:
-        if not self._roots:
+        if not self._roots and self._rewrites is None:
             return
         if self._out is not None:
-            batch = {"eventId": self.event_id, "batch": self._batches, "roots": self._roots}
+            batch: dict[str, Any] = {
+                "eventId": self.event_id,
+                "batch": self._batches,
+                "roots": self._roots,
+            }
+            if self._rewrites is not None:
+                batch[REWRITES] = self._rewrites
             self._out.write((b"," if self._batches else b"") + json.dumps(batch).encode())
         self._batches += 1
         self._roots = []
+        self._rewrites = None
+        self._batch_rewrite_bytes = 0
         self._in_batch = 0
         self._batch_bytes = 0
         self._batch_text = 0
@@ -147,6 +237,8 @@ class ManifestWriter:
             self._batches,
             tuple(sorted(self._sources)),
             tuple(sorted(self._targets)),
+            self._rewrite_count,
+            self._rewrite_bytes,
         )
 
     def abandon(self) -> None:
@@ -193,9 +285,25 @@ def copy_record_uri(manifest_uri: str, batch: int) -> str:
     return fs.join(manifest_uri.rsplit("/", 1)[0], RECORDS, f"{batch:06d}.json")
 
 
-def write_copy_record(manifest_uri: str, batch: dict[str, Any], files: int, size: int) -> None:
-    """Record that ``batch`` is copied and verified at the target."""
-    record = {"eventId": batch["eventId"], "batch": batch["batch"], "files": files, "bytes": size}
+def batch_rewrites(batch: dict[str, Any]) -> tuple[dict[str, Any], list[list[Any]]]:
+    """A batch's rewrites: their shared context and their work items (none: ``({}, [])``)."""
+    rewrites = batch.get(REWRITES)
+    if not rewrites:
+        return {}, []
+    return rewrites["context"], rewrites["items"]
+
+
+def write_copy_record(
+    manifest_uri: str, batch: dict[str, Any], files: int, size: int, rewrites: int = 0
+) -> None:
+    """Record that ``batch`` is copied and verified at the target (and its rewrites written)."""
+    record = {
+        "eventId": batch["eventId"],
+        "batch": batch["batch"],
+        "files": files,
+        "bytes": size,
+        "rewrites": rewrites,
+    }
     fs.write_bytes(copy_record_uri(manifest_uri, batch["batch"]), json.dumps(record).encode())
 
 

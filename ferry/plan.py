@@ -96,7 +96,7 @@ class ReplicationPlan:
     #: What a person should know about this run, one line each (e.g. a table-location that
     #: changed since the last run).
     notices: tuple[str, ...] = ()
-    #: An Iceberg table: its replica's next metadata and what Plan wrote for it
+    #: An Iceberg table: its replica's next metadata and what the run writes for it
     #: (``ferry.iceberg.pipeline``); None for every other table.
     iceberg: IcebergRun | None = None
 

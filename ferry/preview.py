@@ -42,7 +42,8 @@ def preview_of(plan: ReplicationPlan, copier: CopierKind) -> dict[str, Any]:
 
 def _iceberg(plan: ReplicationPlan) -> dict[str, Any] | None:
     """An Iceberg table's plan: the source snapshots the replica lacks, the metadata files
-    a run would write (the files and bytes to copy are the plan's)."""
+    a run would write, of which the manifests the copier rewrites (the files and bytes to
+    copy are the plan's)."""
     run = plan.iceberg
     if run is None:
         return None
@@ -50,5 +51,6 @@ def _iceberg(plan: ReplicationPlan) -> dict[str, Any] | None:
         "snapshotsToAdd": len(run.new_snapshot_ids),
         "snapshotIds": list(run.new_snapshot_ids),
         "metadataFiles": run.metadata_files,
+        "manifestRewrites": plan.manifest.rewrites,
         "replicaMetadata": run.previous_metadata_location,
     }

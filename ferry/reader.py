@@ -41,7 +41,7 @@ def _read_iceberg(table: Table) -> pa.Table:
     from pyiceberg.catalog.noop import NoopCatalog
     from pyiceberg.table import StaticTable
 
-    from ferry.iceberg.pipeline import FerryFileIO
+    from ferry.iceberg.fileio import FerryFileIO
     from ferry.iceberg.reading import read_table_metadata
 
     location = metadata_location(table)

@@ -15,6 +15,7 @@ from pydantic import TypeAdapter
 
 from ferry import fs
 from ferry.config import CopierOptions, ReplicationMode
+from ferry.manifest import REWRITE_BATCH_BYTES
 from ferry.plan import ReplicationPlan
 from ferry.s3 import MiB
 
@@ -31,17 +32,23 @@ def choose_copier(plan: ReplicationPlan, options: CopierOptions) -> CopierKind:
     """The cheapest copier that fits the plan.
 
     S3 to S3 goes server-side whatever the size: no compute moves bytes, which beats even
-    an inline copy. Otherwise small copies stay in the step and large ones go to Spark.
+    an inline copy. Otherwise small copies (and few manifest rewrites) stay in the step and
+    large ones go to Spark.
     """
     if plan.unchanged:
         return CopierKind.NONE
     manifest = plan.manifest
-    if plan.mode is ReplicationMode.METADATA_MIRROR or not manifest.files:
+    if plan.mode is ReplicationMode.METADATA_MIRROR or not manifest.work:
         return CopierKind.METADATA
     s3 = set(fs.S3_SCHEMES)
     if set(manifest.source_schemes) <= s3 and set(manifest.target_schemes) <= s3:
         return CopierKind.S3
-    if manifest.bytes <= options.inline_threshold_mib * MiB:
+    # Rewrites (an Iceberg table's manifests) cost CPU: inline only as many as one batch
+    # holds, which fits a Lambda's time; more go where they are spread over many workers.
+    if (
+        manifest.bytes <= options.inline_threshold_mib * MiB
+        and manifest.rewrite_bytes <= REWRITE_BATCH_BYTES
+    ):
         return CopierKind.INLINE
     return CopierKind.SPARK
 

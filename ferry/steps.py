@@ -44,7 +44,7 @@ from ferry.config import (
 from ferry.copier import Progress
 from ferry.errors import CopyIncompleteError, FerryError, NotificationError
 from ferry.event_id import new_event_id
-from ferry.iceberg.pipeline import IcebergIntent, check_in_place
+from ferry.iceberg.pipeline import IcebergIntent, commit_metadata
 from ferry.manifest import ManifestWriter, recorded_batches
 from ferry.notify import (
     FAILURE,
@@ -377,7 +377,8 @@ class Steps:
                     f"not committing"
                 )
         if plan.iceberg is not None and plan.iceberg.changed:
-            check_in_place(plan.iceberg)  # every file the new metadata names, at the replica
+            # The manifest lists and metadata.json, then every file the run brought, checked.
+            commit_metadata(plan.iceberg)
         with self._open(config.replica_catalog) as replica:
             before = lifecycle.locations_before_commit(self.state, plan, replica, where.root)
             result = commit(

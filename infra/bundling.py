@@ -104,10 +104,11 @@ LAMBDA_LEFT_OUT = (
     "pyarrow/libarrow_python_parquet_encryption.so.*.*.*",
 )
 #: The packages the Spark job imports besides ``ferry``: pyarrow for its file systems, boto3
-#: (and its botocore) for its S3 requests. EMR Serverless runs the job with the archive's own
+#: (and its botocore) for its S3 requests, pyiceberg (and its pydantic) for the manifest
+#: rewrites of an Iceberg table. EMR Serverless runs the job with the archive's own
 #: interpreter, so whatever the job imports must be in the archive; the e2e suite runs the
 #: job from the archive to prove it.
-SPARK_JOB_DEPENDENCIES = ("pyarrow", "boto3")
+SPARK_JOB_DEPENDENCIES = ("pyarrow", "boto3", "pyiceberg")
 SPARK_JOB_ENTRY_POINT = ROOT / "emr_jobs" / "copy_files.py"
 
 

@@ -39,14 +39,15 @@ FEED_STATE = "feed-state"
 #: What each function's step does besides reading its config and its run's files.
 NEEDS: dict[str, frozenset[str]] = {
     "ResolveTables": frozenset({CATALOGS}),  # expands patterns and databases
-    # Lock, START, diff, listing; an Iceberg table's new metadata files (new names under its
-    # replica's table location, which nothing references before Commit).
-    "Plan": frozenset({CATALOGS, READ_DATA, WRITE_REPLICAS, STATE, PUBLISH}),
+    # Lock, START, diff, listing (an Iceberg table's metadata read too): it writes only its
+    # run's own files in the work bucket, never below a replica.
+    "Plan": frozenset({CATALOGS, READ_DATA, STATE, PUBLISH}),
     # A copy removes an object of its own snapshot that fails verification (corrupt, short,
     # its source changed): nothing wrong is left where the commit would point.
     "InlineCopy": frozenset({READ_DATA, WRITE_REPLICAS, DELETE_REPLICAS}),
     "S3CopyBatch": frozenset({READ_DATA, WRITE_REPLICAS, DELETE_REPLICAS}),
-    # Avro schema copies, the replica's catalog, the ledger of superseded snapshots.
+    # Avro schema copies, an Iceberg replica's manifest lists and metadata.json, the replica's
+    # catalog, the ledger of superseded snapshots.
     "Commit": frozenset({CATALOGS, WRITE_CATALOG, READ_DATA, WRITE_REPLICAS, STATE}),
     "NotifySuccess": frozenset({STATE, PUBLISH}),  # SUCCESS, then the lock is released
     # Removes an unreferenced snapshot (asking the catalog first), FAILURE, the lock.
@@ -54,9 +55,7 @@ NEEDS: dict[str, frozenset[str]] = {
     # Reads the tables' outcomes (the Map's results in the work bucket); aborts a table whose
     # iteration failed where no Catch takes the error, as Abort does.
     "Summarize": frozenset({CATALOGS, WRITE_CATALOG, READ_DATA, DELETE_REPLICAS, STATE, PUBLISH}),
-    "Housekeeping": frozenset(
-        {CATALOGS, READ_DATA, DELETE_REPLICAS, STATE, HOUSEKEEPING_REPORTS}
-    ),
+    "Housekeeping": frozenset({CATALOGS, READ_DATA, DELETE_REPLICAS, STATE, HOUSEKEEPING_REPORTS}),
     # The catalog change feeds (ferry.feeds) keep their windows and positions in the state
     # table under keys of their own (FEED_STATE_ACTIONS). The intake of Glue's events reads
     # no catalog; the poller reads the Hive notification log (and, after a gap, lists the

@@ -4,7 +4,8 @@ For each table: the partitions that are new, whose data changed, whose metadata 
 that were deleted at the source (with ``PROPAGATE_DELETES``), the files and bytes that would
 be copied, and the copier that would copy them — exactly what Plan would decide. For an
 Iceberg table: the source snapshots the replica lacks (their ids), the files and bytes to
-copy, and how many metadata files a run would write.
+copy, and how many metadata files a run would write (of them, the manifests the copier
+rewrites).
 """
 
 from __future__ import annotations
@@ -116,8 +117,10 @@ def _print(console: Console, entry: dict[str, Any]) -> None:
             if ids
             else "the replica has every snapshot (metadata changed)"
         )
+        rewrites = iceberg["manifestRewrites"]
         console.print(
             f"    Iceberg: {lacks}; would write {plural(iceberg['metadataFiles'], 'metadata file')}"
+            + (f" ({plural(rewrites, 'manifest')} rewritten by the copier)" if rewrites else "")
         )
     elif entry["kind"] == "table" and entry["files"]:
         console.print("    the table's data changed")

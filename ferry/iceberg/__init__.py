@@ -11,7 +11,9 @@ paths names the replica's own files. The modules, by concept:
 - ``plan``: what the replica lacks, snapshot by snapshot, and the replica's next metadata;
 - ``rewrite``: the replica's manifests, manifest lists, position delete files and
   metadata.json, written with pyiceberg's writers;
-- ``replicate``: one table, full or incremental, files first, metadata last.
+- ``replicate``: one table, full or incremental, files first, metadata last;
+- ``pipeline``: the steps' part (Plan, the copiers' manifest rewrites, Commit, Abort);
+- ``fileio``: pyiceberg's ``FileIO`` on Ferry's file systems.
 
-Not yet wired into the state machine: see ``docs/ICEBERG.md``.
+See ``docs/ICEBERG.md``.
 """

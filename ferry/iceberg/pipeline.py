@@ -1,22 +1,27 @@
-"""An Iceberg table in the pipeline's steps: Plan, Commit's check, Abort's clean-up.
+"""An Iceberg table in the pipeline's steps: Plan, the copiers' rewrites, Commit, Abort.
 
 The steps replicate an Iceberg table as they replicate any other, with Iceberg's own
 isolation in place of a snapshot folder:
 
 - **Plan** plans from the source's current metadata and the replica's (its catalog entry's
-  ``metadata_location``), streams the data, delete and statistics files to copy into the
-  run's manifest — the existing copiers (inline, S3 server-side, Spark) move them — and
-  writes the rewritten position delete files, manifests, manifest lists and metadata.json
-  under the replica's table location with new names (the run's event id, a new uuid) that
-  nothing references yet;
-- **Commit** first checks that every file the new metadata references is in place, then
-  moves the catalog's ``metadata_location`` through the usual claim;
+  ``metadata_location``) and only reads: it streams into the run's manifest the data, delete
+  and statistics files to copy and, as work items beside them, one rewrite per source
+  manifest the replica gets its own copy of (``ManifestWork``); it stages what Commit writes
+  (the manifest lists and metadata.json: ``StagedCommit``) in the run's folder;
+- **the copier** (inline, S3 server-side, Spark) copies a batch's files and rewrites its
+  manifests (``rewrite_batch``), with the position delete files they name, before it
+  records the batch;
+- **Commit** (``commit_metadata``) measures the rewritten manifests, writes the manifest
+  lists and the metadata.json, checks that every file the run's new snapshots brought is in
+  place, and then moves the catalog's ``metadata_location`` through the usual claim;
 - **Abort** removes the metadata files this run wrote unless the replica's current metadata
   references them. Copied data files stay: their names are the source's, so another run may
   have copied (and committed) the same file. Plan told its caller what the run writes
   before writing any of it (``IcebergIntent``), so housekeeping deletes them later if no
   metadata references them — also when the run was killed before its Abort.
 
+Every name a run writes is new and derived from its event id, so nothing a replica version
+references is overwritten and a step run again for the same event writes the same files.
 All I/O goes through Ferry's file systems (``ferry.fs``: S3 with the configured endpoint,
 local disks, ...), wrapped as a pyiceberg ``FileIO``.
 """
@@ -26,57 +31,44 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
-from pyiceberg.io import InputFile, OutputFile
-from pyiceberg.io.pyarrow import PyArrowFile, PyArrowFileIO, PyArrowLocalFileSystem
-from pyiceberg.table.metadata import TableMetadata
+from pydantic import TypeAdapter
+from pyiceberg.table.metadata import TableMetadata, TableMetadataUtil
 
 from ferry import fs
 from ferry.errors import CopyIncompleteError, IcebergMetadataError
+from ferry.iceberg.fileio import FerryFileIO
 from ferry.iceberg.paths import canonical
-from ferry.iceberg.plan import FileCopy, plan_replication
-from ferry.iceberg.reading import read_table_metadata, referenced_files
-from ferry.iceberg.replicate import metadata_targets, retired_files, write_metadata
-from ferry.manifest import CopyRoot, ManifestWriter
+from ferry.iceberg.plan import FileCopy, StagedCommit, plan_replication
+from ferry.iceberg.reading import is_live, read_manifest, read_table_metadata, referenced_files
+from ferry.iceberg.replicate import (
+    manifest_work,
+    retired_files,
+    run_manifest_work,
+    write_staged,
+)
+from ferry.iceberg.rewrite import DeleteFiles, ManifestWork, RewriteContext, rewrite_manifest
+from ferry.manifest import CopyRoot, ManifestWriter, Rewrite, batch_rewrites
 
-
-class FerryFileIO(PyArrowFileIO):
-    """pyiceberg's pyarrow ``FileIO`` on Ferry's file systems (``ferry.fs.resolve``): the
-    S3 endpoint, regions and clients of this process, whatever the URI's spelling."""
-
-    def new_input(self, location: str) -> PyArrowFile:
-        filesystem, path = fs.resolve(location)
-        return PyArrowFile(location=location, path=path, fs=filesystem)
-
-    def new_output(self, location: str) -> PyArrowFile:
-        filesystem, path = fs.resolve(location)
-        if fs.is_local(filesystem):
-            # pyiceberg's local file system creates a file's folder before writing it.
-            filesystem = _LOCAL
-        return PyArrowFile(location=location, path=path, fs=filesystem)
-
-    def delete(self, location: str | InputFile | OutputFile) -> None:
-        # Through Ferry's deletes: on S3, pyarrow's delete_file writes an empty "folder"
-        # object into the parent afterwards, a write a role that only deletes may not make.
-        uri = location.location if isinstance(location, InputFile | OutputFile) else location
-        fs.delete_tree(uri)
-
-
-_LOCAL = PyArrowLocalFileSystem()
+#: Beside the run's manifest: what Commit writes (``StagedCommit``).
+STAGED_NAME = "iceberg-commit.json"
+_STAGED = TypeAdapter(StagedCommit)
 
 
 @dataclass(frozen=True)
 class IcebergRun:
-    """What Plan decided and wrote for an Iceberg table; Commit registers it, Abort undoes
-    it. Travels in the run's plan document."""
+    """What Plan decided (and staged) for an Iceberg table; Commit writes and registers it,
+    Abort undoes it. Travels in the run's plan document."""
 
     #: The replica's next metadata.json (its current one when it is up to date).
     metadata_location: str
     #: The replica's current metadata.json, None for a first replication.
     previous_metadata_location: str | None
-    #: The metadata files Plan wrote (manifests, manifest lists, metadata.json), all new names.
+    #: The metadata files the run writes (manifests: the copiers; manifest lists and the
+    #: metadata.json: Commit), all new names.
     written: tuple[str, ...] = ()
-    #: Position delete files Plan rewrote for the replica.
+    #: Position delete files the run rewrites for the replica (the copiers, with manifests).
     rewritten_deletes: tuple[str, ...] = ()
     #: Source snapshots the replica gets in this run.
     new_snapshot_ids: tuple[int, ...] = ()
@@ -85,6 +77,9 @@ class IcebergRun:
     #: The metadata files the run writes (or would: ``ferry plan``): manifests, manifest
     #: lists, the metadata.json, and rewritten position delete files.
     metadata_files: int = 0
+    #: What Commit writes (``StagedCommit``), staged by Plan in the run's folder; None for
+    #: a preview.
+    staged: str | None = None
 
     @property
     def changed(self) -> bool:
@@ -131,9 +126,11 @@ def plan_iceberg(
     write: bool,
     intend: Callable[[IcebergIntent], None] | None = None,
 ) -> PlannedIceberg:
-    """Plan the replica's next version; stream its copies into ``writer``; when ``write``
-    (a run, not a preview), tell ``intend`` what the run will write, then write its metadata
-    files. Copies nothing."""
+    """Plan the replica's next version; stream its copies and manifest rewrites into
+    ``writer``; when ``write`` (a run, not a preview), tell ``intend`` every file the run will
+    write at the replica (the copiers' rewrites, Commit's lists and metadata.json), then
+    stage what Commit writes beside the run's manifest. Reads the source and the replica;
+    writes nothing below either."""
     io = FerryFileIO()
     plan = plan_replication(
         io, source_metadata_location, replica_prefix, io, replica_metadata_location, event_id
@@ -144,19 +141,30 @@ def plan_iceberg(
         return PlannedIceberg(run, plan.source, plan.replica, plan.replica)
     assert plan.metadata_target is not None and plan.metadata is not None
     _stream_copies(plan.copies, plan.mover.roots, writer)
-    written: tuple[str, ...] = ()
+    context, work = manifest_work(plan)
+    writer.add_rewrites(
+        context.to_json(), (Rewrite(w.to_item(), w.source, w.target, w.length) for w in work)
+    )
+    staged = plan.staged()
+    written = (
+        *(w.target for w in work),
+        *(s.target for s in staged.lists),
+        staged.metadata_location,
+    )
     rewritten = tuple(d.target for d in plan.delete_rewrites)
-    if write:
+    staged_uri = None
+    if write and writer.uri is not None:
         if intend is not None:
             intend(
                 IcebergIntent(
                     root=replica_prefix,
                     source_location=plan.mover.source,
-                    files=(*metadata_targets(plan), *rewritten),
+                    files=(*written, *rewritten),
                     manifest_uri=writer.uri,
                 )
             )
-        written = write_metadata(plan, io, io)
+        staged_uri = fs.join(writer.uri.rsplit("/", 1)[0], STAGED_NAME)
+        fs.write_bytes(staged_uri, _STAGED.dump_json(staged))
     run = IcebergRun(
         metadata_location=plan.metadata_target,
         previous_metadata_location=replica_metadata_location,
@@ -165,6 +173,7 @@ def plan_iceberg(
         new_snapshot_ids=tuple(s.snapshot.snapshot_id for s in plan.snapshots),
         retired=retired_files(plan, io) if write else (),
         metadata_files=len(plan.manifests) + len(plan.snapshots) + 1 + len(plan.delete_rewrites),
+        staged=staged_uri,
     )
     return PlannedIceberg(run, plan.source, plan.metadata, plan.replica)
 
@@ -205,19 +214,108 @@ def _stream_copies(
         )
 
 
-def check_in_place(run: IcebergRun, threads: int = 16) -> None:
-    """Refuse unless every file the new metadata references is at the replica
-    (``CopyIncompleteError``, one line naming the first missing file)."""
+def rewrite_batch(batch: dict[str, Any], threads: int = 8) -> int:
+    """Execute a manifest batch's rewrites here (``ferry.manifest.batch_rewrites``); how many.
+
+    A copier calls it before it records the batch, so a batch's copy record says its
+    rewrites are written too. Run again, it writes the same bytes."""
+    context, items = batch_rewrites(batch)
+    if not items:
+        return 0
     io = FerryFileIO()
-    metadata = read_table_metadata(io, run.metadata_location)
-    files = sorted(referenced_files(io, metadata))
+    work = [ManifestWork.from_item(item) for item in items]
+    run_manifest_work(io, io, RewriteContext.from_json(context), work, threads)
+    return len(work)
+
+
+class ManifestRewriter:
+    """Rewrites the manifests of one run's context here, one work item at a time, sharing
+    the rewrites of the position delete files they name (the Spark job's tasks)."""
+
+    def __init__(self, context: dict[str, Any]):
+        self._io = FerryFileIO()
+        self._context = RewriteContext.from_json(context)
+        self._deletes = DeleteFiles(self._io, self._io, self._context.mover)
+
+    def __call__(self, item: list[Any]) -> int:
+        """Rewrite one work item's manifest; its length."""
+        work = ManifestWork.from_item(item)
+        return rewrite_manifest(self._io, self._io, work, self._context, self._deletes)
+
+
+def commit_metadata(run: IcebergRun, threads: int = 16) -> None:
+    """Commit's part before the claim: write the staged manifest lists and metadata.json
+    (their records need the rewritten manifests' lengths, measured here), then check every
+    file the run's new snapshots brought is in place (``check_new_files``).
+
+    ``CopyIncompleteError`` (one line naming the first missing file) when a rewritten
+    manifest or a new file is missing. Run again for the same event, it converges: the
+    metadata.json is written last, under the run's name, and an attempt that finds it
+    writes nothing."""
+    if run.staged is None:
+        raise IcebergMetadataError(
+            f"the run planned {run.metadata_location} without staging its commit"
+        )
+    staged = read_staged(run.staged)
+    io = FerryFileIO()
+    manifests = sorted(set(staged.rewritten.values()))
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        sizes = list(pool.map(_size, manifests))
+    missing = [path for path, size in zip(manifests, sizes, strict=True) if size is None]
+    if missing:
+        raise CopyIncompleteError(
+            f"{len(missing)} of {len(manifests)} manifests rewritten for replica metadata "
+            f"{run.metadata_location} are missing (first: {missing[0]}); not committing"
+        )
+    lengths = {path: size for path, size in zip(manifests, sizes, strict=True) if size is not None}
+    write_staged(io, io, staged, lengths, threads)
+    check_new_files(staged, io, threads)
+
+
+def read_staged(uri: str) -> StagedCommit:
+    """The commit Plan staged at ``uri``."""
+    return _STAGED.validate_json(fs.read_bytes(uri))
+
+
+def _size(uri: str) -> int | None:
+    filesystem, path = fs.resolve(uri)
+    info = filesystem.get_file_info(path)
+    return info.size if info.is_file else None
+
+
+def new_files(staged: StagedCommit, io: FerryFileIO, threads: int = 16) -> set[str]:
+    """Every file the replica's new version references that this run brought: its
+    metadata.json, the new snapshots' manifest lists, the manifests rewritten in this run
+    and every live file they name, and the statistics files — not the table's other files,
+    which the previous version referenced and a previous Commit checked. Reads the new
+    manifests only, so the check is as large as the change."""
+    manifests = sorted(set(staged.rewritten.values()))
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        named = pool.map(lambda path: _live_files(io, path), manifests)
+        files: set[str] = set().union(*named)
+    metadata = TableMetadataUtil.parse_raw(staged.metadata)
+    files.update(f.statistics_path for f in [*metadata.statistics, *metadata.partition_statistics])
+    files.update(manifests)
+    files.update(write.target for write in staged.lists)
+    files.add(staged.metadata_location)
+    return files
+
+
+def _live_files(io: FerryFileIO, manifest: str) -> set[str]:
+    return {e.data_file.file_path for e in read_manifest(io, manifest).records if is_live(e)}
+
+
+def check_new_files(staged: StagedCommit, io: FerryFileIO, threads: int = 16) -> None:
+    """Refuse unless every file of ``new_files`` is at the replica (``CopyIncompleteError``,
+    one line naming the first missing file)."""
+    files = sorted(new_files(staged, io, threads))
     with ThreadPoolExecutor(max_workers=threads) as pool:
         present = list(pool.map(fs.exists, files))
     missing = [path for path, there in zip(files, present, strict=True) if not there]
     if missing:
         raise CopyIncompleteError(
             f"{len(missing)} of {len(files)} files that replica metadata "
-            f"{run.metadata_location} references are missing (first: {missing[0]}); "
+            f"{staged.metadata_location} brings are missing (first: {missing[0]}); "
             "not committing"
         )
 

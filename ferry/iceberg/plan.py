@@ -18,14 +18,13 @@ import uuid
 from dataclasses import dataclass, field
 
 from pyiceberg.io import FileIO
-from pyiceberg.manifest import DataFileContent, ManifestEntry, ManifestFile
+from pyiceberg.manifest import DataFileContent, ManifestFile
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import MetadataLogEntry, Snapshot
 
 from ferry.errors import IcebergMetadataError
 from ferry.iceberg.paths import PATH_PROPERTIES, PathMover, canonical
 from ferry.iceberg.reading import (
-    AvroContents,
     check_supported,
     is_live,
     read_manifest,
@@ -35,6 +34,9 @@ from ferry.iceberg.reading import (
 
 PREVIOUS_VERSIONS_MAX = "write.metadata.previous-versions-max"
 PREVIOUS_VERSIONS_MAX_DEFAULT = 100
+#: The metadata.json's uuid is derived from the run's id (and the replica's location), so a
+#: step run again for the same event writes the same names.
+_RUN_NAMESPACE = uuid.UUID("5f0c7a52-3b1e-4d8e-9a51-6d2f1e0b7c44")
 
 
 @dataclass(frozen=True)
@@ -57,11 +59,11 @@ class DeleteRewrite:
 
 @dataclass(frozen=True)
 class ManifestRewrite:
-    """A source manifest and the new replica manifest written from it."""
+    """A source manifest and the new replica manifest written from it (by the copier, which
+    reads the manifest again: a plan holds no manifest's entries)."""
 
     source: ManifestFile
     target: str
-    contents: AvroContents[ManifestEntry]
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,32 @@ class SnapshotRewrite:
     target_list: str
     header: dict[str, str]
     manifests: tuple[str, ...]  # the source manifests' paths, in the source list's order
+
+
+@dataclass(frozen=True)
+class ListWrite:
+    """A manifest list Commit writes: the source snapshot's list, rewritten for the replica."""
+
+    snapshot_id: int
+    source: str
+    target: str
+
+
+@dataclass(frozen=True)
+class StagedCommit:
+    """What Commit writes for the replica's next version once the copiers have rewritten its
+    manifests: each new snapshot's manifest list (the source's records, every manifest the
+    replica's copy: rewritten in this run, or one the replica already has), then the
+    metadata.json. Plan stages it in the run's folder; nothing below the replica yet."""
+
+    metadata_location: str
+    #: The replica's next metadata, as pyiceberg serializes it.
+    metadata: str
+    lists: tuple[ListWrite, ...]
+    #: Source manifest → the replica's manifest the copiers write from it in this run.
+    rewritten: dict[str, str]
+    #: Source manifest → the replica's manifest already written from it (path, length).
+    reused: dict[str, tuple[str, int]]
 
 
 @dataclass(frozen=True)
@@ -89,10 +117,29 @@ class IcebergPlan:
     delete_rewrites: tuple[DeleteRewrite, ...] = ()
     metadata: TableMetadata | None = None
     metadata_target: str | None = None
+    #: The source's metadata.json the plan was made from.
+    source_metadata_location: str | None = None
 
     @property
     def up_to_date(self) -> bool:
         return self.metadata is None
+
+    def staged(self) -> StagedCommit:
+        """What Commit writes after the copies and manifest rewrites of this plan."""
+        assert self.metadata is not None and self.metadata_target is not None
+        return StagedCommit(
+            metadata_location=self.metadata_target,
+            metadata=self.metadata.model_dump_json(),
+            lists=tuple(
+                ListWrite(s.snapshot.snapshot_id, s.snapshot.manifest_list, s.target_list)
+                for s in self.snapshots
+            ),
+            rewritten={m.source.manifest_path: m.target for m in self.manifests},
+            reused={
+                path: (record.manifest_path, record.manifest_length)
+                for path, record in self.reused.items()
+            },
+        )
 
     @property
     def removed_snapshot_ids(self) -> tuple[int, ...]:
@@ -134,10 +181,10 @@ def plan_replication(
     needed = list(dict.fromkeys(m for s in snapshots for m in s.manifests))
     reused = _pair_manifests(source_io, replica_io, source, have, set(needed))
     manifests = tuple(
-        _manifest_rewrite(source_io, lst, path, name)
+        ManifestRewrite(source=lst, target=name(path))
         for lst, path in _source_manifests(source_io, snapshots, needed, reused)
     )
-    copies, deletes = _files(manifests, mover)
+    copies, deletes = _files(source_io, manifests, mover)
     copies += _statistics_copies(source, replica, mover)
 
     lists = {s.snapshot.snapshot_id: s.target_list for s in snapshots}
@@ -156,8 +203,10 @@ def plan_replication(
         copies=copies,
         delete_rewrites=deletes,
         metadata=metadata,
+        source_metadata_location=source_metadata_location,
         metadata_target=mover.replica_metadata_path(
-            f"{_next_version(replica_metadata_location):05d}-{uuid.uuid4()}.metadata.json"
+            f"{_next_version(replica_metadata_location):05d}-"
+            f"{uuid.uuid5(_RUN_NAMESPACE, f'{run_id} {mover.replica}')}.metadata.json"
         ),
     )
 
@@ -301,20 +350,15 @@ def _source_manifests(
     return [(by_path[p], p) for p in missing]
 
 
-def _manifest_rewrite(
-    io: FileIO, manifest: ManifestFile, path: str, name: _Namer
-) -> ManifestRewrite:
-    return ManifestRewrite(source=manifest, target=name(path), contents=read_manifest(io, path))
-
-
 def _files(
-    manifests: tuple[ManifestRewrite, ...], mover: PathMover
+    io: FileIO, manifests: tuple[ManifestRewrite, ...], mover: PathMover
 ) -> tuple[tuple[FileCopy, ...], tuple[DeleteRewrite, ...]]:
-    """The live files of the rewritten manifests: copies, and position deletes to rewrite."""
+    """The live files of the rewritten manifests: copies, and position deletes to rewrite.
+    Reads one manifest at a time; only the files are kept."""
     copies: dict[str, FileCopy] = {}
     deletes: dict[str, DeleteRewrite] = {}
     for manifest in manifests:
-        for entry in manifest.contents.records:
+        for entry in read_manifest(io, manifest.source.manifest_path).records:
             if not is_live(entry):
                 continue
             f = entry.data_file

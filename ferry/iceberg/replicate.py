@@ -5,26 +5,34 @@ files; then the rewritten position delete files; then manifests, manifest lists 
 the new metadata.json, a new file. Every file a new metadata names is in place before it
 is written, and nothing a previous replica version names is overwritten, so the replica's
 catalog entry may move to the returned location at any time after — and a reader still on
-the previous metadata reads a complete table. Registering the location is the caller's
-(later: the Commit step's).
+the previous metadata reads a complete table. Registering the location is the caller's.
+
+In the pipeline the same pieces run in different steps (``ferry.iceberg.pipeline``): the
+copiers run ``run_manifest_work`` on their batches' work items, Commit runs
+``write_staged`` and registers the location.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from pyiceberg.avro.codecs import AVRO_CODEC_KEY
 from pyiceberg.io import FileIO
-from pyiceberg.manifest import ManifestFile
+from pyiceberg.table.metadata import TableMetadataUtil
 
 from ferry import faults
-from ferry.errors import VerificationError
-from ferry.iceberg.plan import FileCopy, IcebergPlan, plan_replication
-from ferry.iceberg.reading import metadata_side_files, referenced_files
+from ferry.errors import IcebergMetadataError, VerificationError
+from ferry.iceberg.plan import FileCopy, IcebergPlan, ListWrite, StagedCommit, plan_replication
+from ferry.iceberg.reading import metadata_side_files, read_manifest_list, referenced_files
 from ferry.iceberg.rewrite import (
-    rewrite_position_deletes,
-    write_manifest_copy,
-    write_manifest_list_copy,
+    DeleteFiles,
+    ManifestWork,
+    RewriteContext,
+    moved_manifest,
+    rewrite_manifest,
+    write_manifest_list,
     write_table_metadata,
 )
 
@@ -106,56 +114,102 @@ def execute_plan(
 def write_metadata(
     plan: IcebergPlan, source_io: FileIO, replica_io: FileIO, threads: int = 8
 ) -> tuple[str, ...]:
-    """Write the replica's rewritten position delete files, manifests, manifest lists and
-    last its metadata.json; the metadata files written (manifests, lists, metadata.json).
+    """Write the replica's rewritten position delete files and manifests (``rewrite_manifests``,
+    a copier's part in the pipeline), then its manifest lists and last its metadata.json
+    (``write_staged``, Commit's part); the metadata files written.
 
-    Every name is new (the run's id, a new uuid for the metadata.json), so nothing a replica
-    version references is overwritten; the data files the metadata names may be copied before
-    or after, as long as the catalog moves to the metadata.json only once they are in place.
+    Every name is new (the run's id), so nothing a replica version references is overwritten;
+    the data files the metadata names may be copied before or after, as long as the catalog
+    moves to the metadata.json only once they are in place.
     """
-    assert plan.metadata is not None and plan.metadata_target is not None
+    lengths = rewrite_manifests(plan, source_io, replica_io, threads)
+    staged = plan.staged()
+    write_staged(source_io, replica_io, staged, lengths, threads)
+    return (*lengths, *(s.target for s in staged.lists), staged.metadata_location)
+
+
+def manifest_work(plan: IcebergPlan) -> tuple[RewriteContext, tuple[ManifestWork, ...]]:
+    """The plan's manifest rewrites as the work items a copier executes."""
+    assert plan.source_metadata_location is not None
+    context = RewriteContext(plan.mover, plan.source.format_version, plan.source_metadata_location)
+    return context, tuple(ManifestWork.of(m.source, m.target) for m in plan.manifests)
+
+
+def rewrite_manifests(
+    plan: IcebergPlan, source_io: FileIO, replica_io: FileIO, threads: int = 8
+) -> dict[str, int]:
+    """Every manifest rewrite of ``plan``, here: the replica manifests' lengths by path."""
+    context, work = manifest_work(plan)
+    return run_manifest_work(source_io, replica_io, context, work, threads)
+
+
+def run_manifest_work(
+    source_io: FileIO,
+    replica_io: FileIO,
+    context: RewriteContext,
+    work: Sequence[ManifestWork],
+    threads: int = 8,
+) -> dict[str, int]:
+    """Rewrite ``work``'s manifests (and the position delete files they name, each once),
+    ``threads`` at a time; the replica manifests' lengths by path."""
+    deletes = DeleteFiles(source_io, replica_io, context.mover)
     with ThreadPoolExecutor(max_workers=threads) as pool:
-        sizes = dict(
-            zip(
-                (d.source for d in plan.delete_rewrites),
-                pool.map(
-                    lambda d: rewrite_position_deletes(source_io, replica_io, d, plan.mover),
-                    plan.delete_rewrites,
-                ),
-                strict=True,
-            )
+        lengths = pool.map(
+            lambda w: rewrite_manifest(source_io, replica_io, w, context, deletes), work
         )
-        written: dict[str, ManifestFile] = dict(plan.reused)
-        written.update(
-            zip(
-                (m.source.manifest_path for m in plan.manifests),
-                pool.map(
-                    lambda m: write_manifest_copy(replica_io, plan.source, m, plan.mover, sizes),
-                    plan.manifests,
-                ),
-                strict=True,
-            )
+        return dict(zip((w.target for w in work), lengths, strict=True))
+
+
+def write_staged(
+    source_io: FileIO,
+    replica_io: FileIO,
+    staged: StagedCommit,
+    lengths: Mapping[str, int],
+    threads: int = 8,
+) -> None:
+    """Write the manifest lists and last the metadata.json of ``staged``; ``lengths`` are the
+    rewritten manifests' (by replica path).
+
+    Run again after it wrote the metadata.json (a retried Commit), it writes nothing: the
+    metadata.json is written last, under a name the run's id decides, so its presence says
+    every list is in place.
+    """
+    if replica_io.new_input(staged.metadata_location).exists():
+        return
+    metadata = TableMetadataUtil.parse_raw(staged.metadata)
+    snapshots = {s.snapshot_id: s for s in metadata.snapshots}
+
+    def write_list(write: ListWrite) -> None:
+        listed = read_manifest_list(source_io, write.source)
+        records = []
+        for record in listed.records:
+            path = record.manifest_path
+            if path in staged.rewritten:
+                target = staged.rewritten[path]
+                records.append(moved_manifest(record, target, lengths[target]))
+            elif path in staged.reused:
+                records.append(moved_manifest(record, *staged.reused[path]))
+            else:
+                raise IcebergMetadataError(
+                    f"manifest list {write.source} names {path}, which the replica has no "
+                    "copy of and this run does not rewrite"
+                )
+        write_manifest_list(
+            replica_io,
+            metadata.format_version,
+            snapshots[write.snapshot_id],
+            write.target,
+            listed.header.get(AVRO_CODEC_KEY, "deflate"),
+            records,
         )
-        # Manifests written, manifest lists and metadata.json not yet: a run failing here
-        # leaves files nothing references (the tests inject faults here).
-        faults.point("plan.metadata")
-        for _ in pool.map(
-            lambda s: write_manifest_list_copy(replica_io, plan.source, s, written), plan.snapshots
-        ):
+
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        for _ in pool.map(write_list, staged.lists):
             pass
-    write_table_metadata(replica_io, plan.metadata, plan.metadata_target)
-    return metadata_targets(plan)
-
-
-def metadata_targets(plan: IcebergPlan) -> tuple[str, ...]:
-    """The metadata files ``write_metadata`` writes for ``plan``: manifests, manifest lists,
-    the metadata.json."""
-    assert plan.metadata_target is not None
-    return (
-        *(m.target for m in plan.manifests),
-        *(s.target_list for s in plan.snapshots),
-        plan.metadata_target,
-    )
+    # Manifest lists written, the metadata.json not yet: a run failing here leaves files
+    # nothing references, and a retry writes them again (the tests inject faults here).
+    faults.point("commit.metadata")
+    write_table_metadata(replica_io, metadata, staged.metadata_location)
 
 
 def copy_file(source_io: FileIO, replica_io: FileIO, copy: FileCopy) -> bool:

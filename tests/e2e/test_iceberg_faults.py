@@ -74,10 +74,10 @@ def succeeds(*args: str) -> None:
 @pytest.mark.parametrize(
     "fault",
     [
-        # Mid-copy: Plan wrote every metadata file, the copy its first files.
+        # Mid-copy: the copier wrote its first files.
         {"point": "copy.file", "action": "kill", "skip": 1},
-        # Mid-Plan: the manifests written, not the manifest lists.
-        {"point": "plan.metadata", "action": "kill"},
+        # In Commit: the manifests and manifest lists written, not the metadata.json.
+        {"point": "commit.metadata", "action": "kill"},
         # In Commit, the replica claimed, its metadata_location not moved.
         {"point": "commit.claimed", "action": "kill"},
     ],
@@ -128,9 +128,9 @@ def test_a_killed_ferry_replicate_leaves_files_housekeeping_deletes_exactly(
     files = files_below(target)
     left = {canonical(path) for path in files} - files_before
     assert left
-    if fault["point"] != "plan.metadata":
+    assert any(path.endswith(".parquet") and "-ferry-" not in path for path in left)
+    if fault["point"] == "commit.claimed":
         assert any(path.endswith(".metadata.json") for path in left)
-        assert any(path.endswith(".parquet") and "-ferry-" not in path for path in left)
     now = datetime.now(UTC)
 
     within = replica.replicator.housekeeping(clock=at(now + timedelta(days=1)))
@@ -249,8 +249,8 @@ def test_glue_replica_under_a_failed_copy_and_timeouts_through_the_state_machine
     assert_reads_as(replica, g["n"])
     assert_complete(replica)
 
-    # Plan's Lambda times out after writing its metadata files, a copy batch's after copying
-    # its file: both are retried, and the run converges.
+    # Plan's Lambda times out after staging its commit, a copy batch's after copying its
+    # file: both are retried, and the run converges.
     arm(
         {"point": "plan.planned", "action": "timeout"},
         {"point": "copy.batch", "action": "timeout", "skip": 1},

@@ -8,15 +8,20 @@ emulated Glue, ``HiveCatalog`` on the source metastore), as an engine writes the
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from pyiceberg.catalog.glue import GlueCatalog as PyIcebergGlueCatalog
 from pyiceberg.catalog.hive import HiveCatalog
 
 from ferry.catalog.glue import GlueCatalog
+from ferry.iceberg.pipeline import CurrentReferences
 from ferry.iceberg.recognise import PREVIOUS_METADATA_LOCATION, metadata_location
-from tests.helpers import Replicator, config_document
+from tests.e2e.test_faults import copy_batch_results
+from tests.helpers import Replicator, config_document, read_bytes
 from tests.iceberg_tables import create_history_table, read_rows, rows
 from tests.integration.test_iceberg_pipeline import replication
+from tests.integration.test_iceberg_replicate import assert_names_no_source
 
 pytestmark = pytest.mark.e2e
 
@@ -192,3 +197,80 @@ def test_hive_to_hive_through_the_state_machine(
         f"{database}_dr.history"
     )
     assert read_rows(replica) == read_rows(source_table)
+
+
+def test_hive_to_hive_with_the_spark_copier_through_the_state_machine(
+    run, local_runtime, tmp_path, unique
+):
+    """The Spark job (from its archive, on the emulator's EMR Serverless) copies the files and
+    rewrites the manifests — several, one of them naming a position delete file — over
+    several batches; the replica reads as the source, before and after an append."""
+    database = f"iceberg_spark_{unique}"
+    writer = HiveCatalog("source", uri=local_runtime.source_uri, warehouse=tmp_path.as_uri())
+    writer.create_namespace(database)
+    milestones = create_history_table(writer, f"{database}.history")
+    replica_root = tmp_path / "replica" / "history"
+    entry = {
+        **replication(database, replica_root.as_uri()),
+        "copier-options": {"inline-threshold-mib": 0, "s3-batch-files": 4},
+    }
+    document = config_document(local_runtime, [entry])
+    source_table = writer.load_table(f"{database}.history")
+
+    outcome = run(document)
+
+    assert outcome.status == "SUCCEEDED", outcome.failed_states
+    (result,) = outcome.results
+    assert result["plan"]["copier"] == "spark" and result["plan"]["batches"] > 1
+    report = json.loads(read_bytes(result["plan"]["reportUri"]))
+    assert report["failed"] == [] and report["rewrites"] == report["rewritten"] > 1
+    replica_hive = HiveCatalog("replica", uri=local_runtime.replica_uri)
+    replica = replica_hive.load_table(f"{database}_dr.history")
+    assert read_rows(replica) == read_rows(source_table)
+    for name in ("position delete", "overwrite"):
+        snapshot = milestones[name]
+        assert read_rows(replica, snapshot) == read_rows(source_table, snapshot)
+    assert_names_no_source(replica_root, source_table.location())
+
+    source_table.append(rows([30, 31], ["us", "eu"]))
+
+    again = run(document)
+
+    assert again.status == "SUCCEEDED", again.failed_states
+    (result,) = again.results
+    assert result["plan"]["copier"] == "spark" and result["plan"]["files"] == 2
+    replica = replica_hive.load_table(f"{database}_dr.history")
+    assert read_rows(replica) == read_rows(source_table)
+    earlier = milestones["position delete"]
+    assert read_rows(replica, earlier) == read_rows(source_table, earlier)
+    assert_names_no_source(replica_root, source_table.location())
+
+
+def test_an_s3_copy_batch_timed_out_after_its_rewrites_is_retried_and_converges(
+    run, arm, glue_iceberg
+):
+    """The batch's Lambda (one batch: every copy and every manifest rewrite) times out after
+    copying and rewriting, before recording: Step Functions retries it, the retry copies no
+    file again and rewrites the same manifests, and the replica reads as the source with
+    nothing in its metadata/ that its metadata does not name."""
+    g = glue_iceberg
+    source_table = g["glue"].load_table(g["source"])
+    arm({"point": "copy.batch", "action": "timeout"})
+
+    outcome = run(g["document"])
+
+    assert outcome.status == "SUCCEEDED", outcome.failed_states
+    (result,) = outcome.results
+    assert result["plan"]["copier"] == "s3" and result["plan"]["batches"] == 1
+    (batch,) = copy_batch_results(result["plan"])
+    assert batch["resumed"] == batch["files"] == result["plan"]["files"]  # the retry's
+    replica_database = f"{g['database']}_dr"
+    replica = g["glue"].load_table(f"{replica_database}.history")
+    assert read_rows(replica) == read_rows(source_table)
+    earlier = g["milestones"]["position delete"]
+    assert read_rows(replica, earlier) == read_rows(source_table, earlier)
+    current = metadata_location(g["ferry_glue"].get_table(replica_database, "history"))
+    references = CurrentReferences(current)
+    bucket = g["target"].removeprefix("s3://").split("/")[0]
+    for key in objects(g["s3"], bucket, "history/metadata/"):
+        assert f"s3://{bucket}/{key}" in references, key

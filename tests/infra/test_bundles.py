@@ -356,8 +356,10 @@ def test_the_copy_job_starts_in_the_spark_environment(environment, tmp_path):
         [
             python,
             "-c",
-            "import sys, pyarrow, ferry, boto3, botocore; "
-            "print(sys.prefix, pyarrow.__file__, ferry.__file__, boto3.__file__)",
+            # The manifest rewrites of an Iceberg table: pyiceberg's Avro and writers.
+            "import sys, pyarrow, ferry, boto3, botocore, pyiceberg, ferry.iceberg.pipeline; "
+            "print(sys.prefix, pyarrow.__file__, ferry.__file__, boto3.__file__, "
+            "pyiceberg.__file__)",
         ],
         capture_output=True,
         text=True,

@@ -348,15 +348,24 @@ def test_kms_keys_of_the_data_are_granted_through_s3_only(stacks, simulator):
             != "Allowed"
         )
     assert decide(simulator, template, resolved, plan, "kms:Decrypt", source, via_s3) == "Allowed"
-    # Plan writes an Iceberg replica's new metadata files (ferry/iceberg/pipeline.py): with the
-    # replica's key, through S3 only; never with the source's.
+    # Plan only reads: it writes nothing below a replica, with no key.
+    for key in (replica, source):
+        assert (
+            decide(simulator, template, resolved, plan, "kms:GenerateDataKey", key, via_s3)
+            != "Allowed"
+        )
+    # Commit writes an Iceberg replica's manifest lists and metadata.json
+    # (ferry/iceberg/pipeline.py): with the replica's key, through S3 only; never the source's.
+    commit = role_of_function(template, "-commit")
     assert (
-        decide(simulator, template, resolved, plan, "kms:GenerateDataKey", replica, via_s3)
+        decide(simulator, template, resolved, commit, "kms:GenerateDataKey", replica, via_s3)
         == "Allowed"
     )
-    assert decide(simulator, template, resolved, plan, "kms:GenerateDataKey", replica) != "Allowed"
     assert (
-        decide(simulator, template, resolved, plan, "kms:GenerateDataKey", source, via_s3)
+        decide(simulator, template, resolved, commit, "kms:GenerateDataKey", replica) != "Allowed"
+    )
+    assert (
+        decide(simulator, template, resolved, commit, "kms:GenerateDataKey", source, via_s3)
         != "Allowed"
     )
 

@@ -134,12 +134,12 @@ def assert_reads_as(replica: Replica, source: Table) -> None:
 @pytest.mark.parametrize(
     ("fault", "committed"),
     [
-        # Plan, after writing the manifests and before the manifest lists.
-        (faults.Fault("plan.metadata", error="CatalogError"), False),
-        # Plan, after writing all its metadata files, before its plan document.
+        # Plan, its commit staged and its intent ledgered, before its plan document.
         (faults.Fault("plan.planned", error="CatalogError"), False),
         # The copy, after its first file.
         (faults.Fault("copy.file", error="TargetNotWritableError", skip=1, times=99), False),
+        # Commit, after the manifest lists and before the metadata.json.
+        (faults.Fault("commit.metadata", error="CatalogError"), False),
         (faults.Fault("commit.claimed", error="CatalogError"), False),
         # After Commit: the replica is at N+1.
         (faults.Fault("notify.success", times=99), True),

@@ -121,8 +121,17 @@ def test_an_iceberg_table_replicates_through_the_steps_hive_to_hive(
     assert read_rows(replica, earlier) == read_rows(source_table, earlier)
 
 
+@pytest.mark.parametrize(
+    "point",
+    [
+        # Commit, after writing the manifest lists and before the metadata.json.
+        "commit.metadata",
+        # Commit, after writing every metadata file, at the catalog's claim.
+        "commit.claimed",
+    ],
+)
 def test_a_failed_iceberg_commit_leaves_the_previous_version_and_a_rerun_converges(
-    local_runtime, replica_catalog, iceberg_source, tmp_path
+    local_runtime, replica_catalog, iceberg_source, tmp_path, point
 ):
     writer, database, _ = iceberg_source
     target = (tmp_path / "replica" / "history").as_uri()
@@ -136,13 +145,14 @@ def test_a_failed_iceberg_commit_leaves_the_previous_version_and_a_rerun_converg
     source_table = writer.load_table(f"{database}.history")
     source_table.append(rows([20], ["ap"]))
 
-    with faults.armed(faults.Fault("commit.claimed", error="CatalogError")):
+    with faults.armed(faults.Fault(point, error="CatalogError")):
         (failed,) = replicator.run()
 
     assert failed.status == "FAILED", failed
     current = replica_catalog.get_table(f"{database}_dr", "history")
     assert metadata_location(current) == before
-    # The failed run's metadata files are gone; the replica reads its previous version.
+    # The failed run's metadata files (its manifests, the copier's; its lists and any
+    # metadata.json, Commit's) are gone; the replica reads its previous version.
     assert set(metadata_files_below(tmp_path / "replica" / "history")) == files_before
     replica = replica_hive.load_table(f"{database}_dr.history")
     assert 20 not in {r["id"] for r in read_rows(replica)}
@@ -312,9 +322,13 @@ def test_ferry_plan_says_which_snapshots_an_iceberg_replica_lacks(
     assert iceberg["snapshotsToAdd"] == 2
     # Each append: one new manifest and one manifest list; then the metadata.json.
     assert iceberg["metadataFiles"] == 5
+    assert iceberg["manifestRewrites"] == 2  # the copier's part; Commit writes the rest
     ids = ", ".join(str(s.snapshot_id) for s in new)
     assert "would copy 3 files, " in human
-    assert f"Iceberg: the replica lacks 2 snapshots ({ids}); would write 5 metadata files" in human
+    assert (
+        f"Iceberg: the replica lacks 2 snapshots ({ids}); would write 5 metadata files "
+        "(2 manifests rewritten by the copier)"
+    ) in human
     assert metadata_files_below(tmp_path / "replica" / "history") == written  # wrote nothing
 
     # Up to date: unchanged.

@@ -201,3 +201,35 @@ def test_an_unreadable_manifest_is_one_clear_line(tmp_path):
     missing = f"file://{tmp_path}/nowhere/manifest.json"
     with pytest.raises(SystemExit, match=re.escape(f"cannot read manifest {missing}")):
         main(["--manifest", missing])
+
+
+def test_a_rewrite_that_fails_is_reported_like_a_copy_and_no_batch_is_recorded(spark, tmp_path):
+    """A manifest's rewrites (an Iceberg table's manifests) run as Spark tasks after the
+    copies; one whose source manifest is gone fails after its retries, named in the report,
+    and the job records no batch, so Commit will not run."""
+    manifest = make_files(tmp_path, [5, 7])
+    manifest_file = tmp_path / "run" / "manifest.json"
+    write_manifest(f"file://{manifest_file}", manifest, batch_files=1)
+    batches = json.loads(manifest_file.read_text())
+    missing = f"file://{tmp_path}/src/metadata/gone-m0.avro"
+    batches[1]["rewrites"] = {
+        "context": {
+            "mover": {"source": f"file://{tmp_path}/src", "replica": f"file://{tmp_path}/dst"},
+            "formatVersion": 2,
+            "metadata": f"file://{tmp_path}/src/metadata/00001.metadata.json",
+        },
+        "items": [[missing, f"file://{tmp_path}/dst/metadata/gone-m0-ferry.avro", 0, 1, 0, 99]],
+    }
+    manifest_file.write_text(json.dumps(batches))
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--manifest", f"file://{manifest_file}", "--retries", "2"])
+
+    assert exit_info.value.code not in (0, None)
+    report = json.loads((tmp_path / "run" / "copy-report.json").read_text())
+    assert report["copied"] == 2 and (report["rewrites"], report["rewritten"]) == (1, 0)
+    assert [(failure["source"], failure["attempts"]) for failure in report["failed"]] == [
+        (missing, 2)
+    ]
+    assert "gone-m0.avro" in report["failed"][0]["error"]
+    assert recorded_batches(f"file://{manifest_file}") == set()

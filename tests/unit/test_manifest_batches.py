@@ -8,7 +8,16 @@ import json
 from ferry import fs
 from ferry.copier import CopyTask
 from ferry.copies import already_copied
-from ferry.manifest import BATCH_TEXT_LIMIT, CopyRoot, ManifestWriter, batch_tasks, read_batches
+from ferry.manifest import (
+    BATCH_TEXT_LIMIT,
+    REWRITE_BATCH_BYTES,
+    CopyRoot,
+    ManifestWriter,
+    Rewrite,
+    batch_rewrites,
+    batch_tasks,
+    read_batches,
+)
 
 GIB = 1024**3
 
@@ -17,7 +26,9 @@ def write(tmp_path, files, **bounds):
     uri = fs.local_uri(tmp_path / "manifest.json")
     writer = ManifestWriter(uri, "ferry-e1", **{"batch_files": 1000, **bounds})
     root = CopyRoot("s3://src/t/dt=1", "s3://dr/t/ferry-e1/dt=1")
-    writer.add(root, [fs.FileEntry(f"{root.source}/{name}", size, None, "etag") for name, size in files])
+    writer.add(
+        root, [fs.FileEntry(f"{root.source}/{name}", size, None, "etag") for name, size in files]
+    )
     summary = writer.close()
     return summary, read_batches(uri)
 
@@ -54,3 +65,77 @@ def test_a_retried_batch_skips_what_is_at_the_target_whole(tmp_path):
     done, pending = already_copied(tasks)
     assert [t.source for t in done] == ["s3://src/t/dt=1/a"]
     assert [t.source for t in pending] == ["s3://src/t/dt=1/b", "s3://src/t/dt=1/c"]
+
+
+def test_rewrites_share_the_batches_of_the_copies_and_their_bounds(tmp_path):
+    """An Iceberg run's manifest rewrites follow its copies, in the same batches, bounded as
+    they are: one each towards the files, their bytes, their text (with their context)."""
+    uri = fs.local_uri(tmp_path / "manifest.json")
+    writer = ManifestWriter(uri, "ferry-e1", batch_files=50, batch_bytes=GIB)
+    root = CopyRoot("s3://src/t", "s3://dr/t")
+    writer.add(root, [fs.FileEntry(f"s3://src/t/data/part-{n}", 10, None, "e") for n in range(30)])
+    context = {"mover": {"source": "s3://src/t", "replica": "s3://dr/t"}, "formatVersion": 2,
+               "metadata": "s3://src/t/metadata/00003-x.metadata.json"}  # fmt: skip
+    long = "m" * 300
+    writer.add_rewrites(
+        context,
+        [
+            Rewrite(
+                [f"s3://src/t/metadata/{long}-{n}.avro", f"s3://dr/t/metadata/{long}-{n}.avro",
+                 0, n, 0, 1000],
+                f"s3://src/t/metadata/{long}-{n}.avro", f"s3://dr/t/metadata/{long}-{n}.avro",
+                1000,
+            )
+            for n in range(2000)
+        ],
+    )  # fmt: skip
+    summary = writer.close()
+    batches = read_batches(uri)
+
+    assert (summary.files, summary.rewrites) == (30, 2000) and summary.work
+    assert summary.batches == len(batches) > 2000 // 50
+    # The first batch holds the copies and the first rewrites, up to 50 items.
+    first_context, first_items = batch_rewrites(batches[0])
+    assert len(batch_tasks(batches[0])) == 30 and len(first_items) == 20
+    items = []
+    for batch in batches:
+        units = len(batch_tasks(batch)) + len(batch_rewrites(batch)[1])
+        assert units <= 50 and len(json.dumps(batch)) <= BATCH_TEXT_LIMIT
+        batch_context, batch_items = batch_rewrites(batch)
+        assert batch_context == context
+        items.extend(item[3] for item in batch_items)
+    assert items == list(range(2000))  # every rewrite once, in order
+    # Text: 2,000 rewrites of long names close batches before 1,000 items would pass a Map
+    # item's limit, the shared context counted in each.
+    uri = fs.local_uri(tmp_path / "text.json")
+    writer = ManifestWriter(uri, "ferry-e1", batch_files=1000)
+    writer.add_rewrites(
+        context,
+        [Rewrite([f"s3://src/t/metadata/{long}-{n}.avro", "s3://dr/t/metadata/" + long, 0, n, 0, 1],
+                 "s3://src/t/x", "s3://dr/t/x", 1) for n in range(2000)],
+    )  # fmt: skip
+    summary = writer.close()
+    batches = read_batches(uri)
+    assert summary.batches == len(batches) > 2
+    assert all(len(json.dumps(batch)) <= BATCH_TEXT_LIMIT for batch in batches)
+    assert sum(len(batch_rewrites(b)[1]) for b in batches) == 2000
+    # CPU: rewrites of large manifests close a batch at REWRITE_BATCH_BYTES of them (a
+    # manifest larger than that is a batch of its own), long before the bytes of copies would.
+    uri = fs.local_uri(tmp_path / "cpu.json")
+    writer = ManifestWriter(uri, "ferry-e1", batch_files=100, batch_bytes=25 * GIB)
+    big = REWRITE_BATCH_BYTES // 3 + 1
+    sizes = [big] * 7 + [REWRITE_BATCH_BYTES * 2, 1]
+    writer.add_rewrites(
+        context,
+        [Rewrite([f"s3://src/t/metadata/m{n}.avro", "t", 0, n, 0, size], "s3://a/x", "s3://b/x", size)
+         for n, size in enumerate(sizes)],
+    )  # fmt: skip
+    writer.close()
+    assert [[item[-1] for item in batch_rewrites(b)[1]] for b in read_batches(uri)] == [
+        [big, big],
+        [big, big],
+        [big, big],
+        [big],
+        [REWRITE_BATCH_BYTES * 2],
+        [1],
+    ]

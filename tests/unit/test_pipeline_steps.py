@@ -1,13 +1,14 @@
 """Pieces of the pipeline that need no service: copier choice, errors, summaries."""
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from ferry.config import CopierOptions, ReplicationMode, TableReplication
 from ferry.copier import CopyTask
 from ferry.errors import describe_error
 from ferry.local.emulator_emr_serverless import api_parameters
-from ferry.manifest import ManifestSummary
+from ferry.manifest import REWRITE_BATCH_BYTES, ManifestSummary
 from ferry.model import Column, Partition, StorageDescriptor, Table, TableType
 from ferry.outcomes import map_results, summary, write_map_results
 from ferry.plan import ReplicationPlan
@@ -80,6 +81,29 @@ def test_copier_choice():
     assert choose_copier(plan_with([]), options) is CopierKind.METADATA
     unchanged = plan_with([], partitions=(), before=plan_with([]).replica_table)
     assert choose_copier(unchanged, options) is CopierKind.NONE
+
+
+def test_manifest_rewrites_need_a_copier_and_many_go_to_spark():
+    """An Iceberg run's manifest rewrites are a copier's work even with no file to copy;
+    more of them than one batch holds (they cost CPU) leave the inline copier."""
+    options = CopierOptions(inline_threshold_mib=1)
+
+    def rewriting(source, target, rewrite_bytes, files=()):
+        plan = plan_with(list(files))
+        summary = replace(
+            plan.manifest,
+            rewrites=3,
+            rewrite_bytes=rewrite_bytes,
+            source_schemes=(source,),
+            target_schemes=(target,),
+        )
+        return replace(plan, manifest=summary)
+
+    assert choose_copier(rewriting("file", "file", 1000), options) is CopierKind.INLINE
+    assert choose_copier(rewriting("s3", "s3", 1000), options) is CopierKind.S3
+    many = REWRITE_BATCH_BYTES + 1
+    assert choose_copier(rewriting("file", "file", many), options) is CopierKind.SPARK
+    assert choose_copier(rewriting("s3", "s3", many), options) is CopierKind.S3
 
 
 def test_lambda_error_payloads_become_a_name_and_a_line():
