@@ -38,7 +38,7 @@ from ferry.catalog.locations import (
     referenced_locations,
 )
 from ferry.config import CatalogConfig, ReplicationMode, TableReplication
-from ferry.iceberg.pipeline import IcebergIntent
+from ferry.iceberg.pipeline import IcebergIntent, retired_by
 from ferry.ledger import (
     CreatedSnapshot,
     DynamoDbStateStore,
@@ -459,7 +459,8 @@ def committed(
         superseded = superseded_locations(before, after.locations, owner)
         _ledger(state, replica_key_, plan, superseded, now)
     if plan.iceberg is not None and plan.iceberg.changed:
-        retired = iceberg_files_ledgered(state, replica_key_, plan, plan.iceberg.retired, now)
+        dropped = retired_by(plan.iceberg)
+        retired = iceberg_files_ledgered(state, replica_key_, plan, dropped, now)
         superseded += [(path, path) for path in retired]
         if run_root is not None:
             _intent_fulfilled(state, replica_key_, plan, run_root, now)

@@ -43,8 +43,8 @@ from ferry.iceberg.paths import canonical
 from ferry.iceberg.plan import FileCopy, StagedCommit, plan_replication
 from ferry.iceberg.reading import is_live, read_manifest, read_table_metadata, referenced_files
 from ferry.iceberg.replicate import (
+    dropped_files,
     manifest_work,
-    retired_files,
     run_manifest_work,
     write_staged,
 )
@@ -72,8 +72,6 @@ class IcebergRun:
     rewritten_deletes: tuple[str, ...] = ()
     #: Source snapshots the replica gets in this run.
     new_snapshot_ids: tuple[int, ...] = ()
-    #: Replica files only the previous metadata referenced (snapshots expired at the source).
-    retired: tuple[str, ...] = ()
     #: The metadata files the run writes (or would: ``ferry plan``): manifests, manifest
     #: lists, the metadata.json, and rewritten position delete files.
     metadata_files: int = 0
@@ -171,7 +169,6 @@ def plan_iceberg(
         written=written,
         rewritten_deletes=rewritten,
         new_snapshot_ids=tuple(s.snapshot.snapshot_id for s in plan.snapshots),
-        retired=retired_files(plan, io) if write else (),
         metadata_files=len(plan.manifests) + len(plan.snapshots) + 1 + len(plan.delete_rewrites),
         staged=staged_uri,
     )
@@ -270,6 +267,17 @@ def commit_metadata(run: IcebergRun, threads: int = 16) -> None:
     lengths = {path: size for path, size in zip(manifests, sizes, strict=True) if size is not None}
     write_staged(io, io, staged, lengths, threads)
     check_new_files(staged, io, threads)
+
+
+def retired_by(run: IcebergRun) -> tuple[str, ...]:
+    """The replica files the run's previous version referenced and its new one does not
+    (the source expired snapshots or replaced statistics), for housekeeping's ledger; read
+    once Commit wrote the new version, never deleted here."""
+    if run.previous_metadata_location is None or not run.changed:
+        return ()
+    io = FerryFileIO()
+    previous = read_table_metadata(io, run.previous_metadata_location)
+    return dropped_files(io, previous, read_table_metadata(io, run.metadata_location))
 
 
 def read_staged(uri: str) -> StagedCommit:

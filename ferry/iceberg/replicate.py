@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from pyiceberg.avro.codecs import AVRO_CODEC_KEY
 from pyiceberg.io import FileIO
-from pyiceberg.table.metadata import TableMetadataUtil
+from pyiceberg.table.metadata import TableMetadata, TableMetadataUtil
 
 from ferry import faults
 from ferry.errors import IcebergMetadataError, VerificationError
@@ -233,14 +233,18 @@ def copy_file(source_io: FileIO, replica_io: FileIO, copy: FileCopy) -> bool:
 def retired_files(plan: IcebergPlan, replica_io: FileIO) -> tuple[str, ...]:
     """The replica files the previous version referenced and the new one does not (the
     source expired snapshots or replaced statistics): for housekeeping, never deleted here.
-    Reads every replica manifest only when something was dropped."""
-    previous = plan.replica
-    if previous is None or plan.metadata is None:
+    Once the new version's files are all written (it reads its manifest lists)."""
+    if plan.replica is None or plan.metadata is None:
         return ()
-    if not plan.removed_snapshot_ids and metadata_side_files(previous) <= metadata_side_files(
-        plan.metadata
-    ):
+    return dropped_files(replica_io, plan.replica, plan.metadata)
+
+
+def dropped_files(io: FileIO, previous: TableMetadata, metadata: TableMetadata) -> tuple[str, ...]:
+    """The files ``previous`` references and ``metadata`` does not, both versions of one
+    replica written in full. Reads every manifest of both only when something was dropped:
+    a snapshot, or a statistics file."""
+    kept = {s.snapshot_id for s in metadata.snapshots}
+    removed = any(s.snapshot_id not in kept for s in previous.snapshots)
+    if not removed and metadata_side_files(previous) <= metadata_side_files(metadata):
         return ()
-    before = referenced_files(replica_io, previous)
-    after = referenced_files(replica_io, plan.metadata)
-    return tuple(sorted(before - after))
+    return tuple(sorted(referenced_files(io, previous) - referenced_files(io, metadata)))

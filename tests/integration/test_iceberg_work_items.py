@@ -52,7 +52,7 @@ def plan_run(source_metadata, replica, previous, work: Path, event_id=EVENT, bat
     """Plan (streaming into a manifest of small batches); the run, its summary, the manifest."""
     manifest_uri = fs.local_uri(work / event_id / "manifest.json")
     writer = ManifestWriter(manifest_uri, event_id, batch_files)
-    run = plan_iceberg(source_metadata, replica, previous, event_id, writer, write=True)
+    run = plan_iceberg(source_metadata, replica, previous, event_id, writer, write=True).run
     return run, writer.close(), manifest_uri
 
 
