@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from typing import Any
 
 from ferry import fs
@@ -242,3 +246,19 @@ def in_process_aws(monkeypatch) -> None:
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+
+
+def ferry(*args: str, faults: list[dict] | None = None, **popen) -> subprocess.Popen:
+    """``ferry <args>`` in a process of its own (``python -m ferry.cli``), with ``faults``
+    armed in it (``FERRY_FAULTS``): a process the tests may kill."""
+    environment = {**os.environ}
+    if faults:
+        environment["FERRY_FAULTS"] = json.dumps(faults)
+    return subprocess.Popen(
+        [sys.executable, "-m", "ferry.cli", *args],
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **popen,
+    )

@@ -8,11 +8,8 @@ nothing references, and tells consumers.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
-import subprocess
-import sys
 import time
 
 import pytest
@@ -25,26 +22,13 @@ from tests.helpers import (
     assert_replica_holds_source,
     catalog_state,
     config_document,
+    ferry,
     files_below,
     partition_snapshots,
     rewrite_orders,
 )
 
 pytestmark = pytest.mark.e2e
-
-
-def ferry(*args: str, faults: list[dict] | None = None, **popen) -> subprocess.Popen:
-    environment = {**os.environ}
-    if faults:
-        environment["FERRY_FAULTS"] = json.dumps(faults)
-    return subprocess.Popen(
-        [sys.executable, "-m", "ferry.cli", *args],
-        env=environment,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        **popen,
-    )
 
 
 @pytest.fixture

@@ -8,11 +8,7 @@ intent, ledgered by Plan before they wrote anything — and nothing else.
 from __future__ import annotations
 
 import itertools
-import json
-import os
 import signal
-import subprocess
-import sys
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
@@ -32,7 +28,7 @@ from ferry.ledger import DynamoDbStateStore, SqliteStateStore, replica_key
 from ferry.lifecycle import LOCAL_STATE_FILE, ReplicaState
 from ferry.local import deploy
 from tests.e2e.test_faults import copy_batch_results
-from tests.helpers import Replicator, at, config_document, files_below
+from tests.helpers import Replicator, at, config_document, ferry, files_below
 from tests.iceberg_tables import create_history_table, read_rows
 from tests.integration.test_iceberg_faults import (
     HistorySource,
@@ -51,19 +47,6 @@ _tables = itertools.count(1)
 @pytest.fixture(scope="module")
 def history_source(local_runtime, tmp_path_factory) -> HistorySource:
     return create_history_source(local_runtime, tmp_path_factory.mktemp("iceberg-killed"))
-
-
-def ferry(*args: str, faults: list[dict] | None = None) -> subprocess.Popen:
-    environment = {**os.environ}
-    if faults:
-        environment["FERRY_FAULTS"] = json.dumps(faults)
-    return subprocess.Popen(
-        [sys.executable, "-m", "ferry.cli", *args],
-        env=environment,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
 
 
 def succeeds(*args: str) -> None:
