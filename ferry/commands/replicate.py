@@ -284,7 +284,8 @@ def _print_outcome(console: Console, outcome) -> None:
             f"{human_bytes(outcome.bytes)}"
         )
     else:
-        counts = f"unpartitioned, {plural(outcome.files, 'file')}, {human_bytes(outcome.bytes)}"
+        shape = "Iceberg table" if outcome.kind == "Iceberg table" else "unpartitioned"
+        counts = f"{shape}, {plural(outcome.files, 'file')}, {human_bytes(outcome.bytes)}"
     where = escape(outcome.replica_location) if outcome.replica_location else None
     if outcome.status == "PLANNED":
         console.print(f"[cyan]•[/cyan] {head}  would replicate {counts}{_by(outcome.copier)}")

@@ -49,9 +49,12 @@ def history_source(local_runtime, tmp_path_factory) -> HistorySource:
     return create_history_source(local_runtime, tmp_path_factory.mktemp("iceberg-killed"))
 
 
-def succeeds(*args: str) -> None:
+def succeeds(*args: str) -> str:
+    """Run ``ferry <args>`` to success; what it printed."""
     process = ferry(*args)
-    assert process.wait(180) == 0, process.stderr.read()
+    out, err = process.communicate(timeout=180)
+    assert process.returncode == 0, err
+    return out
 
 
 @pytest.mark.parametrize(
@@ -91,7 +94,9 @@ def test_a_killed_ferry_replicate_leaves_files_housekeeping_deletes_exactly(
         replica_database,
         HiveCatalog("replica", uri=local_runtime.replica_uri),
     )
-    succeeds("replicate", config, "--home", home)
+    printed = succeeds("replicate", config, "--home", home)
+    assert f"{source.database}.history → {replica_database}.history" in printed
+    assert "Iceberg table, " in printed and "unpartitioned" not in printed
     before = metadata_location(replica_catalog.get_table(replica_database, "history"))
     n, n_plus_1 = source.table(source.before), source.table(source.after)
     # Somebody else's files below the location: never Ferry's to delete.
