@@ -142,36 +142,10 @@ def register_iceberg_replica(
     owner = owner or metadata.properties.get("owner")
     if kind is CatalogKind.GLUE:
         storage = StorageDescriptor(location=metadata.location, columns=_glue_columns(metadata))
-        return Table(
-            database=database,
-            name=name,
-            table_type=TableType.EXTERNAL,
-            storage=storage,
-            parameters=registered,
-            owner=owner,
-            description=description,
-        )
-    engine = _hive_engine_enabled(metadata, source_table, replica_before)
-    registered[EXTERNAL] = "TRUE"
-    if engine:
-        registered[STORAGE_HANDLER] = HIVE_ICEBERG_STORAGE_HANDLER
     else:
-        registered.pop(STORAGE_HANDLER, None)
-    if description is not None:
-        registered[COMMENT] = description
-    formats = (
-        (HIVE_ICEBERG_INPUT_FORMAT, HIVE_ICEBERG_OUTPUT_FORMAT, HIVE_ICEBERG_SERDE)
-        if engine
-        else (FILE_INPUT_FORMAT, FILE_OUTPUT_FORMAT, LAZY_SIMPLE_SERDE)
-    )
-    storage = StorageDescriptor(
-        location=metadata.location,
-        columns=_hive_columns(metadata),
-        input_format=formats[0],
-        output_format=formats[1],
-        serde_library=formats[2],
-        number_of_buckets=0,  # unset: Iceberg's catalogs leave it to the metastore's default
-    )
+        storage = _hive_storage(metadata, registered, source_table, replica_before)
+        if description is not None:  # a Hive metastore keeps it as a parameter
+            registered[COMMENT], description = description, None
     return Table(
         database=database,
         name=name,
@@ -179,6 +153,36 @@ def register_iceberg_replica(
         storage=storage,
         parameters=registered,
         owner=owner,
+        description=description,
+    )
+
+
+def _hive_storage(
+    metadata: TableMetadata,
+    registered: dict[str, str],
+    source_table: Table,
+    replica_before: Table | None,
+) -> StorageDescriptor:
+    """A Hive replica's storage, as Iceberg's catalogs write it; marks ``registered``
+    external, with Iceberg's storage handler where Hive's Iceberg engine is on."""
+    engine = _hive_engine_enabled(metadata, source_table, replica_before)
+    registered[EXTERNAL] = "TRUE"
+    if engine:
+        registered[STORAGE_HANDLER] = HIVE_ICEBERG_STORAGE_HANDLER
+    else:
+        registered.pop(STORAGE_HANDLER, None)
+    formats = (
+        (HIVE_ICEBERG_INPUT_FORMAT, HIVE_ICEBERG_OUTPUT_FORMAT, HIVE_ICEBERG_SERDE)
+        if engine
+        else (FILE_INPUT_FORMAT, FILE_OUTPUT_FORMAT, LAZY_SIMPLE_SERDE)
+    )
+    return StorageDescriptor(
+        location=metadata.location,
+        columns=_hive_columns(metadata),
+        input_format=formats[0],
+        output_format=formats[1],
+        serde_library=formats[2],
+        number_of_buckets=0,  # unset: Iceberg's catalogs leave it to the metastore's default
     )
 
 
