@@ -121,6 +121,7 @@ class Functions(Construct):
             "FERRY_WORK_URI": work.work_uri,
             "FERRY_STATE_TABLE": state.table.table_name,
             "FERRY_CONFIG_SECRET": secret.secret.secret_arn,
+            "FERRY_CONFIG_SECRET_VARIABLES": ",".join(secret.names),
             "FERRY_MAX_CONCURRENCY": str(settings.tables_at_once),
             "POWERTOOLS_SERVICE_NAME": "ferry",
             "POWERTOOLS_METRICS_NAMESPACE": "Ferry",
