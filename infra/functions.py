@@ -19,7 +19,7 @@ from constructs import Construct
 
 from ferry import statemachine
 from infra import bundling
-from infra.access import DataAccess, allow, allow_prefix
+from infra.access import DataAccess, allow, allow_prefix, trusted_service
 from infra.configs import ReplicationConfigs
 from infra.encryption import Encryption
 from infra.removal import KEEP
@@ -132,7 +132,8 @@ class Functions(Construct):
             role = iam.Role(
                 self,
                 f"{name}Role",
-                assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+                # Lambda sets aws:SourceAccount, not aws:SourceArn, for an execution role.
+                assumed_by=trusted_service("lambda.amazonaws.com", settings.account),
                 description=f"Ferry {settings.name}: the {name} step",
             )
             log_group = logs.LogGroup(
