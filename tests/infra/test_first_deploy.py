@@ -395,3 +395,28 @@ def test_the_suite_the_functions_and_the_spark_job_run_one_python():
         int(p) for p in bundling.LAMBDA_RUNTIME.name.removeprefix("python").split(".")
     )
     assert lambda_python == bundling.EMR_PYTHON_VERSION == sys.version_info[:2]
+
+
+def test_the_runbook_names_every_resource_a_destroy_keeps_under_a_name(deployed):
+    """What ``cdk destroy`` keeps under a fixed name blocks the next deploy: the README's
+    runbook ("Destroy, and deploy again") names each, with what to do."""
+    from fnmatch import fnmatch
+
+    stack, template, _ = deployed
+    readme = (ROOT / "README.md").read_text()
+    runbook = readme[readme.index("### Destroy, and deploy again") :]
+    runbook = runbook[: runbook.index("\n## ")]
+    named = re.findall(r"`([^`]+)`", runbook)
+    name = stack.settings.name
+    kept = []
+    for resource in template["Resources"].values():
+        if resource.get("DeletionPolicy", "Delete") == "Delete":
+            continue
+        properties = resource.get("Properties", {})
+        for key in ("TableName", "Name", "LogGroupName", "BucketName", "AliasName"):
+            if isinstance(properties.get(key), str):
+                kept.append(properties[key].replace(name, "<env>"))
+    assert kept
+    for physical in kept:
+        assert any(fnmatch(physical, pattern) for pattern in named), physical
+    assert "Networking across regions" in readme and "NAT" in readme
