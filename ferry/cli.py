@@ -62,16 +62,21 @@ def lease(text: str) -> timedelta:
 def home_folder(text: str) -> Path:
     """An argparse type: a folder for Ferry's state, existing or not; never a file.
 
-    Checked, not created: nothing is written before every check has passed.
+    Checked, not created: nothing is written before every check has passed. An existing one
+    must be readable: every command reads its state there.
     """
+    from ferry.fs import nearest_existing
+
     path = Path(text)
-    folder = path.absolute()
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent
+    folder, problem = nearest_existing(path)
+    if problem:
+        raise argparse.ArgumentTypeError(f"{text!r} cannot be reached: {problem}")
     if not folder.is_dir():
         if folder == path.absolute():
             raise argparse.ArgumentTypeError(f"{text!r} is a file, not a folder")
         raise argparse.ArgumentTypeError(f"{text!r} cannot be a folder: {folder} is a file")
+    if folder == path.absolute() and not os.access(folder, os.R_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(f"{text!r} cannot be read (permission denied)")
     return path
 
 

@@ -92,12 +92,34 @@ def local_uri(path: str | os.PathLike[str]) -> str:
     return "file://" + os.path.abspath(path)
 
 
+def nearest_existing(path: os.PathLike[str] | str) -> tuple[Path, str | None]:
+    """The nearest existing file or folder at or above ``path`` (absolute), and None; or the
+    folder above it that cannot be searched, and why (nothing below it can be reached, and
+    ``Path.exists`` would raise ``PermissionError`` there)."""
+    folder = Path(path).absolute()
+    blocked = False
+    while True:
+        try:
+            folder.stat()
+        except PermissionError:
+            blocked = True
+        except (FileNotFoundError, NotADirectoryError):
+            pass
+        except OSError as error:  # a name too long, a loop of links
+            return folder, f"{folder}: {error.strerror}"
+        else:
+            return folder, f"{folder} cannot be searched (permission denied)" if blocked else None
+        if folder == folder.parent:
+            return folder, None
+        folder = folder.parent
+
+
 def why_not_creatable(path: os.PathLike[str] | str) -> str | None:
     """Why a local file or folder could not be created at ``path``, or None when it could:
     the nearest existing folder above it must be a folder, and writable."""
-    folder = Path(path)
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent
+    folder, problem = nearest_existing(path)
+    if problem:
+        return problem
     if not folder.is_dir():
         return f"{folder} is a file, not a folder"
     if not os.access(folder, os.W_OK | os.X_OK):
