@@ -16,6 +16,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import NoReturn
 
+from ferry import node
 from ferry.commands import EXIT_USAGE, UsageError, run_command
 
 
@@ -395,6 +396,8 @@ def _local(args: argparse.Namespace) -> int:
     from ferry.local import runtime
 
     home = args.home.resolve()
+    if args.action == "up":
+        node.quiet_jsii()  # up synthesizes the local environment's stack with the CDK
     if args.action == "trigger":
         if args.config is None:
             raise UsageError("local trigger needs CONFIG, the config whose triggers to install")
@@ -410,12 +413,14 @@ def _local(args: argparse.Namespace) -> int:
 def _doctor(args: argparse.Namespace) -> int:
     from ferry.commands.doctor import run_doctor
 
+    node.quiet_jsii()  # the doctor reads the settings with the CDK app's modules
     return run_doctor(args.environment, home=args.home, as_json=args.json, spark_job=args.spark_job)
 
 
 def _demo(args: argparse.Namespace) -> int:
     from ferry import demo
 
+    node.quiet_jsii()  # the demo starts the local runtime, which synthesizes with the CDK
     return demo.run(
         args.home.resolve(),
         {"source": args.source_port, "replica": args.replica_port, "aws": args.aws_port},
