@@ -397,6 +397,7 @@ def _local(args: argparse.Namespace) -> int:
 
     home = args.home.resolve()
     if args.action == "up":
+        _check_writable(home)
         node.quiet_jsii()  # up synthesizes the local environment's stack with the CDK
     if args.action == "trigger":
         if args.config is None:
@@ -410,6 +411,16 @@ def _local(args: argparse.Namespace) -> int:
     return run_local(args.action, home, ports, as_json=args.json)
 
 
+def _check_writable(home: Path) -> None:
+    """The local runtime keeps its processes' state in ``home``: it must be writable (or
+    creatable) before anything starts."""
+    from ferry.fs import why_not_creatable
+
+    problem = why_not_creatable(home)
+    if problem:
+        raise UsageError(f"--home {home}: {problem}; the local runtime keeps its state there")
+
+
 def _doctor(args: argparse.Namespace) -> int:
     from ferry.commands.doctor import run_doctor
 
@@ -420,6 +431,7 @@ def _doctor(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from ferry import demo
 
+    _check_writable(args.home.resolve())
     node.quiet_jsii()  # the demo starts the local runtime, which synthesizes with the CDK
     return demo.run(
         args.home.resolve(),

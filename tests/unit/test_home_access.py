@@ -1,5 +1,6 @@
-"""A home or work folder Ferry may not read: one line naming the option and the folder, exit
-code 2, nothing created — never a ``PermissionError`` traceback.
+"""A home or work folder Ferry may not read, or a runtime's home it may not write: one line
+naming the option and the folder, exit code 2, nothing created or started — never a
+``PermissionError`` traceback.
 
 Root reads every folder whatever its mode: as root, ``ferry`` runs without the capabilities
 that let it (``setpriv`` drops ``CAP_DAC_OVERRIDE`` and ``CAP_DAC_READ_SEARCH``), so a folder
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from ferry.local.processes import free_port
 from tests.unit.test_bad_input_cli import document, tree
 
 _CAPABILITIES = "-dac_override,-dac_read_search"
@@ -116,3 +118,23 @@ def test_the_state_store_check_names_a_home_it_may_not_read(as_anyone, folders):
     assert done.stderr.splitlines()[-1] == (
         f"ferry.errors.StateStoreError: state store {store}: cannot be read: Permission denied"
     )
+
+
+@pytest.mark.parametrize("argv", [["local", "up"], ["demo"]], ids=["local-up", "demo"])
+@pytest.mark.parametrize("below", [False, True], ids=["the-home", "below-it"])
+def test_a_runtime_home_ferry_may_not_write(as_anyone, folders, argv, below):
+    here, _, locked = folders
+    locked.chmod(0o555)
+    home = locked / "home" if below else locked
+    ports = [str(free_port()) for _ in range(3)]
+    done = run(
+        as_anyone, here, *argv, "--home", str(home), "--source-port", ports[0],
+        "--replica-port", ports[1], "--aws-port", ports[2],
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stdout == "" and "Traceback" not in done.stderr
+    assert done.stderr.splitlines() == [
+        f"ferry: error: --home {home}: {locked} is not writable; the local runtime keeps its "
+        "state there"
+    ]
+    assert os.listdir(locked) == []  # nothing started: no state, no process files
