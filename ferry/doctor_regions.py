@@ -54,21 +54,21 @@ def _regions_of(
         if catalog.glue is not None:
             yield f"{key} {catalog.name} (Glue)", catalog.glue.region
     buckets: dict[str, str] = {}
+    declared: dict[str, str] = {}  # a trigger's region, as its config declares it
     for table in config.table_replications:
         location = table.replica_table.table_location or ""
         if location.split("://", 1)[0] in ("s3", "s3a", "s3n"):
             buckets.setdefault(_bucket(location), "a replica table location")
+    for trigger in config.triggers.s3:
+        buckets.setdefault(trigger.bucket, "a trigger bucket")
+        if trigger.region:
+            declared[trigger.bucket] = trigger.region
     for location in read_locations:
         bucket = _bucket(location)
         if "*" not in bucket and "?" not in bucket:
             buckets.setdefault(bucket, "a read location")
-    for trigger in config.triggers.s3:
-        if trigger.region:
-            yield f"trigger bucket {trigger.bucket}", trigger.region
-        else:
-            buckets.setdefault(trigger.bucket, "a trigger bucket")
     for bucket, role in sorted(buckets.items()):
-        yield f"bucket {bucket} ({role})", bucket_region(bucket)
+        yield f"bucket {bucket} ({role})", declared.get(bucket) or bucket_region(bucket)
     listener = config.sns_event_listener
     if listener is not None:
         for topic in {listener.topic, listener.start_topic, listener.success_topic,

@@ -235,3 +235,40 @@ def test_a_config_within_the_region_needs_no_nat(vpc, tmp_path):
         "security groups",
     ]
     assert all(f.status == OK for f in findings)
+
+
+def test_what_a_config_reaches_in_other_regions_is_named_once_each(tmp_path):
+    """Glue catalogs by their region, buckets by S3's answer (a trigger's declared region
+    first), topics by their ARN; wildcard read locations cannot be looked up and are left out."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from ferry.doctor_regions import Elsewhere, reached_elsewhere
+
+    document = _document("us-west-2", "dr-west")
+    document["sns-event-listener"] = {"topic": "arn:aws:sns:us-east-1:123456789012:ferry"}
+    document["triggers"] = {
+        "s3": [{"bucket": "landing-east", "prefix": "warehouse/", "region": "us-east-1"}]
+    }
+    settings = _settings(tmp_path, None, **document)
+    settings.replications = [
+        SimpleNamespace(
+            config=Path("infra/replications/landing-dr.yml"),
+            read_locations=["s3://landing-east/warehouse/", "s3://raw-*/data/", "s3://here/x/"],
+        )
+    ]
+    looked_up = []
+
+    def bucket_region(bucket: str) -> str | None:
+        looked_up.append(bucket)
+        return {"dr-west": "us-west-2", "here": REGION}.get(bucket)
+
+    assert reached_elsewhere(settings, bucket_region) == [
+        Elsewhere("landing-dr.yml", "replica-catalog west (Glue)", "us-west-2"),
+        Elsewhere("landing-dr.yml", "bucket dr-west (a replica table location)", "us-west-2"),
+        Elsewhere("landing-dr.yml", "bucket landing-east (a trigger bucket)", "us-east-1"),
+        Elsewhere(
+            "landing-dr.yml", "SNS topic arn:aws:sns:us-east-1:123456789012:ferry", "us-east-1"
+        ),
+    ]
+    assert sorted(looked_up) == ["dr-west", "here"]
