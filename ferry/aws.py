@@ -178,6 +178,20 @@ class AwsClients:
         )
 
     @property
+    def endpoint(self) -> str | None:
+        """The endpoint every client is given, or None: the environment's (or AWS's own)."""
+        return self._endpoint
+
+    def credentials(self) -> tuple[str, str, str | None] | None:
+        """The session's credentials (access key id, secret key, session token), when they
+        were given to it explicitly; None when the SDK's chain finds them."""
+        found = self._session.get_credentials()
+        if found is None or getattr(found, "method", None) != "explicit":
+            return None
+        frozen = found.get_frozen_credentials()
+        return frozen.access_key, frozen.secret_key, frozen.token
+
+    @property
     def region(self) -> str | None:
         """The session's default region (where a client without one goes)."""
         return self._session.region_name

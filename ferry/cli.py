@@ -16,6 +16,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import NoReturn
 
+from ferry import node
 from ferry.commands import EXIT_USAGE, UsageError, run_command
 
 
@@ -62,16 +63,21 @@ def lease(text: str) -> timedelta:
 def home_folder(text: str) -> Path:
     """An argparse type: a folder for Ferry's state, existing or not; never a file.
 
-    Checked, not created: nothing is written before every check has passed.
+    Checked, not created: nothing is written before every check has passed. An existing one
+    must be readable: every command reads its state there.
     """
+    from ferry.fs import nearest_existing
+
     path = Path(text)
-    folder = path.absolute()
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent
+    folder, problem = nearest_existing(path)
+    if problem:
+        raise argparse.ArgumentTypeError(f"{text!r} cannot be reached: {problem}")
     if not folder.is_dir():
         if folder == path.absolute():
             raise argparse.ArgumentTypeError(f"{text!r} is a file, not a folder")
         raise argparse.ArgumentTypeError(f"{text!r} cannot be a folder: {folder} is a file")
+    if folder == path.absolute() and not os.access(folder, os.R_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(f"{text!r} cannot be read (permission denied)")
     return path
 
 
@@ -390,6 +396,9 @@ def _local(args: argparse.Namespace) -> int:
     from ferry.local import runtime
 
     home = args.home.resolve()
+    if args.action == "up":
+        _check_writable(home)
+        node.quiet_jsii()  # up synthesizes the local environment's stack with the CDK
     if args.action == "trigger":
         if args.config is None:
             raise UsageError("local trigger needs CONFIG, the config whose triggers to install")
@@ -402,15 +411,28 @@ def _local(args: argparse.Namespace) -> int:
     return run_local(args.action, home, ports, as_json=args.json)
 
 
+def _check_writable(home: Path) -> None:
+    """The local runtime keeps its processes' state in ``home``: it must be writable (or
+    creatable) before anything starts."""
+    from ferry.fs import why_not_creatable
+
+    problem = why_not_creatable(home)
+    if problem:
+        raise UsageError(f"--home {home}: {problem}; the local runtime keeps its state there")
+
+
 def _doctor(args: argparse.Namespace) -> int:
     from ferry.commands.doctor import run_doctor
 
+    node.quiet_jsii()  # the doctor reads the settings with the CDK app's modules
     return run_doctor(args.environment, home=args.home, as_json=args.json, spark_job=args.spark_job)
 
 
 def _demo(args: argparse.Namespace) -> int:
     from ferry import demo
 
+    _check_writable(args.home.resolve())
+    node.quiet_jsii()  # the demo starts the local runtime, which synthesizes with the CDK
     return demo.run(
         args.home.resolve(),
         {"source": args.source_port, "replica": args.replica_port, "aws": args.aws_port},

@@ -19,40 +19,29 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
 from ferry.aws import AwsClients
 from ferry.config_text import SECRET_PLACEHOLDER
+from ferry.doctor_findings import FAILED, OK, SKIPPED, Finding
+from ferry.doctor_network import (
+    POLLER_SERVICES,
+    VPC_SERVICES,
+    check_routes,
+    check_security_groups,
+    check_subnets,
+    subnets_without_nat,
+)
+from ferry.doctor_regions import check_other_regions, head_bucket_region, reached_elsewhere
 
-OK, FAILED, SKIPPED = "ok", "failed", "skipped"
+__all__ = [
+    "FAILED", "OK", "SKIPPED", "POLLER_SERVICES", "VPC_SERVICES", "Deployment", "Doctor",
+    "Finding", "check_routes", "check_security_groups", "check_subnets",
+]  # fmt: skip
+
 BOOTSTRAP_PARAMETER = "/cdk-bootstrap/hnb659fds/version"
-#: Services the functions call from their subnets (VPC endpoint service names).
-VPC_SERVICES = ("s3", "dynamodb", "glue", "sns", "secretsmanager", "sts", "emr-serverless", "logs")
-#: What the Hive notification log's poller calls besides: it starts change windows.
-POLLER_SERVICES = ("states",)
-#: Services S3 and DynamoDB offer Gateway endpoints for (reached through route tables).
-GATEWAY_SERVICES = ("s3", "dynamodb")
-HTTPS = 443
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One check: what, its outcome, what was found, and what to do when it failed."""
-
-    check: str
-    status: str
-    detail: str
-    fix: str | None = None
-
-    def line(self) -> str:
-        mark = {OK: "✓", FAILED: "✗", SKIPPED: "–"}[self.status]
-        text = f"{mark} {self.check}: {self.detail}"
-        return f"{text} → {self.fix}" if self.fix and self.status == FAILED else text
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -100,11 +89,8 @@ class Doctor:
 
         try:
             return body()
-        except ClientError as error:
-            reply = error.response.get("Error", {})
-            return Finding(check, FAILED, f"{reply.get('Code')}: {reply.get('Message', '')}")
-        except BotoCoreError as error:
-            return Finding(check, FAILED, str(error))
+        except (BotoCoreError, ClientError) as error:
+            return _failed(check, error)
 
     # -- account and bootstrap ---------------------------------------------------------------
 
@@ -212,17 +198,27 @@ class Doctor:
     # -- triggers ----------------------------------------------------------------------------
 
     def trigger_buckets(self) -> list[Finding]:
-        seen: dict[str, str | None] = {}
-        for config in self.settings.configs.values():
+        seen: dict[str, tuple[str | None, list[str]]] = {}
+        for path, config in self.settings.configs.items():
             for trigger in config.triggers.s3:
-                seen.setdefault(trigger.bucket, trigger.region)
+                seen.setdefault(trigger.bucket, (trigger.region, []))[1].append(path.name)
         findings = []
-        for bucket, region in sorted(seen.items()):
+        for bucket, (region, configs) in sorted(seen.items()):
             check = f"trigger bucket {bucket}"
 
-            def body(bucket: str = bucket, region: str | None = region, check: str = check):
+            def body(
+                bucket: str = bucket,
+                region: str | None = region,
+                check: str = check,
+                configs: list[str] = configs,
+            ) -> Finding:
                 s3 = self.aws.client("s3", region or self.settings.region)
-                configuration = s3.get_bucket_notification_configuration(Bucket=bucket)
+                try:
+                    configuration = s3.get_bucket_notification_configuration(Bucket=bucket)
+                except s3.exceptions.ClientError as error:
+                    if error.response.get("Error", {}).get("Code") != "NoSuchBucket":
+                        raise
+                    return self._missing_trigger_bucket(check, bucket, region, configs)
                 if "EventBridgeConfiguration" not in configuration:
                     return Finding(
                         check,
@@ -235,6 +231,27 @@ class Doctor:
 
             findings.append(self._guarded(check, body))
         return findings
+
+    def _missing_trigger_bucket(
+        self, check: str, bucket: str, region: str | None, configs: list[str]
+    ) -> Finding:
+        where = region or self.settings.region
+        if self.local is not None:
+            # The local environment's trigger bucket is the demo's landing bucket: a runtime
+            # the demo has not run on has none yet, and nothing is wrong with it.
+            return Finding(
+                check,
+                SKIPPED,
+                f"does not exist yet: `ferry demo` creates it (in {where}) and sends its "
+                "events to EventBridge",
+            )
+        return Finding(
+            check,
+            FAILED,
+            f"does not exist in {where}: the triggers of {', '.join(configs)} never fire",
+            f"create the bucket in {where}, or correct triggers.s3 (bucket, region) in "
+            f"{', '.join(configs)}",
+        )
 
     # -- the network -------------------------------------------------------------------------
 
@@ -255,7 +272,21 @@ class Doctor:
                 "security groups",
                 lambda: check_security_groups(ec2, network, self.metastore_ports()),
             ),
+            *self.other_regions(ec2, network),
         ]
+
+    def other_regions(self, ec2: Any, network: Any) -> list[Finding]:
+        """The catalogs, buckets and topics of other regions, which the VPC's functions reach
+        only through a NAT (``ferry.doctor_regions``)."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        s3 = self.aws.client("s3", self.settings.region)
+        try:
+            elsewhere = reached_elsewhere(self.settings, lambda b: head_bucket_region(s3, b))
+            without_nat = subnets_without_nat(ec2, network)
+        except (BotoCoreError, ClientError) as error:
+            return [_failed("other regions", error)]
+        return check_other_regions(elsewhere, without_nat, self.settings.region)
 
     def metastore_ports(self) -> list[int]:
         ports = set()
@@ -509,98 +540,11 @@ def job_role_of(definition: str) -> str:
     return found.group(1)
 
 
-# -- the network's decisions, on EC2's descriptions -------------------------------------------
+def _failed(check: str, error: Exception) -> Finding:
+    """A check whose AWS call failed (denied, unreachable): what AWS said."""
+    from botocore.exceptions import ClientError
 
-
-def check_subnets(ec2: Any, network: Any) -> Finding:
-    subnets = ec2.describe_subnets(SubnetIds=network.subnet_ids)["Subnets"]
-    elsewhere = [s["SubnetId"] for s in subnets if s["VpcId"] != network.vpc_id]
-    if elsewhere:
-        return Finding(
-            "subnets",
-            FAILED,
-            f"{', '.join(elsewhere)} not in {network.vpc_id}",
-            "name subnets of the settings' VPC",
-        )
-    return Finding("subnets", OK, f"{len(subnets)} in {network.vpc_id}")
-
-
-def check_routes(
-    ec2: Any, network: Any, region: str, services: tuple[str, ...] = VPC_SERVICES
-) -> Finding:
-    """Every service the functions call is reachable from every subnet: an endpoint in the
-    VPC (a Gateway endpoint on the subnet's route table), or a default route to a NAT."""
-    endpoints = ec2.describe_vpc_endpoints(
-        Filters=[{"Name": "vpc-id", "Values": [network.vpc_id]}]
-    )["VpcEndpoints"]
-    by_service = {}
-    for endpoint in endpoints:
-        if endpoint.get("State", "available").lower() not in ("available", "pending"):
-            continue
-        service = endpoint["ServiceName"].removeprefix(f"com.amazonaws.{region}.")
-        by_service.setdefault(service, []).append(endpoint)
-    unreachable: dict[str, list[str]] = {}
-    for subnet in network.subnet_ids:
-        tables = ec2.describe_route_tables(
-            Filters=[{"Name": "association.subnet-id", "Values": [subnet]}]
-        )["RouteTables"]
-        if not tables:  # the VPC's main route table
-            tables = ec2.describe_route_tables(
-                Filters=[
-                    {"Name": "vpc-id", "Values": [network.vpc_id]},
-                    {"Name": "association.main", "Values": ["true"]},
-                ]
-            )["RouteTables"]
-        table_ids = {t["RouteTableId"] for t in tables}
-        nat = any(
-            route.get("DestinationCidrBlock") == "0.0.0.0/0" and route.get("NatGatewayId")
-            for table in tables
-            for route in table.get("Routes", [])
-        )
-        for service in services:
-            reachable = nat
-            for endpoint in by_service.get(service, []):
-                if endpoint.get("VpcEndpointType") == "Gateway" or service in GATEWAY_SERVICES:
-                    reachable |= bool(table_ids & set(endpoint.get("RouteTableIds", [])))
-                else:
-                    reachable = True
-            if not reachable:
-                unreachable.setdefault(service, []).append(subnet)
-    if unreachable:
-        missing = ", ".join(sorted(unreachable))
-        return Finding(
-            "services from the subnets",
-            FAILED,
-            f"no VPC endpoint and no NAT route for {missing}",
-            f"add VPC endpoints (com.amazonaws.{region}.<service>; Gateway endpoints for s3 "
-            "and dynamodb on the subnets' route tables) or a NAT gateway route",
-        )
-    return Finding(
-        "services from the subnets", OK, f"{', '.join(services)} reachable (endpoint or NAT)"
-    )
-
-
-def check_security_groups(ec2: Any, network: Any, ports: list[int]) -> Finding:
-    groups = ec2.describe_security_groups(GroupIds=network.security_group_ids)["SecurityGroups"]
-    needed = [HTTPS, *ports]
-    closed = [
-        port
-        for port in needed
-        if not any(_egress_allows(rule, port) for g in groups for rule in g["IpPermissionsEgress"])
-    ]
-    if closed:
-        return Finding(
-            "security groups",
-            FAILED,
-            f"no outbound rule for TCP {', '.join(map(str, closed))}",
-            "allow outbound TCP 443 (AWS's services) and each metastore's port",
-        )
-    return Finding("security groups", OK, f"outbound TCP {', '.join(map(str, needed))} allowed")
-
-
-def _egress_allows(rule: dict[str, Any], port: int) -> bool:
-    if rule.get("IpProtocol") == "-1":
-        return True
-    if rule.get("IpProtocol") not in ("tcp", "6"):
-        return False
-    return rule.get("FromPort", 0) <= port <= rule.get("ToPort", 65535)
+    if isinstance(error, ClientError):
+        reply = error.response.get("Error", {})
+        return Finding(check, FAILED, f"{reply.get('Code')}: {reply.get('Message', '')}")
+    return Finding(check, FAILED, str(error))

@@ -27,17 +27,20 @@ import os
 import queue
 import threading
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from pyarrow import fs as pafs
 
 # Also the file systems' own answer to which schemes are S3 (``fs.S3_SCHEMES``).
 from ferry.s3 import S3_SCHEMES, Refusal, error_code, refusal
+
+if TYPE_CHECKING:
+    from ferry.aws import AwsClients
 
 #: Connections of the S3 clients that list locations (a plan lists on up to this many threads).
 LISTING_CONNECTIONS = 64
@@ -59,6 +62,9 @@ class S3Settings:
 
     endpoint: str | None = None
     region: str | None = None
+    #: Credentials given explicitly (access key id, secret key, session token); None: the
+    #: SDK's own chain (the environment, the profile, the instance's role), as boto3's.
+    credentials: tuple[str, str, str | None] | None = field(default=None, repr=False)
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str]) -> S3Settings:
@@ -67,6 +73,13 @@ class S3Settings:
             endpoint=environ.get("AWS_ENDPOINT_URL_S3") or environ.get("AWS_ENDPOINT_URL") or None,
             region=environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION") or None,
         )
+
+    @classmethod
+    def of_clients(cls, aws: AwsClients) -> S3Settings:
+        """Where ``aws``'s own clients go, for an edge that built them for an endpoint of its
+        choosing (the local runtime that ``--home`` selects): their endpoint, region and
+        credentials, so that pyarrow reaches the S3 that boto3 reaches."""
+        return cls(endpoint=aws.endpoint, region=aws.region, credentials=aws.credentials())
 
 
 @dataclass(frozen=True)
@@ -92,12 +105,34 @@ def local_uri(path: str | os.PathLike[str]) -> str:
     return "file://" + os.path.abspath(path)
 
 
+def nearest_existing(path: os.PathLike[str] | str) -> tuple[Path, str | None]:
+    """The nearest existing file or folder at or above ``path`` (absolute), and None; or the
+    folder above it that cannot be searched, and why (nothing below it can be reached, and
+    ``Path.exists`` would raise ``PermissionError`` there)."""
+    folder = Path(path).absolute()
+    blocked = False
+    while True:
+        try:
+            folder.stat()
+        except PermissionError:
+            blocked = True
+        except (FileNotFoundError, NotADirectoryError):
+            pass
+        except OSError as error:  # a name too long, a loop of links
+            return folder, f"{folder}: {error.strerror}"
+        else:
+            return folder, f"{folder} cannot be searched (permission denied)" if blocked else None
+        if folder == folder.parent:
+            return folder, None
+        folder = folder.parent
+
+
 def why_not_creatable(path: os.PathLike[str] | str) -> str | None:
     """Why a local file or folder could not be created at ``path``, or None when it could:
     the nearest existing folder above it must be a folder, and writable."""
-    folder = Path(path)
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent
+    folder, problem = nearest_existing(path)
+    if problem:
+        return problem
     if not folder.is_dir():
         return f"{folder} is a file, not a folder"
     if not os.access(folder, os.W_OK | os.X_OK):
@@ -275,6 +310,9 @@ class FileSystems:
             # Emulators serve every bucket from one host; virtual-host addressing would not
             # resolve.
             options["force_virtual_addressing"] = False
+        if self.settings.credentials:
+            key, secret, token = self.settings.credentials
+            options.update(access_key=key, secret_key=secret, session_token=token)
         # Open objects lazily: a small file becomes one PutObject instead of a multipart
         # upload's three requests (errors such as a missing bucket then surface on write or
         # close).
@@ -415,9 +453,13 @@ class FileSystems:
         key = (region, pool_size(max(connections or 0, LISTING_CONNECTIONS)))
         with self._lock:
             if key not in self._s3_clients:
-                self._s3_clients[key] = s3_client(
-                    new_session(), region, self.settings.endpoint, key[1]
+                credentials = self.settings.credentials or (None, None, None)
+                session = new_session(
+                    aws_access_key_id=credentials[0],
+                    aws_secret_access_key=credentials[1],
+                    aws_session_token=credentials[2],
                 )
+                self._s3_clients[key] = s3_client(session, region, self.settings.endpoint, key[1])
             return self._s3_clients[key]
 
     def delete_tree(self, location: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ferry import fs
 from ferry.aws import AwsClients
 from ferry.commands import EXIT_FAILED, EXIT_OK, UsageError
 from ferry.doctor import FAILED, Deployment, Doctor, Finding
@@ -32,6 +33,7 @@ def run_doctor(
         from ferry.local import deploy
 
         _, _, aws = local_pipeline(home.resolve())
+        fs.configure(fs.S3Settings.of_clients(aws))  # every client, the runtime --home selects
         pipeline = deploy.Pipeline.load(home.resolve())
         assert pipeline is not None  # local_pipeline checked it
         local = Deployment(

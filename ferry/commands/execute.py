@@ -8,6 +8,7 @@ from pathlib import Path
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from ferry import fs
 from ferry.aws import AwsClients
 from ferry.commands import EXIT_FAILED, EXIT_OK, UsageError, check_work_location, load_selected
 from ferry.commands.local import local_pipeline
@@ -53,6 +54,8 @@ def run_execute(
         )
     else:
         state_machine_arn, work_uri, aws = local_pipeline(home.resolve())
+        # The runtime --home selects, for pyarrow too: the Map's results are read through it.
+        fs.configure(fs.S3Settings.of_clients(aws))
     _check_replicas(config, tables, aws, config_path)
     config_uri = deploy.upload_config(aws.client("s3"), work_uri, config_path)
     sfn = aws.client("stepfunctions", aws.region_of_arn(state_machine_arn))

@@ -112,7 +112,11 @@ class SqliteStateStore:
         writable is rolled back.
         """
         named = named or f"state store {self.path}"
-        if not self.path.exists():
+        try:
+            exists = self.path.exists()
+        except OSError as error:  # a home that cannot be searched
+            raise StateStoreError(f"{named}: cannot be read: {error.strerror}") from None
+        if not exists:
             problem = fs.why_not_creatable(self.path.parent)
             if problem:
                 raise StateStoreError(f"{named}: cannot be created: {problem}")

@@ -158,3 +158,73 @@ def test_a_hive_source_with_catalog_events_must_write_its_notification_log(
     behind = checks()[f"notification log of {written.name}"]
     assert behind.status == FAILED
     assert "below event 1000000000 the poller read" in behind.detail
+
+
+def test_a_fresh_runtime_passes_the_doctor_and_stderr_stays_empty(pipeline, local_runtime):
+    """Right after `ferry local up` the demo has not run: its landing bucket (the local
+    environment's trigger bucket) does not exist yet, which is said, not failed; and the CDK's
+    Node.js runtime prints no banner of its own."""
+    import os
+    import subprocess
+    import sys
+
+    s3 = boto3.client("s3")
+    existed = LANDING in {b["Name"] for b in s3.list_buckets()["Buckets"]}
+    if existed:  # another test's: a fresh runtime has none
+        notifications = s3.get_bucket_notification_configuration(Bucket=LANDING)
+        notifications.pop("ResponseMetadata", None)
+        s3.delete_bucket(Bucket=LANDING)
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("JSII_SILENCE")}
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "ferry.cli", "doctor", "--environment", "local",
+             "--home", str(local_runtime.state_dir)],
+            capture_output=True, text=True, timeout=300, env=environment,
+        )  # fmt: skip
+    finally:
+        if existed:
+            s3.create_bucket(Bucket=LANDING)
+            s3.put_bucket_notification_configuration(
+                Bucket=LANDING, NotificationConfiguration=notifications
+            )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stderr == ""
+    lines = done.stdout.splitlines()
+    assert f"– trigger bucket {LANDING}: does not exist yet: `ferry demo` creates it" in done.stdout
+    assert lines[-1].endswith(", 0 failed")
+
+
+def test_a_trigger_bucket_that_does_not_exist_fails_its_check_naming_the_config(
+    local_runtime, write_config, unique
+):
+    """On AWS a trigger bucket that does not exist is a mistake: its triggers never fire."""
+    from types import SimpleNamespace
+
+    from ferry.aws import AwsClients
+    from ferry.config import load_config
+    from ferry.doctor import FAILED, Doctor
+
+    bucket = f"ferry-no-landing-{unique}"
+    path = write_config(
+        {
+            "source-catalog": {"name": "landing", "glue": {"region": "us-east-1"}},
+            "replica-catalog": {"name": "west", "glue": {"region": "us-west-2"}},
+            "triggers": {"s3": [{"bucket": bucket, "prefix": "warehouse/"}]},
+            "table-replications": [
+                {
+                    "source-table": {"database-name": "landing", "table-name": "orders"},
+                    "replica-table": {"database-name": "landing_dr"},
+                    "replication-mode": "METADATA_MIRROR",
+                }
+            ],
+        },
+        name=f"landing-{unique}.yml",
+    )
+    settings = SimpleNamespace(name="prod", region="us-east-1", configs={path: load_config(path)})
+    [finding] = Doctor(settings, AwsClients()).trigger_buckets()
+    assert finding.status == FAILED
+    assert finding.detail == f"does not exist in us-east-1: the triggers of {path.name} never fire"
+    assert finding.fix == (
+        f"create the bucket in us-east-1, or correct triggers.s3 (bucket, region) in {path.name}"
+    )
+    assert len(finding.line().splitlines()) == 1

@@ -102,3 +102,23 @@ def test_both_copiers_send_what_one_s3_client_configuration_sends(monkeypatch):
     assert headers[0] == headers[1]
     assert "content-md5" in headers[0] and "expect" not in headers[0]
     assert not {name for name in headers[0] if "checksum" in name}
+
+
+def test_the_s3_settings_of_clients_built_for_an_endpoint_carry_their_credentials(monkeypatch):
+    """What ``--home`` selects (an endpoint, the emulator's keys) is what pyarrow is given;
+    credentials the SDK's own chain finds are left to pyarrow's chain."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "from-the-shell")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "shell-secret")
+    session = aws.new_session(
+        aws_access_key_id="testing", aws_secret_access_key="secret", region_name="us-east-1"
+    )
+    local = AwsClients("http://127.0.0.1:5999", session=session)
+    settings = fs.S3Settings.of_clients(local)
+    assert (settings.endpoint, settings.region) == ("http://127.0.0.1:5999", "us-east-1")
+    assert settings.credentials == ("testing", "secret", None)
+    assert "secret" not in repr(settings)
+    assert fs.S3Settings.of_clients(AwsClients()).credentials is None
+    # The S3 clients of the file systems sign with those credentials, not the shell's.
+    client = fs.FileSystems(settings).s3_client("any-bucket-name")
+    assert client.meta.endpoint_url == "http://127.0.0.1:5999"
+    assert client._request_signer._credentials.get_frozen_credentials().access_key == "testing"

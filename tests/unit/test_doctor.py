@@ -135,3 +135,140 @@ def test_the_spark_code_is_read_from_the_definition():
         '"--conf spark.archives=s3://assets/def.tgz#environment --conf x=y"}}'
     )
     assert spark_code_of(definition) == ("s3://assets/abc.py", "s3://assets/def.tgz")
+
+
+def _endpoints_for_every_service(ec2, network, table):
+    for service in VPC_SERVICES:
+        gateway = service in ("s3", "dynamodb")
+        ec2.create_vpc_endpoint(
+            VpcId=network.vpc_id,
+            ServiceName=f"com.amazonaws.{REGION}.{service}",
+            VpcEndpointType="Gateway" if gateway else "Interface",
+            **({"RouteTableIds": [table]} if gateway else {"SubnetIds": network.subnet_ids}),
+        )
+
+
+def _settings(tmp_path, network, **config):
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    import yaml
+
+    from ferry.config import load_config
+
+    path = Path(tmp_path) / "landing-dr.yml"
+    path.write_text(yaml.safe_dump(config))
+    return SimpleNamespace(
+        name="prod", region=REGION, network=network, configs={path: load_config(path)},
+        replications=[], account="123456789012",
+    )  # fmt: skip
+
+
+def _document(replica_region: str, bucket: str) -> dict:
+    return {
+        "source-catalog": {"name": "landing", "glue": {"region": REGION}},
+        "replica-catalog": {"name": "west", "glue": {"region": replica_region}},
+        "table-replications": [
+            {
+                "source-table": {"database-name": "landing", "table-name": "orders"},
+                "replica-table": {
+                    "database-name": "landing_dr",
+                    "table-location": f"s3://{bucket}/orders",
+                },
+            }
+        ],
+    }
+
+
+def test_catalogs_and_buckets_of_another_region_need_a_nat_whatever_the_endpoints(vpc, tmp_path):
+    """Endpoints serve their own region: a Glue catalog or a bucket in another region is
+    reached from the VPC only through a NAT, and each is named with its config and region."""
+    from ferry.aws import AwsClients
+    from ferry.doctor import Doctor
+
+    ec2, network, table, _ = vpc
+    _endpoints_for_every_service(ec2, network, table)
+    boto3.client("s3", region_name="us-west-2").create_bucket(
+        Bucket="dr-west", CreateBucketConfiguration={"LocationConstraint": "us-west-2"}
+    )
+    settings = _settings(tmp_path, network, **_document("us-west-2", "dr-west"))
+    doctor = Doctor(settings, AwsClients())
+    found = {f.check: f for f in doctor.network()}
+    assert found["services from the subnets"].status == OK  # this region's are served
+    [subnet] = network.subnet_ids
+    failed = [f for f in doctor.network() if f.check == "landing-dr.yml from the VPC"]
+    assert [f.detail for f in failed] == [
+        f"replica-catalog west (Glue) is in us-west-2; VPC endpoints serve {REGION} only and "
+        f"{subnet} has no NAT route",
+        f"bucket dr-west (a replica table location) is in us-west-2; VPC endpoints serve "
+        f"{REGION} only and {subnet} has no NAT route",
+    ]
+    assert all(f.status == FAILED and len(f.line().splitlines()) == 1 for f in failed)
+    assert failed[0].fix == "add a NAT gateway route (0.0.0.0/0) to the subnets' route tables"
+
+    public = ec2.create_subnet(VpcId=network.vpc_id, CidrBlock="10.0.2.0/24")["Subnet"]["SubnetId"]
+    allocation = ec2.allocate_address(Domain="vpc")["AllocationId"]
+    nat = ec2.create_nat_gateway(SubnetId=public, AllocationId=allocation)["NatGateway"][
+        "NatGatewayId"
+    ]
+    ec2.create_route(RouteTableId=table, DestinationCidrBlock="0.0.0.0/0", NatGatewayId=nat)
+    found = {f.check: f for f in doctor.network()}
+    assert "landing-dr.yml from the VPC" not in found
+    assert found["other regions"].status == OK
+    assert found["other regions"].detail == "us-west-2 reached through the NAT route"
+
+
+def test_a_config_within_the_region_needs_no_nat(vpc, tmp_path):
+    from ferry.aws import AwsClients
+    from ferry.doctor import Doctor
+
+    ec2, network, table, _ = vpc
+    _endpoints_for_every_service(ec2, network, table)
+    boto3.client("s3", region_name=REGION).create_bucket(
+        Bucket="dr-here", CreateBucketConfiguration={"LocationConstraint": REGION}
+    )
+    settings = _settings(tmp_path, network, **_document(REGION, "dr-here"))
+    findings = Doctor(settings, AwsClients()).network()
+    assert [f.check for f in findings] == [
+        "subnets",
+        "services from the subnets",
+        "security groups",
+    ]
+    assert all(f.status == OK for f in findings)
+
+
+def test_what_a_config_reaches_in_other_regions_is_named_once_each(tmp_path):
+    """Glue catalogs by their region, buckets by S3's answer (a trigger's declared region
+    first), topics by their ARN; wildcard read locations cannot be looked up and are left out."""
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from ferry.doctor_regions import Elsewhere, reached_elsewhere
+
+    document = _document("us-west-2", "dr-west")
+    document["sns-event-listener"] = {"topic": "arn:aws:sns:us-east-1:123456789012:ferry"}
+    document["triggers"] = {
+        "s3": [{"bucket": "landing-east", "prefix": "warehouse/", "region": "us-east-1"}]
+    }
+    settings = _settings(tmp_path, None, **document)
+    settings.replications = [
+        SimpleNamespace(
+            config=Path("infra/replications/landing-dr.yml"),
+            read_locations=["s3://landing-east/warehouse/", "s3://raw-*/data/", "s3://here/x/"],
+        )
+    ]
+    looked_up = []
+
+    def bucket_region(bucket: str) -> str | None:
+        looked_up.append(bucket)
+        return {"dr-west": "us-west-2", "here": REGION}.get(bucket)
+
+    assert reached_elsewhere(settings, bucket_region) == [
+        Elsewhere("landing-dr.yml", "replica-catalog west (Glue)", "us-west-2"),
+        Elsewhere("landing-dr.yml", "bucket dr-west (a replica table location)", "us-west-2"),
+        Elsewhere("landing-dr.yml", "bucket landing-east (a trigger bucket)", "us-east-1"),
+        Elsewhere(
+            "landing-dr.yml", "SNS topic arn:aws:sns:us-east-1:123456789012:ferry", "us-east-1"
+        ),
+    ]
+    assert sorted(looked_up) == ["dr-west", "here"]
