@@ -60,7 +60,11 @@ def check_notification_log(
         )
         ok = False
     else:
-        read = "not polled yet" if position is None else f"the poller read up to {position}"
+        read = (
+            "not polled yet: its first poll replays the log"
+            if position is None
+            else f"the poller read up to {position}"
+        )
         detail = f"{metastore} writes its notification log (event {current}; {read})"
         ok = True
     return NotificationLogCheckResult(
