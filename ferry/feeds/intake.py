@@ -70,6 +70,7 @@ FULL_COMPARISON = "FULL_COMPARISON"
 RESUME_AFTER = timedelta(minutes=1)
 #: Step Functions' longest execution name; a name holds ``[A-Za-z0-9_-]`` only.
 MAX_EXECUTION_NAME = 80
+_NAME_CHARACTERS = frozenset(string.ascii_letters + string.digits + "-_")
 #: The poller's own interval when the config declares no ``catalog-events`` trigger.
 DEFAULT_POLL_INTERVAL = timedelta(seconds=5)
 
@@ -117,9 +118,6 @@ def execution_name(window: Window, restart: int = 0) -> str:
     table = "".join(c if c in _NAME_CHARACTERS else "-" for c in window.table)
     table = table[: max(0, MAX_EXECUTION_NAME - len(tail) - 1)]
     return f"{table}-{tail}" if table else tail
-
-
-_NAME_CHARACTERS = frozenset(string.ascii_letters + string.digits + "-_")
 
 
 class ChangeFeeds:
