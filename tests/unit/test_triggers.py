@@ -423,6 +423,32 @@ def test_local_trigger_refuses_a_config_that_declares_no_trigger(tmp_path, capsy
     assert err.count("\n") == 1
 
 
+@pytest.mark.parametrize(
+    ("catalog_events", "source", "key"),
+    [
+        ("window: true", None, "triggers.catalog-events.window: true is not a duration"),
+        ("poll-interval: 5", None, "triggers.catalog-events.poll-interval: 5 is not a duration"),
+        (
+            "poll-interval: PT5S",
+            {"name": "lake", "glue": {"region": "us-east-1"}},
+            "triggers.catalog-events.poll-interval: the source catalog is the Glue Data Catalog",
+        ),
+    ],
+)
+def test_local_trigger_refuses_a_bad_catalog_events_trigger_in_one_line(
+    tmp_path, capsys, catalog_events, source, key
+):
+    document = {**DOCUMENT, **({"source-catalog": source} if source else {})}
+    text = yaml.safe_dump(document) + f"triggers:\n  catalog-events:\n    {catalog_events}\n"
+    path = tmp_path / "c.yml"
+    path.write_text(text)
+    assert main(["local", "trigger", str(path), "--home", str(tmp_path / "home")]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith(f"ferry: error: {path}: {key}")
+    assert err.count("\n") == 1
+
+
 def test_local_trigger_needs_a_config(tmp_path, capsys):
     assert main(["local", "trigger", "--home", str(tmp_path)]) == 2
     assert "local trigger needs CONFIG" in capsys.readouterr().err
