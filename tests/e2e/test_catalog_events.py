@@ -11,6 +11,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 
 import boto3
 import pytest
@@ -242,6 +243,38 @@ def test_two_configs_of_one_file_name_on_one_metastore_each_replicate_their_own_
     replicated("teamB", "2026-12-05")
     assert {state.position(uri) for uri in uris.values()} == {log.current_event_id()}
     wait_for(runs.settled, "the change windows' executions to end", seconds=300)
+
+
+def test_a_window_whose_execution_was_lost_is_resumed_by_the_poller_and_replicated(
+    pipeline, sfn, local_runtime, aws, sample, source_catalog, replica_catalog, write_config,
+    catalog_triggers, tmp_path,
+):  # fmt: skip
+    replica_db = f"{sample.database}_dr"
+    config = write_config(
+        hive_feed_config(local_runtime, sample.database, (tmp_path / "replica" / "orders").as_uri())
+    )
+    uri = deploy.config_uri(pipeline.work_uri, config)
+    state = FeedState(boto3.client("dynamodb"), pipeline.state_table)
+    runs = Runs(pipeline, sfn)
+    # What a runtime that lost its executions leaves: the change was read (the position is
+    # past it) and noted in its table's window, whose execution no longer exists.
+    add_partitions(source_catalog, sample.orders, ["2026-12-06"])
+    now = datetime.now(UTC)
+    state.advance(uri, None, HiveNotificationLog(source_catalog).current_event_id(), now)
+    table = f"{sample.database}.orders"
+    window = state.note(uri, table, 1, None, {"ADD_PARTITION"}, now - timedelta(hours=1))
+    state.started(window, "an-execution-that-is-gone")
+
+    assert run_local_trigger(config, local_runtime.state_dir) == 0
+    wait_for(
+        lambda: has_partition(replica_catalog, replica_db, "2026-12-06"),
+        "the window's partition in the replica metastore",
+        explain=runs.explain,
+    )
+    wait_for(runs.settled, "the resumed window's execution to end")
+    assert state.window(uri, table) is None  # closed
+    (resumed,) = runs.windows()
+    assert resumed["name"].endswith("-r1") and resumed["status"] == "SUCCEEDED"
 
 
 @pytest.fixture
