@@ -138,16 +138,31 @@ class Feed:
         )  # the same upload the trigger makes
         self._run_by_hand()
         assert run_local_trigger(config, state_dir) == 0
-        if feed == "hive":  # the poller's first poll records where the log stands
+        if feed == "hive":  # the poller's first poll replays the log the metastore keeps
             state = FeedState(boto3.client("dynamodb"), pipeline.state_table)
             while state.position(self.uri) is None:
                 time.sleep(0.2)
+            self._settle()  # its runs (of the tables' creation) find the replica in step
+
+    def _settle(self) -> None:
+        """Wait for the change windows' executions to end: none is counted as a measure's."""
+        windows = self.pipeline.outputs["CatalogChangesStateMachineArn"]
+        while self.sfn.list_executions(stateMachineArn=windows, statusFilter="RUNNING")[
+            "executions"
+        ]:
+            time.sleep(0.2)
+
+    def _catalog_events(self, window: str) -> dict[str, str]:
+        """The trigger: a Hive source is polled every second; a Glue source is not polled."""
+        if self.feed == "hive":
+            return {"window": window, "poll-interval": "PT1S"}
+        return {"window": window}
 
     def _config(self, catalog_section: dict[str, Any], window: str) -> dict[str, Any]:
         return {
             "source-catalog": catalog_section,
             "replica-catalog": {"name": "dr", "glue": {"region": "us-east-1"}},
-            "triggers": {"catalog-events": {"window": window, "poll-interval": "PT1S"}},
+            "triggers": {"catalog-events": self._catalog_events(window)},
             "table-replications": [
                 {
                     "source-table": {"database-name": self.database, "table-name": name},

@@ -325,6 +325,8 @@ class IntakeResult(Result):
     tables: list[str]
     opened: list[str]
     ignored: int
+    #: The tables whose window was open with no execution running: each got another.
+    resumed: list[str] = []
 
 
 class PollResult(Result):
@@ -338,6 +340,10 @@ class PollResult(Result):
     #: The log was cleaned past the last position: every table in scope was handed over.
     gap: bool
     polls: int
+    #: There was no position: the log was read from the oldest event it keeps.
+    replayed: bool = False
+    #: The tables whose window was open with no execution running: each got another.
+    resumed: list[str] = []
 
 
 class ChangeWindowInput(Input):

@@ -67,10 +67,11 @@ NEEDS: dict[str, frozenset[str]] = {
 }
 
 #: The state table's actions each feed function calls (``ferry.feeds.FeedState``): notes and
-#: positions are conditional updates, a claim reads then updates, a close deletes.
+#: positions are conditional updates, a claim reads then updates, a close deletes; the
+#: intake and the poller query the config's open windows for one to resume.
 FEED_STATE_ACTIONS: dict[str, tuple[str, ...]] = {
-    "CatalogEvents": ("dynamodb:UpdateItem",),
-    "CatalogPoller": ("dynamodb:GetItem", "dynamodb:UpdateItem"),
+    "CatalogEvents": ("dynamodb:UpdateItem", "dynamodb:Query"),
+    "CatalogPoller": ("dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query"),
     "ClaimChanges": ("dynamodb:GetItem", "dynamodb:UpdateItem"),
     "CloseWindow": ("dynamodb:DeleteItem",),
 }

@@ -50,15 +50,16 @@ class StateTable(Construct):
         allow(grantee, self.ACTIONS, [self.table.table_arn])
 
     #: The partition keys of the change feeds' items (``ferry.feeds.windows``): a window is
-    #: ``changes#<config URI>``, a notification log's position ``feed#<config name>``.
+    #: ``changes#<config URI>``, a notification log's position ``feed#<config URI>``.
     FEED_KEYS = ("changes#*", "feed#*")
 
     def grant_feed_state(self, grantee: iam.IGrantable, actions: tuple[str, ...]) -> None:
         """``actions`` on the change feeds' items only: not on a lock nor the ledger.
 
         ``dynamodb:LeadingKeys`` is the partition key a request names. ``ForAllValues``
-        would match a request that names none, but each of these item actions names exactly
-        one (the local runtime's emulator gives the key too: ``ferry.local.iam_actions``).
+        would match a request that names none, but each of these item actions, and a Query's
+        key condition, names exactly one (the local runtime's emulator gives the key too:
+        ``ferry.local.iam_actions``).
         """
         grantee.grant_principal.add_to_principal_policy(
             iam.PolicyStatement(

@@ -22,4 +22,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     result = feeds().glue_event(CatalogEventInput.model_validate(event))
     metrics.add_metric(name="CatalogChangesIgnored", unit=MetricUnit.Count, value=result.ignored)
     metrics.add_metric(name="ChangeWindowsOpened", unit=MetricUnit.Count, value=len(result.opened))
+    metrics.add_metric(
+        name="ChangeWindowsResumed", unit=MetricUnit.Count, value=len(result.resumed)
+    )
     return result.model_dump(mode="json")

@@ -33,5 +33,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     metrics.add_metric(name="NotificationEventsRead", unit=MetricUnit.Count, value=result.events)
     metrics.add_metric(name="CatalogChangesIgnored", unit=MetricUnit.Count, value=result.ignored)
     metrics.add_metric(name="ChangeWindowsOpened", unit=MetricUnit.Count, value=len(result.opened))
+    metrics.add_metric(
+        name="ChangeWindowsResumed", unit=MetricUnit.Count, value=len(result.resumed)
+    )
     metrics.add_metric(name="NotificationLogGaps", unit=MetricUnit.Count, value=int(result.gap))
     return result.model_dump(mode="json")

@@ -47,6 +47,12 @@ class HiveNotificationLog:
         """The id of the newest event (0 when the log has never held one)."""
         return self.catalog.call(lambda client: client.get_current_notificationEventId()).eventId
 
+    def oldest_event_id(self) -> int | None:
+        """The id of the oldest event the log still keeps; None when it keeps none."""
+        request = ttypes.NotificationEventRequest(lastEvent=0, maxEvents=1)
+        events = self.catalog.call(lambda client: client.get_next_notification(request)).events
+        return events[0].eventId if events else None
+
     def events_after(self, last_id: int, max_events: int = MAX_EVENTS) -> list[HiveEvent]:
         """Up to ``max_events`` events after ``last_id``, oldest first.
 

@@ -5,15 +5,19 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
+from contextlib import closing
+from dataclasses import dataclass
 from pathlib import Path
 
 from ferry import triggers
 from ferry.aws import AwsClients, new_session
+from ferry.catalog.hive import HiveMetastoreCatalog
 from ferry.commands import EXIT_FAILED, EXIT_OK, UsageError, print_warnings
 from ferry.config import ReplicationConfig, S3Trigger, load_config
 from ferry.duration import format_duration
 from ferry.errors import ConfigError, FerryError
-from ferry.local import deploy, emulator, processes, runtime
+from ferry.feeds.checks import notification_log_problem
+from ferry.local import catalog_triggers, deploy, emulator, processes, runtime
 
 
 def run_local(action: str, home: Path, ports: dict[str, int], as_json: bool = False) -> int:
@@ -70,8 +74,9 @@ def run_local_trigger(config_path: Path, home: Path) -> int:
     Each S3 trigger becomes an EventBridge rule, as on AWS (``ferry.triggers``), and
     ``catalog-events`` what the stack deploys for it: for a Glue source a rule on Glue's
     events whose target is the CatalogEvents function (with its permission), for a Hive
-    source the poller's schedule, with the stack's role for it. A declared ``schedule`` is
-    only reported.
+    source the poller's schedule, with the stack's role for it
+    (``ferry.local.catalog_triggers``). A declared ``schedule`` is only reported. Everything
+    is checked before anything is installed.
     """
     config = load_config(config_path)
     print_warnings(config)
@@ -82,6 +87,11 @@ def run_local_trigger(config_path: Path, home: Path) -> int:
             "the 's3' objects whose arrival starts a run, or 'catalog-events' "
             "(docs/CONFIGURATION.md, Triggers)"
         )
+    feeds = (
+        _catalog_events_plan(config_path, config, home)
+        if declared.catalog_events is not None
+        else None
+    )
     if declared.s3:
         state_machine_arn, work_uri, aws = local_pipeline(home)
         pipeline = deploy.Pipeline.load(home)
@@ -94,8 +104,8 @@ def run_local_trigger(config_path: Path, home: Path) -> int:
                 f"an object created at {triggers.describe_s3_trigger(trigger)} now starts "
                 f"a replication of {config_path} (rule {rule})"
             )
-    if declared.catalog_events is not None:
-        _install_catalog_events(config_path, config, home)
+    if feeds is not None:
+        _install_catalog_events(config_path, config, feeds)
     if declared.schedule is not None:
         schedule = declared.schedule
         print(
@@ -106,8 +116,21 @@ def run_local_trigger(config_path: Path, home: Path) -> int:
     return EXIT_OK
 
 
-def _install_catalog_events(config_path: Path, config: ReplicationConfig, home: Path) -> None:
-    """The config's ``catalog-events`` as the stack deploys it, from the stack's outputs."""
+@dataclass(frozen=True)
+class _CatalogEventsPlan:
+    """What installing a config's ``catalog-events`` needs, found before anything is."""
+
+    aws: AwsClients
+    work_uri: str
+    outputs: dict[str, str]
+
+
+def _catalog_events_plan(
+    config_path: Path, config: ReplicationConfig, home: Path
+) -> _CatalogEventsPlan:
+    """The checks of a config's ``catalog-events``, before anything is installed: the stack
+    deployed its functions; a Hive source answers and writes its notification log; no other
+    config file's feeds would share this one's items (the same content, the same URI)."""
     _, work_uri, aws = local_pipeline(home)
     pipeline = deploy.Pipeline.load(home)
     outputs = pipeline.outputs if pipeline else {}
@@ -118,12 +141,36 @@ def _install_catalog_events(config_path: Path, config: ReplicationConfig, home: 
             f"the local pipeline has no output {', '.join(missing)}: deployed before catalog "
             "change feeds existed; run `ferry local up` again"
         )
-    config_uri = deploy.upload_config(aws.client("s3"), work_uri, config_path)
+    source = config.source_catalog
+    if source.glue is None:
+        with closing(HiveMetastoreCatalog(source.name, source.metastore_uris)) as catalog:
+            problem = notification_log_problem(catalog)
+        if problem is not None:
+            raise FerryError(
+                f"{config_path}: source-catalog {source.name}: {problem}; no trigger installed"
+            )
+    uri = deploy.config_uri(work_uri, config_path)
+    shared = catalog_triggers.shared_feed(aws, config_path, uri)
+    if shared is not None:
+        raise ConfigError(
+            f"{config_path}: the same config as {shared.config_path}, whose catalog-events are "
+            f"installed ({shared.name}): both would share one change feed (its position and "
+            "windows are the config's); install one of them"
+        )
+    return _CatalogEventsPlan(aws, work_uri, outputs)
+
+
+def _install_catalog_events(
+    config_path: Path, config: ReplicationConfig, plan: _CatalogEventsPlan
+) -> None:
+    """The config's ``catalog-events`` as the stack deploys it, from the stack's outputs."""
+    aws, outputs = plan.aws, plan.outputs
+    config_uri = deploy.upload_config(aws.client("s3"), plan.work_uri, config_path)
     window = format_duration(config.triggers.catalog_events.window)  # type: ignore[union-attr]
     glue = config.source_catalog.glue
     if glue is not None:
-        rule = deploy.add_catalog_events_rule(
-            aws, outputs["CatalogEventsFunctionArn"], config_uri, config
+        rule = catalog_triggers.install_glue_rule(
+            aws, outputs["CatalogEventsFunctionArn"], config_path, config_uri, config
         )
         where = glue.region or deploy.REGION
         print(
@@ -132,8 +179,12 @@ def _install_catalog_events(config_path: Path, config: ReplicationConfig, home: 
             f"{config_path} (rule {rule})"
         )
         return
-    schedule = deploy.add_catalog_poller_schedule(
-        aws, outputs["CatalogPollerFunctionArn"], outputs["PollerScheduleRoleArn"], config_uri
+    schedule = catalog_triggers.install_poller_schedule(
+        aws,
+        outputs["CatalogPollerFunctionArn"],
+        outputs["PollerScheduleRoleArn"],
+        config_path,
+        config_uri,
     )
     interval = format_duration(config.triggers.catalog_events.poll_interval)  # type: ignore[union-attr]
     print(

@@ -13,7 +13,7 @@ from ferry.config.circus_train import METRICS, SDK_CREDENTIALS
 from ferry.config.copier_options import CopierOptions, EmrServerlessSettings
 from ferry.config.housekeeping import Housekeeping, HousekeepingSettings, OrphanedDataStrategy
 from ferry.config.tables import TableReplication, TransformOptions
-from ferry.config.triggers import Triggers
+from ferry.config.triggers import Triggers, check_catalog_events_source
 from ferry.errors import ConfigError
 
 
@@ -84,6 +84,7 @@ class ReplicationConfig(_Model):
                 "triggers: a trigger starts a replication of the config, and it has no "
                 "table-replications; give it table-replications or remove the triggers"
             )
+        check_catalog_events_source(self.triggers, self.source_catalog.glue is not None)
         return self
 
     @model_validator(mode="after")

@@ -85,8 +85,10 @@ class CatalogEventsTrigger(_Model):
     table it changed (``ferry.feeds``).
 
     A Glue source sends its changes to EventBridge (an EventBridge rule); a Hive source's
-    notification log is polled every ``poll-interval``. The changes of a table are merged
-    for ``window`` after the first of a burst: one run replicates them all.
+    notification log is polled every ``poll-interval`` (refused for a Glue source:
+    ``check_catalog_events_source``). The changes of a table are merged for ``window`` after
+    the first of a burst: one run replicates them all. Both are ISO-8601 durations: a bare
+    number (which unit?) or a boolean is refused.
     """
 
     #: How long after the first change of a burst the table's run starts (ISO 8601).
@@ -97,7 +99,15 @@ class CatalogEventsTrigger(_Model):
     @field_validator("window", "poll_interval", mode="before")
     @classmethod
     def _duration(cls, value: Any) -> Any:
-        return parse_duration(value) if isinstance(value, str) else value
+        if isinstance(value, timedelta):  # built in code, not read from a file
+            return value
+        if isinstance(value, str):
+            return parse_duration(value)
+        if isinstance(value, bool):
+            shown = f"{str(value).lower()} is not a duration"
+        else:
+            shown = f"{value!r} is not a duration (in which unit?)"
+        raise ValueError(f"{shown}: write an ISO-8601 duration such as PT5S (or PT1M)")
 
     @field_validator("window")
     @classmethod
@@ -141,6 +151,13 @@ class Triggers(_Model):
     def _one_or_many(cls, value: Any) -> Any:
         return [value] if isinstance(value, dict) else value
 
+    @field_validator("catalog_events", mode="before")
+    @classmethod
+    def _defaults_when_empty(cls, value: Any) -> Any:
+        # ``catalog-events:`` with nothing under it declares the trigger with its defaults,
+        # as ``catalog-events: {}`` does.
+        return {} if value is None else value
+
     @model_validator(mode="after")
     def _distinct(self) -> Triggers:
         # Two equal rules would start two runs for each object.
@@ -157,3 +174,15 @@ class Triggers(_Model):
     def declared(self) -> bool:
         """True when the config declares any trigger."""
         return self.schedule is not None or bool(self.s3) or self.catalog_events is not None
+
+
+def check_catalog_events_source(triggers: Triggers, source_is_glue: bool) -> None:
+    """A ``poll-interval`` for a source that is not polled is refused (``ValueError``): the
+    Glue Data Catalog sends its changes to EventBridge; only a Hive source is polled."""
+    declared = triggers.catalog_events
+    if source_is_glue and declared is not None and "poll_interval" in declared.model_fields_set:
+        raise ValueError(
+            "triggers.catalog-events.poll-interval: the source catalog is the Glue Data "
+            "Catalog, which sends its changes to EventBridge: nothing is polled; remove "
+            "poll-interval (it applies to a Hive metastore source only)"
+        )

@@ -8,7 +8,7 @@ execution of the change window state machine replicates (``ferry.feeds.intake``)
 
 from ferry.feeds.changes import CatalogChange, glue_changes, hive_changes, in_scope
 from ferry.feeds.intake import ChangeFeeds, WindowExecutions, execution_name
-from ferry.feeds.windows import FeedState, Window, config_name
+from ferry.feeds.windows import FeedState, Window
 
 __all__ = [
     "CatalogChange",
@@ -16,7 +16,6 @@ __all__ = [
     "FeedState",
     "Window",
     "WindowExecutions",
-    "config_name",
     "execution_name",
     "glue_changes",
     "hive_changes",

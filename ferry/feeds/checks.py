@@ -1,6 +1,8 @@
-"""``ferry doctor``'s check of a Hive source's change feed, run by the deployed CatalogPoller
-function without polling: does the metastore write its notification log, and has the log
-not gone backwards since the poller last read it (``ferry.feeds``)?"""
+"""Checks of a Hive source's change feed. ``ferry doctor``'s, run by the deployed
+CatalogPoller function without polling: does the metastore write its notification log, and
+has the log not gone backwards since the poller last read it (``ferry.feeds``)? And
+``ferry local trigger``'s, before it installs a poller: does anyone answer at the metastore's
+URI, and does it write a notification log (``notification_log_problem``)?"""
 
 from __future__ import annotations
 
@@ -9,13 +11,15 @@ from typing import Any
 
 from ferry.catalog.hive import HiveMetastoreCatalog
 from ferry.catalog.hive_events import HiveNotificationLog
-from ferry.errors import ConfigError
+from ferry.errors import CatalogUnreachableError, ConfigError, NotAMetastoreError
 from ferry.feeds.intake import ChangeFeeds
 from ferry.payloads import CatalogCheckInput, NotificationLogCheckResult
 
 NOTIFICATION_LOG = "notification-log"
 #: What a metastore needs to write its notification log (Hive's own listener).
 LISTENER = "org.apache.hive.hcatalog.listener.DbNotificationListener"
+#: The settings that register a metastore's listeners (``get_config_value`` reads them).
+LISTENER_KEYS = ("hive.metastore.transactional.event.listeners", "hive.metastore.event.listeners")
 LISTENER_SETTING = (
     f"hive.metastore.transactional.event.listeners (or hive.metastore.event.listeners) = "
     f"{LISTENER}, with the hive-hcatalog-server-extensions jar on its classpath"
@@ -56,9 +60,42 @@ def check_notification_log(
         )
         ok = False
     else:
-        read = "not polled yet" if position is None else f"the poller read up to {position}"
+        read = (
+            "not polled yet: its first poll replays the log"
+            if position is None
+            else f"the poller read up to {position}"
+        )
         detail = f"{metastore} writes its notification log (event {current}; {read})"
         ok = True
     return NotificationLogCheckResult(
         metastore=metastore, current=current, position=position, ok=ok, detail=detail
     )
+
+
+def notification_log_problem(catalog: HiveMetastoreCatalog) -> str | None:
+    """Why the metastore behind ``catalog`` cannot feed a poller, in one line; None when it
+    writes its notification log.
+
+    It does when one of its listener settings names a notification listener (Hive's, or a
+    stand-in such as the local runtime's), or when its log has events. A metastore that
+    answers neither call is reported as nobody answering.
+    """
+    where = catalog.description
+    try:
+        listeners = [_setting(catalog, key) for key in LISTENER_KEYS]
+        current = HiveNotificationLog(catalog).current_event_id()
+    except (CatalogUnreachableError, NotAMetastoreError):
+        return f"nobody answers at {where} (no Hive metastore there)"
+    if current > 0 or any("Notification" in value for value in listeners):
+        return None
+    return f"the metastore at {where} writes no notification log: set {LISTENER_SETTING}"
+
+
+def _setting(catalog: HiveMetastoreCatalog, key: str) -> str:
+    """A metastore's setting; "" when it does not say (some refuse to tell some keys)."""
+    try:
+        return str(catalog.call(lambda client: client.get_config_value(key, "")) or "")
+    except (CatalogUnreachableError, NotAMetastoreError):
+        raise
+    except Exception:  # ConfigValSecurityException, or any other reply of the metastore's
+        return ""

@@ -17,8 +17,14 @@ and close, and the Hive poller.
 - **Poll** (``poll``): reads the notification log after the last position handed over,
   hands the events over, then advances the position, for up to the time it is given. A
   crash between the two hands the same events over again: harmless, as a window counts
-  changes and the run compares the catalogs. A log cleaned past the position is a gap: every
-  table the config selects is handed over (a full comparison), with a warning.
+  changes and the run compares the catalogs. A poller that finds no position (a new config,
+  an edited one, a state table that lost its items) replays the log from the oldest event
+  it keeps: a replayed change only opens a window, whose claim asks the source catalog, and
+  whose run compares the catalogs. A log cleaned past the position is a gap: every table
+  the config selects is handed over (a full comparison), with a warning.
+- **Resume** (``resume``, at each poll and each intake): a window open past its wait whose
+  execution is not running (stopped, failed past its retries, lost) is given another, so
+  that no window waits for a change that may never come.
 """
 
 from __future__ import annotations
@@ -26,10 +32,11 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import string
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from ferry import faults, selection
@@ -57,10 +64,13 @@ logger = logging.getLogger(__name__)
 
 #: The change kind of a table handed over because the log lost its events (a gap).
 FULL_COMPARISON = "FULL_COMPARISON"
-#: Past this long after its window opened, a window's execution is looked at: if it has
-#: ended without closing the window (stopped by hand, failed in its own steps), the next
-#: change starts another.
-CHECK_EXECUTION_AFTER = timedelta(minutes=30)
+#: Past its wait and this long, a window's execution is looked at: if it has ended without
+#: closing the window (stopped by hand, failed in its own steps, lost), the next poll or
+#: intake starts another.
+RESUME_AFTER = timedelta(minutes=1)
+#: Step Functions' longest execution name; a name holds ``[A-Za-z0-9_-]`` only.
+MAX_EXECUTION_NAME = 80
+_NAME_CHARACTERS = frozenset(string.ascii_letters + string.digits + "-_")
 #: The poller's own interval when the config declares no ``catalog-events`` trigger.
 DEFAULT_POLL_INTERVAL = timedelta(seconds=5)
 
@@ -95,12 +105,19 @@ class WindowExecutions:
 
 
 def execution_name(window: Window, restart: int = 0) -> str:
-    """The window's execution: the same name for every start of one window (80 characters
-    at most, of the characters Step Functions allows); a restart's adds its number."""
+    """The window's execution: the same name for every start of one window, within Step
+    Functions' 80 characters of ``[A-Za-z0-9_-]`` whatever the config's and table's names; a
+    restart's ends with its number.
+
+    The config and the table are in the digest; the table's name leads, cut to what is
+    left, for people.
+    """
     digest = hashlib.sha256(f"{window.config_uri}\0{window.table}".encode()).hexdigest()[:16]
-    table = "".join(c if c.isalnum() or c in "-_" else "-" for c in window.table)[:40]
     opened = window.opened.strftime("%Y%m%dT%H%M%S%fZ")
-    return f"{table}-{digest}-{opened}" + (f"-{restart}" if restart else "")
+    tail = f"{digest}-{opened}" + (f"-r{restart}" if restart else "")
+    table = "".join(c if c in _NAME_CHARACTERS else "-" for c in window.table)
+    table = table[: max(0, MAX_EXECUTION_NAME - len(tail) - 1)]
+    return f"{table}-{tail}" if table else tail
 
 
 class ChangeFeeds:
@@ -131,9 +148,11 @@ class ChangeFeeds:
         """Hand over the changes of one of AWS Glue's events, if from the config's source."""
         config = self.load_config(payload.config_uri)
         origin, changes = glue_changes(payload.event)
+        resumed = self.resume(payload.config_uri, config)
         if not _from_source(config.source_catalog, origin):
-            return IntakeResult(tables=[], opened=[], ignored=len(changes))
-        return self.hand_over(payload.config_uri, config, changes)
+            return IntakeResult(tables=[], opened=[], ignored=len(changes), resumed=resumed)
+        intake = self.hand_over(payload.config_uri, config, changes)
+        return intake.model_copy(update={"resumed": resumed})
 
     def hand_over(
         self, config_uri: str, config: ReplicationConfig, changes: Sequence[CatalogChange]
@@ -147,9 +166,9 @@ class ChangeFeeds:
         now = self.clock()
         for table, noted in sorted(scoped.tables.items()):
             window = self.state.note(config_uri, table, noted.count, noted.first, noted.kinds, now)
-            name = self._execution_to_start(window, now)
-            if name is None:
-                continue
+            if window.execution is not None:
+                continue  # its execution holds it (or ``resume`` gives it another)
+            name = execution_name(window)
             self.executions.start(
                 name, {"configUri": config_uri, "table": table, "windowSeconds": seconds}
             )
@@ -157,21 +176,35 @@ class ChangeFeeds:
             opened.append(table)
         return IntakeResult(tables=sorted(scoped.tables), opened=opened, ignored=scoped.ignored)
 
-    def _execution_to_start(self, window: Window, now: datetime) -> str | None:
-        """The execution this note must start: the window's own when none was recorded (a
-        new window, or an intake that stopped before recording it), another when the one
-        recorded long ago ended without closing the window; else None."""
-        if window.execution is None:
-            return execution_name(window)
-        if now - window.opened < CHECK_EXECUTION_AFTER or self.executions.running(window.execution):
-            return None
-        logger.warning(
-            "the window of %s (execution %s) ended without closing: starting another",
-            window.table,
-            window.execution,
-        )
-        # Changes only grow in number: each restart of a window has a name of its own.
-        return execution_name(window, window.changes)
+    def resume(self, config_uri: str, config: ReplicationConfig) -> list[str]:
+        """Give each window open past its wait whose execution is not running another
+        execution, which claims at once; the tables whose windows were resumed.
+
+        The window records the new execution first, on the condition that it still holds
+        the one found gone: of two pollers or intakes, one starts it.
+        """
+        now = self.clock()
+        overdue = _trigger_window(config) + RESUME_AFTER
+        resumed = []
+        for window in self.state.open_windows(config_uri):
+            if now - window.opened < overdue:
+                continue
+            if self.executions.running(window.execution or execution_name(window)):
+                continue
+            name = execution_name(window, window.restarts + 1)
+            if not self.state.restarted(window, name):
+                continue
+            logger.warning(
+                "the window of %s (execution %s) is open and no execution holds it: starting %s",
+                window.table,
+                window.execution,
+                name,
+            )
+            self.executions.start(
+                name, {"configUri": config_uri, "table": window.table, "windowSeconds": 0}
+            )
+            resumed.append(window.table)
+        return resumed
 
     # -- the window's execution
 
@@ -238,6 +271,7 @@ class ChangeFeeds:
                     "it has no notification log to poll"
                 )
             log = HiveNotificationLog(catalog)
+            counts.resumed = self.resume(payload.config_uri, config)
             while True:
                 full = self._poll_once(payload.config_uri, config, catalog, log, counts)
                 if full:
@@ -258,11 +292,14 @@ class ChangeFeeds:
         """One read of the log; True when it returned as many events as one read may."""
         counts.polls += 1
         read = self.state.position(config_uri)
-        if read is None:  # the first poll: changes from now on start runs
-            self.state.advance(config_uri, None, log.current_event_id(), self.clock())
-            return False
+        after = read
+        if read is None:  # no position: replay what the log keeps
+            oldest = log.oldest_event_id()
+            after = log.current_event_id() if oldest is None else oldest - 1
+            counts.replayed = True
+            logger.info("%s has no position: replaying its log after event %d", config_uri, after)
         try:
-            events = log.events_after(read, MAX_EVENTS)
+            events = log.events_after(after, MAX_EVENTS)
         except NotificationLogGapError as gap:
             logger.warning("%s: every table the config selects is compared in full", gap)
             current = log.current_event_id()
@@ -278,6 +315,8 @@ class ChangeFeeds:
             self.state.advance(config_uri, read, current, self.clock())
             return False
         if not events:
+            if read is None:
+                self.state.advance(config_uri, None, after, self.clock())
             return False
         counts.events += len(events)
         counts.add(self.hand_over(config_uri, config, hive_changes(events)))
@@ -291,7 +330,8 @@ class _PollCounts:
         self.events = self.ignored = self.polls = 0
         self.tables: set[str] = set()
         self.opened: list[str] = []
-        self.gap = False
+        self.gap = self.replayed = False
+        self.resumed: list[str] = []
 
     def add(self, intake: IntakeResult) -> None:
         self.tables.update(intake.tables)
@@ -307,6 +347,8 @@ class _PollCounts:
             ignored=self.ignored,
             gap=self.gap,
             polls=self.polls,
+            replayed=self.replayed,
+            resumed=self.resumed,
         )
 
 

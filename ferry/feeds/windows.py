@@ -1,21 +1,26 @@
 """The change feeds' state in the state table: each table's open merge window, and how far
 the Hive poller has read each notification log.
 
+Every item is keyed by the config's URI: the object a deployment uploads, named by the
+config's content. Two configs never share an item (two with the same file name in two
+folders are two objects), and an edited config, a new object, starts feeds of its own: its
+poller finds no position and replays the log (``ferry.feeds.intake``).
+
 **A window** (``pk = changes#<config URI>``, ``sk = table#<db.table>``) opens with the
 first change of a burst and counts the changes noted since (``changes``). The window's
 execution claims the count when its wait is over (``claimed``) and replicates the table;
 then it closes the window only if no change came meanwhile (``changes = claimed``), else
 it waits once more and runs a follow-up. Every step is one conditional write, so two
-intakes, a repeated event or a crashed execution never lose a change nor queue runs.
+intakes, a repeated event or a crashed execution never lose a change nor queue runs. A
+window whose execution is gone is given another (``restarts`` counts them, and names them).
 
-**A position** (``pk = feed#<config name>``, ``sk = position``) is the last event id of a
+**A position** (``pk = feed#<config URI>``, ``sk = position``) is the last event id of a
 notification log whose events were handed over; it moves only forward, only from the value
 its writer read.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -27,8 +32,6 @@ _WINDOW_PREFIX = "changes#"
 _TABLE_PREFIX = "table#"
 _FEED_PREFIX = "feed#"
 _POSITION_KEY = "position"
-#: The digest ``ferry`` appends to an uploaded config's name (``sales-0123456789abcdef.yml``).
-_UPLOAD_DIGEST = re.compile(r"-[0-9a-f]{16}$")
 
 
 @dataclass(frozen=True)
@@ -44,13 +47,8 @@ class Window:
     kinds: frozenset[str] = frozenset()
     execution: str | None = None
     claimed: int = 0
-
-
-def config_name(config_uri: str) -> str:
-    """A config's name that outlives its uploads: ``s3://work/configs/sales-<digest>.yml``
-    is ``sales``."""
-    stem = config_uri.rstrip("/").rsplit("/", 1)[-1].rsplit(".", 1)[0]
-    return _UPLOAD_DIGEST.sub("", stem)
+    #: How many executions were started in place of one that was gone.
+    restarts: int = 0
 
 
 class FeedState:
@@ -108,6 +106,49 @@ class FeedState:
             )
         except self.client.exceptions.ConditionalCheckFailedException:
             pass  # closed (and perhaps opened anew): the next change starts its execution
+
+    def restarted(self, window: Window, execution: str) -> bool:
+        """Record ``execution`` in place of the window's own, which is gone; False when the
+        window changed hands meanwhile (closed, reopened, or restarted by another)."""
+        values: dict[str, Any] = {
+            ":execution": {"S": execution},
+            ":opened": {"S": iso(window.opened)},
+            ":one": {"N": "1"},
+        }
+        if window.execution is None:
+            condition = "opened = :opened AND attribute_not_exists(execution)"
+        else:
+            condition = "opened = :opened AND execution = :was"
+            values[":was"] = {"S": window.execution}
+        try:
+            self.client.update_item(
+                TableName=self.table_name,
+                Key=self._window_key(window.config_uri, window.table),
+                UpdateExpression="SET execution = :execution ADD restarts :one",
+                ConditionExpression=condition,
+                ExpressionAttributeValues=values,
+            )
+        except self.client.exceptions.ConditionalCheckFailedException:
+            return False
+        return True
+
+    def open_windows(self, config_uri: str) -> list[Window]:
+        """The config's open windows (one Query of its partition)."""
+        windows: list[Window] = []
+        arguments: dict[str, Any] = {
+            "TableName": self.table_name,
+            "KeyConditionExpression": "pk = :pk",
+            "ExpressionAttributeValues": {":pk": {"S": _WINDOW_PREFIX + config_uri}},
+            "ConsistentRead": True,
+        }
+        while True:
+            page = self.client.query(**arguments)
+            for item in page.get("Items", []):
+                table = item["sk"]["S"].removeprefix(_TABLE_PREFIX)
+                windows.append(_window(config_uri, table, item))
+            if "LastEvaluatedKey" not in page:
+                return windows
+            arguments["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     def window(self, config_uri: str, table: str) -> Window | None:
         item = self.client.get_item(
@@ -189,7 +230,7 @@ class FeedState:
         return {"pk": {"S": _WINDOW_PREFIX + config_uri}, "sk": {"S": _TABLE_PREFIX + table}}
 
     def _position_key(self, config_uri: str) -> dict[str, Any]:
-        return {"pk": {"S": _FEED_PREFIX + config_name(config_uri)}, "sk": {"S": _POSITION_KEY}}
+        return {"pk": {"S": _FEED_PREFIX + config_uri}, "sk": {"S": _POSITION_KEY}}
 
 
 def _window(config_uri: str, table: str, item: dict[str, Any]) -> Window:
@@ -203,4 +244,5 @@ def _window(config_uri: str, table: str, item: dict[str, Any]) -> Window:
         kinds=frozenset(item.get("kinds", {}).get("SS", [])),
         execution=item.get("execution", {}).get("S"),
         claimed=int(item.get("claimed", {}).get("N", "0")),
+        restarts=int(item.get("restarts", {}).get("N", "0")),
     )

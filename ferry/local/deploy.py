@@ -27,7 +27,7 @@ import boto3
 from botocore.exceptions import ClientError
 
 from ferry import triggers
-from ferry.config import ReplicationConfig, S3Trigger
+from ferry.config import S3Trigger
 from ferry.local import stack
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -174,14 +174,21 @@ def _publish_assets(client: Any, assets: list[stack.FileAsset]) -> None:
         s3.upload_file(str(asset.path), asset.bucket, asset.key)
 
 
-def upload_config(s3: Any, work_uri: str, config_path: Path) -> str:
-    """Put a config file under ``<work>/configs/`` (named by its content); its URI."""
-    body = config_path.read_bytes()
-    digest = hashlib.sha256(body).hexdigest()[:16]
+def config_uri(work_uri: str, config_path: Path) -> str:
+    """Where ``upload_config`` puts a config file: ``<work>/configs/<stem>-<digest>.yml``,
+    named by its content (a changed file is another object)."""
+    digest = hashlib.sha256(config_path.read_bytes()).hexdigest()[:16]
     bucket, _, prefix = work_uri.removeprefix("s3://").partition("/")
     key = "/".join(p for p in (prefix, "configs", f"{config_path.stem}-{digest}.yml") if p)
-    s3.put_object(Bucket=bucket, Key=key, Body=body)
     return f"s3://{bucket}/{key}"
+
+
+def upload_config(s3: Any, work_uri: str, config_path: Path) -> str:
+    """Put a config file under ``<work>/configs/`` (named by its content); its URI."""
+    uri = config_uri(work_uri, config_path)
+    bucket, _, key = uri.removeprefix("s3://").partition("/")
+    s3.put_object(Bucket=bucket, Key=key, Body=config_path.read_bytes())
+    return uri
 
 
 def bucket_region(aws: Any, bucket: str) -> str | None:
@@ -231,98 +238,3 @@ def add_s3_trigger(
 
 def execution_name(prefix: str = "ferry") -> str:
     return f"{prefix}-{time.strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:8]}"
-
-
-def catalog_events_rule_name(config_uri: str) -> str:
-    """The local rule of a config's ``catalog-events``: one per config (its upload's URI)."""
-    return "ferry-catalog-events-" + hashlib.sha256(config_uri.encode()).hexdigest()[:16]
-
-
-def add_catalog_events_rule(
-    aws: Any, function_arn: str, config_uri: str, config: ReplicationConfig
-) -> str:
-    """Make AWS Glue's events of the config's source databases reach the CatalogEvents
-    function, as the stack deploys it (``infra/triggers.py``); the rule's name.
-
-    The rule is on the pipeline region's default bus, its target the function with the
-    event whole and the config's URI; the function's policy lets EventBridge invoke it for
-    this rule only. A catalog of another region gets a rule there that forwards its events
-    to the pipeline's bus, as the stack's ``EventForwarding`` does.
-    """
-    name = catalog_events_rule_name(config_uri)
-    pattern = triggers.glue_event_pattern(config)
-    events = aws.client("events", REGION)
-    rule_arn = events.put_rule(Name=name, EventPattern=json.dumps(pattern), State="ENABLED")[
-        "RuleArn"
-    ]
-    events.put_targets(
-        Rule=name,
-        Targets=[
-            {
-                "Id": "intake",
-                "Arn": function_arn,
-                "InputTransformer": {
-                    "InputPathsMap": {},
-                    "InputTemplate": triggers.catalog_event_input_template(config_uri),
-                },
-            }
-        ],
-    )
-    try:
-        aws.client("lambda", REGION).add_permission(
-            FunctionName=function_arn,
-            StatementId=name,
-            Action="lambda:InvokeFunction",
-            Principal="events.amazonaws.com",
-            SourceArn=rule_arn,
-            SourceAccount=ACCOUNT,
-        )
-    except ClientError as error:
-        if error.response["Error"]["Code"] != "ResourceConflictException":
-            raise  # installed before: the same statement
-    glue = config.source_catalog.glue
-    if glue is not None and glue.region and glue.region != REGION:
-        forward = aws.client("events", glue.region)
-        forward.put_rule(Name=name, EventPattern=json.dumps(pattern), State="ENABLED")
-        forward.put_targets(
-            Rule=name,
-            Targets=[
-                {"Id": "pipeline", "Arn": f"arn:aws:events:{REGION}:{ACCOUNT}:event-bus/default"}
-            ],
-        )
-    return name
-
-
-def catalog_poller_schedule_name(config_uri: str) -> str:
-    """The local schedule of a config's Hive poller: one per config (its upload's URI)."""
-    return "ferry-catalog-poller-" + hashlib.sha256(config_uri.encode()).hexdigest()[:16]
-
-
-def add_catalog_poller_schedule(
-    aws: Any, function_arn: str, role_arn: str, config_uri: str, group: str = f"ferry-{ENVIRONMENT}"
-) -> str:
-    """Start the CatalogPoller function for the config every minute, with the stack's role
-    for its schedules, as the stack deploys it (``infra/triggers.py``); the schedule's name."""
-    name = catalog_poller_schedule_name(config_uri)
-    scheduler = aws.client("scheduler", REGION)
-    arguments: dict[str, Any] = {
-        "Name": name,
-        "GroupName": group,
-        "ScheduleExpression": triggers.POLLER_SCHEDULE,
-        "FlexibleTimeWindow": {"Mode": "OFF"},
-        "State": "ENABLED",
-        "Description": "Read the source notification log of a config",
-        "Target": {
-            "Arn": function_arn,
-            "RoleArn": role_arn,
-            "Input": json.dumps(triggers.poller_input(config_uri)),
-            "RetryPolicy": {"MaximumRetryAttempts": 0, "MaximumEventAgeInSeconds": 60},
-        },
-    }
-    try:
-        scheduler.create_schedule(**arguments)
-    except ClientError as error:
-        if error.response["Error"]["Code"] != "ConflictException":
-            raise
-        scheduler.update_schedule(**arguments)
-    return name

@@ -11,12 +11,14 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 
 import boto3
 import pytest
 
 from ferry import fs
 from ferry.catalog.glue import GlueCatalog
+from ferry.catalog.hive_events import HiveNotificationLog
 from ferry.commands.local import run_local_trigger
 from ferry.feeds import FeedState
 from ferry.local import deploy
@@ -126,52 +128,62 @@ class Runs:
         return not running
 
 
+def hive_feed_config(local_runtime, database: str, replica_location: str) -> dict:
+    return config_document(
+        local_runtime,
+        [
+            {
+                "source-table": {"database-name": database, "table-name": "orders"},
+                "replica-table": {
+                    "database-name": f"{database}_dr",
+                    "table-location": replica_location,
+                },
+            }
+        ],
+        triggers={"catalog-events": {"window": "PT1S", "poll-interval": "PT1S"}},
+    )
+
+
+def has_partition(catalog, database: str, day: str) -> bool:
+    replica = catalog.get_table(database, "orders")
+    return replica is not None and (day,) in catalog.list_partition_values(replica)
+
+
 def test_a_partition_added_through_thrift_reaches_the_replica_through_the_poller(
     pipeline, sfn, local_runtime, aws, sample, source_catalog, replica_catalog, write_config,
     catalog_triggers, tmp_path,
 ):  # fmt: skip
     replica_db = f"{sample.database}_dr"
     config = write_config(
-        config_document(
-            local_runtime,
-            [
-                {
-                    "source-table": {"database-name": sample.database, "table-name": "orders"},
-                    "replica-table": {
-                        "database-name": replica_db,
-                        "table-location": (tmp_path / "replica" / "orders").as_uri(),
-                    },
-                }
-            ],
-            triggers={"catalog-events": {"window": "PT1S", "poll-interval": "PT1S"}},
-        )
+        hive_feed_config(local_runtime, sample.database, (tmp_path / "replica" / "orders").as_uri())
     )
     uri = deploy.upload_config(aws["s3"], pipeline.work_uri, config)
     state = FeedState(boto3.client("dynamodb"), pipeline.state_table)
     runs = Runs(pipeline, sfn)
+    # A change made before the trigger is installed: the poller has no position yet, so it
+    # replays the log and replicates it too.
+    add_partitions(source_catalog, sample.orders, ["2026-11-30"])
     assert run_local_trigger(config, local_runtime.state_dir) == 0
-    # The schedule fires at once; the poller's first poll records where the log stands.
     wait_for(lambda: state.position(uri) is not None, "the poller's first poll")
-    assert replica_catalog.get_table(replica_db, "orders") is None  # nothing ran for it
+    wait_for(
+        lambda: has_partition(replica_catalog, replica_db, "2026-11-30"),
+        "the partition added before the trigger, in the replica metastore",
+        explain=runs.explain,
+    )
 
     day = "2026-12-01"
     add_partitions(source_catalog, sample.orders, [day])
     wait_for(
-        lambda: (
-            replica_catalog.get_table(replica_db, "orders") is not None
-            and (day,)
-            in replica_catalog.list_partition_values(
-                replica_catalog.get_table(replica_db, "orders")
-            )
-        ),
+        lambda: has_partition(replica_catalog, replica_db, day),
         "the new partition in the replica metastore",
+        explain=runs.explain,
     )
     wait_for(runs.settled, "the change window's execution to end")
     table = f"{sample.database}.orders"
-    (run,) = runs.of(table)
+    *_, run = runs.of(table)
     assert run["status"] == "SUCCEEDED"
     trigger = json.loads(run["input"])["trigger"]
-    assert trigger["catalogEvents"]["kinds"] == ["ADD_PARTITION"]
+    assert "ADD_PARTITION" in trigger["catalogEvents"]["kinds"]
     replica = replica_catalog.get_table(replica_db, "orders")
     (partition,) = [p for p in replica_catalog.list_partitions(replica) if p.values == (day,)]
     source_file = fs.join(sample.orders.location, f"dt={day}", "part-00000.parquet")
@@ -179,6 +191,90 @@ def test_a_partition_added_through_thrift_reaches_the_replica_through_the_poller
         source_file
     )
     assert state.position(uri) >= 1
+
+
+def test_two_configs_of_one_file_name_on_one_metastore_each_replicate_their_own_changes(
+    pipeline, sfn, local_runtime, aws, sample, source_catalog, replica_catalog,
+    catalog_triggers, tmp_path,
+):  # fmt: skip
+    # Two teams, two folders, one file name, one source metastore, a table each.
+    other = create_sample_tables(
+        source_catalog, f"{sample.database}_b", local_runtime.warehouse, last_days(NOW.date(), 1)
+    )
+    teams = {"teamA": sample, "teamB": other}
+    configs = {}
+    for team, tables in teams.items():
+        path = tmp_path / team / "feeds.yml"
+        path.parent.mkdir()
+        location = (tmp_path / "replica" / team).as_uri()
+        path.write_text(json.dumps(hive_feed_config(local_runtime, tables.database, location)))
+        configs[team] = path
+    state = FeedState(boto3.client("dynamodb"), pipeline.state_table)
+    runs = Runs(pipeline, sfn)
+    uris = {team: deploy.config_uri(pipeline.work_uri, path) for team, path in configs.items()}
+    assert uris["teamA"] != uris["teamB"]
+    log = HiveNotificationLog(source_catalog)
+
+    def replicated(team: str, day: str) -> None:
+        database = f"{teams[team].database}_dr"
+        wait_for(
+            lambda: has_partition(replica_catalog, database, day),
+            f"{team}'s partition {day} in its replica",
+            seconds=300,
+            explain=runs.explain,
+        )
+
+    # Team A's poller runs first and reads past a change of each team's table: a position
+    # the two shared would be past team B's change before team B's poller ever read it.
+    assert run_local_trigger(configs["teamA"], local_runtime.state_dir) == 0
+    wait_for(lambda: state.position(uris["teamA"]) is not None, "team A's first poll")
+    add_partitions(source_catalog, sample.orders, ["2026-12-02"])
+    add_partitions(source_catalog, other.orders, ["2026-12-03"])
+    current = log.current_event_id()
+    wait_for(lambda: state.position(uris["teamA"]) >= current, "team A's poller past both")
+    assert run_local_trigger(configs["teamB"], local_runtime.state_dir) == 0
+    replicated("teamA", "2026-12-02")
+    replicated("teamB", "2026-12-03")
+
+    # Both polling: a change of each table at once, each replicated by its own config.
+    add_partitions(source_catalog, sample.orders, ["2026-12-04"])
+    add_partitions(source_catalog, other.orders, ["2026-12-05"])
+    replicated("teamA", "2026-12-04")
+    replicated("teamB", "2026-12-05")
+    assert {state.position(uri) for uri in uris.values()} == {log.current_event_id()}
+    wait_for(runs.settled, "the change windows' executions to end", seconds=300)
+
+
+def test_a_window_whose_execution_was_lost_is_resumed_by_the_poller_and_replicated(
+    pipeline, sfn, local_runtime, aws, sample, source_catalog, replica_catalog, write_config,
+    catalog_triggers, tmp_path,
+):  # fmt: skip
+    replica_db = f"{sample.database}_dr"
+    config = write_config(
+        hive_feed_config(local_runtime, sample.database, (tmp_path / "replica" / "orders").as_uri())
+    )
+    uri = deploy.config_uri(pipeline.work_uri, config)
+    state = FeedState(boto3.client("dynamodb"), pipeline.state_table)
+    runs = Runs(pipeline, sfn)
+    # What a runtime that lost its executions leaves: the change was read (the position is
+    # past it) and noted in its table's window, whose execution no longer exists.
+    add_partitions(source_catalog, sample.orders, ["2026-12-06"])
+    now = datetime.now(UTC)
+    state.advance(uri, None, HiveNotificationLog(source_catalog).current_event_id(), now)
+    table = f"{sample.database}.orders"
+    window = state.note(uri, table, 1, None, {"ADD_PARTITION"}, now - timedelta(hours=1))
+    state.started(window, "an-execution-that-is-gone")
+
+    assert run_local_trigger(config, local_runtime.state_dir) == 0
+    wait_for(
+        lambda: has_partition(replica_catalog, replica_db, "2026-12-06"),
+        "the window's partition in the replica metastore",
+        explain=runs.explain,
+    )
+    wait_for(runs.settled, "the resumed window's execution to end")
+    assert state.window(uri, table) is None  # closed
+    (resumed,) = runs.windows()
+    assert resumed["name"].endswith("-r1") and resumed["status"] == "SUCCEEDED"
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ import json
 import pytest
 
 from ferry import statemachine, triggers
-from ferry.feeds import config_name
 from infra.pipeline import STATES_SYNC_RULE
 from infra.settings import load_environment
 from tests.infra.test_first_deploy import decide, of_type, role_of_function
@@ -169,7 +168,7 @@ def test_each_feed_function_may_touch_only_the_feeds_items_of_the_state_table(de
     table = f"arn:aws:dynamodb:{region}:{account}:table/ferry-{name}-state"
     uri = config_uri(template, resolved, "sales-dr")
     window = f"changes#{uri}"
-    position = f"feed#{config_name(uri)}"
+    position = f"feed#{uri}"
     lock = "thrift://metastore-1:9083/sales_dr.orders"  # a replica's lock and ledger
 
     def may(function: str, action: str, key: str) -> bool:
@@ -177,11 +176,13 @@ def test_each_feed_function_may_touch_only_the_feeds_items_of_the_state_table(de
         context = {"dynamodb:LeadingKeys": [key]}
         return decide(simulator, template, resolved, role, action, table, context) == "Allowed"
 
+    # The intake and the poller look through the config's open windows (a Query of its
+    # partition) for one whose execution is gone.
     calls = {
-        "catalog-events": {("dynamodb:UpdateItem", window)},
+        "catalog-events": {("dynamodb:UpdateItem", window), ("dynamodb:Query", window)},
         "catalog-poller": {
             ("dynamodb:GetItem", position), ("dynamodb:UpdateItem", position),
-            ("dynamodb:UpdateItem", window),
+            ("dynamodb:UpdateItem", window), ("dynamodb:Query", window),
         },
         "claim-changes": {("dynamodb:GetItem", window), ("dynamodb:UpdateItem", window)},
         "close-window": {("dynamodb:DeleteItem", window)},

@@ -124,3 +124,42 @@ def test_an_unknown_environment_names_the_known_ones(environments):
     environments("qa")
     with pytest.raises(SettingsError, match="no settings for environment 'prd'.*known: qa"):
         load_environment("prd")
+
+
+@pytest.mark.parametrize(
+    ("second", "content", "message"),
+    [
+        (
+            "teamB/sales.yml",
+            CONFIG.replace("orders", "customers"),
+            "the configs {a} and {b} have the same name 'sales': their rules and schedules "
+            "(ferry-qa-sales-…) would be one; rename one of the files",
+        ),
+        (
+            "teamB/sales-copy.yml",
+            CONFIG,
+            "the configs {a} and {b} are the same file: deployed, they are one object, whose "
+            "change feeds (position, windows) both would share; keep one",
+        ),
+    ],
+)
+def test_two_configs_that_would_deploy_as_one_stop_the_synth_in_one_line_naming_both(
+    environments, tmp_path, capsys, second, content, message
+):
+    from infra import app
+
+    first = tmp_path / "teamA" / "sales.yml"
+    other = tmp_path / second
+    for path, text in ((first, CONFIG), (other, content)):
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(text)
+    replications = [
+        {"config": str(path), "read-locations": ["s3://src-bucket/sales/"]}
+        for path in (first, other)
+    ]
+    environments("qa", replications=replications)
+    with pytest.raises(SystemExit) as stopped:
+        app.main(["-c", "environment=qa"])
+    assert stopped.value.code == 2
+    error = capsys.readouterr().err.strip()
+    assert error == "ferry: error: qa: " + message.format(a=first, b=other)

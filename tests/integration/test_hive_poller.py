@@ -1,7 +1,8 @@
 """The Hive poller on the source metastore's real notification log: changes of the tables a
 config selects become one window per table, a poller killed between handing over and
-advancing hands the same events over again without a second run, and a log that lost its
-events compares every selected table in full.
+advancing hands the same events over again without a second run, a poller that finds no
+position replays the log, a window whose execution is gone is resumed, and a log that lost
+its events compares every selected table in full.
 
 The state table and the change window state machine are the local runtime's emulator's
 (the machine here only waits, so that its executions stay running while the test looks)."""
@@ -9,6 +10,7 @@ The state table and the change window state machine are the local runtime's emul
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 import boto3
 import pytest
@@ -77,6 +79,17 @@ class Feeds:
     def poll(self):
         return self.feeds.poll(PollInput(config_uri=self.uri), seconds=0)
 
+    def start_at(self, event_id: int) -> None:
+        """A position, as a poller that had read the log up to ``event_id`` leaves it."""
+        self.state.advance(self.uri, self.state.position(self.uri), event_id, self.feeds.clock())
+
+    def lose_position(self) -> None:
+        """The state table loses the position (a new table, a restored backup, a wipe)."""
+        self.state.client.delete_item(
+            TableName=self.state.table_name,
+            Key={"pk": {"S": f"feed#{self.uri}"}, "sk": {"S": "position"}},
+        )
+
     def executions(self) -> list[dict]:
         return self.sfn.list_executions(stateMachineArn=self.machine)["executions"]
 
@@ -90,15 +103,57 @@ def add_days(catalog, sample, days) -> None:
         )
 
 
-def test_the_first_poll_starts_from_the_current_event_and_runs_nothing(feeds_world, source_catalog):
+def test_a_poll_with_no_position_replays_the_log_from_its_oldest_event(
+    feeds_world, source_catalog, sample
+):
+    # The sample's tables were created and filled before any poll: the log keeps them.
+    log = HiveNotificationLog(source_catalog)
     result = feeds_world.poll()
-    assert result.position == HiveNotificationLog(source_catalog).current_event_id()
-    assert (result.events, result.tables, result.opened) == (0, [], [])
-    assert feeds_world.executions() == []
+    table = f"{sample.database}.orders"
+    assert result.replayed and result.position == log.current_event_id()
+    assert (result.tables, result.opened) == ([table], [table])
+    assert log.oldest_event_id() <= result.position - result.events + 1
+    (execution,) = feeds_world.executions()
+    assert feeds_world.state.window(feeds_world.uri, table).execution == execution["name"]
+    # The position is kept: the next poll reads nothing more.
+    again = feeds_world.poll()
+    assert (again.replayed, again.events, again.opened) == (False, 0, [])
+
+
+def test_a_change_is_handed_over_although_the_position_was_lost_before_the_poll(
+    feeds_world, source_catalog, sample
+):
+    log = HiveNotificationLog(source_catalog)
+    feeds_world.start_at(log.current_event_id())
+    add_days(source_catalog, sample, ["2027-03-01"])
+    feeds_world.lose_position()  # between the change and the poll that would read it
+    result = feeds_world.poll()
+    table = f"{sample.database}.orders"
+    assert result.replayed and table in result.opened
+    assert "ADD_PARTITION" in feeds_world.state.window(feeds_world.uri, table).kinds
+    assert result.position == log.current_event_id()
+
+
+def test_a_window_whose_execution_is_gone_is_resumed_by_the_next_poll(
+    feeds_world, source_catalog, sample
+):
+    feeds_world.start_at(HiveNotificationLog(source_catalog).current_event_id())
+    table = f"{sample.database}.orders"
+    # A window left open with an execution that no longer exists (the emulated AWS came
+    # back without it), and no change of its table to come.
+    long_ago = feeds_world.feeds.clock() - timedelta(hours=1)
+    window = feeds_world.state.note(feeds_world.uri, table, 1, None, {"ADD_PARTITION"}, long_ago)
+    feeds_world.state.started(window, "lost-execution")
+    result = feeds_world.poll()
+    assert (result.events, result.resumed) == (0, [table])
+    (execution,) = feeds_world.executions()
+    assert execution["status"] == "RUNNING"
+    assert feeds_world.state.window(feeds_world.uri, table).execution == execution["name"]
+    assert feeds_world.poll().resumed == []  # it runs now
 
 
 def test_a_burst_of_partitions_is_one_window_of_its_table(feeds_world, source_catalog, sample):
-    feeds_world.poll()
+    feeds_world.start_at(HiveNotificationLog(source_catalog).current_event_id())
     days = [f"2027-01-{day:02d}" for day in range(1, 21)]
     add_days(source_catalog, sample, days)
     # A change of a table the config does not select: read, counted, ignored.
@@ -125,7 +180,7 @@ def test_a_burst_of_partitions_is_one_window_of_its_table(feeds_world, source_ca
 def test_a_poller_killed_after_handing_over_hands_over_again_and_converges(
     feeds_world, source_catalog, sample
 ):
-    feeds_world.poll()
+    feeds_world.start_at(HiveNotificationLog(source_catalog).current_event_id())
     before = feeds_world.state.position(feeds_world.uri)
     add_days(source_catalog, sample, ["2027-02-01", "2027-02-02"])
     with faults.armed(faults.Fault("poller.handed-over")), pytest.raises(faults.InjectedFault):

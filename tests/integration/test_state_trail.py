@@ -114,6 +114,14 @@ def trail(unique, sample, local_runtime, tmp_path, monkeypatch):
     world = Trail(unique, sample, local_runtime, tmp_path)
     monkeypatch.setenv("FERRY_WORK_URI", f"s3://{world.work}")
     monkeypatch.setenv("FERRY_STATE_TABLE", state_table)
+    # The change window state machine the feeds start (here one that only waits).
+    waiting = {"StartAt": "Wait", "States": {"Wait": {"Type": "Wait", "Seconds": 60, "End": True}}}
+    changes = boto3.client("stepfunctions").create_state_machine(
+        name=f"changes-{unique}",
+        definition=json.dumps(waiting),
+        roleArn="arn:aws:iam::123456789012:role/changes",
+    )["stateMachineArn"]
+    monkeypatch.setenv("FERRY_CHANGES_STATE_MACHINE_ARN", changes)
     monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "true")
     for cached in (runtime.settings, runtime.steps, runtime.feeds):
         cached.cache_clear()
@@ -202,12 +210,14 @@ def check_outcome(trail: Trail, state: str, result: dict) -> None:
         assert sorted(o["Size"] for o in listed) == sorted(BATCH_OBJECTS.values())
     elif state == "catalog_events":
         # The trail's config replicates from a Hive metastore: Glue's event is not its source's.
-        assert result == {"tables": [], "opened": [], "ignored": 1}
+        assert result == {"tables": [], "opened": [], "ignored": 1, "resumed": []}
     elif state == "catalog_poller":
-        # A first poll: it records where the source's notification log stands, and reads none.
+        # A first poll: no position yet, so it replays the log the source keeps, in which the
+        # sample's orders were created and filled.
         with HiveMetastoreCatalog("onprem", [trail.source_uri]) as catalog:
             current = HiveNotificationLog(catalog).current_event_id()
-        assert (result["events"], result["opened"]) == (0, [])
+        assert result["replayed"] and result["events"] > 0
+        assert result["opened"] == [f"{trail.database}.orders"]
         assert result["position"] is not None and 0 < result["position"] <= current
     elif state == "claim_changes":
         assert (result["run"], result["reason"], result["tables"]) == (False, "no changes", [])

@@ -5,6 +5,7 @@ nothing, a change during a run gets one follow-up, and the source catalog decide
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -16,7 +17,14 @@ from ferry.aws import AwsClients
 from ferry.catalog.factory import open_catalog
 from ferry.catalog.hive_events import HiveEvent
 from ferry.config import parse_config
-from ferry.feeds import ChangeFeeds, FeedState, WindowExecutions, glue_changes
+from ferry.feeds import (
+    ChangeFeeds,
+    FeedState,
+    Window,
+    WindowExecutions,
+    execution_name,
+    glue_changes,
+)
 from ferry.feeds.changes import CatalogChange, hive_changes
 from ferry.ledger import DynamoDbStateStore
 from ferry.payloads import (
@@ -230,19 +238,64 @@ def test_an_intake_that_stopped_before_starting_the_execution_is_completed_by_th
     assert world.state.window(CONFIG_URI, TABLE).execution == execution["name"]
 
 
-def test_a_window_whose_execution_ended_without_closing_gets_another(world):
+def test_a_window_whose_execution_ended_without_closing_is_resumed_by_the_next_intake(world):
     feeds = world.feeds()
     deliver(feeds, glue_event())
     (stopped,) = world.executions()
     world.sfn.stop_execution(executionArn=stopped["executionArn"])
-    world.clock.now += timedelta(minutes=10)
+    world.clock.now += timedelta(seconds=30)
+    assert deliver(feeds, glue_event(table="customers")).resumed == []  # within its wait
+    assert len(world.executions()) == 1
+    # Past its wait and a minute: any intake of the config resumes it, even one of a table
+    # the config does not select (no change of the window's own table may ever come).
+    world.clock.now += timedelta(minutes=1)
+    assert deliver(feeds, glue_event(table="customers")).resumed == [TABLE]
+    window = world.state.window(CONFIG_URI, TABLE)
+    restart = next(e for e in world.executions() if e["name"] != stopped["name"])
+    assert (window.execution, window.restarts) == (restart["name"], 1)
+    described = world.sfn.describe_execution(executionArn=restart["executionArn"])
+    assert json.loads(described["input"]) == {
+        "configUri": CONFIG_URI, "table": TABLE, "windowSeconds": 0,  # it claims at once
+    }  # fmt: skip
+    # Its restart ends too without closing: another, with a name of its own.
+    world.sfn.stop_execution(executionArn=restart["executionArn"])
+    assert deliver(feeds, glue_event()).resumed == [TABLE]
+    assert len({e["name"] for e in world.executions()}) == 3
+    assert world.state.window(CONFIG_URI, TABLE).restarts == 2
+
+
+def test_a_running_execution_or_a_window_taken_meanwhile_is_not_resumed(world):
+    feeds = world.feeds()
     deliver(feeds, glue_event())
-    assert len(world.executions()) == 1  # too soon to look
-    world.clock.now += timedelta(hours=1)
-    deliver(feeds, glue_event())
-    names = [e["name"] for e in world.executions()]
-    assert len(names) == 2 and world.state.window(CONFIG_URI, TABLE).execution in names
-    assert world.state.window(CONFIG_URI, TABLE).execution != stopped["name"]
+    world.clock.now += timedelta(hours=2)  # a long run: its execution is still running
+    assert deliver(feeds, glue_event()).resumed == []
+    (execution,) = world.executions()
+    world.sfn.stop_execution(executionArn=execution["executionArn"])
+    stale = world.state.window(CONFIG_URI, TABLE)
+    # Another intake resumed it first: this one's conditional write fails, and starts nothing.
+    assert world.state.restarted(stale, "another") is True
+    assert world.state.restarted(stale, "mine") is False
+    assert world.state.window(CONFIG_URI, TABLE).execution == "another"
+
+
+def test_execution_names_stay_within_step_functions_rules_for_the_longest_names():
+    # Glue allows 255 characters in a database's and a table's name, Unicode included.
+    opened = datetime(2026, 11, 21, 8, 30, 0, 123456, tzinfo=UTC)
+    uri = "s3://cdk-hnb659fds-assets-123456789012-us-east-1/" + "a" * 64 + ".yml"
+    names = set()
+    for table in ("d" * 255 + "." + "t" * 255, "ventes.commandes_été" * 10, "sales.orders"):
+        window = Window(uri, table, opened, 1)
+        for restart in (0, 1, 9, 10**6):
+            name = execution_name(window, restart)
+            assert len(name) <= 80 and re.fullmatch(r"[A-Za-z0-9_-]+", name), name
+            assert name == execution_name(Window(uri, table, opened, 7), restart)  # the same
+            names.add(name)
+    assert len(names) == 12  # each window and restart its own
+    # Two configs' windows of one table are two executions, whatever the names' length.
+    long = "d" * 255 + "." + "t" * 255
+    assert execution_name(Window(uri, long, opened, 1)) != execution_name(
+        Window(uri.replace("a", "b"), long, opened, 1)
+    )
 
 
 # -- claim and close --------------------------------------------------------------------------
@@ -334,5 +387,6 @@ def test_a_position_moves_only_from_what_its_writer_read(world):
     assert state.advance(CONFIG_URI, None, 12, now) is False  # another poller started first
     assert state.advance(CONFIG_URI, 10, 15, now) is True
     assert state.advance(CONFIG_URI, 10, 11, now) is False  # read 10, but it moved to 15
-    # Another upload of the same config keeps its position.
-    assert state.position("s3://work/configs/sales-fedcba9876543210.yml") == 15
+    # Each config has its own position: another with the same file name (another team's
+    # folder, uploaded as another object), or this one edited, has none of its own yet.
+    assert state.position("s3://work/configs/sales-fedcba9876543210.yml") is None

@@ -242,6 +242,53 @@ def test_catalog_events_default_to_a_thirty_second_window_and_five_second_polls(
     assert load_triggers({"catalog-events": {"window": "PT0S"}}).catalog_events.window.seconds == 0
 
 
+def test_catalog_events_left_empty_declare_the_trigger_with_its_defaults():
+    # ``catalog-events:`` with nothing under it, as a person writes it to take the defaults.
+    document = yaml.safe_load("triggers:\n  catalog-events:\n")
+    declared = load_triggers(document["triggers"])
+    assert declared.declared
+    assert declared.catalog_events.window.total_seconds() == 30
+    assert declared.catalog_events.poll_interval.total_seconds() == 5
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "window: true",
+            "c.yml: triggers.catalog-events.window: true is not a duration: write an ISO-8601 "
+            "duration such as PT5S",
+        ),
+        (
+            "poll-interval: 5",
+            "c.yml: triggers.catalog-events.poll-interval: 5 is not a duration (in which unit?): "
+            "write an ISO-8601 duration such as PT5S",
+        ),
+        ("window: 0.5", "triggers.catalog-events.window: 0.5 is not a duration (in which unit?)"),
+    ],
+)
+def test_a_duration_that_is_not_iso_8601_is_one_line_naming_the_key(text, message):
+    declared = yaml.safe_load(f"catalog-events:\n  {text}\n")
+    assert message in refusal(declared)
+
+
+def test_a_poll_interval_for_a_glue_source_is_refused_in_one_line():
+    glue = {"name": "lake", "glue": {"region": "us-east-1"}}
+    document = {**with_triggers({"catalog-events": {"poll-interval": "PT5S"}}),
+                "source-catalog": glue}  # fmt: skip
+    with pytest.raises(ConfigError) as raised:
+        parse_config(document, "c.yml", {})
+    line = str(raised.value)
+    assert "\n" not in line
+    assert line.startswith("c.yml: triggers.catalog-events.poll-interval: the source catalog is ")
+    assert "sends its changes to EventBridge: nothing is polled; remove poll-interval" in line
+    # The window alone is a Glue source's setting; a Hive source may set both.
+    document["triggers"] = {"catalog-events": {"window": "PT5S"}}
+    assert parse_config(document, "c.yml", {}).triggers.catalog_events.window.seconds == 5
+    hive = load_triggers({"catalog-events": {"poll-interval": "PT5S"}})
+    assert hive.catalog_events.poll_interval.seconds == 5
+
+
 def test_the_poller_schedule_is_one_eventbridge_takes():
     assert check_schedule_expression(triggers.POLLER_SCHEDULE) == triggers.POLLER_SCHEDULE
 
@@ -373,6 +420,32 @@ def test_local_trigger_refuses_a_config_that_declares_no_trigger(tmp_path, capsy
     out, err = capsys.readouterr()
     assert out == ""
     assert err.startswith(f"ferry: error: {path}: declares no triggers: add the key 'triggers'")
+    assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("catalog_events", "source", "key"),
+    [
+        ("window: true", None, "triggers.catalog-events.window: true is not a duration"),
+        ("poll-interval: 5", None, "triggers.catalog-events.poll-interval: 5 is not a duration"),
+        (
+            "poll-interval: PT5S",
+            {"name": "lake", "glue": {"region": "us-east-1"}},
+            "triggers.catalog-events.poll-interval: the source catalog is the Glue Data Catalog",
+        ),
+    ],
+)
+def test_local_trigger_refuses_a_bad_catalog_events_trigger_in_one_line(
+    tmp_path, capsys, catalog_events, source, key
+):
+    document = {**DOCUMENT, **({"source-catalog": source} if source else {})}
+    text = yaml.safe_dump(document) + f"triggers:\n  catalog-events:\n    {catalog_events}\n"
+    path = tmp_path / "c.yml"
+    path.write_text(text)
+    assert main(["local", "trigger", str(path), "--home", str(tmp_path / "home")]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith(f"ferry: error: {path}: {key}")
     assert err.count("\n") == 1
 
 
