@@ -55,8 +55,6 @@ from ferry.ownership import IcebergOwnership, Ownership, event_time, is_snapshot
 
 #: The event id of ledger entries the vacuum recorded (folders it found unknown).
 VACUUM_EVENT = "vacuum"
-#: At most this many paths per list travel in the step's result; the report has them all.
-RESULT_PATHS = 100
 
 
 class Action(StrEnum):
@@ -139,16 +137,10 @@ class HousekeepingReport:
         }
 
     def result(self, report_uri: str) -> dict[str, Any]:
-        """The step's result: counts per table, the first paths of each list, the report."""
-        tables = []
-        for table in self.tables:
-            summary = table.summary()
-            summary["paths"] = {
-                action.value: [o.path for o in table.ledger if o.action is action][:RESULT_PATHS]
-                for action in (Action.DELETED, Action.WOULD_DELETE)
-            }
-            summary["orphanPaths"] = [o.path for o in table.orphans][:RESULT_PATHS]
-            tables.append(summary)
+        """The step's result: counts, and the URI of the report that names every table and
+        path. Its size does not grow with the config's tables (Step Functions takes 256 KiB
+        per state: a line per table would pass it at a few hundred tables)."""
+        tables = [table.summary() for table in self.tables]
         return {
             "dryRun": self.dry_run,
             "vacuum": self.vacuum,
@@ -156,7 +148,8 @@ class HousekeepingReport:
             "kept": sum(t["kept"] for t in tables),
             "orphans": sum(t["orphans"] for t in tables),
             "orphansLedgered": sum(t["orphansLedgered"] for t in tables),
-            "tables": tables,
+            "tableCount": len(tables),
+            "tablesSkipped": sum(1 for t in tables if t["skipped"]),
             "reportUri": report_uri,
         }
 

@@ -201,6 +201,21 @@ def _through_s3(grantee: iam.IGrantable, actions: Iterable[str], keys: list[str]
         )
 
 
+def trusted_service(
+    service: str, account: str, source_arns: Iterable[str] = ()
+) -> iam.ServicePrincipal:
+    """``service``, acting for a resource of ``account`` (and, where the service names the
+    resource it acts for, one of ``source_arns``, IAM's wildcards allowed): a role's trust
+    that no other account's rule, schedule or job can use (the confused deputy).
+    ``aws:SourceAccount`` and ``aws:SourceArn`` are the keys the service sets when it
+    assumes the role."""
+    conditions: dict[str, dict[str, object]] = {"StringEquals": {"aws:SourceAccount": account}}
+    arns = list(source_arns)
+    if arns:
+        conditions["ArnLike"] = {"aws:SourceArn": arns if len(arns) > 1 else arns[0]}
+    return iam.ServicePrincipal(service, conditions=conditions)
+
+
 def allow(grantee: iam.IGrantable, actions: Iterable[str], resources: list[str]) -> None:
     """One statement of exactly these actions on exactly these resources (no wildcards)."""
     grantee.grant_principal.add_to_principal_policy(

@@ -19,7 +19,7 @@ from constructs import Construct
 
 from ferry import statemachine
 from infra import bundling
-from infra.access import DataAccess, allow, allow_prefix
+from infra.access import DataAccess, allow, allow_prefix, trusted_service
 from infra.configs import ReplicationConfigs
 from infra.encryption import Encryption
 from infra.removal import KEEP
@@ -121,6 +121,7 @@ class Functions(Construct):
             "FERRY_WORK_URI": work.work_uri,
             "FERRY_STATE_TABLE": state.table.table_name,
             "FERRY_CONFIG_SECRET": secret.secret.secret_arn,
+            "FERRY_CONFIG_SECRET_VARIABLES": ",".join(secret.names),
             "FERRY_MAX_CONCURRENCY": str(settings.tables_at_once),
             # A replica's lock lasts as long as the execution that takes it may run.
             "FERRY_LOCK_LEASE": f"PT{statemachine.timeout_seconds()}S",
@@ -133,7 +134,8 @@ class Functions(Construct):
             role = iam.Role(
                 self,
                 f"{name}Role",
-                assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+                # Lambda sets aws:SourceAccount, not aws:SourceArn, for an execution role.
+                assumed_by=trusted_service("lambda.amazonaws.com", settings.account),
                 description=f"Ferry {settings.name}: the {name} step",
             )
             log_group = logs.LogGroup(

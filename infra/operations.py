@@ -35,7 +35,8 @@ def per_table(metric: str, statistic: str, label: str) -> cloudwatch.MathExpress
 
 
 def feed_metric(metric: str, label: str) -> cloudwatch.Metric:
-    """A count the change feeds' functions publish (EMF, no table dimension), per period."""
+    """A count the functions publish with no table dimension (EMF: the change feeds',
+    Summarize's), per period."""
     return cloudwatch.Metric(
         namespace=NAMESPACE,
         metric_name=metric,
@@ -89,6 +90,21 @@ class Operations(Construct):
             "replication-timed-out",
             replication.metric_timed_out(period=PERIOD),
             "A replication ran over its time limit: a copy is stuck; cancel it and run again.",
+        )
+        # Every failed table of a run (Summarize's count, those no Catch took included).
+        tables_failed = feed_metric("TablesFailed", "tables failed, all tables")
+        alarm(
+            "tables-failed",
+            cloudwatch.Metric(  # unlabelled: a labelled metric makes the alarm a math one
+                namespace=NAMESPACE,
+                metric_name="TablesFailed",
+                dimensions_map={"service": "ferry"},
+                statistic="Sum",
+                period=PERIOD,
+            ),
+            "Tables failed in a replication (Summarize's count, tables no Catch took "
+            "included): each got FAILURE and its replica still points at its last complete "
+            "snapshot; ferry execute --wait or the run's Map Run name each table and error.",
         )
         alarm(
             "housekeeping-failed",
@@ -167,7 +183,7 @@ class Operations(Construct):
             ),
             cloudwatch.GraphWidget(
                 title="Tables failed",
-                left=[per_table("TablesFailed", "Sum", "tables failed")],
+                left=[per_table("TablesFailed", "Sum", "tables failed"), tables_failed],
                 width=12,
             ),
         )

@@ -12,7 +12,7 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from infra import bundling
-from infra.access import DataAccess, allow_prefix
+from infra.access import DataAccess, allow_prefix, trusted_service
 from infra.encryption import Encryption
 from infra.settings import EnvironmentSettings
 from infra.storage import RUNS_PREFIX, SPARK_LOGS_PREFIX, WorkBucket
@@ -67,7 +67,12 @@ class SparkCopy(Construct):
         self.job_role = iam.Role(
             self,
             "JobRole",
-            assumed_by=iam.ServicePrincipal("emr-serverless.amazonaws.com"),
+            # Only this application's job runs (EMR Serverless names the application).
+            assumed_by=trusted_service(
+                "emr-serverless.amazonaws.com",
+                settings.account,
+                [self.application.attr_arn, f"{self.application.attr_arn}/jobruns/*"],
+            ),
             description=f"Ferry {settings.name}: the Spark copy job",
         )
         self.assets = bundling.SparkJobAssets(self, "Job")

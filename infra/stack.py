@@ -116,6 +116,10 @@ class FerryStack(Stack):
             "CatalogPollerFunctionArn": self.functions.by_name["CatalogPoller"].function_arn,
             "PollerScheduleRoleArn": self.triggers.poller_role.role_arn,
         }
+        if self.secret.names:
+            # What the secret must hold (its template value names none: a redeploy never
+            # writes over the operator's values).
+            outputs["ConfigSecretVariables"] = ",".join(self.secret.names)
         for key_name, value in outputs.items():
             CfnOutput(self, key_name, value=value)
         for path in self.configs.assets:

@@ -3,8 +3,6 @@ secret that holds the configs' secret placeholders."""
 
 from __future__ import annotations
 
-import json
-
 from aws_cdk import SecretValue
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
@@ -12,7 +10,6 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
-from ferry.config_text import SECRET_PLACEHOLDER
 from infra.access import allow
 from infra.removal import KEEP
 
@@ -75,27 +72,35 @@ class StateTable(Construct):
 
 
 class ConfigSecret(Construct):
-    """A JSON object of placeholder values (metastore URIs, credentials) set after deploy."""
+    """A JSON object of placeholder values (metastore URIs, credentials) set after deploy.
+
+    The template gives the secret one value, the same for every environment and every
+    change of ``secret-variables``: an empty object. CloudFormation writes a secret's value
+    only when that property changes (and draws a new one whenever a ``GenerateSecretString``
+    changes), so a redeploy never writes over what an operator put. The names the configs
+    expect are elsewhere: the stack's output ``ConfigSecretVariables`` and the functions'
+    ``FERRY_CONFIG_SECRET_VARIABLES``, with which a run that lacks one refuses to start and
+    names it (``lambdas/runtime.py``), as ``ferry doctor`` does before the first run.
+    """
+
+    #: The secret's value in the template: never anything an operator's values could be.
+    INITIAL_VALUE = "{}"
 
     def __init__(
         self, scope: Construct, construct_id: str, *, environment: str, key: kms.IKey,
         names: list[str],
     ):  # fmt: skip
         super().__init__(scope, construct_id)
-        # It starts with a placeholder for each value (not a random string): a run refuses to
-        # start until the values are put, with a line that names the secret and the keys, and
-        # `ferry doctor` says so before the first run.
+        self.names = sorted(names)
         self.secret = secretsmanager.Secret(
             self,
             "Secret",
             secret_name=f"ferry/{environment}/config-variables",
             description=(
-                "Values of the replication configs' secret placeholders, as a JSON object: "
-                + (", ".join(names) or "none declared")
+                "Values of the replication configs' secret placeholders, as a JSON object; "
+                "the names are the stack's output ConfigSecretVariables"
             ),
             encryption_key=key,
-            secret_string_value=SecretValue.unsafe_plain_text(
-                json.dumps({name: SECRET_PLACEHOLDER for name in names})
-            ),
+            secret_string_value=SecretValue.unsafe_plain_text(self.INITIAL_VALUE),
             removal_policy=KEEP,
         )

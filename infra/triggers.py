@@ -31,7 +31,7 @@ from constructs import Construct
 from ferry import triggers
 from ferry.config import ReplicationConfig
 from ferry.resource_names import fitted
-from infra.access import allow
+from infra.access import allow, trusted_service
 from infra.configs import ReplicationConfigs
 from infra.encryption import Encryption
 from infra.settings import EnvironmentSettings
@@ -82,7 +82,14 @@ class Triggers(Construct):
         self.rule_role = rule_role = iam.Role(
             self,
             "RuleRole",
-            assumed_by=iam.ServicePrincipal("events.amazonaws.com"),
+            # This account's rules named ferry-…: the stack's, and those `ferry local trigger`
+            # or a person adds (any region's bus: the local runtime's rule of another region's
+            # bucket starts the execution itself).
+            assumed_by=trusted_service(
+                "events.amazonaws.com",
+                settings.account,
+                [f"arn:aws:events:*:{settings.account}:rule/ferry-*"],
+            ),
             description="EventBridge rules start replications",
         )
         replication.grant_start_execution(rule_role)
@@ -90,9 +97,10 @@ class Triggers(Construct):
         self.poller_role = iam.Role(
             self,
             "PollerScheduleRole",
-            assumed_by=iam.ServicePrincipal(
+            assumed_by=trusted_service(
                 "scheduler.amazonaws.com",
-                conditions={"StringEquals": {"aws:SourceAccount": settings.account}},
+                settings.account,
+                [self.schedule_group.schedule_group_arn],  # Scheduler names the group
             ),
             description="EventBridge Scheduler starts the Hive notification log pollers",
         )
@@ -318,10 +326,23 @@ class EventForwarding(Stack):
             "PipelineBus",
             f"arn:aws:events:{settings.region}:{settings.account}:event-bus/default",
         )
+        # One role for the rules' target (the pipeline's bus), for these rules only.
+        prefix = f"ferry-{settings.name}-forward-"
+        role = iam.Role(
+            self,
+            "ForwardRole",
+            assumed_by=trusted_service(
+                "events.amazonaws.com",
+                settings.account,
+                [f"arn:aws:events:{region}:{settings.account}:rule/{prefix}*"],
+            ),
+            description=f"Ferry {settings.name}: forward events to {settings.region}",
+        )
         for index, pattern in enumerate(patterns):
             events.Rule(
                 self,
                 f"Forward{index}",
+                rule_name=f"{prefix}{index}",
                 description="Events that start a replication in the pipeline's region",
                 event_pattern=events.EventPattern(
                     source=pattern["source"],
@@ -329,5 +350,5 @@ class EventForwarding(Stack):
                     detail=pattern["detail"],
                     account=pattern.get("account"),
                 ),
-                targets=[targets.EventBus(bus)],
+                targets=[targets.EventBus(bus, role=role)],
             )

@@ -56,6 +56,12 @@ class Settings(BaseModel):
         alias="FERRY_CONFIG_SECRET",
         description="Secrets Manager secret (a JSON object) of the configs' secret placeholders",
     )
+    config_secret_variables: str = Field(
+        default="",
+        alias="FERRY_CONFIG_SECRET_VARIABLES",
+        description="the names the secret must hold, comma-separated (the settings' "
+        "secret-variables)",
+    )
     changes_state_machine: str | None = Field(
         default=None,
         alias="FERRY_CHANGES_STATE_MACHINE_ARN",
@@ -136,6 +142,16 @@ def config_environment(aws: AwsClients) -> dict[str, str]:
                 f"{', '.join(unset)}: put the values after the first deploy (aws "
                 "secretsmanager put-secret-value --secret-id <it> --secret-string "
                 f'\'{{"{unset[0]}": "..."}}\'), then run again'
+            )
+        declared = [n for n in settings().config_secret_variables.split(",") if n]
+        missing = [name for name in declared if values.get(name) in (None, "")]
+        if missing:
+            raise ConfigError(
+                f"secret {settings().config_secret} holds no value for {', '.join(missing)}: "
+                "put every value the configs expect (aws secretsmanager put-secret-value "
+                "--secret-id <it> --secret-string '{"
+                + ", ".join(f'"{name}": "..."' for name in declared)
+                + "}'), then run again"
             )
         environment.update({str(k): str(v) for k, v in values.items()})
     return environment

@@ -1,17 +1,24 @@
 """State `Summarize`: read the tables' outcomes, abort a table no Catch took, count them and
-name the first failure."""
+name the first failure; publish how many tables failed."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from ferry.payloads import SummarizeInput
-from lambdas.runtime import logger, steps, tracer
+from lambdas.runtime import logger, metrics, steps, tracer
 
 
 @logger.inject_lambda_context(correlation_id_path="configUri", clear_state=True, log_event=True)
 @tracer.capture_lambda_handler
+@metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return steps().summarize(SummarizeInput.model_validate(event)).model_dump(mode="json")
+    result = steps().summarize(SummarizeInput.model_validate(event))
+    # Every failed table of the run, those no Catch took (which Summarize aborted itself)
+    # among them, with no table dimension: the alarm's metric (infra/operations.py). Abort
+    # publishes the same name per table.
+    metrics.add_metric(name="TablesFailed", unit=MetricUnit.Count, value=result.failed)
+    return result.model_dump(mode="json")

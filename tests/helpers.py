@@ -262,3 +262,13 @@ def ferry(*args: str, faults: list[dict] | None = None, **popen) -> subprocess.P
         text=True,
         **popen,
     )
+
+
+def housekept(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """The tables of a housekeeping step's report (its result names only the report)."""
+    return json.loads(fs.read_bytes(result["reportUri"]))["tables"]
+
+
+def housekept_paths(table: dict[str, Any], action: str) -> set[str]:
+    """The paths of one table of a housekeeping report that were given ``action``."""
+    return {o["path"] for o in table["ledger"] + table["orphanFolders"] if o["action"] == action}

@@ -144,16 +144,26 @@ class Authorizer:
             return list(self._denials)
 
     def assume(
-        self, role_arn: str, service: str, session: str, region: str, source_arn: str | None = None
+        self,
+        role_arn: str,
+        service: str,
+        session: str,
+        region: str,
+        source_arn: str | None = None,
+        source_account: str | None = None,
     ) -> dict[str, str]:
         """Credentials of ``role_arn`` for ``service``, if the role's trust policy allows it.
 
-        ``source_arn``: the resource the service acts for (a state machine, a rule), which AWS
-        gives the trust policy as ``aws:SourceArn`` (with ``aws:SourceAccount``). Raises
-        ``PermissionError`` with AWS's message when the trust policy does not allow it.
+        ``source_arn``: the resource the service acts for (a state machine, a rule, an EMR
+        Serverless application), which AWS gives the trust policy as ``aws:SourceArn`` (with
+        ``aws:SourceAccount``, its account). ``source_account`` alone: a service that names
+        the account it acts for but no resource (Lambda, for a function's execution role).
+        Raises ``PermissionError`` with AWS's message when the trust policy does not allow it.
         """
         account = role_arn.split(":")[4]
         context = {}
+        if source_account:
+            context = {"aws:SourceAccount": source_account}
         if source_arn:
             context = {"aws:SourceArn": source_arn, "aws:SourceAccount": source_arn.split(":")[4]}
         check = Check("sts:AssumeRole", role_arn, context, account=account)

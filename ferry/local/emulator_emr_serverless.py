@@ -372,6 +372,7 @@ def install(authorizer: Authorizer, runner: JobRunner) -> None:
                         "emr-serverless.amazonaws.com",
                         f"emr-job-{job_run.id}",
                         runtime.region,
+                        source_arn=application,
                     )
                 except PermissionError as error:
                     succeeded, details = False, str(error)

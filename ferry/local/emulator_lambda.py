@@ -200,7 +200,11 @@ class ExecutionEnvironments:
     def _environment(self, function: Any) -> dict[str, str]:
         region = function.region
         credentials = self.authorizer.assume(
-            function.role, "lambda.amazonaws.com", function.function_name, region
+            function.role,
+            "lambda.amazonaws.com",
+            function.function_name,
+            region,
+            source_account=function.function_arn.split(":")[4],
         )
         return {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),

@@ -16,6 +16,7 @@ suffix; the emulator needs no such protection).
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import re
@@ -37,6 +38,20 @@ NOT_EMULATED: frozenset[str] = frozenset(
         "AWS::SNS::Subscription",  # e-mail subscriptions of the operations topic
     }
 )
+
+
+#: The tag that remembers which template value a secret was last given (a digest).
+TEMPLATE_VALUE_TAG = "ferry:template-value"
+
+
+def _secret_string(secrets: Any, value: dict[str, Any]) -> str | None:
+    """The value a secret's template properties give it: its ``SecretString``, or a value
+    drawn for its ``GenerateSecretString``; None for neither."""
+    if "SecretString" in value:
+        return str(value["SecretString"])
+    if "GenerateSecretString" in value:
+        return secrets.get_random_password()["RandomPassword"]
+    return None
 
 
 def placeholder_code() -> bytes:
@@ -287,22 +302,41 @@ class Deployment:
         self._set(logical, name, Arn=arn)
 
     def aws_secretsmanager_secret(self, logical: str, properties: dict[str, Any]) -> None:
+        """As CloudFormation: the value is written on create, and again only when the
+        template's ``SecretString`` or ``GenerateSecretString`` changed since the last deploy
+        (a new ``GenerateSecretString`` draws a new value); otherwise it is the operator's.
+        The template's value is remembered as a digest in a tag of the secret."""
         secrets = self.client("secretsmanager")
         name = properties.get("Name") or self._name(logical)
+        value = {
+            k: properties[k] for k in ("SecretString", "GenerateSecretString") if k in properties
+        }
+        digest = hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()
         try:
-            arn = secrets.describe_secret(SecretId=name)["ARN"]
+            described = secrets.describe_secret(SecretId=name)
         except secrets.exceptions.ResourceNotFoundException:
             arguments: dict[str, Any] = {
                 "Name": name,
                 "Description": properties.get("Description", ""),
+                "Tags": [{"Key": TEMPLATE_VALUE_TAG, "Value": digest}],
             }
             if properties.get("KmsKeyId"):
                 arguments["KmsKeyId"] = properties["KmsKeyId"]
-            if "SecretString" in properties:
-                arguments["SecretString"] = properties["SecretString"]
-            elif "GenerateSecretString" in properties:
-                arguments["SecretString"] = secrets.get_random_password()["RandomPassword"]
+            secret_string = _secret_string(secrets, value)
+            if secret_string is not None:
+                arguments["SecretString"] = secret_string
             arn = secrets.create_secret(**arguments)["ARN"]
+        else:
+            arn = described["ARN"]
+            secrets.update_secret(SecretId=arn, Description=properties.get("Description", ""))
+            tags = {t["Key"]: t["Value"] for t in described.get("Tags", [])}
+            if tags.get(TEMPLATE_VALUE_TAG) != digest:
+                secret_string = _secret_string(secrets, value)
+                if secret_string is not None:
+                    secrets.put_secret_value(SecretId=arn, SecretString=secret_string)
+                secrets.tag_resource(
+                    SecretId=arn, Tags=[{"Key": TEMPLATE_VALUE_TAG, "Value": digest}]
+                )
         self._set(logical, arn, Id=arn)
 
     def aws_logs_loggroup(self, logical: str, properties: dict[str, Any]) -> None:

@@ -28,7 +28,15 @@ from ferry.ledger import DynamoDbStateStore, SqliteStateStore, replica_key
 from ferry.lifecycle import LOCAL_STATE_FILE, ReplicaState
 from ferry.local import deploy
 from tests.e2e.test_faults import copy_batch_results
-from tests.helpers import Replicator, at, config_document, ferry, files_below
+from tests.helpers import (
+    Replicator,
+    at,
+    config_document,
+    ferry,
+    files_below,
+    housekept,
+    housekept_paths,
+)
 from tests.iceberg_tables import create_history_table, read_rows
 from tests.integration.test_iceberg_faults import (
     HistorySource,
@@ -126,15 +134,15 @@ def test_a_killed_ferry_replicate_leaves_files_housekeeping_deletes_exactly(
 
     assert within.status == dry.status == "SUCCEEDED", (dry.error, dry.cause)
     assert within.output["housekeeping"]["deleted"] == 0
-    (table,) = dry.output["housekeeping"]["tables"]
-    assert {canonical(p) for p in table["paths"]["would delete"]} == left
+    (table,) = housekept(dry.output["housekeeping"])
+    assert {canonical(p) for p in housekept_paths(table, "would delete")} == left
     assert files_below(target) == files
 
     done = replica.replicator.housekeeping(clock=at(now + timedelta(days=30)))
 
     assert done.status == "SUCCEEDED", (done.error, done.cause)
-    (table,) = done.output["housekeeping"]["tables"]
-    assert {canonical(p) for p in table["paths"]["deleted"]} == left
+    (table,) = housekept(done.output["housekeeping"])
+    assert {canonical(p) for p in housekept_paths(table, "deleted")} == left
     assert {canonical(path) for path in files_below(target)} == files_before
     assert all(path.read_bytes() == b"not Ferry's" for path in foreign)
     assert_reads_as(replica, n)

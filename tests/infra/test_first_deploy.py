@@ -19,7 +19,6 @@ import pytest
 from aws_cdk.assertions import Template
 
 from ferry import statemachine as definition
-from ferry.config_text import SECRET_PLACEHOLDER
 from ferry.local.simulator import Request
 from ferry.local.template import resolved_statically
 from infra import bundling
@@ -299,12 +298,28 @@ def test_the_readme_bootstraps_every_region_the_app_deploys_to():
             )
 
 
-def test_the_secret_starts_with_a_placeholder_for_each_declared_value(deployed):
-    stack, template, resolved = deployed
-    [secret] = of_type(template, "AWS::SecretsManager::Secret").values()
-    assert "GenerateSecretString" not in secret["Properties"]
-    value = json.loads(secret["Properties"]["SecretString"])
-    assert value == {name: SECRET_PLACEHOLDER for name in stack.settings.secret_variables}
+def test_the_secret_is_the_same_resource_whatever_the_secret_variables():
+    """A redeploy that changes ``secret-variables`` changes nothing CloudFormation would write
+    into the secret: its value stays the operator's (``infra/state.py``)."""
+    from tests.infra.stacks import synthesized
+
+    settings = load_environment("dev")
+    declared = dict(settings.secret_variables)  # what the configs need
+    first = synthesized(settings)
+    second = synthesized(
+        settings.model_copy(update={"secret_variables": {**declared, "B_PASSWORD": "y"}})
+    )
+    [before] = of_type(first, "AWS::SecretsManager::Secret").values()
+    [after] = of_type(second, "AWS::SecretsManager::Secret").values()
+    assert before == after
+    assert "GenerateSecretString" not in after["Properties"]
+    assert json.loads(after["Properties"]["SecretString"]) == {}
+    # The names the secret must hold: the stack's output and the functions' environment.
+    names = ",".join(sorted([*declared, "B_PASSWORD"]))
+    assert second["Outputs"]["ConfigSecretVariables"]["Value"] == names
+    for function in of_type(second, "AWS::Lambda::Function").values():
+        variables = function["Properties"]["Environment"]["Variables"]
+        assert variables["FERRY_CONFIG_SECRET_VARIABLES"] == names
 
 
 def test_kms_keys_of_the_data_are_granted_through_s3_only(stacks, simulator):
@@ -380,3 +395,28 @@ def test_the_suite_the_functions_and_the_spark_job_run_one_python():
         int(p) for p in bundling.LAMBDA_RUNTIME.name.removeprefix("python").split(".")
     )
     assert lambda_python == bundling.EMR_PYTHON_VERSION == sys.version_info[:2]
+
+
+def test_the_runbook_names_every_resource_a_destroy_keeps_under_a_name(deployed):
+    """What ``cdk destroy`` keeps under a fixed name blocks the next deploy: the README's
+    runbook ("Destroy, and deploy again") names each, with what to do."""
+    from fnmatch import fnmatch
+
+    stack, template, _ = deployed
+    readme = (ROOT / "README.md").read_text()
+    runbook = readme[readme.index("### Destroy, and deploy again") :]
+    runbook = runbook[: runbook.index("\n## ")]
+    named = re.findall(r"`([^`]+)`", runbook)
+    name = stack.settings.name
+    kept = []
+    for resource in template["Resources"].values():
+        if resource.get("DeletionPolicy", "Delete") == "Delete":
+            continue
+        properties = resource.get("Properties", {})
+        for key in ("TableName", "Name", "LogGroupName", "BucketName", "AliasName"):
+            if isinstance(properties.get(key), str):
+                kept.append(properties[key].replace(name, "<env>"))
+    assert kept
+    for physical in kept:
+        assert any(fnmatch(physical, pattern) for pattern in named), physical
+    assert "Networking across regions" in readme and "NAT" in readme

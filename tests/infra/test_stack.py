@@ -310,12 +310,22 @@ def test_operations_log_group_alarms_and_dashboard(deployed):
     name = stack.settings.name
     assert {
         f"ferry-{name}-replication-failed", f"ferry-{name}-replication-timed-out",
-        f"ferry-{name}-catalog-changes-failed",
+        f"ferry-{name}-catalog-changes-failed", f"ferry-{name}-tables-failed",
     } <= alarms  # fmt: skip
-    # One per state machine outcome (the change windows' failed or timed out in one), one for
-    # the schedules, one per rule (an S3 trigger's, a Glue source's catalog events).
+    # One per state machine outcome (the change windows' failed or timed out in one), one on
+    # the failed tables, one for the schedules, one per rule (an S3 trigger's, a Glue source's
+    # catalog events).
     rules = resources(template, "AWS::Events::Rule")
-    assert len(alarms) == 5 + len(rules)
+    assert len(alarms) == 6 + len(rules)
+    # The failed tables of every run: Summarize's count, with no table dimension.
+    [tables_failed] = [
+        a["Properties"]
+        for a in resources(template, "AWS::CloudWatch::Alarm").values()
+        if a["Properties"]["AlarmName"] == f"ferry-{name}-tables-failed"
+    ]
+    assert (tables_failed["Namespace"], tables_failed["MetricName"]) == ("Ferry", "TablesFailed")
+    assert tables_failed["Dimensions"] == [{"Name": "service", "Value": "ferry"}]
+    assert (tables_failed["Statistic"], tables_failed["Threshold"]) == ("Sum", 1)
     (dashboard,) = resources(template, "AWS::CloudWatch::Dashboard").values()
     body = json.dumps(dashboard["Properties"]["DashboardBody"])
     for metric in (

@@ -20,7 +20,14 @@ from ferry.iceberg.recognise import metadata_location
 from ferry.ledger import SqliteStateStore
 from ferry.lifecycle import ReplicaState
 from tests.conftest import NOW
-from tests.helpers import Replicator, at, config_document, files_below
+from tests.helpers import (
+    Replicator,
+    at,
+    config_document,
+    files_below,
+    housekept,
+    housekept_paths,
+)
 from tests.iceberg_catalogs import glue_to_hive
 from tests.iceberg_tables import SCHEMA, SPEC, read_rows, rows
 from tests.integration.test_iceberg_pipeline import event_ids, replication
@@ -104,8 +111,8 @@ def test_a_compaction_and_a_rollback_at_the_source_are_followed_and_dropped_file
 
     assert within.output["housekeeping"]["deleted"] == 0
     assert done.status == "SUCCEEDED", (done.error, done.cause)
-    (report,) = done.output["housekeeping"]["tables"]
-    deleted = {canonical(p) for p in report["paths"]["deleted"]}
+    (report,) = housekept(done.output["housekeeping"])
+    deleted = {canonical(p) for p in housekept_paths(report, "deleted")}
     assert deleted and deleted <= files - kept
     assert {canonical(p) for p in files_below(target.as_uri())} == files - deleted
     assert data_files - kept and data_files - kept <= deleted  # the small files are gone

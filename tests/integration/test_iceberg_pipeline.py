@@ -30,7 +30,14 @@ from ferry.iceberg.recognise import (
 from ferry.ledger import SqliteStateStore
 from ferry.lifecycle import ReplicaState
 from tests.conftest import NOW
-from tests.helpers import Replicator, at, config_document, files_below
+from tests.helpers import (
+    Replicator,
+    at,
+    config_document,
+    files_below,
+    housekept,
+    housekept_paths,
+)
 from tests.iceberg_tables import create_history_table, metadata_files_below, read_rows, rows
 
 pytestmark = pytest.mark.integration
@@ -262,15 +269,15 @@ def test_housekeeping_deletes_exactly_what_only_superseded_metadata_or_a_failed_
 
     assert within.status == dry.status == "SUCCEEDED", (dry.error, dry.cause)
     assert within.output["housekeeping"]["deleted"] == 0
-    (table,) = dry.output["housekeeping"]["tables"]
-    assert {canonical(p) for p in table["paths"]["would delete"]} == expected
+    (table,) = housekept(dry.output["housekeeping"])
+    assert {canonical(p) for p in housekept_paths(table, "would delete")} == expected
     assert files_below(target) == files
 
     done = replicator.housekeeping(clock=at(NOW + timedelta(days=30)))
 
     assert done.status == "SUCCEEDED", (done.error, done.cause)
-    (table,) = done.output["housekeeping"]["tables"]
-    assert {canonical(p) for p in table["paths"]["deleted"]} == expected
+    (table,) = housekept(done.output["housekeeping"])
+    assert {canonical(p) for p in housekept_paths(table, "deleted")} == expected
     assert {canonical(p) for p in files_below(target)} == {canonical(p) for p in files} - expected
     assert all(path.read_bytes() == b"not Ferry's" for path in foreign)
     replica = HiveCatalog("replica", uri=local_runtime.replica_uri).load_table(

@@ -128,8 +128,9 @@ def test_a_mirror_owns_nothing_whatever_its_table_location_says(
     source_files = everything(orders.location, old_folder)
 
     [report, *_] = sweep(replicator, NOW)
-    [table] = report["result"]["tables"]
+    [table] = report["tables"]
     assert table["deleted"] == 0 and "METADATA_MIRROR" in table["skipped"]
+    assert (report["result"]["tableCount"], report["result"]["tablesSkipped"]) == (1, 1)
     assert everything(orders.location, old_folder) == source_files
     assert files_below(old_folder)
 

@@ -1,4 +1,5 @@
-"""The housekeeping state machine: one Task with the one retry policy, caught into a Fail."""
+"""The housekeeping state machine: one Task with the one retry policy, caught into a Fail
+(``States.DataLimitExceeded`` too, which ``States.ALL`` does not match)."""
 
 import importlib
 import json
@@ -33,8 +34,14 @@ def test_one_task_retried_with_the_policy_and_caught_into_a_fail(rendered):
     task = states["Housekeeping"]
     assert task["Parameters"]["FunctionName"] == ARN
     assert task["Retry"] == definition.retry_policy()
+    # States.ALL does not match States.DataLimitExceeded: it is named on its own.
     assert task["Catch"] == [
-        {"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "Housekeeping failed"}
+        {
+            "ErrorEquals": [name],
+            "ResultPath": "$.error",
+            "Next": "Housekeeping failed",
+        }
+        for name in ("States.DataLimitExceeded", "States.ALL")
     ]
     failed = states["Housekeeping failed"]
     assert (failed["Type"], failed["ErrorPath"], failed["CausePath"]) == (

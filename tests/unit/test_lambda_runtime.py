@@ -97,3 +97,20 @@ def test_an_unset_placeholder_is_named_when_the_secret_lacks_it(environment, tmp
     )
     with pytest.raises(FerryError, match="SOURCE_METASTORE_URIS"):
         steps.resolve_tables({"configUri": str(path)}, 4)
+
+
+@mock_aws
+def test_a_secret_lacking_a_declared_value_refuses_to_run_and_names_it(environment):
+    # What the stack creates: an empty object, the names in the functions' environment.
+    secrets = boto3.client("secretsmanager", region_name="eu-west-1")
+    arn = secrets.create_secret(
+        Name=f"ferry/dev/config-variables-{uuid.uuid4().hex[:8]}",
+        SecretString=json.dumps({"REPLICA_URIS": "thrift://r:9083"}),
+    )["ARN"]
+    environment.setenv("FERRY_CONFIG_SECRET", arn)
+    environment.setenv("FERRY_CONFIG_SECRET_VARIABLES", "REPLICA_URIS,SOURCE_METASTORE_URIS")
+    with pytest.raises(ConfigError) as raised:
+        runtime.config_environment(AwsClients())
+    message = str(raised.value)
+    assert f"secret {arn} holds no value for SOURCE_METASTORE_URIS:" in message
+    assert "put-secret-value" in message and "\n" not in message
