@@ -1,5 +1,10 @@
-"""The AWS Solutions checks (cdk-nag 3) on every stack, and the reason of each acknowledged
-finding.
+"""The checks of every stack at synth: resource names within their services' limits, and the
+AWS Solutions checks (cdk-nag 3) with the reason of each acknowledged finding.
+
+A literal resource name that its service would refuse (``ferry.resource_names``: a rule or a
+schedule of more than 64 characters, a role with a space) stops the synth with one line
+naming the resource, the config or environment it came from and the limit, as CloudFormation
+would stop the deploy.
 
 The checks run once on each stack as it is built; each finding is matched against the
 reasons below, which are specific (the rule, and for wildcard findings the resource's
@@ -14,21 +19,57 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from aws_cdk import Acknowledgment, App, Stack, Validations
+from aws_cdk import Acknowledgment, App, CfnResource, Stack, Validations
 from cdk_nag import AwsSolutionsChecks
 from constructs import IConstruct
 
+from ferry.resource_names import NAME_RULES, name_problem
 from infra.bundling import LAMBDA_RUNTIME
 from infra.functions import NETWORK_INTERFACE_ACTIONS
+from infra.settings import SettingsError
 
 _WILDCARD = re.compile(r"^AwsSolutions-IAM5\[Resource::(?P<resource>.+)\]$")
 
 
 def check(app: App) -> None:
-    """Acknowledge each stack's reasoned findings, then make the pack part of the synth."""
+    """Check each stack's names; acknowledge its reasoned findings, then make the pack part
+    of the synth."""
     for stack in [c for c in app.node.children if isinstance(c, Stack)]:
+        problems = name_problems(stack)
+        if problems:
+            raise SettingsError(problems[0])
         acknowledge(stack)
     Validations.of(app).add_plugins(AwsSolutionsChecks(app, verbose=True))
+
+
+def name_problems(stack: Stack) -> list[str]:
+    """Each literal resource name of ``stack`` its service would refuse, one line each."""
+    settings = getattr(stack, "settings", None)
+    problems = []
+    for construct in stack.node.find_all():
+        if not isinstance(construct, CfnResource):
+            continue
+        rule = NAME_RULES.get(construct.cfn_resource_type)
+        if rule is None:
+            continue
+        properties = stack.resolve(construct._cfn_properties)  # the template's, camelCased
+        name = properties.get(rule.property[:1].lower() + rule.property[1:])
+        problem = name_problem(construct.cfn_resource_type, name) if isinstance(name, str) else None
+        if problem:
+            problems.append(
+                f"{stack.stack_name}: {construct.node.path} ({_origin(settings, name)}): {problem}"
+            )
+    return problems
+
+
+def _origin(settings: object, name: str) -> str:
+    """The config a name was made from (its file's name is in it), else the environment."""
+    if settings is None:
+        return "this stack"
+    for path in getattr(settings, "configs", {}):
+        if path.stem in name:
+            return f"config {path}"
+    return f"environment {getattr(settings, 'name', '?')}"
 
 
 def acknowledge(stack: Stack) -> list[tuple[str, str, str]]:

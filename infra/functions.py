@@ -124,6 +124,8 @@ class Functions(Construct):
             "FERRY_CONFIG_SECRET": secret.secret.secret_arn,
             "FERRY_CONFIG_SECRET_VARIABLES": ",".join(secret.names),
             "FERRY_MAX_CONCURRENCY": str(settings.tables_at_once),
+            # A replica's lock lasts as long as the execution that takes it may run.
+            "FERRY_LOCK_LEASE": f"PT{statemachine.timeout_seconds()}S",
             "POWERTOOLS_SERVICE_NAME": "ferry",
             "POWERTOOLS_METRICS_NAMESPACE": "Ferry",
         }

@@ -3,14 +3,16 @@
 ``ferry/statemachine/replication.asl.json`` (and ``housekeeping.asl.json``) are deployed as
 they are, their ``${...}`` placeholders filled by definition substitutions: the functions'
 ARNs, the Spark application, its job role, entry point and packed environment. Executions
-are logged at ALL to an encrypted log group and traced with X-Ray.
+are logged at ALL to an encrypted log group and traced with X-Ray. How long an execution may
+run is each definition's own ``TimeoutSeconds`` (the CDK's ``timeout=`` does not reach a
+definition given as a string).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from aws_cdk import ArnFormat, Duration, Stack
+from aws_cdk import ArnFormat, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_stepfunctions as sfn
@@ -30,12 +32,6 @@ EMR_SYNC_RULE = "StepFunctionsGetEventsForEMRServerlessJobRule"
 #: The rule Step Functions manages to learn that a ``.sync`` child execution ended (the
 #: change window's run of the replication state machine).
 STATES_SYNC_RULE = "StepFunctionsGetEventsForStepFunctionsExecutionRule"
-#: No replication runs longer than this: a stuck one fails, is alarmed on, and unlocks.
-REPLICATION_TIMEOUT = Duration.hours(24)
-HOUSEKEEPING_TIMEOUT = Duration.hours(2)
-#: A change window waits at most 15 minutes (``ferry.config.triggers.MAX_WINDOW``), then runs
-#: one replication of its table and at most a follow-up: longer than a replication may run.
-CHANGES_TIMEOUT = Duration.hours(50)
 
 
 def substitutions(functions: Functions, spark: SparkCopy) -> dict[str, str]:
@@ -76,7 +72,6 @@ class Pipeline(Construct):
             values,
             settings,
             encryption,
-            REPLICATION_TIMEOUT,
         )
         self.housekeeping = self._state_machine(
             "Housekeeping",
@@ -85,7 +80,6 @@ class Pipeline(Construct):
             values,
             settings,
             encryption,
-            HOUSEKEEPING_TIMEOUT,
         )
         replication_name = f"ferry-{settings.name}-replication"
         changes_name = f"ferry-{settings.name}-catalog-changes"
@@ -96,7 +90,6 @@ class Pipeline(Construct):
             {**values, "ReplicationStateMachineArn": self.replication.state_machine_arn},
             settings,
             encryption,
-            CHANGES_TIMEOUT,
         )
         for machine, names in (
             (self.replication, statemachine.FUNCTIONS),
@@ -214,7 +207,7 @@ class Pipeline(Construct):
 
     def _state_machine(
         self, construct_id: str, name: str, path: Path, values: dict[str, str],
-        settings: EnvironmentSettings, encryption: Encryption, timeout: Duration,
+        settings: EnvironmentSettings, encryption: Encryption,
     ) -> sfn.StateMachine:  # fmt: skip
         wanted = statemachine.placeholders(path)
         log_group = logs.LogGroup(
@@ -237,7 +230,6 @@ class Pipeline(Construct):
                 destination=log_group, level=sfn.LogLevel.ALL, include_execution_data=True
             ),
             tracing_enabled=True,
-            timeout=timeout,
         )
 
 

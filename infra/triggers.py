@@ -30,6 +30,7 @@ from constructs import Construct
 
 from ferry import triggers
 from ferry.config import ReplicationConfig
+from ferry.resource_names import fitted
 from infra.access import allow, trusted_service
 from infra.configs import ReplicationConfigs
 from infra.encryption import Encryption
@@ -40,6 +41,16 @@ def housekeeping_input(config_uri: str) -> dict[str, Any]:
     """The housekeeping definition's input for one config (``events/housekeeping.json``)."""
     return {"configUri": config_uri, "tables": [], "dryRun": False, "vacuum": False,
             "deleteOrphans": False}  # fmt: skip
+
+
+#: EventBridge rules and Scheduler schedules: at most 64 characters.
+LONGEST_TRIGGER_NAME = 64
+
+
+def config_resource_name(settings: EnvironmentSettings, config_name: str, suffix: str) -> str:
+    """``ferry-<environment>-<config>[suffix]``, the config's part shortened (with a digest)
+    when the whole would not fit a rule's or a schedule's name."""
+    return fitted(f"ferry-{settings.name}-", config_name, suffix, LONGEST_TRIGGER_NAME)
 
 
 class Triggers(Construct):
@@ -104,7 +115,7 @@ class Triggers(Construct):
             if declared.schedule is not None:
                 self._schedule(
                     f"Schedule{index}",
-                    name=f"ferry-{settings.name}-{name}",
+                    name=config_resource_name(settings, name, ""),
                     description=f"Replicate {path}",
                     expression=declared.schedule.expression,
                     time_zone=declared.schedule.time_zone,
@@ -117,7 +128,7 @@ class Triggers(Construct):
                     events.CfnRule(
                         self,
                         f"S3Trigger{index}x{number}",
-                        name=f"ferry-{settings.name}-{name}-s3-{number}",
+                        name=config_resource_name(settings, name, f"-s3-{number}"),
                         description=f"{triggers.describe_s3_trigger(trigger)} "
                         f"starts a replication of {path}",
                         event_pattern=triggers.s3_event_pattern(trigger),
@@ -145,7 +156,7 @@ class Triggers(Construct):
                     self._poller_schedule(index, name, path.name, uri, catalog_poller, settings)
             self._schedule(
                 f"Housekeeping{index}",
-                name=f"ferry-{settings.name}-{name}-housekeeping",
+                name=config_resource_name(settings, name, "-housekeeping"),
                 description=f"Delete the expired snapshots of {path}",
                 expression=settings.housekeeping_schedule,
                 time_zone=None,
@@ -182,7 +193,7 @@ class Triggers(Construct):
         rule = events.CfnRule(
             self,
             f"CatalogEvents{index}",
-            name=f"ferry-{settings.name}-{name}-catalog-events",
+            name=config_resource_name(settings, name, "-catalog-events"),
             description=f"Changes of the Glue tables of {file_name} start their replications",
             event_pattern=triggers.glue_event_pattern(config),
             state="ENABLED",
@@ -223,7 +234,7 @@ class Triggers(Construct):
             scheduler.CfnSchedule(
                 self,
                 f"CatalogPoller{index}",
-                name=f"ferry-{settings.name}-{name}-catalog-poller",
+                name=config_resource_name(settings, name, "-catalog-poller"),
                 description=f"Read the source notification log of {file_name}",
                 group_name=self.schedule_group.schedule_group_name,
                 schedule_expression=triggers.POLLER_SCHEDULE,

@@ -251,6 +251,7 @@ class ChangeFeeds:
         return False, "dropped at the source, and no replica exists"
 
     def close(self, payload: CloseWindowInput) -> CloseWindowResult:
+        faults.point("window.close")
         closed = self.state.close(payload.config_uri, payload.table, payload.claimed)
         return CloseWindowResult(more=not closed)
 

@@ -13,7 +13,8 @@ emulation, and a module each adds them into this process:
 - ``emulator_scheduler``: rate schedules fire their Lambda and Step Functions targets, with
   their role.
 
-``emulator_states`` keeps Step Functions' payload limits and error rules, ``emulator_s3``
+``emulator_states`` keeps Step Functions' payload limits and error rules,
+``emulator_definitions`` refuses the definitions CreateStateMachine refuses, ``emulator_s3``
 answers a bucket's EventBridge notifications as S3 does, ``emulator_glue`` refuses an
 ``UpdateTable`` of a stale ``VersionId`` as Glue does and sends Glue's catalog events to
 EventBridge, ``emulator_iam`` authorizes every request of the pipeline's roles as AWS
@@ -30,6 +31,7 @@ from pathlib import Path
 
 from ferry import faults
 from ferry.local import (
+    emulator_definitions,
     emulator_emr_serverless,
     emulator_eventbridge,
     emulator_glue,
@@ -56,6 +58,7 @@ def install(
 
     default_user_config["stepfunctions"]["execute_state_machine"] = True
     emulator_states.install()
+    emulator_definitions.install()
     emulator_s3.install()
     emulator_glue.install()
     fault_file = faults.FaultFile(state_dir / FAULTS_FILE)

@@ -26,7 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ferry.local.definitions import InvalidDefinitionError, check_definition
 from ferry.local.template import Resolved, TemplateError, creation_order, physical_name
+from ferry.resource_names import template_name_problems
 
 #: Resources of no consequence to what the pipeline does in the emulator (the emulator has
 #: no metrics to alarm on and no rollback); everything else is created.
@@ -87,6 +89,7 @@ class Deployment:
         )
         if unknown:
             raise TemplateError(f"the local runtime cannot deploy {', '.join(unknown)}")
+        self.check()
         for logical in creation_order(self.resources):
             resource = self.resources[logical]
             if resource["Type"] in NOT_EMULATED:
@@ -98,6 +101,32 @@ class Deployment:
             name: self.resolved.value(output["Value"])
             for name, output in self.template.get("Outputs", {}).items()
         }
+
+    def check(self) -> None:
+        """Refuse, before creating anything, what CloudFormation's services would refuse at
+        create time: a literal name outside its service's limits (``ferry.resource_names``),
+        a state machine definition Step Functions would not accept (``ferry.local.definitions``).
+        """
+        names = template_name_problems(self.template, f"stack {self.resolved.stack_name}: ")
+        if names:
+            raise TemplateError(names[0])
+        for logical, resource in self.resources.items():
+            if resource["Type"] != "AWS::StepFunctions::StateMachine":
+                continue
+            properties = resource.get("Properties", {})
+            name = properties.get("StateMachineName")
+            definition = properties.get("DefinitionString")
+            if not isinstance(definition, str):
+                definition = json.dumps(properties.get("Definition"))
+            # The substitutions' values are made by the deploy (ARNs of functions not yet
+            # created): a stand-in of the same shape for each, so nothing is created first.
+            for placeholder in properties.get("DefinitionSubstitutions") or {}:
+                stand_in = f"arn:aws:lambda:{self.region}:{self.account}:function:{placeholder}"
+                definition = definition.replace("${" + placeholder + "}", stand_in)
+            try:
+                check_definition(name if isinstance(name, str) else logical, definition)
+            except InvalidDefinitionError as error:
+                raise TemplateError(str(error)) from None
 
     # -- helpers ----------------------------------------------------------------------------
 

@@ -14,6 +14,10 @@ Each Lambda task is one function (its handler in ``lambdas/``), which runs one
 ``ferry.steps.Steps`` method on one input model and returns one result model
 (``ferry.payloads``); ``PAYLOADS`` names them, and a test holds the definition's paths to
 the models' fields.
+
+Each definition carries its own ``TimeoutSeconds`` (the replication 24 h, housekeeping 2 h,
+the change window 50 h: its wait, a replication and a follow-up), and every Task and Map of
+each one has a ``Retry`` and a ``Catch``.
 """
 
 from __future__ import annotations
@@ -171,3 +175,12 @@ def states(definition: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def load(substitutions: dict[str, str], path: Path = DEFINITION_PATH) -> dict[str, Any]:
     return json.loads(render(substitutions, path))
+
+
+def timeout_seconds(path: Path = DEFINITION_PATH) -> int:
+    """How long an execution of the definition at ``path`` may run (its ``TimeoutSeconds``).
+
+    The replication's is also the replica locks' lease in the pipeline: a lock outlives no
+    execution that could still hold it, and no execution outlives its lock.
+    """
+    return int(json.loads(path.read_text())["TimeoutSeconds"])

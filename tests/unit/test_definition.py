@@ -72,9 +72,78 @@ def test_every_task_has_retry_and_catch(rendered):
         "Summarize",
     } <= set(tasks)
     for name, state in tasks.items():
-        assert state.get("Retry"), f"{name} has no Retry"
-        assert state.get("Catch"), f"{name} has no Catch"
         assert "Comment" in state and "ResultPath" in state, name
+
+
+def _every_state(node, path=()):
+    """Every state of a definition, nested Map processors and Parallel branches included,
+    walked from the JSON itself (not through ``definition.states``)."""
+    for name, state in node.get("States", {}).items():
+        yield (*path, name), state
+        for key in ("ItemProcessor", "Iterator"):
+            if key in state:
+                yield from _every_state(state[key], (*path, name))
+        for branch in state.get("Branches", []):
+            yield from _every_state(branch, (*path, name))
+
+
+@pytest.mark.parametrize("path", definition.DEFINITIONS, ids=lambda p: p.name)
+def test_every_task_and_map_of_every_definition_has_retry_and_catch(path):
+    document = json.loads(path.read_text())
+    walked = list(_every_state(document))
+    assert any(state["Type"] == "Task" for _, state in walked)
+    for where, state in walked:
+        if state["Type"] in ("Task", "Map", "Parallel"):
+            assert state.get("Retry"), f"{path.name}: {' > '.join(where)} has no Retry"
+            assert state.get("Catch"), f"{path.name}: {' > '.join(where)} has no Catch"
+            # The last catcher takes every error: nothing escapes past the state's clean-up.
+            assert state["Catch"][-1]["ErrorEquals"] == ["States.ALL"], where
+
+
+def test_the_walk_finds_a_nested_task_without_catch():
+    document = json.loads(definition.DEFINITION_PATH.read_text())
+    batch = document["States"]["Replicate tables"]["ItemProcessor"]["States"][
+        "S3 server-side copy"
+    ]["ItemProcessor"]["States"]["Copy batch"]
+    del batch["Catch"]
+    missing = [w for w, s in _every_state(document) if s["Type"] == "Task" and not s.get("Catch")]
+    assert missing == [("Replicate tables", "S3 server-side copy", "Copy batch")]
+
+
+@pytest.mark.parametrize(
+    ("path", "seconds"),
+    [
+        (definition.DEFINITION_PATH, 24 * 3600),
+        (definition.HOUSEKEEPING_PATH, 2 * 3600),
+        (definition.CHANGES_PATH, 50 * 3600),
+    ],
+    ids=lambda v: getattr(v, "name", str(v)),
+)
+def test_each_definition_bounds_its_executions(path, seconds):
+    assert json.loads(path.read_text())["TimeoutSeconds"] == seconds
+    assert definition.timeout_seconds(path) == seconds
+
+
+def test_the_change_window_outlasts_its_wait_a_replication_and_a_follow_up():
+    from ferry.config.triggers import MAX_WINDOW
+
+    window = int(MAX_WINDOW.total_seconds())
+    replication = definition.timeout_seconds(definition.DEFINITION_PATH)
+    assert definition.timeout_seconds(definition.CHANGES_PATH) >= 2 * (window + replication)
+
+
+def test_a_change_window_that_cannot_claim_or_close_tries_again_after_a_wait():
+    states = json.loads(definition.CHANGES_PATH.read_text())["States"]
+    for task, wait in (("Claim changes", "Wait to claim again"),
+                       ("Close the window", "Wait to close again")):  # fmt: skip
+        catch = states[task]["Catch"][-1]
+        assert catch["ErrorEquals"] == ["States.ALL"] and catch["Next"] == wait
+        assert states[wait]["Type"] == "Wait" and states[wait]["Next"] == task
+    # A config that cannot be read is not waited for: the execution fails (and is alarmed on).
+    assert states["Claim changes"]["Catch"][0]["ErrorEquals"] == ["ConfigError"]
+    assert states[states["Claim changes"]["Catch"][0]["Next"]]["Type"] == "Fail"
+    # A failed replication still closes the window (its table failed on its own).
+    assert states["Replicate the table"]["Catch"][0]["Next"] == "Close the window"
 
 
 def test_every_state_has_a_comment_and_every_transition_exists(rendered):
@@ -126,15 +195,17 @@ def test_every_lambda_step_retries_with_the_one_policy_derived_from_ferrys_error
 
 
 def test_the_definition_names_only_errors_that_exist(rendered):
-    aws_prefixes = ("States.", "Lambda.", "Sandbox.", "EMRServerless.")
+    aws_prefixes = ("States.", "Lambda.", "Sandbox.", "EMRServerless.", "StepFunctions.")
     named = {
         error
-        for state in definition.states(rendered).values()
+        for path in definition.DEFINITIONS
+        for state in definition.states(json.loads(path.read_text())).values()
         for block in state.get("Retry", []) + state.get("Catch", [])
         for error in block["ErrorEquals"]
     }
     unknown = {e for e in named if not e.startswith(aws_prefixes)} - error_names()
     assert unknown == set()
+    assert "StepFunctions.ExecutionLimitExceededException" in named
     assert {e for e in named if not e.startswith(aws_prefixes)} >= set(transient_errors())
 
 
