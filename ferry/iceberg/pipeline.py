@@ -197,17 +197,20 @@ def _stream_copies(
                 continue
             if entry.size != copy.size:
                 raise IcebergMetadataError(
-                    f"{entry.uri} has {entry.size} bytes; the source table's metadata says "
-                    f"{copy.size}: the source changed under its metadata"
+                    f"the data file {entry.uri} has {entry.size} bytes; its metadata says "
+                    f"{copy.size}: the source changed under its metadata",
+                    location=entry.uri,
                 )
             entries.append(entry)
         if entries:
             writer.add(CopyRoot(source_prefix, replica_prefix), entries)
     if wanted:
+        # The path mover refused every file outside the source's prefixes: what is left was
+        # looked for where the metadata says, and is not there.
         first = next(iter(wanted.values())).source
+        more = f" (and {len(wanted) - 1} more)" if len(wanted) > 1 else ""
         raise IcebergMetadataError(
-            f"{len(wanted)} files the source's metadata names are not under its location "
-            f"{roots[0][0]} (first: {first})"
+            f"the data file {first} that its metadata names is missing{more}", location=first
         )
 
 
