@@ -104,6 +104,11 @@ class IcebergMetadataError(FerryError):
         self.location = location
 
 
+class FileSystemUnavailableError(FerryError):
+    """A location names a file system this process has no client for (``hdfs://`` on a host
+    without a JVM and libhdfs, a scheme pyarrow does not know). Not transient."""
+
+
 class CopyError(FerryError):
     """Copying the data into the new snapshot failed; the replica was not changed."""
 
