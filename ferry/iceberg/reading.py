@@ -29,7 +29,9 @@ from pyiceberg.manifest import (
 from pyiceberg.serializers import FromInputFile
 from pyiceberg.table.metadata import TableMetadata
 
+from ferry import fs
 from ferry.errors import FerryError, IcebergMetadataError
+from ferry.s3 import error_code
 
 # The format versions whose manifests pyiceberg 0.12 writes (``write_manifest``: 1 and 2).
 SUPPORTED_FORMAT_VERSIONS = (1, 2)
@@ -51,15 +53,16 @@ def reading(kind: str, location: str) -> Iterator[None]:
         raise
     except Exception as error:  # noqa: BLE001 - every reader error becomes one line
         raise IcebergMetadataError(
-            f"its {kind} {location} cannot be read: {_why(kind, error)}", location=location
+            f"its {kind} {location} cannot be read: {_why(kind, location, error)}",
+            location=location,
         ) from error
 
 
-def _why(kind: str, error: Exception) -> str:
+def _why(kind: str, location: str, error: Exception) -> str:
     """What is wrong with the file, in a few words."""
     text = str(error)
     if isinstance(error, FileNotFoundError):
-        return "no such file"
+        return _missing(location)
     if isinstance(error, IsADirectoryError) or "is a directory" in text:
         return "it is a folder, not a file"
     if isinstance(error, OSError):
@@ -69,6 +72,19 @@ def _why(kind: str, error: Exception) -> str:
     if isinstance(error, UnicodeDecodeError) or "Invalid JSON" in text or "json_invalid" in text:
         return "not JSON (truncated, or another kind of file)"
     return "JSON, but not Iceberg table metadata"
+
+
+def _missing(location: str) -> str:
+    """A missing S3 object's reason: its bucket, when that is what is missing."""
+    if fs.scheme_of(location) not in fs.S3_SCHEMES:
+        return "no such file"
+    bucket = fs.object_location(location)[0]
+    try:
+        fs.default().s3_client(bucket).head_bucket(Bucket=bucket)
+    except Exception as error:  # noqa: BLE001 - only the answer "no such bucket" matters
+        if error_code(error) in ("404", "NoSuchBucket", "NotFound"):
+            return f"no such bucket {bucket}"
+    return "no such file"
 
 
 def read_table_metadata(io: FileIO, location: str) -> TableMetadata:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ferry.iceberg.paths import canonical
+from ferry.fs import normalise
 from ferry.model import Table
 
 TABLE_TYPE = "table_type"
@@ -48,4 +48,4 @@ def moved_since_commit(parameters: Mapping[str, str]) -> str | None:
         return None
     current = parameters.get(METADATA_LOCATION) or ""
     # Spellings of one file compare equal (s3a:// and s3://, file:/ and file:///).
-    return None if canonical(current) == canonical(committed) else current or "none"
+    return None if normalise(current) == normalise(committed) else current or "none"

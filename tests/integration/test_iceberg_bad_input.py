@@ -239,7 +239,7 @@ BROKEN = {
     "location-no-such-bucket": lambda s: (
         _point(s, f"s3://ferry-no-bucket-{s.database[-8:]}/history/metadata/1.metadata.json"),
         "source",
-        "cannot be read",
+        f"cannot be read: no such bucket ferry-no-bucket-{s.database[-8:]}",
     ),
     "location-relative": lambda s: (
         _point(s, "metadata/00001-relative.metadata.json"),
@@ -326,12 +326,12 @@ def test_a_commit_another_writer_made_to_the_replica_is_kept(scene, local_runtim
     before = scene.state()
 
     (refused,) = replicator.run()
-    result = ferry("replicate", str(scene.config), "--home", str(scene.home))
+    replicated = refused_line(ferry("replicate", str(scene.config), "--home", str(scene.home)))
+    planned = refused_line(ferry("plan", str(scene.config)))
 
     assert refused.status == "FAILED"
     assert refused.error_type == "ReplicaGuardError"
-    line = refused_line(result)
-    for said in (refused.error, line):
+    for said in (refused.error, replicated, planned):
         assert (
             f"replica {scene.replica_database}.history was committed to by another writer" in said
         )
@@ -368,3 +368,50 @@ def test_a_source_switched_from_iceberg_to_a_plain_hive_table_is_refused(scene):
         "or replicate to another table)"
     )
     assert scene.state() == before
+
+
+def test_a_source_switched_from_a_plain_hive_table_to_iceberg_is_refused(
+    local_runtime, sample, source_catalog, replica_catalog, write_config, tmp_path
+):
+    target = (tmp_path / "replica" / "orders").as_uri()
+    document = config_document(
+        local_runtime,
+        [
+            {
+                "source-table": {"database-name": sample.database, "table-name": "orders"},
+                "replica-table": {
+                    "database-name": f"{sample.database}_dr",
+                    "table-location": target,
+                },
+            }
+        ],
+    )
+    config = write_config(document)
+    (first,) = Replicator(document).run()
+    assert first.status == "SUCCEEDED", first
+    table = source_catalog.get_table(sample.database, "orders")
+    iceberg = {
+        **table.parameters,
+        TABLE_TYPE: "ICEBERG",
+        METADATA_LOCATION: f"{table.location}/metadata/00000-a.metadata.json",
+    }
+    source_catalog.alter_table(replace(table, parameters=iceberg))
+
+    def state():
+        return (
+            catalog_state(source_catalog, sample.database, ["orders"]),
+            catalog_state(replica_catalog, f"{sample.database}_dr", ["orders"]),
+            files_below(sample.orders.location),
+            files_below(target),
+        )
+
+    before = state()
+
+    line = refused_line(ferry("replicate", str(config), "--home", str(tmp_path / "home")))
+
+    assert line.endswith(
+        f"ReplicaGuardError: replica {sample.database}_dr.orders is not an Iceberg table, and "
+        f"its source {sample.database}.orders is: not replacing it (drop it, or replicate to "
+        "another table)"
+    )
+    assert state() == before
