@@ -389,6 +389,8 @@ def _plan_iceberg(
         )
     except IcebergMetadataError as error:
         raise _whose(error, source_table, replication) from None
+    except ReplicaGuardError as error:  # what the replica's own metadata says
+        raise ReplicaGuardError(f"replica {replication.replica_qualified_name} {error}") from None
     run = planned.run
     parameters = replica_parameters(
         source_table.parameters,

@@ -27,6 +27,8 @@ import yaml
 from pyiceberg.catalog.hive import HiveCatalog
 
 from ferry.catalog import Catalog
+from ferry.iceberg.paths import canonical
+from ferry.iceberg.pipeline import CurrentReferences
 from ferry.iceberg.recognise import (
     COMMITTED_METADATA_LOCATION,
     METADATA_LOCATION,
@@ -311,7 +313,17 @@ def test_a_commit_another_writer_made_to_the_replica_is_kept(scene, local_runtim
     )
     (caught_up,) = replicator.run()
     assert caught_up.status == "SUCCEEDED", caught_up
+    # The source expires its first snapshot: Ferry's commit ledgers the replica's manifest
+    # list of it (only the superseded replica metadata referenced it).
+    source = scene.writer.load_table(f"{scene.database}.history")
+    first_snapshot = source.metadata.snapshots[0].snapshot_id
+    superseded = metadata_location(scene.replica.get_table(scene.replica_database, "history"))
+    source.maintenance.expire_snapshots().by_id(first_snapshot).commit()
+    (expired,) = replicator.run()
+    assert expired.status == "SUCCEEDED", expired
     ours = scene.replica.get_table(scene.replica_database, "history")
+    retired = CurrentReferences(superseded).paths - CurrentReferences(metadata_location(ours)).paths
+    assert retired
     assert ours.parameters[COMMITTED_METADATA_LOCATION] == metadata_location(ours)
     before_theirs = set(files_below(scene.target))
     theirs = HiveCatalog("replica", uri=local_runtime.replica_uri).load_table(
@@ -341,8 +353,11 @@ def test_a_commit_another_writer_made_to_the_replica_is_kept(scene, local_runtim
     done = replicator.housekeeping(clock=at(NOW + timedelta(days=30)))
 
     assert done.status == "SUCCEEDED", (done.error, done.cause)
+    # Nothing of a replica another writer committed to: neither their files nor the ones
+    # Ferry ledgered before (their metadata is no longer Ferry's to reason about).
     assert done.output["housekeeping"]["deleted"] == 0
     assert their_files <= set(files_below(scene.target))
+    assert retired <= {canonical(p) for p in files_below(scene.target)}
     assert scene.state() == before
     replica = HiveCatalog("replica", uri=local_runtime.replica_uri).load_table(
         f"{scene.replica_database}.history"
@@ -415,3 +430,30 @@ def test_a_source_switched_from_a_plain_hive_table_to_iceberg_is_refused(
         "another table)"
     )
     assert state() == before
+
+
+def test_another_writers_snapshot_is_refused_on_a_replica_from_before_the_recorded_location(
+    scene, local_runtime
+):
+    """A replica Ferry committed before it recorded ``ferry.iceberg.metadata.location``: the
+    replica's own metadata tells another writer's snapshot (a manifest list Ferry did not
+    name)."""
+    entry = scene.replica.get_table(scene.replica_database, "history")
+    older = {k: v for k, v in entry.parameters.items() if k != COMMITTED_METADATA_LOCATION}
+    scene.replica.alter_table(replace(entry, parameters=older))
+    theirs = HiveCatalog("replica", uri=local_runtime.replica_uri).load_table(
+        f"{scene.replica_database}.history"
+    )
+    theirs.append(rows([100], ["eu"]))
+    snapshot = theirs.current_snapshot()
+    before = scene.state()
+
+    line = refused_line(ferry("replicate", str(scene.config), "--home", str(scene.home)))
+
+    assert line.endswith(
+        f"ReplicaGuardError: replica {scene.replica_database}.history has snapshot "
+        f"{snapshot.snapshot_id} that Ferry did not write (its manifest list "
+        f"{snapshot.manifest_list}): another writer committed to it; Ferry will not replicate "
+        "over that commit (drop the replica, or replicate to another table)"
+    ), line
+    assert scene.state() == before
