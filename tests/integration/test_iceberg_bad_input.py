@@ -457,3 +457,37 @@ def test_another_writers_snapshot_is_refused_on_a_replica_from_before_the_record
         "over that commit (drop the replica, or replicate to another table)"
     ), line
     assert scene.state() == before
+
+
+def test_another_writers_commit_between_plan_and_commit_is_not_committed_over(scene, local_runtime):
+    """The other writer commits while the run copies: Commit refuses (the replica's event is
+    still Ferry's, its metadata is not), and Abort removes only the run's own metadata files."""
+    hive = HiveCatalog("replica", uri=local_runtime.replica_uri)
+    seen: dict[str, object] = {}
+
+    class AppendAtCommit:
+        def state_entered(self, table, state):
+            if state == "Commit" and not seen:
+                theirs = hive.load_table(f"{scene.replica_database}.history")
+                ferrys = set(files_below(scene.target))
+                theirs.append(rows([100], ["eu"]))
+                seen["rows"] = read_rows(theirs)
+                seen["metadata"] = theirs.metadata_location
+                seen["files"] = set(files_below(scene.target)) - ferrys
+
+    replicator = Replicator(
+        scene.document, event_ids=event_ids("ferry-20261125t140000000z"), observer=AppendAtCommit()
+    )
+
+    (outcome,) = replicator.run()
+
+    assert outcome.status == "FAILED", outcome
+    assert outcome.error_type == "ReplicaChangedError", outcome
+    assert f"another writer committed Iceberg metadata {seen['metadata']}" in outcome.error
+    entry = scene.replica.get_table(scene.replica_database, "history")
+    assert metadata_location(entry) == seen["metadata"]
+    assert read_rows(hive.load_table(f"{scene.replica_database}.history")) == seen["rows"]
+    # Their files, and every file their metadata references, are still there.
+    assert seen["files"] and seen["files"] <= set(files_below(scene.target))
+    there = {canonical(p) for p in files_below(scene.target)}
+    assert CurrentReferences(seen["metadata"]).paths <= there
