@@ -80,9 +80,11 @@ def clean_up(plan: ReplicationPlan, replica: Catalog) -> dict[str, Any]:
                 outcome["removed"] = True
             except Exception as error:  # noqa: BLE001 - e.g. a location it may not touch
                 # What could not be removed is left for the vacuum; the table's
-                # consumers still hear FAILURE and its lock is still released.
-                outcome["removeError"] = f"{type(error).__name__}: {error}"
-                logger.warning("could not remove snapshot %s: %s", snapshot, error)
+                # consumers still hear FAILURE and its lock is still released. The table's
+                # one line says so (``Steps.abort``): the log only repeats it.
+                first = (str(error).strip().splitlines() or [""])[0]
+                outcome["removeError"] = f"{type(error).__name__}: {first}"
+                logger.info("could not remove snapshot %s: %s", snapshot, first)
     if plan.iceberg is not None and plan.iceberg.changed:
         # An Iceberg replica has no snapshot folder: this run's new metadata files go, unless
         # the replica's current metadata (its commit went through) references them.

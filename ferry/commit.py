@@ -35,6 +35,8 @@ from ferry.avro import copy_schema
 from ferry.catalog import Catalog, batched
 from ferry.catalog.locations import referenced_locations
 from ferry.errors import CatalogError, ConcurrentChangeError, ReplicaChangedError
+from ferry.iceberg.paths import canonical
+from ferry.iceberg.recognise import metadata_location
 from ferry.model import Database, Table
 from ferry.plan import ReplicationPlan
 from ferry.replica import (
@@ -77,6 +79,20 @@ def check_unchanged_since_plan(plan: ReplicationPlan, current: Table | None) -> 
             f"{plan.event_id} was planned (its event is now {found or 'none'}); "
             f"not committing over it"
         )
+    iceberg = plan.iceberg
+    now = metadata_location(current) if current is not None else None
+    if iceberg is not None and now is not None and current is not None:
+        # Another writer's Iceberg commit keeps Ferry's parameters and moves only the
+        # metadata: this run's (a retried commit) or the one it planned from are Ferry's.
+        ours = {canonical(iceberg.metadata_location)}
+        if iceberg.previous_metadata_location is not None:
+            ours.add(canonical(iceberg.previous_metadata_location))
+        if canonical(now) not in ours:
+            raise ReplicaChangedError(
+                f"replica table {plan.replica_table.qualified_name} changed since event "
+                f"{plan.event_id} was planned (another writer committed Iceberg metadata "
+                f"{now}); not committing over it"
+            )
 
 
 def commit(

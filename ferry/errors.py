@@ -92,8 +92,21 @@ class ReplicationModeError(FerryError):
 
 
 class IcebergMetadataError(FerryError):
-    """An Iceberg table's metadata cannot be replicated as it is: a file outside the
-    table's location, a format version or feature Ferry does not rewrite yet."""
+    """An Iceberg table's metadata cannot be replicated as it is: a metadata file, manifest
+    list or manifest that cannot be read (missing, truncated, not Iceberg), a file it names
+    that is missing, a file outside the table's location, a format version or feature Ferry
+    does not rewrite yet. Not transient: the same files give the same error.
+
+    ``location``: the file at fault, when one is (its table's side is told by it)."""
+
+    def __init__(self, message: str, location: str | None = None):
+        super().__init__(message)
+        self.location = location
+
+
+class FileSystemUnavailableError(FerryError):
+    """A location names a file system this process has no client for (``hdfs://`` on a host
+    without a JVM and libhdfs, a scheme pyarrow does not know). Not transient."""
 
 
 class CopyError(FerryError):

@@ -34,7 +34,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
+from pyarrow import ArrowException
 from pyarrow import fs as pafs
+
+from ferry.errors import FileSystemUnavailableError
 
 # Also the file systems' own answer to which schemes are S3 (``fs.S3_SCHEMES``).
 from ferry.s3 import S3_SCHEMES, Refusal, error_code, refusal
@@ -239,7 +242,15 @@ class FileSystems:
             return self.s3(parsed.netloc), f"{parsed.netloc}{parsed.path}".rstrip("/")
         if scheme in ("gs", "gcs"):
             return self.gcs(), f"{parsed.netloc}{parsed.path}".rstrip("/")
-        filesystem, path = pafs.FileSystem.from_uri(uri)
+        try:
+            filesystem, path = pafs.FileSystem.from_uri(uri)
+        except (OSError, ValueError, ArrowException) as error:
+            # pyarrow's message for a missing libhdfs lists every path it tried to load a
+            # JVM from (dozens of lines): its first line says it.
+            first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+            raise FileSystemUnavailableError(
+                f"cannot use {uri}: no {scheme}:// file system in this process ({first})"
+            ) from None
         return filesystem, path
 
     def gcs(self) -> pafs.GcsFileSystem:

@@ -39,6 +39,7 @@ from ferry.catalog.locations import (
 )
 from ferry.config import CatalogConfig, ReplicationMode, TableReplication
 from ferry.iceberg.pipeline import IcebergIntent, retired_by
+from ferry.iceberg.recognise import moved_since_commit
 from ferry.ledger import (
     CreatedSnapshot,
     DynamoDbStateStore,
@@ -245,15 +246,25 @@ def iceberg_ownership(
     sources = [c.source_location for c in created if c.source_location]
     if source := replica_parameters.get(SOURCE_LOCATION):
         sources.append(source)
+    moved = moved_since_commit(replica_parameters)
+    if running and lease is not None:
+        owns_nothing = (
+            f"replication {lease.holder} holds the replica's lock: it may be copying this file"
+        )
+    elif moved is not None:
+        # Another writer committed to the replica (or it was promoted after a failover): its
+        # metadata is no longer Ferry's to reason about, so nothing of it is deleted.
+        owns_nothing = (
+            f"another writer committed to the replica (its metadata is {moved}, not the one "
+            "Ferry committed): Ferry deletes nothing of it"
+        )
+    else:
+        owns_nothing = None
     return IcebergOwnership(
         current=current,
         roots=[c.root for c in created if c.root],
         sources=sources,
-        owns_nothing=(
-            f"replication {lease.holder} holds the replica's lock: it may be copying this file"
-            if running and lease is not None
-            else None
-        ),
+        owns_nothing=owns_nothing,
     )
 
 

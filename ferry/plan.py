@@ -39,10 +39,12 @@ from ferry.errors import (
 from ferry.filters import render_partition_filter
 from ferry.iceberg.pipeline import IcebergIntent, IcebergRun, plan_iceberg
 from ferry.iceberg.recognise import (
+    COMMITTED_METADATA_LOCATION,
     METADATA_LOCATION,
     PREVIOUS_METADATA_LOCATION,
     is_iceberg,
     metadata_location,
+    moved_since_commit,
 )
 from ferry.iceberg.registration import register_iceberg_replica
 from ferry.manifest import CopyRoot, ManifestSummary, ManifestWriter
@@ -188,6 +190,12 @@ def _plan(
             return _drop_replica_table(replication, replica_before, event_id, writer)
         raise SourceTableNotFoundError(missing)
     check_replica_guard(replica_before, replication)
+    if replica_before is not None and is_iceberg(replica_before) and not is_iceberg(source_table):
+        raise ReplicaGuardError(
+            f"replica {replica_before.qualified_name} is an Iceberg table, and its source "
+            f"{source_table.qualified_name} is not (any more): not replacing it (drop it, or "
+            "replicate to another table)"
+        )
     if is_iceberg(source_table):
         return _plan_iceberg(
             replication,
@@ -363,15 +371,26 @@ def _plan_iceberg(
             "nothing to replicate yet"
         )
     replica_metadata = metadata_location(replica_before) if replica_before else None
-    planned = plan_iceberg(
-        source_metadata,
-        root,
-        replica_metadata,
-        event_id,
-        writer,
-        write=writer.uri is not None,
-        intend=intend,
-    )
+    for table, location in ((source_table, source_metadata), (replica_before, replica_metadata)):
+        if table is not None and location is not None and not _absolute(location):
+            raise IcebergMetadataError(
+                f"Iceberg table {table.qualified_name}: its {METADATA_LOCATION} {location!r} "
+                "is a relative path; Iceberg names a metadata file by its absolute URI"
+            )
+    try:
+        planned = plan_iceberg(
+            source_metadata,
+            root,
+            replica_metadata,
+            event_id,
+            writer,
+            write=writer.uri is not None,
+            intend=intend,
+        )
+    except IcebergMetadataError as error:
+        raise _whose(error, source_table, replication) from None
+    except ReplicaGuardError as error:  # what the replica's own metadata says
+        raise ReplicaGuardError(f"replica {replication.replica_qualified_name} {error}") from None
     run = planned.run
     parameters = replica_parameters(
         source_table.parameters,
@@ -403,6 +422,11 @@ def _plan_iceberg(
         replica_before=replica_before,
         previous_properties=planned.previous.properties if planned.previous else None,
     )
+    # What this run commits, so that the next one sees another writer's commit.
+    replica_table = replace(
+        replica_table,
+        parameters={**replica_table.parameters, COMMITTED_METADATA_LOCATION: run.metadata_location},
+    )
     return ReplicationPlan(
         event_id=event_id,
         replication=replication,
@@ -419,13 +443,35 @@ def _plan_iceberg(
     )
 
 
+def _absolute(location: str) -> bool:
+    """Whether a metadata location is absolute: a URI with a scheme, or a local path from
+    the root (a relative one would be read from wherever the step happens to run)."""
+    return "://" in location or location.startswith(("/", "file:/"))
+
+
+def _whose(
+    error: IcebergMetadataError, source_table: Table, replication: TableReplication
+) -> IcebergMetadataError:
+    """The error, naming the table whose metadata it is about: the replica's when the file
+    at fault is below its table-location (Ferry writes every replica file there), else the
+    source's."""
+    root = replication.replica_table.table_location or ""
+    if error.location is not None and fs.relative_path(error.location, root) is not None:
+        whose = f"replica Iceberg table {replication.replica_qualified_name}"
+    else:
+        whose = f"source Iceberg table {source_table.qualified_name}"
+    return IcebergMetadataError(f"{whose}: {error}", location=error.location)
+
+
 def _check_iceberg(
     replication: TableReplication, source_table: Table, replica_before: Table | None
 ) -> None:
     """Refuse what an Iceberg replication cannot do: modes other than FULL (the metadata
     always moves with the data; a mirror would name the source's files), partition
-    selections (an Iceberg table's partitions are not the catalog's), and a replica that is
-    not an Iceberg table."""
+    selections (an Iceberg table's partitions are not the catalog's), a replica that is
+    not an Iceberg table, and a replica another writer committed to since Ferry's last
+    commit (replicating over it would discard that commit, and housekeeping would then
+    take its files for superseded ones)."""
     name = source_table.qualified_name
     mode = replication.replication_mode
     if mode is not ReplicationMode.FULL:
@@ -447,6 +493,14 @@ def _check_iceberg(
         raise ReplicaGuardError(
             f"replica {replica_before.qualified_name} is not an Iceberg table, and its source "
             f"{name} is: not replacing it (drop it, or replicate to another table)"
+        )
+    moved = moved_since_commit(replica_before.parameters) if replica_before is not None else None
+    if replica_before is not None and moved is not None:
+        committed = replica_before.parameters[COMMITTED_METADATA_LOCATION]
+        raise ReplicaGuardError(
+            f"replica {replica_before.qualified_name} was committed to by another writer: its "
+            f"{METADATA_LOCATION} is {moved}, not {committed} as Ferry committed it; Ferry will "
+            "not replicate over that commit (drop the replica, or replicate to another table)"
         )
 
 

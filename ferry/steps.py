@@ -477,6 +477,11 @@ class Steps:
             fs.write_bytes(where.abort, json.dumps(outcome).encode())
             if outcome["referencedBy"]:
                 message += f" (the replica references snapshot {outcome['snapshot']}; it was kept)"
+            elif outcome.get("removeError"):
+                why = outcome["removeError"]
+                # The same error as the failure's (the same location) is said once.
+                why = "" if why.split(":", 1)[0] == name else f": {why}"
+                message += f" (its snapshot {outcome['snapshot']} could not be removed{why})"
         if config is not None and replication is not None:  # never another run's lock
             lifecycle.release_lock(self.state, self._replica_key(config, replication), event_id)
         notified = False

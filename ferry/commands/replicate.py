@@ -271,9 +271,9 @@ def _print_outcome(console: Console, outcome) -> None:
     if outcome.status == "FAILED":
         error = f"{outcome.error_type}: {outcome.error}"
         console.print(f"[red]✗[/red] {head}  failed: {escape(error)}")
-        if outcome.snapshot:
-            kept = "removed" if outcome.snapshot_removed else "kept: the replica references it"
-            console.print(f"    snapshot {escape(str(outcome.snapshot))} {kept}")
+        # Kept (the replica references it, or it could not be removed): the error says which.
+        if outcome.snapshot and outcome.snapshot_removed:
+            console.print(f"    snapshot {escape(str(outcome.snapshot))} removed")
         return
     if outcome.kind == "view":
         counts = "view, metadata only"

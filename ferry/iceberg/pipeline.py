@@ -37,10 +37,10 @@ from pydantic import TypeAdapter
 from pyiceberg.table.metadata import TableMetadata, TableMetadataUtil
 
 from ferry import fs
-from ferry.errors import CopyIncompleteError, IcebergMetadataError
+from ferry.errors import CopyIncompleteError, IcebergMetadataError, ReplicaGuardError
 from ferry.iceberg.fileio import FerryFileIO
 from ferry.iceberg.paths import canonical
-from ferry.iceberg.plan import FileCopy, StagedCommit, plan_replication
+from ferry.iceberg.plan import FileCopy, StagedCommit, foreign_snapshots, plan_replication
 from ferry.iceberg.reading import is_live, read_manifest, read_table_metadata, referenced_files
 from ferry.iceberg.replicate import (
     dropped_files,
@@ -133,6 +133,14 @@ def plan_iceberg(
     plan = plan_replication(
         io, source_metadata_location, replica_prefix, io, replica_metadata_location, event_id
     )
+    foreign = foreign_snapshots(plan.replica) if plan.replica is not None else []
+    if foreign:
+        # Replicating over it would drop that writer's snapshots, and ledger their files.
+        raise ReplicaGuardError(
+            f"has snapshot {foreign[0].snapshot_id} that Ferry did not write (its manifest list "
+            f"{foreign[0].manifest_list}): another writer committed to it; Ferry will not "
+            "replicate over that commit (drop the replica, or replicate to another table)"
+        )
     if plan.up_to_date:
         assert replica_metadata_location is not None and plan.replica is not None
         run = IcebergRun(replica_metadata_location, replica_metadata_location)
@@ -197,17 +205,20 @@ def _stream_copies(
                 continue
             if entry.size != copy.size:
                 raise IcebergMetadataError(
-                    f"{entry.uri} has {entry.size} bytes; the source table's metadata says "
-                    f"{copy.size}: the source changed under its metadata"
+                    f"the data file {entry.uri} has {entry.size} bytes; its metadata says "
+                    f"{copy.size}: the source changed under its metadata",
+                    location=entry.uri,
                 )
             entries.append(entry)
         if entries:
             writer.add(CopyRoot(source_prefix, replica_prefix), entries)
     if wanted:
+        # The path mover refused every file outside the source's prefixes: what is left was
+        # looked for where the metadata says, and is not there.
         first = next(iter(wanted.values())).source
+        more = f" (and {len(wanted) - 1} more)" if len(wanted) > 1 else ""
         raise IcebergMetadataError(
-            f"{len(wanted)} files the source's metadata names are not under its location "
-            f"{roots[0][0]} (first: {first})"
+            f"the data file {first} that its metadata names is missing{more}", location=first
         )
 
 

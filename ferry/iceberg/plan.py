@@ -259,6 +259,20 @@ def _same_table(a: TableMetadata, b: TableMetadata) -> bool:
     return a.model_dump(exclude=skip) == b.model_dump(exclude=skip)
 
 
+#: In the name of every manifest and manifest list Ferry writes (``_Namer``).
+FERRY_NAME_MARK = "-ferry-"
+
+
+def foreign_snapshots(metadata: TableMetadata) -> list[Snapshot]:
+    """The replica's snapshots whose manifest list Ferry did not write (another writer's
+    commit: Ferry names every list it writes with ``FERRY_NAME_MARK``)."""
+    return [
+        s
+        for s in metadata.snapshots
+        if s.manifest_list and FERRY_NAME_MARK not in posixpath.basename(s.manifest_list)
+    ]
+
+
 class _Namer:
     """New names under the replica's ``metadata/`` folder: the source file's name and the
     run's id, so a run never overwrites a file an earlier replica version references."""
@@ -268,9 +282,10 @@ class _Namer:
 
     def __call__(self, source_path: str) -> str:
         stem, ext = posixpath.splitext(posixpath.basename(source_path))
-        name, n = f"{stem}-ferry-{self._run_id}{ext}", 1
+        mark = FERRY_NAME_MARK
+        name, n = f"{stem}{mark}{self._run_id}{ext}", 1
         while name in self._used:
-            name, n = f"{stem}-ferry-{self._run_id}-{n}{ext}", n + 1
+            name, n = f"{stem}{mark}{self._run_id}-{n}{ext}", n + 1
         self._used.add(name)
         return self._mover.replica_metadata_path(name)
 

@@ -7,12 +7,19 @@ parameter ``table_type=ICEBERG`` (any case: Spark writes ``ICEBERG``, some engin
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from ferry.fs import normalise
 from ferry.model import Table
 
 TABLE_TYPE = "table_type"
 ICEBERG = "ICEBERG"
 METADATA_LOCATION = "metadata_location"
 PREVIOUS_METADATA_LOCATION = "previous_metadata_location"
+#: On an Iceberg replica: the ``metadata_location`` Ferry's last Commit wrote. Another
+#: writer's commit (an engine appending to the replica, a replica promoted after a
+#: failover) moves ``metadata_location`` and leaves this parameter behind.
+COMMITTED_METADATA_LOCATION = "ferry.iceberg.metadata.location"
 
 
 def is_iceberg(table: Table) -> bool:
@@ -29,3 +36,16 @@ def metadata_location(table: Table) -> str | None:
     if not is_iceberg(table):
         return None
     return table.parameters.get(METADATA_LOCATION) or None
+
+
+def moved_since_commit(parameters: Mapping[str, str]) -> str | None:
+    """An Iceberg replica's ``metadata_location`` (from its catalog ``parameters``) when it is
+    not the one Ferry's last Commit wrote (another writer committed to it), else None. A
+    replica committed before Ferry recorded ``COMMITTED_METADATA_LOCATION`` has nothing to
+    compare with: None."""
+    committed = parameters.get(COMMITTED_METADATA_LOCATION)
+    if committed is None or parameters.get(TABLE_TYPE, "").strip().upper() != ICEBERG:
+        return None
+    current = parameters.get(METADATA_LOCATION) or ""
+    # Spellings of one file compare equal (s3a:// and s3://, file:/ and file:///).
+    return None if normalise(current) == normalise(committed) else current or "none"
