@@ -20,6 +20,9 @@ first two fully, nor the third at all.
   and fails with ``States.Timeout``, which ``States.ALL`` matches; a Lambda invoked by it
   runs on, as on AWS. ``HeartbeatSeconds`` applies to the tasks that send heartbeats,
   callback tasks and activities.)
+- **A heartbeat missed** fails the task with ``States.Timeout``, which a ``Retry`` or
+  ``Catch`` matches by that name or by ``States.HeartbeatTimeout`` (AWS: "only available
+  inside the Catch and Retry fields"); moto's matched the first name only.
 - **AWS/States metrics**: each execution counts, as AWS counts it, in CloudWatch's
   ``AWS/States`` namespace with the dimension ``StateMachineArn``: ``ExecutionsStarted`` when
   it starts, then one of ``ExecutionsSucceeded``, ``ExecutionsFailed``,
@@ -53,6 +56,7 @@ def install() -> None:
     _names_checked()
     _task_error_names_as_the_sdk_names_them()
     _timeouts_final()
+    _heartbeat_timeouts_matched()
     _metrics_sent()
     _stop_dates_of_timed_out_executions()
 
@@ -164,6 +168,62 @@ def _timeouts_final() -> None:
                 _original(self, *args, **kw)
 
         setattr(Environment, name, unless_timed_out)
+
+
+def _heartbeat_timeouts_matched() -> None:
+    import moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_factory  # noqa: F401, E501
+    from moto.stepfunctions.parser.asl.component.common.error_name.error_name import ErrorName
+    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import (
+        StatesErrorName,
+    )
+    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name_type import (  # noqa: E501
+        StatesErrorNameType,
+    )
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.state_task import (
+        StateTask,
+    )
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.state_task_activitiy import (  # noqa: E501
+        StateTaskActivity,
+    )
+    from moto.stepfunctions.parser.asl.eval.callback.callback import HeartbeatTimeoutError
+
+    heartbeat = StatesErrorNameType.StatesHeartbeatTimeout.to_name()
+
+    class HeartbeatTimedOut(StatesErrorName):
+        """``States.Timeout``, as a missed heartbeat reports it: ``States.HeartbeatTimeout``
+        matches it too."""
+
+        def __init__(self) -> None:
+            super().__init__(typ=StatesErrorNameType.StatesTimeout)
+
+        def matches(self, error_name: str | None) -> bool:
+            return error_name in (self.error_name, heartbeat)
+
+        def __eq__(self, other: object) -> bool:
+            # Defined here, so that Python asks this side first: ``ErrorEquals`` compares
+            # its names with the error's either way round.
+            return isinstance(other, ErrorName) and self.matches(other.error_name)
+
+    def wrap(cls: type) -> None:
+        from_error = cls.__dict__["_from_error"]
+
+        def _from_error(self: Any, env: Any, ex: Exception) -> Any:
+            failure = from_error(self, env, ex)
+            if isinstance(ex, HeartbeatTimeoutError):
+                failure.error_name = HeartbeatTimedOut()
+            return failure
+
+        cls._from_error = _from_error
+
+    classes, seen = [StateTask, StateTaskActivity], set()
+    while classes:  # every kind of task that reports its own errors
+        cls = classes.pop()
+        if cls in seen:
+            continue
+        seen.add(cls)
+        if "_from_error" in cls.__dict__:
+            wrap(cls)
+        classes.extend(cls.__subclasses__())
 
 
 def put_execution_metric(account: str, region: str, machine_arn: str, metric: str) -> None:

@@ -241,27 +241,48 @@ def test_a_lambda_task_past_its_timeout_fails_with_states_timeout_which_retry_an
     assert len(timed_out) == 2  # the first attempt, and its retry
 
 
+def callback_task(world: dict, **fields) -> dict:
+    """A Task that publishes its token and waits for it (no one sends it back)."""
+    return {
+        "Type": "Task",
+        "Resource": "arn:aws:states:::sns:publish.waitForTaskToken",
+        "Parameters": {"TopicArn": world["topic"], "Message": {"token.$": "$$.Task.Token"}},
+        "HeartbeatSeconds": 1,
+        "TimeoutSeconds": 30,
+        **fields,
+    }
+
+
 def test_a_callback_task_without_a_heartbeat_fails_with_states_timeout(sfn, machine, world):
-    arn = machine(
-        {
-            "StartAt": "Wait for the token",
-            "States": {
-                "Wait for the token": {
-                    "Type": "Task",
-                    "Resource": "arn:aws:states:::sns:publish.waitForTaskToken",
-                    "Parameters": {"TopicArn": world["topic"],
-                                   "Message": {"token.$": "$$.Task.Token"}},
-                    "HeartbeatSeconds": 1,
-                    "TimeoutSeconds": 30,
-                    "End": True,
-                }
-            },
-        }
-    )  # fmt: skip
+    arn = machine({"StartAt": "Wait", "States": {"Wait": callback_task(world, End=True)}})
     began = time.monotonic()
     outcome = run(sfn, arn)
     assert (outcome.status, outcome.error) == ("FAILED", "States.Timeout")
     assert time.monotonic() - began < 10
+
+
+def test_a_missed_heartbeat_is_matched_by_states_heartbeat_timeout_too(sfn, machine, world):
+    arn = machine(
+        {
+            "StartAt": "Wait",
+            "States": {
+                "Wait": callback_task(
+                    world,
+                    Retry=[{"ErrorEquals": ["States.HeartbeatTimeout"], "MaxAttempts": 1,
+                            "IntervalSeconds": 1}],
+                    Catch=[{"ErrorEquals": ["States.Timeout"], "ResultPath": "$.error",
+                            "Next": "Caught"}],
+                    End=True,
+                ),
+                "Caught": {"Type": "Pass", "End": True},
+            },
+        }
+    )  # fmt: skip
+    outcome = run(sfn, arn)
+    assert outcome.status == "SUCCEEDED"
+    assert outcome.output["error"]["Error"] == "States.Timeout"
+    timed_out = [e for e in history(sfn, outcome.execution_arn) if e["type"] == "TaskTimedOut"]
+    assert len(timed_out) == 2  # retried once as a heartbeat timeout, then caught
 
 
 # -- Execution names ----------------------------------------------------------------------------
