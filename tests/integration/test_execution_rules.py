@@ -182,6 +182,27 @@ def test_an_execution_past_its_timeout_ends_timed_out_at_once_and_counts_as_time
     assert metric_sum(local_runtime, arn, "ExecutionsFailed") == 0
 
 
+def test_a_stopped_execution_is_aborted_at_once_whatever_its_running_task_does(
+    sfn, machine, world, held, local_runtime
+):
+    arn = machine({"StartAt": "Held", "States": {"Held": held_task(world, End=True)}})
+    execution = start(sfn, arn, deploy.execution_name("rules"), {})
+    time.sleep(0.5)  # in the held function
+    began = time.monotonic()
+    sfn.stop_execution(executionArn=execution, error="Stopped", cause="by the test")
+    described = sfn.describe_execution(executionArn=execution)
+    assert described["status"] == "ABORTED" and time.monotonic() - began < 1
+    assert described["stopDate"] >= described["startDate"]
+    last = history(sfn, execution)[-1]
+    assert last["type"] == "ExecutionAborted"
+    assert last["executionAbortedEventDetails"] == {"error": "Stopped", "cause": "by the test"}
+    time.sleep(HANG_SECONDS + 1)  # the function returns, then fails: not the execution's
+    assert sfn.describe_execution(executionArn=execution)["status"] == "ABORTED"
+    assert history(sfn, execution)[-1]["type"] == "ExecutionAborted"
+    assert metric_sum(local_runtime, arn, "ExecutionsAborted") == 1
+    assert metric_sum(local_runtime, arn, "ExecutionsFailed") == 0
+
+
 def test_a_parent_waiting_on_a_timed_out_execution_fails_with_its_status(sfn, machine):
     child = machine({"TimeoutSeconds": 1, "StartAt": "Wait",
                      "States": {"Wait": {"Type": "Wait", "Seconds": 5, "End": True}}})  # fmt: skip
