@@ -16,7 +16,9 @@
   ``ListExecutions(mapRunArn=...)`` (with its ``statusFilter``), described by
   ``DescribeExecution`` and read with ``GetExecutionHistory``, as on AWS (moto runs them as
   frames of the parent and keeps no history of them) — from the moment each starts, as
-  ``RUNNING``, so that a run can be followed table by table while it runs.
+  ``RUNNING``, so that a run can be followed table by table while it runs. When the
+  execution is stopped or times out, its running children and its Map Run end ``ABORTED``
+  (moto's children ended ``FAILED`` or ``SUCCEEDED``).
 - **A task that starts an execution of another state machine** (``states:startExecution``,
   ``.sync``, ``.sync:2``) sends ``StateMachineArn``, ``Input`` and ``Name`` as the API's
   ``stateMachineArn``, ``input`` and ``name``, and its result has AWS's names
@@ -272,7 +274,11 @@ def _children_recorded() -> None:
         DistributedItemProcessorWorker,
     )
     from moto.stepfunctions.parser.asl.eval.event.event_manager import EventManager
-    from moto.stepfunctions.parser.asl.eval.program_state import ProgramError
+    from moto.stepfunctions.parser.asl.eval.program_state import (
+        ProgramError,
+        ProgramStopped,
+        ProgramTimedOut,
+    )
 
     evaluate = DistributedItemProcessorWorker._eval_job
 
@@ -308,7 +314,9 @@ def _children_recorded() -> None:
         else:
             evaluate(self, env, job)
             state = env.program_state()
-            if job.job_output is not None and not isinstance(state, ProgramError):
+            if isinstance(state, ProgramStopped | ProgramTimedOut):
+                ended.update(status="ABORTED")  # its execution was stopped or timed out
+            elif job.job_output is not None and not isinstance(state, ProgramError):
                 ended.update(status="SUCCEEDED", output=job.job_output)
             else:
                 details = (state.error if isinstance(state, ProgramError) else None) or {}
@@ -425,12 +433,14 @@ _MAP_RUN = "__ferry_map_run__"
 
 
 def _result_writer_writes_results() -> None:
+    from moto.stepfunctions.parser.api import MapRunStatus
     from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.distributed_iteration_component import (  # noqa: E501
         DistributedIterationComponent,
     )
     from moto.stepfunctions.parser.asl.component.state.exec.state_map.result_writer.resource_eval import (  # noqa: E501
         resource_eval_s3,
     )
+    from moto.stepfunctions.parser.asl.eval.program_state import ProgramStopped, ProgramTimedOut
 
     ResourceEvalS3 = resource_eval_s3.ResourceEvalS3
     run_map = DistributedIterationComponent._eval_body
@@ -438,8 +448,14 @@ def _result_writer_writes_results() -> None:
     def _eval_body(self: Any, env: Any) -> None:
         # Each frame has its own heap: the Map's ResultWriter finds its own map run here (moto
         # takes the last map run of the execution, a nested Map's when Maps are nested).
-        env.heap[_MAP_RUN] = env.stack[-1].map_run_record
-        run_map(self, env)
+        record = env.heap[_MAP_RUN] = env.stack[-1].map_run_record
+        try:
+            run_map(self, env)
+        finally:
+            if isinstance(env.program_state(), ProgramStopped | ProgramTimedOut):
+                # The execution was stopped or timed out: its Map Run is aborted, as on AWS
+                # (moto's ended SUCCEEDED, or FAILED).
+                record.set_stop(status=MapRunStatus.ABORTED)
 
     DistributedIterationComponent._eval_body = _eval_body
 

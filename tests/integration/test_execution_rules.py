@@ -380,44 +380,71 @@ def test_every_ending_counts_in_its_metric(sfn, machine, local_runtime):
 # -- A Distributed Map followed while it runs ---------------------------------------------------
 
 
-def test_a_map_run_and_its_children_are_listed_while_they_run(sfn, machine):
-    arn = machine(
-        {
-            "StartAt": "Tables",
-            "States": {
-                "Tables": {
-                    "Type": "Map",
-                    "ItemsPath": "$.tables",
-                    "ItemProcessor": {
-                        "ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
-                        "StartAt": "Hold",
-                        "States": {"Hold": {"Type": "Wait", "Seconds": 3, "End": True}},
-                    },
-                    "ResultPath": None,
-                    "End": True,
-                }
-            },
-        }
-    )
-    execution = start(sfn, arn, deploy.execution_name("rules"), {"tables": ["a", "b", "c"]})
+def held_map(seconds: int) -> dict:
+    """A Distributed Map over ``$.tables`` whose children each wait ``seconds``."""
+    return {
+        "StartAt": "Tables",
+        "States": {
+            "Tables": {
+                "Type": "Map",
+                "ItemsPath": "$.tables",
+                "ItemProcessor": {
+                    "ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
+                    "StartAt": "Hold",
+                    "States": {"Hold": {"Type": "Wait", "Seconds": seconds, "End": True}},
+                },
+                "ResultPath": None,
+                "End": True,
+            }
+        },
+    }
+
+
+def running_children(sfn, execution: str, count: int) -> tuple[str, list[dict]]:
+    """The execution's Map Run and its children, once ``count`` of them are listed."""
     deadline = time.monotonic() + 2
-    children: list[dict] = []
-    while len(children) < 3 and time.monotonic() < deadline:
+    map_run, children = "", []
+    while len(children) < count and time.monotonic() < deadline:
         runs = sfn.list_map_runs(executionArn=execution)["mapRuns"]
-        children = runs and sfn.list_executions(mapRunArn=runs[0]["mapRunArn"])["executions"]
+        map_run = runs[0]["mapRunArn"] if runs else ""
+        children = sfn.list_executions(mapRunArn=map_run)["executions"] if runs else []
         time.sleep(0.1)
+    return map_run, children
+
+
+def test_a_map_run_and_its_children_are_listed_while_they_run(sfn, machine):
+    arn = machine(held_map(3))
+    execution = start(sfn, arn, deploy.execution_name("rules"), {"tables": ["a", "b", "c"]})
+    map_run, children = running_children(sfn, execution, 3)
     assert [child["status"] for child in children] == ["RUNNING"] * 3
     assert not any("stopDate" in child for child in children)
     assert all(name_problem(child["name"]) is None for child in children)
-    map_run = sfn.describe_map_run(mapRunArn=runs[0]["mapRunArn"])
-    assert map_run["status"] == "RUNNING" and map_run["executionCounts"]["running"] == 3
+    described = sfn.describe_map_run(mapRunArn=map_run)
+    assert described["status"] == "RUNNING" and described["executionCounts"]["running"] == 3
     first = sfn.describe_execution(executionArn=children[0]["executionArn"])
     assert (first["status"], json.loads(first["input"])) == ("RUNNING", "a")
     assert [e["type"] for e in history(sfn, children[0]["executionArn"])] == ["WaitStateEntered"]
     assert sfn.describe_execution(executionArn=execution)["status"] == "RUNNING"
 
     assert follow(sfn, execution, poll_seconds=0.2, timeout_seconds=30).status == "SUCCEEDED"
-    ended = sfn.list_executions(mapRunArn=runs[0]["mapRunArn"])["executions"]
+    ended = sfn.list_executions(mapRunArn=map_run)["executions"]
     assert [child["status"] for child in ended] == ["SUCCEEDED"] * 3
     assert all(child["stopDate"] >= child["startDate"] for child in ended)
-    assert sfn.describe_map_run(mapRunArn=runs[0]["mapRunArn"])["status"] == "SUCCEEDED"
+    assert sfn.describe_map_run(mapRunArn=map_run)["status"] == "SUCCEEDED"
+
+
+def test_stopping_an_execution_aborts_its_running_children_and_its_map_run(sfn, machine):
+    execution = start(
+        sfn, machine(held_map(30)), deploy.execution_name("rules"), {"tables": [1, 2]}
+    )
+    map_run, children = running_children(sfn, execution, 2)
+    assert [child["status"] for child in children] == ["RUNNING"] * 2
+    sfn.stop_execution(executionArn=execution)
+    deadline = time.monotonic() + 5
+    while sfn.describe_map_run(mapRunArn=map_run)["status"] == "RUNNING":
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    assert sfn.describe_map_run(mapRunArn=map_run)["status"] == "ABORTED"
+    ended = sfn.list_executions(mapRunArn=map_run)["executions"]
+    assert [child["status"] for child in ended] == ["ABORTED"] * 2
+    assert sfn.describe_execution(executionArn=execution)["status"] == "ABORTED"
