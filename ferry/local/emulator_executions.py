@@ -70,7 +70,10 @@ def install() -> None:
 
 def name_problem(name: str) -> str | None:
     """Why AWS refuses ``name`` as an execution's name (its error code and message), or None."""
-    if any(c in REFUSED_CHARACTERS or ord(c) <= 0x1F or 0x7F <= ord(c) <= 0x9F for c in name):
+    if any(
+        c in REFUSED_CHARACTERS or c.isspace() or ord(c) <= 0x1F or 0x7F <= ord(c) <= 0x9F
+        for c in name
+    ):
         return f"InvalidName: Invalid Name: '{name}'"
     if len(name) > MAX_NAME_LENGTH:
         return (
