@@ -23,6 +23,10 @@ first two fully, nor the third at all.
   and fails with ``States.Timeout``, which ``States.ALL`` matches; a Lambda invoked by it
   runs on, as on AWS. ``HeartbeatSeconds`` applies to the tasks that send heartbeats,
   callback tasks and activities.)
+- **A child execution a ``.sync`` task no longer waits for is stopped**: when the task
+  times out, or its execution is stopped or times out, the execution it started is stopped
+  (``StopExecution``, with the execution role, which needs ``states:StopExecution`` for
+  ``.sync`` as on AWS); moto left it running.
 - **A heartbeat missed** fails the task with ``States.Timeout``, which a ``Retry`` or
   ``Catch`` matches by that name or by ``States.HeartbeatTimeout`` (AWS: "only available
   inside the Catch and Retry fields"); moto's matched the first name only.
@@ -64,6 +68,7 @@ def install() -> None:
     _task_error_names_as_the_sdk_names_them()
     _endings_final()
     _heartbeat_timeouts_matched()
+    _abandoned_children_stopped()
     _metrics_sent()
     _stop_dates_of_timed_out_executions()
 
@@ -283,6 +288,69 @@ def _heartbeat_timeouts_matched() -> None:
         if "_from_error" in cls.__dict__:
             wrap(cls)
         classes.extend(cls.__subclasses__())
+
+
+_SYNC_CHILD = "__ferry_sync_child__"
+
+
+def _abandoned_children_stopped() -> None:
+    import moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_sfn as sfn_task  # noqa: E501
+    from moto.stepfunctions.parser.asl.eval.callback.callback import (
+        CallbackOutcomeTimedOut,
+        HeartbeatTimedOut,
+    )
+
+    service = sfn_task.StateTaskServiceSfn
+
+    def remembered(build: Any) -> Any:
+        def build_resolver(
+            self: Any,
+            env: Any,
+            resource_runtime_part: Any,
+            normalised_parameters: Any,
+            state_credentials: Any,
+        ) -> Any:
+            started = env.stack[-1] if env.stack else None
+            if isinstance(started, dict) and started.get("ExecutionArn"):
+                # The task's own frame: what to stop if the task stops waiting.
+                env.heap[_SYNC_CHILD] = (
+                    started["ExecutionArn"],
+                    resource_runtime_part.region,
+                    state_credentials,
+                )
+            return build(
+                self,
+                env=env,
+                resource_runtime_part=resource_runtime_part,
+                normalised_parameters=normalised_parameters,
+                state_credentials=state_credentials,
+            )
+
+        return build_resolver
+
+    service._build_sync_resolver = remembered(service._build_sync_resolver)
+    service._build_sync2_resolver = remembered(service._build_sync2_resolver)
+    eval_sync = service._eval_sync
+
+    def _eval_sync(self: Any, *args: Any, **kwargs: Any) -> Any:
+        outcome = eval_sync(self, *args, **kwargs)
+        env = kwargs.get("env") or args[0]
+        child = env.heap.get(_SYNC_CHILD)
+        # No result: the task timed out (its wait, or its frame ended), or its execution
+        # stopped or timed out.
+        abandoned = not outcome or isinstance(outcome, CallbackOutcomeTimedOut | HeartbeatTimedOut)
+        if abandoned and child:
+            arn, region, credentials = child
+            try:
+                client = sfn_task.boto_client_for(
+                    region=region, service="stepfunctions", state_credentials=credentials
+                )
+                client.stop_execution(executionArn=arn)
+            except Exception:  # as on AWS, a best effort: the task has ended all the same
+                logger.exception("could not stop %s, which its task no longer waits for", arn)
+        return outcome
+
+    service._eval_sync = _eval_sync
 
 
 def put_execution_metric(account: str, region: str, machine_arn: str, metric: str) -> None:

@@ -226,6 +226,36 @@ def test_a_parent_waiting_on_a_timed_out_execution_fails_with_its_status(sfn, ma
     assert cause["StopDate"] >= cause["StartDate"]
 
 
+def test_a_child_its_task_no_longer_waits_for_is_stopped(sfn, machine):
+    child = machine(
+        {"StartAt": "Wait", "States": {"Wait": {"Type": "Wait", "Seconds": 30, "End": True}}}
+    )
+    parent = machine(
+        {
+            "StartAt": "Run the child",
+            "States": {
+                "Run the child": {
+                    "Type": "Task",
+                    "Resource": "arn:aws:states:::states:startExecution.sync:2",
+                    "Parameters": {"StateMachineArn": child, "Input": {}},
+                    "TimeoutSeconds": 1,
+                    "End": True,
+                }
+            },
+        }
+    )
+    outcome = run(sfn, parent)
+    assert (outcome.status, outcome.error) == ("FAILED", "States.Timeout")
+    deadline = time.monotonic() + 5
+    while True:  # the child stops shortly after: its parent's task polls it twice a second
+        started = sfn.list_executions(stateMachineArn=child)["executions"]
+        if started and started[0]["status"] != "RUNNING":
+            break
+        assert time.monotonic() < deadline, f"the child is still running: {started}"
+        time.sleep(0.1)
+    assert [execution["status"] for execution in started] == ["ABORTED"]
+
+
 # -- A task's time limits ----------------------------------------------------------------------
 
 
