@@ -18,7 +18,8 @@
   frames of the parent and keeps no history of them) — from the moment each starts, as
   ``RUNNING``, so that a run can be followed table by table while it runs. When the
   execution is stopped or times out, its running children and its Map Run end ``ABORTED``
-  (moto's children ended ``FAILED`` or ``SUCCEEDED``).
+  (moto's children ended ``FAILED`` or ``SUCCEEDED``). ``DescribeMapRun`` counts each
+  child once it ends as it ended (moto's counted a failed or aborted one as still running).
 - **A task that starts an execution of another state machine** (``states:startExecution``,
   ``.sync``, ``.sync:2``) sends ``StateMachineArn``, ``Input`` and ``Name`` as the API's
   ``stateMachineArn``, ``input`` and ``name``, and its result has AWS's names
@@ -309,11 +310,14 @@ def _children_recorded() -> None:
                 error="States.DataLimitExceeded",
                 cause=f"The input of item {job.job_index} exceeds 262144 bytes.",
             )
-            record.item_counter.failed.count()
+            for counter in (record.item_counter, record.execution_counter):
+                counter.total.count()
+                counter.failed.count()
             job.job_output = None
         else:
             evaluate(self, env, job)
             state = env.program_state()
+            _counted_as_aws_counts(record, state)
             if isinstance(state, ProgramStopped | ProgramTimedOut):
                 ended.update(status="ABORTED")  # its execution was stopped or timed out
             elif job.job_output is not None and not isinstance(state, ProgramError):
@@ -332,6 +336,26 @@ def _children_recorded() -> None:
             child.update(ended)  # readers copy a child under the lock: all of it or none
 
     DistributedItemProcessorWorker._eval_job = _eval_job
+
+
+def _counted_as_aws_counts(record: Any, state: Any) -> None:
+    """Correct moto's count of a child that ended in ``state`` (``DescribeMapRun``'s
+    ``executionCounts`` and ``itemCounts``): moto left a failed or aborted child counted as
+    running, and counted one whose execution timed out as succeeded."""
+    from moto.stepfunctions.parser.asl.eval.program_state import (
+        ProgramError,
+        ProgramStopped,
+        ProgramTimedOut,
+    )
+
+    executions, items = record.execution_counter, record.item_counter
+    if isinstance(state, ProgramError | ProgramStopped):
+        executions.running.offset(-1)
+    elif isinstance(state, ProgramTimedOut):
+        for counter in (executions, items):
+            counter.succeeded.offset(-1)
+            counter.results_written.offset(-1)
+            counter.aborted.count()
 
 
 _lock = threading.Lock()

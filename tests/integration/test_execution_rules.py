@@ -454,7 +454,35 @@ def test_a_map_run_and_its_children_are_listed_while_they_run(sfn, machine):
     ended = sfn.list_executions(mapRunArn=map_run)["executions"]
     assert [child["status"] for child in ended] == ["SUCCEEDED"] * 3
     assert all(child["stopDate"] >= child["startDate"] for child in ended)
-    assert sfn.describe_map_run(mapRunArn=map_run)["status"] == "SUCCEEDED"
+    described = sfn.describe_map_run(mapRunArn=map_run)
+    assert described["status"] == "SUCCEEDED"
+    assert described["executionCounts"]["succeeded"] == 3
+    assert described["executionCounts"]["running"] == 0
+
+
+def test_a_map_run_counts_its_failed_children_as_failed_not_running(sfn, machine):
+    document = held_map(0)
+    tables = document["States"]["Tables"]
+    tables["ToleratedFailurePercentage"] = 100
+    tables["ItemProcessor"]["StartAt"] = "Broken?"
+    tables["ItemProcessor"]["States"] = {
+        "Broken?": {
+            "Type": "Choice",
+            "Choices": [{"Variable": "$", "StringEquals": "b", "Next": "Fail"}],
+            "Default": "Done",
+        },
+        "Fail": {"Type": "Fail", "Error": "Broken", "Cause": "table b"},
+        "Done": {"Type": "Succeed"},
+    }
+    execution = start(sfn, machine(document), deploy.execution_name("rules"),
+                      {"tables": ["a", "b", "c"]})  # fmt: skip
+    assert follow(sfn, execution, poll_seconds=0.2, timeout_seconds=30).status == "SUCCEEDED"
+    map_run = sfn.list_map_runs(executionArn=execution)["mapRuns"][0]["mapRunArn"]
+    counts = sfn.describe_map_run(mapRunArn=map_run)["executionCounts"]
+    assert (counts["succeeded"], counts["failed"], counts["running"]) == (2, 1, 0)
+    children = sfn.list_executions(mapRunArn=map_run)["executions"]
+    statuses = [child["status"] for child in sorted(children, key=lambda child: child["name"])]
+    assert statuses == ["SUCCEEDED", "FAILED", "SUCCEEDED"]
 
 
 def test_stopping_an_execution_aborts_its_running_children_and_its_map_run(sfn, machine):
@@ -468,7 +496,12 @@ def test_stopping_an_execution_aborts_its_running_children_and_its_map_run(sfn, 
     while sfn.describe_map_run(mapRunArn=map_run)["status"] == "RUNNING":
         assert time.monotonic() < deadline
         time.sleep(0.1)
-    assert sfn.describe_map_run(mapRunArn=map_run)["status"] == "ABORTED"
+    described = sfn.describe_map_run(mapRunArn=map_run)
+    assert described["status"] == "ABORTED"
+    assert (described["executionCounts"]["aborted"], described["executionCounts"]["running"]) == (
+        2,
+        0,
+    )
     ended = sfn.list_executions(mapRunArn=map_run)["executions"]
     assert [child["status"] for child in ended] == ["ABORTED"] * 2
     assert sfn.describe_execution(executionArn=execution)["status"] == "ABORTED"
