@@ -13,8 +13,13 @@
   children exceed the tolerance (by default: any) fails with
   ``States.ExceedToleratedFailureThreshold``.
 - **A Distributed Map's children are executions**: each with its own history, listed by
-  ``ListExecutions(mapRunArn=...)`` and read with ``GetExecutionHistory``, as on AWS (moto
-  runs them as frames of the parent and keeps no history of them).
+  ``ListExecutions(mapRunArn=...)`` (with its ``statusFilter``), described by
+  ``DescribeExecution`` and read with ``GetExecutionHistory``, as on AWS (moto runs them as
+  frames of the parent and keeps no history of them) — from the moment each starts, as
+  ``RUNNING``, so that a run can be followed table by table while it runs. When the
+  execution is stopped or times out, its running children and its Map Run end ``ABORTED``
+  (moto's children ended ``FAILED`` or ``SUCCEEDED``). ``DescribeMapRun`` counts each
+  child once it ends as it ended (moto's counted a failed or aborted one as still running).
 - **A task that starts an execution of another state machine** (``states:startExecution``,
   ``.sync``, ``.sync:2``) sends ``StateMachineArn``, ``Input`` and ``Name`` as the API's
   ``stateMachineArn``, ``input`` and ``name``, and its result has AWS's names
@@ -26,6 +31,9 @@
   empty manifest. Here each child's input, status, output, or error and cause, are recorded
   as it ends, and written as AWS writes them: ``<prefix>/<map run id>/manifest.json`` and
   ``SUCCEEDED_0.json`` / ``FAILED_0.json``, arrays of the child executions' descriptions.
+
+An execution's name, its time limit and its ``AWS/States`` metrics are
+``ferry.local.emulator_executions``'s, which ``install`` installs too.
 """
 
 from __future__ import annotations
@@ -35,6 +43,9 @@ import json
 import threading
 import uuid
 from typing import Any
+
+from ferry.local import emulator_executions
+from ferry.local.emulator_executions import check_name
 
 #: AWS's limit on a state's input or output, a task's result, a child execution's input.
 MAX_PAYLOAD_BYTES = 256 * 1024
@@ -50,6 +61,7 @@ def install() -> None:
     _children_recorded()
     _result_writer_writes_results()
     _child_executions_listed()
+    emulator_executions.install()
 
 
 def _unnamed_executions_named() -> None:
@@ -263,49 +275,87 @@ def _children_recorded() -> None:
         DistributedItemProcessorWorker,
     )
     from moto.stepfunctions.parser.asl.eval.event.event_manager import EventManager
-    from moto.stepfunctions.parser.asl.eval.program_state import ProgramError
+    from moto.stepfunctions.parser.asl.eval.program_state import (
+        ProgramError,
+        ProgramStopped,
+        ProgramTimedOut,
+    )
 
     evaluate = DistributedItemProcessorWorker._eval_job
 
     def _eval_job(self: Any, env: Any, job: Any) -> None:
         record = self._map_run_record
-        with _lock:
-            children = record.__dict__.setdefault("ferry_children", [])
-        started = _now()
-        child: dict[str, Any] = {"index": job.job_index, "input": job.job_input, "start": started}
-        child["arn"] = child_execution_arn(record.map_run_arn, job.job_index)
+        child: dict[str, Any] = {
+            "index": job.job_index,
+            "input": job.job_input,
+            "start": _now(),
+            "status": "RUNNING",
+            "arn": child_execution_arn(record.map_run_arn, job.job_index),
+        }
+        check_name(child_execution_name(job.job_index))
         env.event_manager = EventManager()  # the child's own history
-        if payload_size(job.job_input) >= MAX_PAYLOAD_BYTES:
-            # AWS refuses to start a child execution whose input is over the limit.
-            child.update(
-                status="FAILED",
-                error="States.DataLimitExceeded",
-                cause=f"The input of item {job.job_index} exceeds 262144 bytes.",
-            )
-            record.item_counter.failed.count()
-            job.job_output = None
-        else:
-            evaluate(self, env, job)
-            state = env.program_state()
-            if job.job_output is not None and not isinstance(state, ProgramError):
-                child.update(status="SUCCEEDED", output=job.job_output)
-            else:
-                details = (state.error if isinstance(state, ProgramError) else None) or {}
-                child.update(
-                    status="FAILED",
-                    error=details.get("error", "States.TaskFailed"),
-                    cause=details.get("cause", ""),
-                )
-        child["stop"] = _now()
-        child["events"] = env.event_manager.get_event_history()
+        child["manager"] = env.event_manager
         with _lock:
-            children.append(child)
+            # Listed from its start, as AWS lists a running child execution.
+            record.__dict__.setdefault("ferry_children", []).append(child)
             _CHILDREN[child["arn"]] = child
             _MAP_RUN_CHILDREN.setdefault(record.map_run_arn, []).append(child["arn"])
             while len(_CHILDREN) > KEPT_CHILDREN:  # the oldest first: dicts keep their order
                 _CHILDREN.pop(next(iter(_CHILDREN)))
+        ended: dict[str, Any] = {}
+        if payload_size(job.job_input) >= MAX_PAYLOAD_BYTES:
+            # AWS refuses to start a child execution whose input is over the limit.
+            ended.update(
+                status="FAILED",
+                error="States.DataLimitExceeded",
+                cause=f"The input of item {job.job_index} exceeds 262144 bytes.",
+            )
+            for counter in (record.item_counter, record.execution_counter):
+                counter.total.count()
+                counter.failed.count()
+            job.job_output = None
+        else:
+            evaluate(self, env, job)
+            state = env.program_state()
+            _counted_as_aws_counts(record, state)
+            if isinstance(state, ProgramStopped | ProgramTimedOut):
+                ended.update(status="ABORTED")  # its execution was stopped or timed out
+            elif job.job_output is not None and not isinstance(state, ProgramError):
+                ended.update(status="SUCCEEDED", output=job.job_output)
+            else:
+                details = (state.error if isinstance(state, ProgramError) else None) or {}
+                ended.update(
+                    status="FAILED",
+                    error=details.get("error", "States.TaskFailed"),
+                    cause=details.get("cause", ""),
+                )
+        ended["stop"] = _now()
+        ended["events"] = env.event_manager.get_event_history()
+        with _lock:
+            child.pop("manager", None)
+            child.update(ended)  # readers copy a child under the lock: all of it or none
 
     DistributedItemProcessorWorker._eval_job = _eval_job
+
+
+def _counted_as_aws_counts(record: Any, state: Any) -> None:
+    """Correct moto's count of a child that ended in ``state`` (``DescribeMapRun``'s
+    ``executionCounts`` and ``itemCounts``): moto left a failed or aborted child counted as
+    running, and counted one whose execution timed out as succeeded."""
+    from moto.stepfunctions.parser.asl.eval.program_state import (
+        ProgramError,
+        ProgramStopped,
+        ProgramTimedOut,
+    )
+
+    executions, items = record.execution_counter, record.item_counter
+    if isinstance(state, ProgramError | ProgramStopped):
+        executions.running.offset(-1)
+    elif isinstance(state, ProgramTimedOut):
+        for counter in (executions, items):
+            counter.succeeded.offset(-1)
+            counter.results_written.offset(-1)
+            counter.aborted.count()
 
 
 _lock = threading.Lock()
@@ -316,12 +366,41 @@ _CHILDREN: dict[str, dict[str, Any]] = {}
 _MAP_RUN_CHILDREN: dict[str, list[str]] = {}
 
 
+def child_execution_name(index: int) -> str:
+    """The name of a Distributed Map's child execution: its item's index."""
+    return f"{index:08d}"
+
+
 def child_execution_arn(map_run_arn: str, index: int) -> str:
     """A child's ARN, shaped as AWS's: the map run's, as an execution, with the child's name."""
-    return f"{map_run_arn.replace(':mapRun:', ':execution:', 1)}:{index:08d}"
+    return f"{map_run_arn.replace(':mapRun:', ':execution:', 1)}:{child_execution_name(index)}"
+
+
+def _child(arn: str) -> dict[str, Any] | None:
+    """A copy of a child execution as it is now (running or ended), or None."""
+    with _lock:
+        child = _CHILDREN.get(arn)
+        return None if child is None else dict(child)
+
+
+def _child_description(child: dict[str, Any], map_run_arn: str) -> dict[str, Any]:
+    machine = map_run_arn.split(":")[6].split("/")[0]
+    prefix = map_run_arn.split(":mapRun:")[0]
+    described = {
+        "executionArn": child["arn"],
+        "name": child_execution_name(child["index"]),
+        "startDate": child["start"],
+        "stateMachineArn": f"{prefix}:stateMachine:{machine}",
+        "status": child["status"],
+        "mapRunArn": map_run_arn,
+    }
+    if "stop" in child:
+        described["stopDate"] = child["stop"]
+    return described
 
 
 def _child_executions_listed() -> None:
+    from moto.core.responses import ActionResult
     from moto.stepfunctions.parser.models import StepFunctionsParserBackend
     from moto.stepfunctions.responses import StepFunctionResponse
 
@@ -331,40 +410,45 @@ def _child_executions_listed() -> None:
         map_run_arn = self._get_param("mapRunArn")
         if not map_run_arn:
             return list_executions(self)
-        from moto.core.responses import ActionResult
-
+        status = self._get_param("statusFilter")
         with _lock:
-            children = [
-                _CHILDREN[arn] for arn in _MAP_RUN_CHILDREN.get(map_run_arn, []) if arn in _CHILDREN
-            ]
-        machine = map_run_arn.split(":")[6].split("/")[0]
-        prefix = map_run_arn.split(":mapRun:")[0]
+            arns = list(_MAP_RUN_CHILDREN.get(map_run_arn, []))
+        children = [child for child in map(_child, arns) if child is not None]
         return ActionResult(
             {
                 "executions": [
-                    {
-                        "executionArn": child["arn"],
-                        "name": f"{child['index']:08d}",
-                        "startDate": child["start"],
-                        "stopDate": child["stop"],
-                        "stateMachineArn": f"{prefix}:stateMachine:{machine}",
-                        "status": child["status"],
-                        "mapRunArn": map_run_arn,
-                    }
+                    _child_description(child, map_run_arn)
                     for child in children
+                    if status is None or child["status"] == status
                 ]
             }
         )
 
     StepFunctionResponse.list_executions = listed
+    describe = StepFunctionResponse.describe_execution
+
+    def describe_execution(self: Any) -> Any:
+        child = _child(self._get_param("executionArn"))
+        if child is None:
+            return describe(self)
+        map_run_arn = child["arn"].rsplit(":", 1)[0].replace(":execution:", ":mapRun:", 1)
+        described = _child_description(child, map_run_arn)
+        described["input"] = json.dumps(child["input"])
+        if child["status"] == "SUCCEEDED":
+            described["output"] = json.dumps(child["output"])
+        elif child["status"] == "FAILED":
+            described.update(error=child.get("error"), cause=child.get("cause"))
+        return ActionResult(described)
+
+    StepFunctionResponse.describe_execution = describe_execution
     history = StepFunctionsParserBackend.get_execution_history
 
     def get_execution_history(self: Any, execution_arn: str) -> Any:
-        with _lock:
-            child = _CHILDREN.get(execution_arn)
+        child = _child(execution_arn)
         if child is None:
             return history(self, execution_arn)
-        return {"events": child["events"]}
+        manager = child.get("manager")
+        return {"events": manager.get_event_history() if manager else child["events"]}
 
     StepFunctionsParserBackend.get_execution_history = get_execution_history
 
@@ -373,12 +457,14 @@ _MAP_RUN = "__ferry_map_run__"
 
 
 def _result_writer_writes_results() -> None:
+    from moto.stepfunctions.parser.api import MapRunStatus
     from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.distributed_iteration_component import (  # noqa: E501
         DistributedIterationComponent,
     )
     from moto.stepfunctions.parser.asl.component.state.exec.state_map.result_writer.resource_eval import (  # noqa: E501
         resource_eval_s3,
     )
+    from moto.stepfunctions.parser.asl.eval.program_state import ProgramStopped, ProgramTimedOut
 
     ResourceEvalS3 = resource_eval_s3.ResourceEvalS3
     run_map = DistributedIterationComponent._eval_body
@@ -386,8 +472,14 @@ def _result_writer_writes_results() -> None:
     def _eval_body(self: Any, env: Any) -> None:
         # Each frame has its own heap: the Map's ResultWriter finds its own map run here (moto
         # takes the last map run of the execution, a nested Map's when Maps are nested).
-        env.heap[_MAP_RUN] = env.stack[-1].map_run_record
-        run_map(self, env)
+        record = env.heap[_MAP_RUN] = env.stack[-1].map_run_record
+        try:
+            run_map(self, env)
+        finally:
+            if isinstance(env.program_state(), ProgramStopped | ProgramTimedOut):
+                # The execution was stopped or timed out: its Map Run is aborted, as on AWS
+                # (moto's ended SUCCEEDED, or FAILED).
+                record.set_stop(status=MapRunStatus.ABORTED)
 
     DistributedIterationComponent._eval_body = _eval_body
 
@@ -457,7 +549,7 @@ def _result_writer_writes_results() -> None:
 
 def _execution(child: dict[str, Any], machine_arn: str, map_run_arn: str) -> dict[str, Any]:
     """A child execution as AWS describes it in a ResultWriter file."""
-    name = f"{child['index']:08d}"
+    name = child_execution_name(child["index"])
     entry: dict[str, Any] = {
         "ExecutionArn": child["arn"],
         "Input": json.dumps(child["input"]),
