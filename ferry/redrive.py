@@ -67,7 +67,7 @@ def redrive(aws: Any, queue: str, region: str | None = None) -> list[Redriven]:
     sqs = aws.client("sqs", region)
     url = queue_url(sqs, queue)
     done: list[Redriven] = []
-    seen: set[str] = set()
+    kept: list[str] = []
     while True:
         messages = sqs.receive_message(
             QueueUrl=url,
@@ -75,18 +75,20 @@ def redrive(aws: Any, queue: str, region: str | None = None) -> list[Redriven]:
             VisibilityTimeout=VISIBILITY_SECONDS,
             MessageAttributeNames=["All"],
         ).get("Messages", [])
-        fresh = [m for m in messages if m["MessageId"] not in seen]
-        if not fresh:
-            return done
-        for message in fresh:
-            seen.add(message["MessageId"])
+        if not messages:
+            break
+        for message in messages:
             try:
                 what, target = send_again(aws, message)
             except (RedriveError, ValueError) as error:
                 done.append(Redriven(message["MessageId"], "?", "?", str(error)))
+                kept.append(message["ReceiptHandle"])  # hidden until every other is read
                 continue
             sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
             done.append(Redriven(message["MessageId"], what, target))
+    for handle in kept:  # back in the queue, for its alarm and the next redrive
+        sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=handle, VisibilityTimeout=0)
+    return done
 
 
 def send_again(aws: Any, message: dict[str, Any]) -> tuple[str, str]:

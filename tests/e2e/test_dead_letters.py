@@ -7,6 +7,7 @@ is replicated: no change is lost."""
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -47,7 +48,7 @@ def subscribed(topic_arn: str, region: str = deploy.REGION) -> Callable[[], list
     """A queue subscribed to ``topic_arn``: a function that returns the messages so far."""
     sqs = boto3.client("sqs", region_name=region)
     sns = boto3.client("sns", region_name=region)
-    name = f"operator-{topic_arn.rsplit(':', 1)[-1]}-{region}"
+    name = f"operator-{uuid.uuid4().hex[:12]}"
     url = sqs.create_queue(QueueName=name)["QueueUrl"]
     arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
         "QueueArn"
