@@ -45,7 +45,7 @@ logger = logging.getLogger(__name__)
 
 #: How often every alarm is evaluated.
 TICK_SECONDS = 2.0
-#: SQS's metrics, sampled from the queues: how long the samples are kept.
+#: How long datapoints (and SQS's metrics, sampled from the queues) are kept for evaluation.
 SAMPLES_KEPT_SECONDS = 6 * 3600
 _SQS_METRICS = {
     "ApproximateNumberOfMessagesVisible": "messages",
@@ -80,6 +80,8 @@ class AlarmEvaluator:
         self.authorizer = authorizer
         self._lock = threading.RLock()
         self._samples: dict[tuple[str, str, str, str], deque[tuple[float, float]]] = {}
+        self._points: dict[tuple[Any, ...], deque[tuple[float, float]]] = {}
+        self._indexed: dict[tuple[str, str], int] = {}
         self._told: set[str] = set()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -109,6 +111,7 @@ class AlarmEvaluator:
             self._sample_queues(moment)
             for account, regions in list(cloudwatch_backends.items()):
                 for region, backend in list(regions.items()):
+                    self._index(backend, account, region, moment)
                     for alarm in list(backend.alarms.values()):
                         if alarm.rule is None:  # composite alarms are not evaluated
                             self.evaluate(alarm, backend, account, region, moment)
@@ -222,23 +225,33 @@ class AlarmEvaluator:
             key = (account, region, dimensions.get("QueueName", ""), name)
             samples = [v for t, v in self._samples.get(key, ()) if start <= t <= end]
             return _reduce(samples, statistic)
-        found: list[float] = []
-        for datum in list(backend.metric_data):
-            if datum.namespace != namespace or datum.name != name:
-                continue
-            if {d.name: d.value for d in datum.dimensions} != dimensions:
-                continue
-            moment = _epoch(datum.timestamp)
-            if not start < moment <= end:
-                continue
-            if hasattr(datum, "value"):
-                found.append(float(datum.value))
-            else:  # statistic sets: their sum and count stand for their samples
-                found.extend(
-                    [float(datum.sum_stat) / max(float(datum.sample_count), 1.0)]
-                    * int(datum.sample_count)
-                )
+        key = (account, region, namespace, name, frozenset(dimensions.items()))
+        found = [v for t, v in self._points.get(key, ()) if start < t <= end]
         return _reduce(found, statistic)
+
+    def _index(self, backend: Any, account: str, region: str, now: float) -> None:
+        """The datapoints moto stored since the last pass, by metric (moto's list only grows:
+        each is read once, and kept ``SAMPLES_KEPT_SECONDS``)."""
+        data = backend.metric_data
+        done = self._indexed.get((account, region), 0)
+        if done > len(data):  # moto's state was reset
+            done = 0
+            self._points = {k: v for k, v in self._points.items() if k[:2] != (account, region)}
+        fresh = data[done:]  # a copy: the services append while this reads
+        for datum in fresh:
+            dimensions = frozenset((d.name, d.value) for d in datum.dimensions)
+            key = (account, region, datum.namespace, datum.name, dimensions)
+            points = self._points.setdefault(key, deque())
+            moment = _epoch(datum.timestamp)
+            if hasattr(datum, "value"):
+                points.append((moment, float(datum.value)))
+            else:  # statistic sets: their sum and count stand for their samples
+                count = int(datum.sample_count)
+                points.extend([(moment, float(datum.sum_stat) / max(count, 1))] * count)
+        self._indexed[(account, region)] = done + len(fresh)
+        for points in self._points.values():
+            while points and points[0][0] < now - SAMPLES_KEPT_SECONDS:
+                points.popleft()
 
     def _sample_queues(self, now: float) -> None:
         """SQS publishes its queues' depths itself: sample moto's queues."""
