@@ -326,6 +326,15 @@ def _parser() -> argparse.ArgumentParser:
     doctor.add_argument("--json", action="store_true", help="print the checks as JSON")
     doctor.set_defaults(handler=_doctor)
 
+    redrive = commands.add_parser(
+        "redrive",
+        help="send a dead-letter queue's messages again (a failed catalog event, poll, "
+        "rule or schedule delivery), once their cause is fixed",
+    )
+    redrive.add_argument("queue", help="the dead-letter queue: its name, URL or ARN")
+    redrive.add_argument("--region", help="the queue's region (default: the SDK's)")
+    redrive.set_defaults(handler=_redrive)
+
     demo = commands.add_parser("demo", help="replicate sample tables on the local runtime")
     demo.add_argument(
         "--home", type=home_folder, default=".ferry", help="state folder (default .ferry)"
@@ -426,6 +435,12 @@ def _doctor(args: argparse.Namespace) -> int:
 
     node.quiet_jsii()  # the doctor reads the settings with the CDK app's modules
     return run_doctor(args.environment, home=args.home, as_json=args.json, spark_job=args.spark_job)
+
+
+def _redrive(args: argparse.Namespace) -> int:
+    from ferry.commands.redrive import run_redrive
+
+    return run_redrive(args.queue, args.region)
 
 
 def _demo(args: argparse.Namespace) -> int:

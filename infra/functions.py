@@ -3,7 +3,9 @@
 Each function has its own role with what its step needs and nothing more (``NEEDS``), its
 own log group (retention, encrypted), X-Ray tracing, and the environment that
 ``lambdas/runtime.py`` reads. The functions that talk to Hive metastores run in the
-environment's VPC when it has one.
+environment's VPC when it has one. The functions no state machine invokes (the catalog
+change feeds', started by a rule or a schedule) send an invocation that failed its retries
+to a dead-letter queue of their own (``infra/dead_letters.py``).
 """
 
 from __future__ import annotations
@@ -15,12 +17,14 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from ferry import statemachine
 from infra import bundling
 from infra.access import DataAccess, allow, allow_prefix, trusted_service
 from infra.configs import ReplicationConfigs
+from infra.dead_letters import ASYNC_MAX_EVENT_AGE, ASYNC_RETRY_ATTEMPTS, dead_letter_queue
 from infra.encryption import Encryption
 from infra.removal import KEEP
 from infra.settings import EnvironmentSettings
@@ -117,6 +121,8 @@ class Functions(Construct):
         code = bundling.lambda_code()
         network = _network(self, settings)
         self.by_name: dict[str, lambda_.Function] = {}
+        #: The dead-letter queue of each function started outside Step Functions.
+        self.dead_letters: dict[str, sqs.Queue] = {}
         environment = {
             **settings.config_environment(),
             "FERRY_WORK_URI": work.work_uri,
@@ -142,7 +148,7 @@ class Functions(Construct):
             log_group = logs.LogGroup(
                 self,
                 f"{name}Logs",
-                log_group_name=f"/aws/lambda/ferry-{settings.name}-{_kebab(name)}",
+                log_group_name=f"/aws/lambda/ferry-{settings.name}-{kebab(name)}",
                 retention=retention(settings.log_retention_days),
                 encryption_key=encryption.key,
                 removal_policy=KEEP,
@@ -151,7 +157,7 @@ class Functions(Construct):
             function = lambda_.Function(
                 self,
                 name,
-                function_name=f"ferry-{settings.name}-{_kebab(name)}",
+                function_name=f"ferry-{settings.name}-{kebab(name)}",
                 description=f"Ferry: the {name} state ({handler})",
                 runtime=bundling.LAMBDA_RUNTIME,
                 architecture=bundling.LAMBDA_ARCHITECTURE,
@@ -173,6 +179,42 @@ class Functions(Construct):
             if FEED_STATE in needs:
                 state.grant_feed_state(function, FEED_STATE_ACTIONS[name])
             self.by_name[name] = function
+            if name in statemachine.FEED_FUNCTIONS:
+                self.dead_letters[name] = self._on_failure(
+                    function, role, name, settings, encryption
+                )
+
+    def _on_failure(
+        self, function: lambda_.Function, role: iam.Role, name: str,
+        settings: EnvironmentSettings, encryption: Encryption,
+    ) -> sqs.Queue:  # fmt: skip
+        """A rule or a schedule invokes ``function`` asynchronously: Lambda retries a failed
+        invocation twice, then sends AWS's record of it (the event and the error) to the
+        function's dead-letter queue, with the function's role."""
+        queue = dead_letter_queue(
+            self,
+            f"{name}DeadLetters",
+            name=f"ferry-{settings.name}-{kebab(name)}-dead-letters",
+            key=encryption.key,
+            what=f"an invocation of the {name} function that failed its retries",
+        )
+        allow(role, ["sqs:SendMessage"], [queue.queue_arn])
+        config = lambda_.CfnEventInvokeConfig(
+            self,
+            f"{name}OnFailure",
+            function_name=function.function_name,
+            qualifier="$LATEST",
+            maximum_retry_attempts=ASYNC_RETRY_ATTEMPTS,
+            maximum_event_age_in_seconds=int(ASYNC_MAX_EVENT_AGE.to_seconds()),
+            destination_config=lambda_.CfnEventInvokeConfig.DestinationConfigProperty(
+                on_failure=lambda_.CfnEventInvokeConfig.OnFailureProperty(
+                    destination=queue.queue_arn
+                )
+            ),
+        )
+        # Lambda checks at configuration that the role may send to the destination.
+        config.node.add_dependency(role)
+        return queue
 
     def _grant(
         self, function: lambda_.Function, needs: frozenset[str], work: WorkBucket,
@@ -266,7 +308,8 @@ def _network(scope: Construct, settings: EnvironmentSettings) -> _Network | None
     return _Network(vpc, subnets, groups)
 
 
-def _kebab(name: str) -> str:
+def kebab(name: str) -> str:
+    """``CatalogEvents`` → ``catalog-events``: the functions' names in their ARNs."""
     return "".join(f"-{c.lower()}" if c.isupper() else c for c in name).lstrip("-")
 
 

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_events as events
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from infra.functions import Functions
-from infra.notifications import alarm_name_prefix
+from infra.alarms import failure_alarm
+from infra.dead_letters import depth_metric
+from infra.functions import Functions, kebab
 from infra.triggers import Triggers
 
 NAMESPACE = "Ferry"
@@ -62,23 +62,15 @@ class Operations(Construct):
         triggers: Triggers,
     ):
         super().__init__(scope, construct_id)
-        action = actions.SnsAction(topic)
         self.alarms: list[cloudwatch.Alarm] = []
 
         def alarm(name: str, metric: cloudwatch.IMetric, description: str) -> None:
-            created = cloudwatch.Alarm(
-                self,
-                name,
-                alarm_name=f"{alarm_name_prefix(environment)}{name}",
-                alarm_description=description,
-                metric=metric,
-                threshold=1,
-                evaluation_periods=1,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            self.alarms.append(
+                failure_alarm(
+                    self, name, environment=environment, metric=metric,
+                    description=description, topic=topic,
+                )  # fmt: skip
             )
-            created.add_alarm_action(action)
-            self.alarms.append(created)
 
         alarm(
             "replication-failed",
@@ -166,6 +158,34 @@ class Operations(Construct):
                 else f"The S3 trigger {rule.name} matched an object but could not start the "
                 "replication (EventBridge FailedInvocations): run it by hand (ferry execute).",
             )
+
+        # The functions a rule or a schedule starts: no execution fails when they do. Each
+        # failed attempt is an error; what failed its retries waits in the function's
+        # dead-letter queue, and what a rule or a schedule could not deliver in the
+        # triggers' one.
+        for name, queue in functions.dead_letters.items():
+            alarm(
+                f"{kebab(name)}-errors",
+                functions.by_name[name].metric_errors(period=PERIOD, statistic="Sum"),
+                f"The {name} function failed (AWS/Lambda Errors; each attempt counts, Lambda "
+                "retries twice): see its log group; what failed its retries is in "
+                f"{queue.queue_name}.",
+            )
+            alarm(
+                f"{kebab(name)}-dead-letters",
+                depth_metric(queue),
+                f"An invocation of the {name} function failed its retries: its event waits in "
+                f"the queue {queue.queue_name} (AWS's record of it: the event and the error); "
+                "fix the cause, then redrive it (ferry redrive).",
+            )
+        alarm(
+            "trigger-dead-letters",
+            depth_metric(triggers.dead_letters),
+            "A rule or a schedule could not deliver what it started (a replication, a "
+            "housekeeping run, an event of the catalog change feeds) after its retries: it "
+            f"waits in the queue {triggers.dead_letters.queue_name}; fix the cause (a role, a "
+            "function's permission), then redrive it (ferry redrive).",
+        )
 
         self.dashboard = cloudwatch.Dashboard(
             self, "Dashboard", dashboard_name=f"ferry-{environment}"

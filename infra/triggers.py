@@ -10,6 +10,10 @@ region (the disaster-recovery path) gets its events forwarded by a small stack i
 region (``EventForwarding``) to this region's default bus, where the rule matches; a Glue
 catalog of another account forwards its events itself, and the default bus allows that
 account to put them. Housekeeping runs on the settings' schedule, once per config.
+
+What a rule or a schedule could not deliver, after its retries, goes to the triggers'
+dead-letter queue (``infra/dead_letters.py``); a forwarding stack has a queue, a topic and
+alarms of its own, in its own region.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import json
 from typing import Any
 
 from aws_cdk import Duration, Environment, RemovalPolicy, Stack, TimeZone
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
@@ -25,6 +30,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_scheduler as scheduler
 from aws_cdk import aws_scheduler_targets as scheduler_targets
+from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
@@ -32,8 +38,19 @@ from ferry import triggers
 from ferry.config import ReplicationConfig
 from ferry.resource_names import fitted
 from infra.access import allow, trusted_service
+from infra.alarms import failure_alarm
 from infra.configs import ReplicationConfigs
+from infra.dead_letters import (
+    PERIOD,
+    TARGET_MAX_EVENT_AGE,
+    TARGET_RETRY_ATTEMPTS,
+    allow_events_key,
+    allow_events_to_send,
+    dead_letter_queue,
+    depth_metric,
+)
 from infra.encryption import Encryption
+from infra.notifications import OperationsTopic
 from infra.settings import EnvironmentSettings
 
 
@@ -79,6 +96,29 @@ class Triggers(Construct):
             schedule_group_name=f"ferry-{settings.name}",
             removal_policy=RemovalPolicy.DESTROY,
         )
+        # What a rule or a schedule could not deliver: EventBridge sends it on the queue's
+        # policy, Scheduler with the schedule's role.
+        self.dead_letters = dead_letter_queue(
+            self,
+            "DeadLetters",
+            name=f"ferry-{settings.name}-trigger-dead-letters",
+            key=encryption.key,
+            what="an event a rule, or a start a schedule, could not deliver after its retries",
+        )
+        allow_events_to_send(self.dead_letters, encryption.key)
+        # The role the schedules start executions with: each schedule's target adds its
+        # machine and the dead-letter queue; sending to an encrypted queue also needs a data
+        # key, which the target does not add.
+        self.schedule_role = iam.Role(
+            self,
+            "ScheduleRole",
+            assumed_by=iam.ServicePrincipal(
+                "scheduler.amazonaws.com",
+                conditions={"StringEquals": {"aws:SourceAccount": settings.account}},
+            ),
+            description="EventBridge Scheduler starts replications and housekeeping",
+        )
+        allow(self.schedule_role, ["kms:GenerateDataKey"], [encryption.key.key_arn])
         self.rule_role = rule_role = iam.Role(
             self,
             "RuleRole",
@@ -107,6 +147,8 @@ class Triggers(Construct):
         # Granted whether or not a config of the settings declares a poller: the schedules
         # installed later (`ferry local trigger`, or by hand) use this role too.
         allow(self.poller_role, ["lambda:InvokeFunction"], [catalog_poller.function_arn])
+        allow(self.poller_role, ["sqs:SendMessage"], [self.dead_letters.queue_arn])
+        allow(self.poller_role, ["kms:GenerateDataKey", "kms:Decrypt"], [encryption.key.key_arn])
         accounts: set[str] = set()
         for index, (path, config) in enumerate(settings.configs.items()):
             uri = configs.uri(path)
@@ -142,6 +184,7 @@ class Triggers(Construct):
                                     input_paths_map=dict(triggers.S3_INPUT_PATHS),
                                     input_template=triggers.s3_input_template(uri),
                                 ),
+                                **rule_target_failures(self.dead_letters),
                             )
                         ],
                     )
@@ -205,6 +248,7 @@ class Triggers(Construct):
                         input_paths_map={},
                         input_template=triggers.catalog_event_input_template(uri),
                     ),
+                    **rule_target_failures(self.dead_letters),
                 )
             ],
         )
@@ -224,34 +268,38 @@ class Triggers(Construct):
         settings: EnvironmentSettings,
     ) -> None:  # fmt: skip
         """The Hive poller of one config, started every minute; a start that fails is not
-        retried (the next one reads from where the last stopped).
+        retried (the next one reads from where the last stopped), and goes to the dead-letter
+        queue. (A poll that fails goes to the poller's own, ``infra/functions.py``.)
 
         A schedule of its own making (not the L2 target, which would also grant the role the
         function's versions and aliases): the role may invoke the poller's ARN and nothing
         else.
         """
-        self.schedules.append(
-            scheduler.CfnSchedule(
-                self,
-                f"CatalogPoller{index}",
-                name=config_resource_name(settings, name, "-catalog-poller"),
-                description=f"Read the source notification log of {file_name}",
-                group_name=self.schedule_group.schedule_group_name,
-                schedule_expression=triggers.POLLER_SCHEDULE,
-                flexible_time_window=scheduler.CfnSchedule.FlexibleTimeWindowProperty(
-                    mode="OFF"
+        schedule = scheduler.CfnSchedule(
+            self,
+            f"CatalogPoller{index}",
+            name=config_resource_name(settings, name, "-catalog-poller"),
+            description=f"Read the source notification log of {file_name}",
+            group_name=self.schedule_group.schedule_group_name,
+            schedule_expression=triggers.POLLER_SCHEDULE,
+            flexible_time_window=scheduler.CfnSchedule.FlexibleTimeWindowProperty(
+                mode="OFF"
+            ),
+            state="ENABLED",
+            target=scheduler.CfnSchedule.TargetProperty(
+                arn=function.function_arn,
+                role_arn=self.poller_role.role_arn,
+                input=json.dumps(triggers.poller_input(uri)),
+                retry_policy=scheduler.CfnSchedule.RetryPolicyProperty(
+                    maximum_retry_attempts=0, maximum_event_age_in_seconds=60
                 ),
-                state="ENABLED",
-                target=scheduler.CfnSchedule.TargetProperty(
-                    arn=function.function_arn,
-                    role_arn=self.poller_role.role_arn,
-                    input=json.dumps(triggers.poller_input(uri)),
-                    retry_policy=scheduler.CfnSchedule.RetryPolicyProperty(
-                        maximum_retry_attempts=0, maximum_event_age_in_seconds=60
-                    ),
+                dead_letter_config=scheduler.CfnSchedule.DeadLetterConfigProperty(
+                    arn=self.dead_letters.queue_arn
                 ),
-            )
+            ),
         )
+        schedule.node.add_dependency(self.schedule_group)
+        self.schedules.append(schedule)
 
     def _schedule(
         self,
@@ -266,25 +314,40 @@ class Triggers(Construct):
         key: kms.IKey,
     ) -> None:
         """An EventBridge Scheduler schedule that starts ``machine`` with ``execution_input``."""
-        self.schedules.append(
-            scheduler.Schedule(
-                self,
-                construct_id,
-                schedule_name=name,
-                description=description,
-                schedule=scheduler.ScheduleExpression.expression(
-                    expression, TimeZone.of(time_zone) if time_zone else None
-                ),
-                target=scheduler_targets.StepFunctionsStartExecution(
-                    machine,
-                    input=scheduler.ScheduleTargetInput.from_object(execution_input),
-                    retry_attempts=3,
-                    max_event_age=Duration.hours(1),
-                ),
-                key=key,
-                schedule_group=self.schedule_group,
-            )
+        schedule = scheduler.Schedule(
+            self,
+            construct_id,
+            schedule_name=name,
+            description=description,
+            schedule=scheduler.ScheduleExpression.expression(
+                expression, TimeZone.of(time_zone) if time_zone else None
+            ),
+            target=scheduler_targets.StepFunctionsStartExecution(
+                machine,
+                input=scheduler.ScheduleTargetInput.from_object(execution_input),
+                retry_attempts=3,
+                max_event_age=Duration.hours(1),
+                dead_letter_queue=self.dead_letters,
+                role=self.schedule_role,
+            ),
+            key=key,
+            schedule_group=self.schedule_group,
         )
+        # The group is named, not referenced: without this, CloudFormation may create the
+        # schedule before its group (and fail).
+        schedule.node.add_dependency(self.schedule_group)
+        self.schedules.append(schedule)
+
+
+def rule_target_failures(queue: sqs.IQueue) -> dict[str, Any]:
+    """A rule target's retries and where it goes when they are spent (``CfnRule.Target``)."""
+    return {
+        "dead_letter_config": events.CfnRule.DeadLetterConfigProperty(arn=queue.queue_arn),
+        "retry_policy": events.CfnRule.RetryPolicyProperty(
+            maximum_retry_attempts=TARGET_RETRY_ATTEMPTS,
+            maximum_event_age_in_seconds=int(TARGET_MAX_EVENT_AGE.to_seconds()),
+        ),
+    }
 
 
 def foreign_regions(settings: EnvironmentSettings) -> dict[str, list[dict[str, Any]]]:
@@ -309,7 +372,13 @@ def foreign_regions(settings: EnvironmentSettings) -> dict[str, list[dict[str, A
 
 class EventForwarding(Stack):
     """In a source bucket's or Glue catalog's region: forward the events that start
-    replications to the pipeline's region."""
+    replications to the pipeline's region.
+
+    An event the pipeline's bus did not take, after the rule's retries, goes to this
+    region's dead-letter queue; a forwarding that failed and a dead letter each turn an
+    alarm of this region to ALARM, told to this region's operations topic (CloudWatch
+    publishes to a topic of the alarm's region only), encrypted with this region's key.
+    """
 
     def __init__(
         self, scope: Construct, construct_id: str, *, settings: EnvironmentSettings, region: str,
@@ -321,6 +390,7 @@ class EventForwarding(Stack):
             env=Environment(account=settings.account, region=region),
             description=f"Ferry {settings.name}: events of {region} to {settings.region}",
         )
+        self.settings_name = settings.name
         bus = events.EventBus.from_event_bus_arn(
             self,
             "PipelineBus",
@@ -338,8 +408,25 @@ class EventForwarding(Stack):
             ),
             description=f"Ferry {settings.name}: forward events to {settings.region}",
         )
+        self.encryption = Encryption(self, "Encryption", environment=settings.name)
+        key = self.encryption.key
+        self.topic = OperationsTopic(
+            self, "OperationsTopic", environment=settings.name, key=key,
+            emails=settings.alarm_emails,
+        ).topic  # fmt: skip
+        self.dead_letters = dead_letter_queue(
+            self,
+            "DeadLetters",
+            name=f"ferry-{settings.name}-forwarding-dead-letters",
+            key=key,
+            what=f"an event of {region} the pipeline's bus ({settings.region}) did not take",
+        )
+        # The rules' target adds the queue's policy for each rule; the key is this module's.
+        allow_events_key(key)
+        self.rules: list[events.Rule] = []
+        self.alarms = []
         for index, pattern in enumerate(patterns):
-            events.Rule(
+            rule = events.Rule(
                 self,
                 f"Forward{index}",
                 rule_name=f"{prefix}{index}",
@@ -350,5 +437,51 @@ class EventForwarding(Stack):
                     detail=pattern["detail"],
                     account=pattern.get("account"),
                 ),
-                targets=[targets.EventBus(bus, role=role)],
+                targets=[
+                    targets.EventBus(bus, role=role, dead_letter_queue=self.dead_letters)
+                ],
             )
+            # The EventBus target has no retry policy of its own: the rule's, as every other.
+            cfn_rule = rule.node.default_child
+            assert isinstance(cfn_rule, events.CfnRule)
+            cfn_rule.add_property_override(
+                "Targets.0.RetryPolicy",
+                {
+                    "MaximumRetryAttempts": TARGET_RETRY_ATTEMPTS,
+                    "MaximumEventAgeInSeconds": int(TARGET_MAX_EVENT_AGE.to_seconds()),
+                },
+            )
+            self.rules.append(rule)
+            self.alarms.append(
+                failure_alarm(
+                    self,
+                    f"forwarding-failed-{region}-{index}",
+                    environment=settings.name,
+                    metric=cloudwatch.Metric(
+                        namespace="AWS/Events",
+                        metric_name="FailedInvocations",
+                        dimensions_map={"RuleName": rule.rule_name},
+                        statistic="Sum",
+                        period=PERIOD,
+                    ),
+                    description=f"A rule of {region} could not forward an event to the "
+                    f"pipeline's bus in {settings.region} (EventBridge FailedInvocations): "
+                    f"the event is in the queue ferry-{settings.name}-forwarding-dead-letters "
+                    f"of {region}; fix the bus's policy or the rule's role, then redrive it "
+                    "(ferry redrive).",
+                    topic=self.topic,
+                )
+            )
+        self.alarms.append(
+            failure_alarm(
+                self,
+                f"forwarding-dead-letters-{region}",
+                environment=settings.name,
+                metric=depth_metric(self.dead_letters),
+                description=f"Events of {region} wait in the queue "
+                f"ferry-{settings.name}-forwarding-dead-letters: the pipeline in "
+                f"{settings.region} did not receive them; redrive them once the cause is "
+                "fixed (ferry redrive).",
+                topic=self.topic,
+            )
+        )

@@ -146,6 +146,7 @@ class ChangeFeeds:
 
     def glue_event(self, payload: CatalogEventInput) -> IntakeResult:
         """Hand over the changes of one of AWS Glue's events, if from the config's source."""
+        faults.point("intake.glue-event")  # before anything is noted: a retry starts afresh
         config = self.load_config(payload.config_uri)
         origin, changes = glue_changes(payload.event)
         resumed = self.resume(payload.config_uri, config)
@@ -319,6 +320,7 @@ class ChangeFeeds:
             if read is None:
                 self.state.advance(config_uri, None, after, self.clock())
             return False
+        faults.point("poller.read")  # read, nothing handed over: a retry reads them again
         counts.events += len(events)
         counts.add(self.hand_over(config_uri, config, hive_changes(events)))
         faults.point("poller.handed-over")

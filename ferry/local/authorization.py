@@ -6,8 +6,8 @@ and ``emulator_emr_serverless`` give them out through the emulator's STS) is aut
 before moto serves it: ``ferry.local.iam_actions`` names the IAM action(s), resource ARN(s)
 and condition keys AWS would evaluate for the HTTP request, and this module asks the policy
 simulator (``ferry.local.simulator``) with the role's identity policies and the resource's
-own policy (a bucket policy, a topic policy, a key policy, a role's trust policy, a
-function's policy). A request AWS would deny is answered as AWS answers it (403
+own policy (a bucket policy, a topic policy, a queue policy, a key policy, a role's trust
+policy, a function's policy). A request AWS would deny is answered as AWS answers it (403
 ``AccessDenied``, ``AccessDeniedException``, ``AuthorizationError``), so the code under test
 sees what it would see on AWS.
 
@@ -269,6 +269,11 @@ def _resource_policy(resource: str, region: str) -> dict[str, Any] | None:
 
             topic = sns_backends[account][resource_region].topics.get(resource)
             return topic._policy_json if topic is not None else None
+        if service == "sqs":
+            from moto.sqs.models import sqs_backends
+
+            queue = sqs_backends[account][resource_region].get_queue(rest)
+            return queue._policy_json if queue._policy_json.get("Statement") else None
         if service == "kms" and rest.startswith("key/"):
             from moto.kms.models import kms_backends
 

@@ -12,6 +12,17 @@ function's role, which Lambda assumes for it (the role's trust policy must allow
 names as on AWS; a function that runs past its timeout is stopped (``Sandbox.Timedout``);
 a process that dies reports ``Runtime.ExitError``.
 
+An asynchronous invocation (a rule's, a schedule's) that fails is retried as Lambda retries
+it (``MaximumRetryAttempts`` of the function's event invoke configuration, two by default),
+then AWS's record of it (``requestContext`` with the condition ``RetriesExhausted``,
+``requestPayload``, ``responseContext``, ``responsePayload``) goes to the function's
+on-failure destination, an SQS queue, sent with the function's role
+(``ferry.local.emulator_dead_letters``); without one the event is dropped, with a warning.
+Lambda waits a minute, then two, between the attempts; the emulator waits
+``RETRY_DELAYS_SECONDS``, so that a failure drill ends in a test's time. Every invocation
+is counted in moto's CloudWatch as AWS counts it: ``AWS/Lambda`` ``Invocations`` and
+``Errors``, by ``FunctionName`` (what the alarms read, ``ferry.local.emulator_cloudwatch``).
+
 What differs from AWS is only where the code comes from: this checkout, on the same Python
 as the Lambda runtime (the deployment bundles the same sources with platform wheels).
 """
@@ -30,6 +41,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from ferry.local import emulator_dead_letters
 from ferry.local.authorization import Authorizer
 from ferry.local.lambda_worker import FAULTS_FILE_VARIABLE
 
@@ -47,6 +59,14 @@ IDLE_ENVIRONMENTS = 4
 ASYNC_CONCURRENCY = IDLE_ENVIRONMENTS
 _async_slots: dict[str, threading.BoundedSemaphore] = {}
 _async_lock = threading.Lock()
+#: The waits before an asynchronous invocation's retries (Lambda's: 60 and 120 seconds).
+RETRY_DELAYS_SECONDS = (1.0, 2.0)
+#: Lambda's defaults for an asynchronous invocation, without an event invoke configuration.
+DEFAULT_RETRY_ATTEMPTS = 2
+DEFAULT_MAX_EVENT_AGE_SECONDS = 21600
+_authorizer: Authorizer | None = None
+#: moto's own ``LambdaBackend.invoke`` (``install`` routes ``Event`` invocations around it).
+_moto_invoke: Any = None
 #: What the local runtime adds to a function's environment: where AWS is (the emulator), and
 #: no X-Ray (there is no daemon to send segments to).
 LOCAL_VARIABLES = {"POWERTOOLS_TRACE_DISABLED": "true"}
@@ -137,12 +157,15 @@ class ExecutionEnvironments:
             worker.stop()
             message = f"RequestId: {request_id} Error: Task timed out after {timeout:.2f} seconds"
             logger.info("%s timed out", function.function_name)
+            record_invocation(function.function_arn, errored=True)
             return _error("Sandbox.Timedout", message), True, ""
         except WorkerDied as error:
             worker.stop()
             message = f"RequestId: {request_id} Error: Runtime exited with error: {error}"
+            record_invocation(function.function_arn, errored=True)
             return _error("Runtime.ExitError", message), True, ""
         self._release(function, worker)
+        record_invocation(function.function_arn, errored=not answer["ok"])
         if not answer["ok"]:
             logger.info(
                 "%s failed: %s: %s",
@@ -232,49 +255,174 @@ def _error(error_type: str, message: str) -> str:
     return json.dumps({"errorType": error_type, "errorMessage": message})
 
 
+def record_invocation(function_arn: str, errored: bool) -> None:
+    """Count one invocation (and an error) of the function in moto's CloudWatch, as Lambda
+    does: ``AWS/Lambda`` ``Invocations`` and ``Errors`` by ``FunctionName``."""
+    from moto.cloudwatch.models import cloudwatch_backends
+    from moto.core.utils import utcnow
+
+    _, _, _, region, account, rest = function_arn.split(":", 5)
+    name = rest.split(":")[1]
+    now = utcnow()
+    dimensions = [{"Name": "FunctionName", "Value": name}]
+    data = [
+        {"MetricName": metric, "Value": value, "Unit": "Count", "Dimensions": dimensions,
+         "Timestamp": now}
+        for metric, value in (("Invocations", 1.0), ("Errors", 1.0 if errored else 0.0))
+    ]  # fmt: skip
+    cloudwatch_backends[account][region].put_metric_data("AWS/Lambda", data)
+
+
 def invoke_asynchronously(function_arn: str, payload: str, source: str) -> None:
     """Invoke a function as a service does (invocation type ``Event``): in the background.
 
     EventBridge rules and schedules invoke their Lambda targets this way. The invocation
-    runs through moto's Lambda and so this module's execution environments; its outcome is
-    logged with ``source`` (a failed one as a warning: Lambda would retry it twice, then
-    drop it or send it to the function's failure destination, which the emulator does not).
-    At most ``ASYNC_CONCURRENCY`` of one function's run at once; the rest wait their turn.
+    runs through moto's Lambda and so this module's execution environments; a failed one is
+    retried as Lambda does, then its record goes to the function's on-failure destination
+    (``AsyncInvocation``). At most ``ASYNC_CONCURRENCY`` of one function's run at once; the
+    rest wait their turn.
     """
-    from moto.awslambda.utils import get_backend
-
-    _, _, _, region, account, _ = function_arn.split(":", 5)
     with _async_lock:
         slots = _async_slots.setdefault(function_arn, threading.BoundedSemaphore(ASYNC_CONCURRENCY))
+    invocation = AsyncInvocation(function_arn, payload, source)
 
     def invoke() -> None:
         with slots:
-            _invoke()
-
-    def _invoke() -> None:
-        headers: dict[str, str] = {}
-        try:
-            answer = get_backend(account, region).invoke(
-                function_name=function_arn,
-                qualifier=None,
-                body=payload,
-                headers={"x-amz-invocation-type": "Event"},
-                response_headers=headers,
-            )
-        except Exception:  # a function that is gone, a role Lambda cannot assume...
-            logger.exception("%s could not invoke %s", source, function_arn)
-            return
-        if headers.get("x-amz-function-error"):
-            logger.warning("%s invoked %s, which failed: %s", source, function_arn, answer)
-        else:
-            logger.info("%s invoked %s", source, function_arn)
+            invocation.run()
 
     threading.Thread(target=invoke, name=f"invoke {function_arn}", daemon=True).start()
 
 
+class AsyncInvocation:
+    """One event queued for a function: its attempts, then its dead letter if they fail."""
+
+    def __init__(self, function_arn: str, payload: str, source: str):
+        self.function_arn = function_arn.split(":$LATEST")[0]
+        self.payload = payload
+        self.source = source
+        self.request_id = str(uuid.uuid4())
+        self.received = time.monotonic()
+
+    def run(self) -> None:
+        from moto.awslambda.utils import get_backend
+
+        _, _, _, region, account, rest = self.function_arn.split(":", 5)
+        backend = get_backend(account, region)
+        try:
+            function = backend.get_function(rest.split(":")[1])
+        except Exception:  # a function that is gone: Lambda refuses the event
+            logger.exception("%s could not invoke %s", self.source, self.function_arn)
+            return
+        config = _invoke_config(function)
+        retries = int(config.get("MaximumRetryAttempts", DEFAULT_RETRY_ATTEMPTS))
+        max_age = float(config.get("MaximumEventAgeInSeconds", DEFAULT_MAX_EVENT_AGE_SECONDS))
+        answer, condition, attempts = "", "RetriesExhausted", 0
+        for attempt in range(retries + 1):
+            if attempt:
+                time.sleep(RETRY_DELAYS_SECONDS[min(attempt, len(RETRY_DELAYS_SECONDS)) - 1])
+            if time.monotonic() - self.received > max_age:
+                condition = "EventAgeExceeded"
+                break
+            headers: dict[str, str] = {}
+            try:
+                # One attempt runs as a synchronous invocation would: its error is reported.
+                answer = _moto_invoke(
+                    backend,
+                    function_name=self.function_arn,
+                    qualifier=None,
+                    body=self.payload,
+                    headers={"x-amz-invocation-type": "RequestResponse"},
+                    response_headers=headers,
+                )
+            except Exception:  # a role Lambda cannot assume...
+                logger.exception("%s could not invoke %s", self.source, self.function_arn)
+                return
+            attempts += 1
+            if not headers.get("x-amz-function-error"):
+                logger.info("%s invoked %s", self.source, self.function_arn)
+                return
+            logger.warning(
+                "%s invoked %s, which failed (attempt %d of %d): %s",
+                self.source, self.function_arn, attempt + 1, retries + 1, answer,
+            )  # fmt: skip
+        self.fail(function, config, condition, attempts, answer)
+
+    def fail(
+        self, function: Any, config: dict[str, Any], condition: str, attempts: int, answer: Any
+    ) -> None:
+        """Send AWS's record of the failed event to the on-failure destination, if any."""
+        destination = (
+            (config.get("DestinationConfig") or {}).get("OnFailure", {}).get("Destination")
+        )
+        if not destination:
+            logger.warning(
+                "%s: %s dropped the event after %d attempts (no on-failure destination)",
+                self.source, self.function_arn, attempts,
+            )  # fmt: skip
+            return
+        record = {
+            "version": "1.0",
+            "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime()),
+            "requestContext": {
+                "requestId": self.request_id,
+                "functionArn": f"{self.function_arn}:$LATEST",
+                "condition": condition,
+                "approximateInvokeCount": attempts,
+            },
+            "requestPayload": _json(self.payload),
+            "responseContext": {
+                "statusCode": 200,
+                "executedVersion": "$LATEST",
+                "functionError": "Unhandled",
+            },
+            "responsePayload": _json(answer),
+        }
+        if destination.split(":")[2] != "sqs":
+            logger.warning("%s: an on-failure destination %s is not emulated", self.source,
+                           destination)  # fmt: skip
+            return
+        sender = emulator_dead_letters.role_session(function.role, function.function_name)
+        emulator_dead_letters.send(_authorizer, sender, destination, record)
+
+
+def _invoke_config(function: Any) -> dict[str, Any]:
+    """The function's event invoke configuration (``PutFunctionEventInvokeConfig``)."""
+    configs = getattr(function, "event_invoke_config", None) or []
+    return dict(configs[-1].config) if configs else {}
+
+
+def _json(text: Any) -> Any:
+    if isinstance(text, bytes):
+        text = text.decode()
+    try:
+        return json.loads(text) if isinstance(text, str) else text
+    except ValueError:
+        return text
+
+
 def install(environments: ExecutionEnvironments) -> None:
     """Route invocations of this project's handlers to their execution environments."""
-    from moto.awslambda.models import LambdaFunction
+    global _authorizer, _moto_invoke
+    from moto.awslambda.models import LambdaBackend, LambdaFunction
+
+    _authorizer = environments.authorizer
+    _moto_invoke = LambdaBackend.invoke
+
+    def invoke(
+        self: Any, function_name: str, qualifier: str | None, body: Any, headers: Any,
+        response_headers: Any,
+    ) -> Any:  # fmt: skip
+        """``Invoke`` with ``InvocationType=Event`` (``ferry redrive``, a person) queues the
+        event as Lambda does: accepted at once (202), run with Lambda's retries."""
+        kind = headers.get("X-Amz-Invocation-Type") or headers.get("x-amz-invocation-type")
+        function = self.get_function(function_name, qualifier)
+        if kind == "Event" and str(function.handler).startswith(IN_PROCESS_PACKAGES):
+            text = body.decode() if isinstance(body, bytes) else (body or "{}")
+            invoke_asynchronously(function.function_arn, text, "Invoke (Event)")
+            return b""
+        return _moto_invoke(self, function_name, qualifier, body, headers, response_headers)
+
+    LambdaBackend.invoke = invoke
 
     docker_invoke = LambdaFunction._invoke_lambda
 

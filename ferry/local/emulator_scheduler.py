@@ -13,9 +13,14 @@ target's ``Input`` is sent with Scheduler's context keywords filled in
 asynchronously (``ferry.local.emulator_lambda``), a state machine starts an execution.
 
 ``cron(...)`` and ``at(...)`` schedules, and other targets, are not fired: they are logged
-once as such. A refused or failed firing is logged (AWS would count it in the group's
-``TargetErrorCount``). The clock is one thread of the emulator's process: stopping the
-emulator stops the firing.
+once as such. A firing that fails is retried (the target's ``RetryPolicy``; a refusal is
+not), then its input goes to the target's dead-letter queue (``DeadLetterConfig``), sent
+with the schedule's role, with Scheduler's message attributes (``ERROR_CODE``,
+``ERROR_MESSAGE``, ``SCHEDULE_ARN``, ``SCHEDULED_TIME``, ``TARGET_ARN``,
+``EXECUTION_ID``); it is logged, and counted as AWS counts it (``AWS/Scheduler``
+``TargetErrorCount`` by ``ScheduleGroup``). Every firing is a fail point,
+``scheduler.<service>`` (``ferry.faults``). The clock is one thread of the emulator's
+process: stopping the emulator stops the firing.
 """
 
 from __future__ import annotations
@@ -30,7 +35,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from ferry.local import emulator_lambda
+from ferry import faults
+from ferry.local import emulator_dead_letters, emulator_lambda
 from ferry.local.authorization import Authorizer, Caller, Check
 
 logger = logging.getLogger(__name__)
@@ -60,8 +66,9 @@ class _Timing:
 class Scheduler:
     """Fires the emulator's rate schedules, from a thread of the emulator's process."""
 
-    def __init__(self, authorizer: Authorizer | None):
+    def __init__(self, authorizer: Authorizer | None, fault_file: faults.FaultFile | None = None):
         self.authorizer = authorizer
+        self.fault_file = fault_file
         self._timings: dict[str, _Timing] = {}
         self._told: set[tuple[str, str]] = set()
         self._stop = threading.Event()
@@ -115,20 +122,73 @@ class Scheduler:
         due = timing.due
         while timing.due <= now:  # a late clock fires once, not once per missed period
             timing.due += period
+        retries = int((schedule.target.get("RetryPolicy") or {}).get("MaximumRetryAttempts", 0))
+        for attempt in range(retries + 1):
+            try:
+                self.fire(schedule, account, region, due)
+                return
+            except PermissionError as refused:
+                logger.warning("schedule %s refused: %s", schedule.arn, refused)
+                error: Exception = refused
+                break
+            except Exception as failed:
+                logger.warning(
+                    "schedule %s could not invoke %s (attempt %d): %s",
+                    schedule.arn, schedule.target["Arn"], attempt + 1, failed,
+                )  # fmt: skip
+                error = failed
+        self.dead_letter(schedule, account, region, due, error)
+
+    def dead_letter(
+        self, schedule: Any, account: str, region: str, due: float, error: Exception
+    ) -> None:
+        """Count a target error; the target's input to its dead-letter queue, if any."""
+        from moto.cloudwatch.models import cloudwatch_backends
+        from moto.core.utils import utcnow
+
+        cloudwatch_backends[account][region].put_metric_data(
+            "AWS/Scheduler",
+            [
+                {
+                    "MetricName": "TargetErrorCount",
+                    "Value": 1.0,
+                    "Unit": "Count",
+                    "Dimensions": [{"Name": "ScheduleGroup", "Value": schedule.group_name}],
+                    "Timestamp": utcnow(),
+                }
+            ],
+        )
+        target = schedule.target
+        queue = (target.get("DeadLetterConfig") or {}).get("Arn")
+        if not queue or not target.get("RoleArn"):
+            logger.error("schedule %s dropped its invocation: %s", schedule.arn, error)
+            return
+        attributes = {
+            "ERROR_CODE": "AccessDenied"
+            if isinstance(error, PermissionError)
+            else getattr(error, "error_name", type(error).__name__),
+            "ERROR_MESSAGE": str(error)[:1000],
+            "SCHEDULE_ARN": schedule.arn,
+            "SCHEDULED_TIME": datetime.fromtimestamp(int(due), UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "TARGET_ARN": target["Arn"],
+            "EXECUTION_ID": str(uuid.uuid4()),
+        }
+        sender = emulator_dead_letters.role_session(target["RoleArn"], "scheduler")
         try:
-            self.fire(schedule, account, region, due)
-        except PermissionError as refused:
-            logger.warning("schedule %s refused: %s", schedule.arn, refused)
-        except Exception:
-            logger.exception(
-                "schedule %s could not invoke %s", schedule.arn, schedule.target["Arn"]
-            )
+            body = _filled(target.get("Input") or "{}", schedule.arn, due)
+        except ValueError:
+            body = target.get("Input") or "{}"
+        emulator_dead_letters.send(self.authorizer, sender, queue, body, attributes)
 
     def fire(self, schedule: Any, account: str, region: str, due: float) -> None:
-        """Invoke ``schedule``'s target as EventBridge Scheduler does, for the time ``due``."""
+        """Invoke ``schedule``'s target as EventBridge Scheduler does, for the time ``due``;
+        the delivery is a fail point, ``scheduler.<service>`` (``ferry.faults``)."""
         target = schedule.target
         arn = target["Arn"]
         service = arn.split(":")[2]
+        if self.fault_file is not None:
+            self.fault_file.refresh()
+        faults.point(f"scheduler.{service}")
         if self.authorizer is not None:
             action = "lambda:InvokeFunction" if service == "lambda" else "states:StartExecution"
             group = f"arn:aws:scheduler:{region}:{account}:schedule-group/{schedule.group_name}"
@@ -194,8 +254,10 @@ def _epoch(value: Any) -> float | None:
         return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
 
 
-def install(authorizer: Authorizer | None = None) -> Scheduler:
+def install(
+    authorizer: Authorizer | None = None, fault_file: faults.FaultFile | None = None
+) -> Scheduler:
     """Start firing the emulator's rate schedules; the caller stops the returned clock."""
-    scheduler = Scheduler(authorizer)
+    scheduler = Scheduler(authorizer, fault_file)
     scheduler.start()
     return scheduler

@@ -9,10 +9,14 @@ emulation, and a module each adds them into this process:
 - ``emulator_emr_serverless``: ``startJobRun.sync`` runs the job from its archive with
   ``spark-submit``, with its role's credentials;
 - ``emulator_eventbridge``: rules start executions of state machine targets, with their
-  role, invoke Lambda targets their function's policy allows, and send to SQS targets;
+  role, invoke Lambda targets their function's policy allows, send to SQS targets and put
+  on other regions' buses; what they cannot deliver goes to the target's dead-letter queue;
 - ``emulator_scheduler``: rate schedules fire their Lambda and Step Functions targets, with
-  their role.
+  their role, and send what they cannot deliver to the target's dead-letter queue;
+- ``emulator_cloudwatch``: alarms are evaluated from the stored metrics (and the queues'
+  depths) and publish to their topics when their state changes.
 
+``emulator_dead_letters`` sends the services' dead letters, authorized as on AWS;
 ``emulator_states`` keeps Step Functions' payload limits and error rules,
 ``emulator_definitions`` refuses the definitions CreateStateMachine refuses, ``emulator_s3``
 answers a bucket's EventBridge notifications as S3 does, ``emulator_glue`` refuses an
@@ -31,6 +35,7 @@ from pathlib import Path
 
 from ferry import faults
 from ferry.local import (
+    emulator_cloudwatch,
     emulator_definitions,
     emulator_emr_serverless,
     emulator_eventbridge,
@@ -51,9 +56,13 @@ FAULTS_FILE = "faults.json"
 
 def install(
     state_dir: Path, endpoint: str
-) -> tuple[emulator_lambda.ExecutionEnvironments, emulator_scheduler.Scheduler]:
+) -> tuple[
+    emulator_lambda.ExecutionEnvironments,
+    emulator_scheduler.Scheduler,
+    emulator_cloudwatch.AlarmEvaluator,
+]:
     """Patch moto (in this process), switch on state machine execution, start the schedules'
-    clock; the caller stops the environments and the clock."""
+    and the alarms' clocks; the caller stops the environments and the clocks."""
     from moto.core.config import default_user_config
 
     default_user_config["stepfunctions"]["execute_state_machine"] = True
@@ -72,9 +81,13 @@ def install(
     emulator_emr_serverless.install(
         authorizer, emulator_emr_serverless.JobRunner(state_dir, endpoint, fault_file)
     )
-    emulator_eventbridge.install(authorizer)
+    emulator_eventbridge.install(authorizer, fault_file)
     emulator_requests.install()
-    return environments, emulator_scheduler.install(authorizer)
+    return (
+        environments,
+        emulator_scheduler.install(authorizer, fault_file),
+        emulator_cloudwatch.install(authorizer),
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -87,12 +100,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--state-dir", type=Path, required=True)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    environments, scheduler = install(args.state_dir, f"http://127.0.0.1:{args.port}")
+    environments, scheduler, alarms = install(args.state_dir, f"http://127.0.0.1:{args.port}")
     from moto.server import main as moto_server
 
     try:
         moto_server(["-H", args.host, "-p", str(args.port)])
     finally:
+        alarms.stop()
         scheduler.stop()
         environments.stop()
 

@@ -6,7 +6,9 @@ template ``make synth`` would produce for the local runtime's environment
 resolved (``ferry.local.template``), and each resource created through the emulator's own
 API: the roles with their policies, the functions with their environment, role and
 permissions, the state machines with their definition substitutions, the topics with their
-policies, the buckets, the key, the table, the secret, the schedules and rules. A resource
+policies, the buckets, the key, the table, the secret, the schedules and rules, the
+dead-letter queues with their policies and the functions' on-failure destinations, the
+alarms (``ferry.local.emulator_cloudwatch`` evaluates them). A resource
 type the emulator cannot hold is named in one error.
 
 Physical names are CloudFormation's where the template gives one; where it does not, a
@@ -30,8 +32,8 @@ from ferry.local.definitions import InvalidDefinitionError, check_definition
 from ferry.local.template import Resolved, TemplateError, creation_order, physical_name
 from ferry.resource_names import template_name_problems
 
-#: Resources of no consequence to what the pipeline does in the emulator (the emulator has
-#: no metrics to alarm on and no rollback); everything else is created.
+#: Resources of no consequence to what the pipeline does in the emulator (it has no
+#: rollback, and no e-mail); everything else is created.
 NOT_EMULATED: frozenset[str] = frozenset(
     {
         "AWS::CDK::Metadata",
@@ -286,6 +288,58 @@ class Deployment:
             )
         self._set(logical, logical)
 
+    # -- SQS: the dead-letter queues ----------------------------------------------------------
+
+    def aws_sqs_queue(self, logical: str, properties: dict[str, Any]) -> None:
+        sqs = self.client("sqs")
+        name = properties.get("QueueName") or self._name(logical, limit=80)
+        attributes = {
+            key: str(properties[key])
+            for key in (
+                "KmsMasterKeyId",
+                "KmsDataKeyReusePeriodSeconds",
+                "MessageRetentionPeriod",
+                "VisibilityTimeout",
+            )
+            if key in properties
+        }
+        url = sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
+        if attributes:  # a redeploy: the queue exists, its settings follow the template
+            sqs.set_queue_attributes(QueueUrl=url, Attributes=attributes)
+        arn = f"arn:aws:sqs:{self.region}:{self.account}:{name}"
+        self._set(logical, url, Arn=arn, QueueName=name, QueueUrl=url)
+
+    def aws_sqs_queuepolicy(self, logical: str, properties: dict[str, Any]) -> None:
+        for url in properties["Queues"]:
+            self.client("sqs").set_queue_attributes(
+                QueueUrl=url, Attributes={"Policy": json.dumps(properties["PolicyDocument"])}
+            )
+        self._set(logical, logical)
+
+    def aws_lambda_eventinvokeconfig(self, logical: str, properties: dict[str, Any]) -> None:
+        """What Lambda does with a failed asynchronous invocation of the function: its retries
+        and its on-failure destination (``ferry.local.emulator_lambda`` follows them)."""
+        config: dict[str, Any] = {
+            key: int(properties[key])
+            for key in ("MaximumRetryAttempts", "MaximumEventAgeInSeconds")
+            if key in properties
+        }
+        if properties.get("DestinationConfig"):
+            config["DestinationConfig"] = properties["DestinationConfig"]
+        awslambda = self.client("lambda")
+        try:  # a redeploy replaces the configuration
+            awslambda.delete_function_event_invoke_config(
+                FunctionName=properties["FunctionName"]
+            )
+        except awslambda.exceptions.ResourceNotFoundException:
+            pass
+        awslambda.put_function_event_invoke_config(
+            FunctionName=properties["FunctionName"],
+            Qualifier=properties.get("Qualifier", "$LATEST"),
+            **config,
+        )
+        self._set(logical, logical)
+
     # -- state ------------------------------------------------------------------------------
 
     def aws_dynamodb_table(self, logical: str, properties: dict[str, Any]) -> None:
@@ -487,7 +541,7 @@ class Deployment:
         target = {
             key: value
             for key, value in properties["Target"].items()
-            if key in ("Arn", "RoleArn", "Input", "RetryPolicy")
+            if key in ("Arn", "RoleArn", "Input", "RetryPolicy", "DeadLetterConfig")
         }
         group = properties.get("GroupName", "default")
         arguments = {
@@ -515,6 +569,10 @@ class Deployment:
             for key in (
                 "AlarmDescription",
                 "AlarmActions",
+                "OKActions",
+                "InsufficientDataActions",
+                "DatapointsToAlarm",
+                "ExtendedStatistic",
                 "MetricName",
                 "Namespace",
                 "Statistic",
@@ -528,7 +586,7 @@ class Deployment:
             )  # fmt: skip
             if key in properties
         }
-        for number in ("Period", "EvaluationPeriods"):
+        for number in ("Period", "EvaluationPeriods", "DatapointsToAlarm"):
             if number in arguments:
                 arguments[number] = int(arguments[number])
         if "Threshold" in arguments:

@@ -119,6 +119,7 @@ _STATIC: dict[str, tuple[str, str]] = {
     "AWS::Scheduler::ScheduleGroup": ("{name}", _ARN + "schedule-group/{name}"),
     "AWS::Scheduler::Schedule": ("{name}", _ARN + "schedule/default/{name}"),
     "AWS::Events::Rule": ("{name}", _ARN + "rule/{name}"),
+    "AWS::SQS::Queue": ("https://sqs.{region}.amazonaws.com/{account}/{name}", _ARN + "{name}"),
 }
 #: The service of each type's ARN.
 _SERVICE = {
@@ -127,12 +128,12 @@ _SERVICE = {
     "AWS::StepFunctions::StateMachine": "states", "AWS::Logs::LogGroup": "logs",
     "AWS::EMRServerless::Application": "emr-serverless", "AWS::CloudWatch::Alarm": "cloudwatch",
     "AWS::Scheduler::ScheduleGroup": "scheduler", "AWS::Scheduler::Schedule": "scheduler",
-    "AWS::Events::Rule": "events",
+    "AWS::Events::Rule": "events", "AWS::SQS::Queue": "sqs",
 }  # fmt: skip
 #: Properties that name a resource, by type.
 _NAME_PROPERTIES = (
     "RoleName", "PolicyName", "BucketName", "FunctionName", "TopicName", "TableName", "Name",
-    "StateMachineName", "LogGroupName", "AlarmName", "DashboardName",
+    "StateMachineName", "LogGroupName", "AlarmName", "DashboardName", "QueueName",
 )  # fmt: skip
 
 
@@ -167,6 +168,8 @@ def resolved_statically(
             resolved.attributes[(logical, "ApplicationId")] = values["id"]
         if resource["Type"] == "AWS::StepFunctions::StateMachine":
             resolved.attributes[(logical, "Name")] = name
+        if resource["Type"] == "AWS::SQS::Queue":
+            resolved.attributes[(logical, "QueueName")] = name
     return resolved
 
 

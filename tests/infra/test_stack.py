@@ -297,6 +297,8 @@ def test_every_store_is_encrypted_with_the_environment_key(deployed):
         assert group["Properties"]["KmsKeyId"] == key_arn
     for secret in resources(template, "AWS::SecretsManager::Secret").values():
         assert secret["Properties"]["KmsKeyId"] == key_arn
+    for queue in resources(template, "AWS::SQS::Queue").values():
+        assert queue["Properties"]["KmsMasterKeyId"] == key_arn
 
 
 def test_operations_log_group_alarms_and_dashboard(deployed):
@@ -313,10 +315,11 @@ def test_operations_log_group_alarms_and_dashboard(deployed):
         f"ferry-{name}-catalog-changes-failed", f"ferry-{name}-tables-failed",
     } <= alarms  # fmt: skip
     # One per state machine outcome (the change windows' failed or timed out in one), one on
-    # the failed tables, one for the schedules, one per rule (an S3 trigger's, a Glue source's
-    # catalog events).
+    # the failed tables, one for the schedules, one per rule (an S3 trigger's, a Glue source's catalog events); the
+    # errors and the dead letters of each function a rule or a schedule starts, and the
+    # triggers' dead letters (tests/infra/test_dead_letters.py).
     rules = resources(template, "AWS::Events::Rule")
-    assert len(alarms) == 6 + len(rules)
+    assert len(alarms) == 6 + len(rules) + 2 * len(definition.FEED_FUNCTIONS) + 1
     # The failed tables of every run: Summarize's count, with no table dimension.
     [tables_failed] = [
         a["Properties"]
