@@ -4,7 +4,9 @@ moto keeps every service's state in memory, in its backends (a ``BackendDict`` p
 account → region → backend object), and has no persistence of its own. The emulator pickles
 the backends that hold state — S3 buckets and objects, Glue, DynamoDB, SNS, SQS, Secrets
 Manager, IAM, STS, KMS, SSM, Lambda, Step Functions, EventBridge, Scheduler, CloudWatch,
-Logs, EMR Serverless, whichever were used — into ``<home>/aws/emulator-state.pickle``:
+Logs, EMR Serverless, whichever were used — into ``<home>/aws/emulator-state.pickle``, and
+the bodies of S3 objects over ``INLINE_BYTES`` into ``<home>/aws/emulator-objects/`` (a file
+each, written once):
 
 - at a graceful stop (``ferry local down`` sends SIGTERM), after the schedules' clock has
   stopped and before the functions' execution environments are;
@@ -15,14 +17,16 @@ Logs, EMR Serverless, whichever were used — into ``<home>/aws/emulator-state.p
 
 Objects moto holds that pickle does not take are written as what rebuilds them: a weak
 dictionary as its items, a ``defaultdict`` whose factory is a lambda as a description of
-what the lambda makes, a key pair as PEM, a lock as a new lock. A Step Functions execution
+what the lambda makes (a subclass of it, whose ``__init__`` takes arguments, likewise), a
+key pair as PEM, a lock as a new lock. A Step Functions execution
 is written with its history and Map Runs, not its interpreter (threads); one that is
 running is written with the state it was in, and resumed there after a start
 (``ferry.local.emulator_executions``).
 
 The file starts with one JSON line, its stamp (format, moto's version, Python's): a
 snapshot written by another moto or Python is not unpickled (moto's classes may have
-changed) but moved aside, named in one line of the log, and the emulator starts empty.
+changed) but moved aside, named in one line (``emulator-state.json``, which ``ferry local
+up`` prints), and the emulator starts empty.
 """
 
 from __future__ import annotations

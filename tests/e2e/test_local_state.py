@@ -213,6 +213,22 @@ def test_the_emulated_aws_keeps_its_state_across_down_and_up(home):
     # The schedule fires again once the emulator is up.
     wait_for(lambda: len(executions(sfn, machine)) == 3, "the schedule to fire after up")
 
+    purged = ferry("local", "down", "--purge", "--home", str(home.path))
+    assert purged.returncode == 0, purged.stderr
+    assert purged.stdout.splitlines() == [
+        "stopped: aws, replica, source",
+        f"removed the saved state in {home.path}: the next up starts empty",
+    ]
+    assert not any((home.path / name).exists() for name in ("aws", "source", "replica"))
+    assert deploy.Pipeline.load(home.path) is None
+
+
+def test_purge_goes_with_down_only(tmp_path):
+    result = ferry("local", "up", "--purge", "--home", str(tmp_path / "home"))
+    assert result.returncode == 2
+    assert result.stderr.strip() == "ferry: error: --purge goes with `ferry local down` only"
+    assert not (tmp_path / "home").exists()
+
 
 def executions(sfn, machine: str) -> list[dict]:
     return sfn.list_executions(stateMachineArn=machine)["executions"]
@@ -316,4 +332,9 @@ def test_a_change_whose_window_is_open_at_down_reaches_the_replica_after_up(home
             ]
 
     wait_for(replicated, "the change to reach the replica", 300)
-    assert sfn.describe_execution(executionArn=window["executionArn"])["status"] == "SUCCEEDED"
+
+    def status() -> str:
+        return sfn.describe_execution(executionArn=window["executionArn"])["status"]
+
+    wait_for(lambda: status() != "RUNNING", "the window's execution to close it", 120)
+    assert status() == "SUCCEEDED"  # the same execution, resumed in its wait
