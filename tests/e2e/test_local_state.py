@@ -338,3 +338,31 @@ def test_a_change_whose_window_is_open_at_down_reaches_the_replica_after_up(home
 
     wait_for(lambda: status() != "RUNNING", "the window's execution to close it", 120)
     assert status() == "SUCCEEDED"  # the same execution, resumed in its wait
+
+
+def test_a_killed_emulator_restores_what_it_saved_while_it_served(tmp_path):
+    port = processes.free_port()
+    emulator.start_emulator(tmp_path, port)
+    try:
+        s3 = boto3.client(
+            "s3",
+            endpoint_url=emulator.endpoint_url(port),
+            region_name="us-east-1",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
+        s3.create_bucket(Bucket="saved-while-serving")
+        s3.put_object(Bucket="saved-while-serving", Key="k", Body=b"v")
+        snapshot = tmp_path / "aws" / emulator_snapshot.FILE
+        wait_for(
+            snapshot.exists, "a save while it serves", emulator_snapshot.SAVE_INTERVAL_SECONDS * 3
+        )
+        running = processes.read_process(tmp_path, "aws")
+        assert running is not None
+        os.kill(running.pid, 9)  # no graceful stop: no last save
+        wait_for(lambda: not running.is_running(), "the emulator to die", 30)
+        processes.stop_process(tmp_path, "aws")
+        emulator.start_emulator(tmp_path, port)
+        assert s3.get_object(Bucket="saved-while-serving", Key="k")["Body"].read() == b"v"
+    finally:
+        processes.stop_process(tmp_path, "aws")
