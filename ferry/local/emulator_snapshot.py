@@ -59,7 +59,7 @@ REPORT = "emulator-state.json"
 #: ETag and size, written once (a save rewrites only the backends' small objects).
 OBJECTS = "emulator-objects"
 #: Bodies up to this size stay in the snapshot itself.
-INLINE_BYTES = 64 * 1024
+INLINE_BYTES = 4 * 1024
 #: Bumped when what is written changes shape.
 FORMAT = 1
 #: While requests arrive, the state is saved at most this often (a killed emulator loses at
