@@ -14,7 +14,7 @@ import sys
 import urllib.request
 from pathlib import Path
 
-from ferry.local import emulator_snapshot, processes
+from ferry.local import emulator_requests, emulator_snapshot, processes
 
 # Credentials and region the emulator accepts; real ones are never needed locally.
 EMULATOR_ENVIRONMENT = {
@@ -29,8 +29,13 @@ def endpoint_url(port: int) -> str:
 
 
 def is_ready(port: int) -> bool:
+    """The server answers a request (``GET /ferry-api/requests``: cheap, whatever its state;
+    moto's ``/moto-api/data.json`` reads every model it holds, and fails on some of them, such
+    as a completed multipart upload's parts)."""
     try:
-        with urllib.request.urlopen(f"{endpoint_url(port)}/moto-api/data.json", timeout=2) as reply:
+        with urllib.request.urlopen(
+            f"{endpoint_url(port)}{emulator_requests.PATH}", timeout=2
+        ) as reply:
             return reply.status == 200
     except OSError:
         return False
