@@ -451,14 +451,14 @@ class Saver:
 
 
 def install(saver: Saver) -> None:
-    """Tell ``saver`` of every request the server's dispatcher handles."""
+    """Tell ``saver`` of every AWS request the server's dispatcher handles."""
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication
 
     dispatch = DomainDispatcherApplication.__call__
 
     def noting(self: Any, environ: dict[str, Any], start_response: Any) -> Any:
-        if not environ.get("PATH_INFO", "").startswith("/moto-api"):
-            saver.seen_request()
+        if not environ.get("PATH_INFO", "").startswith(("/moto-api", "/ferry-api")):
+            saver.seen_request()  # the emulator's own look-ups change nothing
         return dispatch(self, environ, start_response)
 
     DomainDispatcherApplication.__call__ = noting
