@@ -341,18 +341,20 @@ def test_a_change_whose_window_is_open_at_down_reaches_the_replica_after_up(home
 
 
 def test_a_killed_emulator_restores_what_it_saved_while_it_served(tmp_path):
-    port = processes.free_port()
-    emulator.start_emulator(tmp_path, port)
-    try:
-        s3 = boto3.client(
+    def s3(port: int):
+        return boto3.client(
             "s3",
             endpoint_url=emulator.endpoint_url(port),
             region_name="us-east-1",
             aws_access_key_id="testing",
             aws_secret_access_key="testing",
         )
-        s3.create_bucket(Bucket="saved-while-serving")
-        s3.put_object(Bucket="saved-while-serving", Key="k", Body=b"v")
+
+    port = processes.free_port()
+    emulator.start_emulator(tmp_path, port)
+    try:
+        s3(port).create_bucket(Bucket="saved-while-serving")
+        s3(port).put_object(Bucket="saved-while-serving", Key="k", Body=b"v")
         snapshot = tmp_path / "aws" / emulator_snapshot.FILE
         wait_for(
             snapshot.exists, "a save while it serves", emulator_snapshot.SAVE_INTERVAL_SECONDS * 3
@@ -362,7 +364,8 @@ def test_a_killed_emulator_restores_what_it_saved_while_it_served(tmp_path):
         os.kill(running.pid, 9)  # no graceful stop: no last save
         wait_for(lambda: not running.is_running(), "the emulator to die", 30)
         processes.stop_process(tmp_path, "aws")
+        port = processes.free_port()
         emulator.start_emulator(tmp_path, port)
-        assert s3.get_object(Bucket="saved-while-serving", Key="k")["Body"].read() == b"v"
+        assert s3(port).get_object(Bucket="saved-while-serving", Key="k")["Body"].read() == b"v"
     finally:
         processes.stop_process(tmp_path, "aws")
