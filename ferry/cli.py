@@ -304,6 +304,12 @@ def _parser() -> argparse.ArgumentParser:
     local.add_argument("--replica-port", type=port, default=9084)
     local.add_argument("--aws-port", type=port, default=5000)
     local.add_argument("--json", action="store_true", help="print the settings as JSON")
+    local.add_argument(
+        "--purge",
+        action="store_true",
+        help="with down: also remove the saved state (emulated AWS, metastores): the next up "
+        "starts empty",
+    )
     local.set_defaults(handler=_local)
 
     doctor = commands.add_parser(
@@ -417,7 +423,9 @@ def _local(args: argparse.Namespace) -> int:
         runtime.REPLICA: args.replica_port,
         runtime.AWS: args.aws_port,
     }
-    return run_local(args.action, home, ports, as_json=args.json)
+    if args.purge and args.action != "down":
+        raise UsageError("--purge goes with `ferry local down` only")
+    return run_local(args.action, home, ports, as_json=args.json, purge=args.purge)
 
 
 def _check_writable(home: Path) -> None:

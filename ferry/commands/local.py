@@ -20,17 +20,26 @@ from ferry.feeds.checks import notification_log_problem
 from ferry.local import catalog_triggers, deploy, emulator, processes, runtime
 
 
-def run_local(action: str, home: Path, ports: dict[str, int], as_json: bool = False) -> int:
-    """``up``, ``down`` or ``status`` of the local runtime in ``home``, for a person or as JSON."""
+def run_local(
+    action: str, home: Path, ports: dict[str, int], as_json: bool = False, purge: bool = False
+) -> int:
+    """``up``, ``down`` or ``status`` of the local runtime in ``home``, for a person or as JSON.
+
+    ``purge`` (with ``down``): remove the runtime's saved state too."""
     if action == "down":
-        stopped = runtime.down(home)
+        stopped = runtime.down(home, purge=purge)
         print(f"stopped: {', '.join(stopped)}" if stopped else "nothing was running")
+        if purge:
+            print(f"removed the saved state in {home}: the next up starts empty")
         return EXIT_OK
     if action == "up":
         started = time.monotonic()
         services = runtime.up(home, ports)
         if not as_json:
             print(f"local runtime up in {time.monotonic() - started:.1f} s (state in {home})")
+            restored = emulator.restored(home)
+            if restored is not None:
+                print(f"  {restored.message}")
     else:
         services = runtime.status(home)
     settings = runtime.environment(services)

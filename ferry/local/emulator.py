@@ -3,7 +3,8 @@
 Clients reach it through the standard ``AWS_ENDPOINT_URL`` variable, so Ferry's code has no
 branch for it. The pipeline's Lambda handlers and Spark jobs run in processes of their own,
 with their deployed environment and their role's credentials (``ferry.local.
-emulator_lambda``, ``emulator_emr_serverless``).
+emulator_lambda``, ``emulator_emr_serverless``). Its state is saved under ``state_dir/aws``
+and restored at the next start (``ferry.local.emulator_snapshot``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import sys
 import urllib.request
 from pathlib import Path
 
-from ferry.local import processes
+from ferry.local import emulator_requests, emulator_snapshot, processes
 
 # Credentials and region the emulator accepts; real ones are never needed locally.
 EMULATOR_ENVIRONMENT = {
@@ -28,8 +29,13 @@ def endpoint_url(port: int) -> str:
 
 
 def is_ready(port: int) -> bool:
+    """The server answers a request (``GET /ferry-api/requests``: cheap, whatever its state;
+    moto's ``/moto-api/data.json`` reads every model it holds, and fails on some of them, such
+    as a completed multipart upload's parts)."""
     try:
-        with urllib.request.urlopen(f"{endpoint_url(port)}/moto-api/data.json", timeout=2) as reply:
+        with urllib.request.urlopen(
+            f"{endpoint_url(port)}{emulator_requests.PATH}", timeout=2
+        ) as reply:
             return reply.status == 200
     except OSError:
         return False
@@ -59,3 +65,9 @@ def start_emulator(
     )
     processes.wait_until_ready(process, lambda: is_ready(port), timeout, "AWS emulator")
     return process
+
+
+def restored(state_dir: Path, name: str = "aws") -> emulator_snapshot.Restored | None:
+    """What the emulator of ``state_dir`` found when it last started (its saved state
+    restored, or why not); None before its first start."""
+    return emulator_snapshot.Restored.read(state_dir / name / emulator_snapshot.REPORT)

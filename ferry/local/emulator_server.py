@@ -23,7 +23,8 @@ answers a bucket's EventBridge notifications as S3 does, ``emulator_glue`` refus
 ``UpdateTable`` of a stale ``VersionId`` as Glue does and sends Glue's catalog events to
 EventBridge, ``emulator_iam`` authorizes every request of the pipeline's roles as AWS
 would, and ``emulator_requests`` counts the requests the server serves (what the copy
-benchmark reads).
+benchmark reads). ``emulator_snapshot`` keeps the emulated AWS's state across a stop and a
+start: restored before the server serves, saved while it runs and when it stops.
 
 Every patch is small and named; moto is pinned exactly because they touch its internals.
 """
@@ -43,8 +44,10 @@ from ferry.local import (
     emulator_iam,
     emulator_lambda,
     emulator_requests,
+    emulator_resume,
     emulator_s3,
     emulator_scheduler,
+    emulator_snapshot,
     emulator_states,
 )
 from ferry.local.authorization import Authorizer
@@ -68,6 +71,7 @@ def install(
     default_user_config["stepfunctions"]["execute_state_machine"] = True
     emulator_states.install()
     emulator_definitions.install()
+    emulator_resume.install()
     emulator_s3.install()
     emulator_glue.install()
     fault_file = faults.FaultFile(state_dir / FAULTS_FILE)
@@ -100,15 +104,36 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--state-dir", type=Path, required=True)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    args.state_dir.mkdir(parents=True, exist_ok=True)
+    # The saved state goes back into moto's backends before anything reads them (the
+    # schedules' clock starts in ``install``).
+    restored = emulator_snapshot.restore(args.state_dir / emulator_snapshot.FILE)
+    restored.write(args.state_dir / emulator_snapshot.REPORT)
+    logging.getLogger(__name__).info("%s", restored.message)
     environments, scheduler, alarms = install(args.state_dir, f"http://127.0.0.1:{args.port}")
+    saver = emulator_snapshot.Saver(args.state_dir / emulator_snapshot.FILE)
+    emulator_snapshot.install(saver)
+    saver.start()
+    # Executions that ran when the state was saved go on once the server answers (their
+    # tasks call it).
+    emulator_resume.resume_when_serving(lambda: _serving(args.port))
     from moto.server import main as moto_server
 
     try:
-        moto_server(["-H", args.host, "-p", str(args.port)])
+        moto_server(["-H", args.host, "-p", str(args.port)])  # SIGTERM ends it (SystemExit)
     finally:
         alarms.stop()
-        scheduler.stop()
+        scheduler.stop()  # nothing new starts, then the state is saved, then the functions stop
+        saver.stop()
         environments.stop()
+
+
+def _serving(port: int) -> bool:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.settimeout(0.5)
+        return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
 if __name__ == "__main__":

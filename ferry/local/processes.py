@@ -114,28 +114,34 @@ def start_process(
 
 
 def stop_process(state_dir: Path, name: str, timeout: float = 20.0) -> bool:
-    """Stop the recorded process (SIGTERM, then SIGKILL); True if one was running."""
+    """Stop the recorded process (SIGTERM, then SIGKILL after ``timeout``) and what is left
+    of its process group; True if one was running."""
     process = read_process(state_dir, name)
     if process is None:
         return False
     was_running = process.is_running()
     if was_running:
-        try:
-            os.killpg(process.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
+        # The process first, alone: it stops its own children in order (the AWS emulator
+        # saves its state before it stops the functions' environments); then whatever of
+        # its group is left.
+        _signal(os.kill, process.pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout
         while process.is_running() and time.monotonic() < deadline:
             _reap(process.pid)
             time.sleep(0.1)
-        if process.is_running():
-            try:
-                os.killpg(process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        _signal(
+            os.killpg, process.pid, signal.SIGTERM if not process.is_running() else signal.SIGKILL
+        )
         _reap(process.pid)
     pid_file(state_dir, name).unlink(missing_ok=True)
     return was_running
+
+
+def _signal(send: Callable[[int, int], None], pid: int, number: int) -> None:
+    try:
+        send(pid, number)
+    except ProcessLookupError:
+        pass
 
 
 def _reap(pid: int) -> None:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from ferry.local import deploy, emulator, metastore, processes
+from ferry.local import deploy, deployment, emulator, metastore, processes
 
 SOURCE = "source"
 REPLICA = "replica"
@@ -31,7 +32,12 @@ class ServiceStatus:
 
 
 def up(state_dir: Path, ports: dict[str, int]) -> list[ServiceStatus]:
-    """Start whichever of the three services is not running yet; deploy the pipeline."""
+    """Start whichever of the three services is not running yet; deploy the pipeline.
+
+    The emulator restores the state it saved at its last stop (``ferry.local.
+    emulator_snapshot``); a pipeline it already holds, deployed from the same template, is
+    not deployed again: only its secret gets the running metastores' URIs.
+    """
     state_dir.mkdir(parents=True, exist_ok=True)
     for name in (SOURCE, REPLICA, AWS):
         current = processes.read_process(state_dir, name)
@@ -43,11 +49,11 @@ def up(state_dir: Path, ports: dict[str, int]) -> list[ServiceStatus]:
             metastore.start_metastore(state_dir, name, ports[name])
     aws = processes.read_process(state_dir, AWS)
     services = status(state_dir)
-    deploy.deploy(
-        emulator.endpoint_url(aws.port),  # type: ignore[union-attr]
-        state_dir,
-        secret_values(environment(services)),
-    )
+    endpoint = emulator.endpoint_url(aws.port)  # type: ignore[union-attr]
+    secrets = secret_values(environment(services))
+    if not deployment.refresh(endpoint, state_dir, secrets):
+        deploy.deploy(endpoint, state_dir, secrets)
+        deployment.record(endpoint, state_dir)
     return services
 
 
@@ -59,9 +65,20 @@ def secret_values(settings: dict[str, str]) -> dict[str, str]:
     }
 
 
-def down(state_dir: Path) -> list[str]:
-    """Stop what ``up`` started (and only that); the names of the ones that were running."""
-    return [name for name in (AWS, REPLICA, SOURCE) if processes.stop_process(state_dir, name)]
+def down(state_dir: Path, purge: bool = False) -> list[str]:
+    """Stop what ``up`` started (and only that); the names of the ones that were running.
+
+    The emulator saves its state as it stops, the metastores keep theirs in their folders:
+    the next ``up`` with the same home finds both. ``purge``: remove that state too (the
+    emulated AWS's, the metastores' databases and warehouses, the deployed pipeline's
+    record), so that the next ``up`` starts empty.
+    """
+    stopped = [name for name in (AWS, REPLICA, SOURCE) if processes.stop_process(state_dir, name)]
+    if purge:
+        for name in (AWS, REPLICA, SOURCE):
+            shutil.rmtree(state_dir / name, ignore_errors=True)
+        (state_dir / deploy.RECORD).unlink(missing_ok=True)
+    return stopped
 
 
 def status(state_dir: Path) -> list[ServiceStatus]:
