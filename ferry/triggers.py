@@ -105,6 +105,27 @@ def describe_s3_trigger(trigger: S3Trigger) -> str:
 POLLER_SCHEDULE = "rate(1 minute)"
 POLL_SECONDS = 55
 
+#: A rule's or a schedule's target: a few retries within two hours (EventBridge's defaults,
+#: 185 within a day, hide a broken target for a day), then its dead-letter queue.
+TARGET_RETRY_ATTEMPTS = 8
+TARGET_MAX_EVENT_AGE_SECONDS = 2 * 3600
+#: The poller's schedule: no retry (the next start, a minute later, reads from where the last
+#: stopped), a start older than a minute is dropped to the dead-letter queue.
+POLLER_RETRY_POLICY = {"MaximumRetryAttempts": 0, "MaximumEventAgeInSeconds": 60}
+
+
+def target_failures(dead_letters_arn: str, retry_policy: dict[str, int] | None = None) -> dict:
+    """The fields of a rule's or a schedule's target that send what it could not deliver,
+    after its retries, to ``dead_letters_arn`` (none when it is empty: a pipeline deployed
+    before its dead-letter queue)."""
+    policy = retry_policy or {
+        "MaximumRetryAttempts": TARGET_RETRY_ATTEMPTS,
+        "MaximumEventAgeInSeconds": TARGET_MAX_EVENT_AGE_SECONDS,
+    }
+    if not dead_letters_arn:
+        return {"RetryPolicy": policy}
+    return {"RetryPolicy": policy, "DeadLetterConfig": {"Arn": dead_letters_arn}}
+
 
 def source_databases(config: ReplicationConfig) -> list[str]:
     """The source databases the config replicates from, as the catalog names them."""

@@ -20,15 +20,17 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from ferry import triggers
+
 #: How long a dead letter waits for its redrive (SQS's longest).
 RETENTION = Duration.days(14)
 #: Lambda's asynchronous invocations: its two retries, within six hours (its longest).
 ASYNC_RETRY_ATTEMPTS = 2
 ASYNC_MAX_EVENT_AGE = Duration.hours(6)
-#: EventBridge rules' and Scheduler schedules' targets: a few retries within two hours (their
-#: defaults, 185 within a day, hide a broken target for a day before its dead letter).
-TARGET_RETRY_ATTEMPTS = 8
-TARGET_MAX_EVENT_AGE = Duration.hours(2)
+#: EventBridge rules' and Scheduler schedules' targets: a few retries within two hours, as
+#: the rules and schedules ``ferry local trigger`` installs (``ferry.triggers``).
+TARGET_RETRY_ATTEMPTS = triggers.TARGET_RETRY_ATTEMPTS
+TARGET_MAX_EVENT_AGE = Duration.seconds(triggers.TARGET_MAX_EVENT_AGE_SECONDS)
 #: The alarms' period.
 PERIOD = Duration.minutes(5)
 

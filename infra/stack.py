@@ -115,6 +115,8 @@ class FerryStack(Stack):
             "CatalogEventsFunctionArn": self.functions.by_name["CatalogEvents"].function_arn,
             "CatalogPollerFunctionArn": self.functions.by_name["CatalogPoller"].function_arn,
             "PollerScheduleRoleArn": self.triggers.poller_role.role_arn,
+            # Where the rules and schedules added by hand send what they could not deliver.
+            "TriggerDeadLettersArn": self.triggers.dead_letters.queue_arn,
         }
         if self.secret.names:
             # What the secret must hold (its template value names none: a redeploy never

@@ -291,7 +291,10 @@ class Triggers(Construct):
                 role_arn=self.poller_role.role_arn,
                 input=json.dumps(triggers.poller_input(uri)),
                 retry_policy=scheduler.CfnSchedule.RetryPolicyProperty(
-                    maximum_retry_attempts=0, maximum_event_age_in_seconds=60
+                    maximum_retry_attempts=triggers.POLLER_RETRY_POLICY["MaximumRetryAttempts"],
+                    maximum_event_age_in_seconds=triggers.POLLER_RETRY_POLICY[
+                        "MaximumEventAgeInSeconds"
+                    ],
                 ),
                 dead_letter_config=scheduler.CfnSchedule.DeadLetterConfigProperty(
                     arn=self.dead_letters.queue_arn

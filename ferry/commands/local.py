@@ -105,10 +105,13 @@ def run_local_trigger(config_path: Path, home: Path) -> int:
         state_machine_arn, work_uri, aws = local_pipeline(home)
         pipeline = deploy.Pipeline.load(home)
         role_arn = pipeline.outputs.get("TriggerRoleArn", "") if pipeline else ""
+        dead_letters = pipeline.outputs.get("TriggerDeadLettersArn", "") if pipeline else ""
         _check_buckets(aws, declared.s3, config_path)  # before anything is installed
         config_uri = deploy.upload_config(aws.client("s3"), work_uri, config_path)
         for trigger in declared.s3:
-            rule = deploy.add_s3_trigger(aws, state_machine_arn, config_uri, trigger, role_arn)
+            rule = deploy.add_s3_trigger(
+                aws, state_machine_arn, config_uri, trigger, role_arn, dead_letters
+            )
             print(
                 f"an object created at {triggers.describe_s3_trigger(trigger)} now starts "
                 f"a replication of {config_path} (rule {rule})"
@@ -179,7 +182,12 @@ def _install_catalog_events(
     glue = config.source_catalog.glue
     if glue is not None:
         rule = catalog_triggers.install_glue_rule(
-            aws, outputs["CatalogEventsFunctionArn"], config_path, config_uri, config
+            aws,
+            outputs["CatalogEventsFunctionArn"],
+            config_path,
+            config_uri,
+            config,
+            outputs.get("TriggerDeadLettersArn", ""),
         )
         where = glue.region or deploy.REGION
         print(
@@ -194,6 +202,7 @@ def _install_catalog_events(
         outputs["PollerScheduleRoleArn"],
         config_path,
         config_uri,
+        outputs.get("TriggerDeadLettersArn", ""),
     )
     interval = format_duration(config.triggers.catalog_events.poll_interval)  # type: ignore[union-attr]
     print(

@@ -112,7 +112,12 @@ def shared_feed(aws: Any, config_path: Path, config_uri: str) -> InstalledFeed |
 
 
 def install_glue_rule(
-    aws: Any, function_arn: str, config_path: Path, config_uri: str, config: ReplicationConfig
+    aws: Any,
+    function_arn: str,
+    config_path: Path,
+    config_uri: str,
+    config: ReplicationConfig,
+    dead_letters_arn: str = "",
 ) -> str:
     """Make AWS Glue's events of the config's source databases reach the CatalogEvents
     function, as the stack deploys it; the rule's name. A poller schedule an earlier version
@@ -142,6 +147,7 @@ def install_glue_rule(
                     "InputPathsMap": {},
                     "InputTemplate": triggers.catalog_event_input_template(config_uri),
                 },
+                **triggers.target_failures(dead_letters_arn),
             }
         ],
     )
@@ -172,7 +178,12 @@ def install_glue_rule(
 
 
 def install_poller_schedule(
-    aws: Any, function_arn: str, role_arn: str, config_path: Path, config_uri: str
+    aws: Any,
+    function_arn: str,
+    role_arn: str,
+    config_path: Path,
+    config_uri: str,
+    dead_letters_arn: str = "",
 ) -> str:
     """Start the CatalogPoller function for the config every minute, with the stack's role
     for its schedules, as the stack deploys it; the schedule's name. A Glue rule an earlier
@@ -190,7 +201,7 @@ def install_poller_schedule(
             "Arn": function_arn,
             "RoleArn": role_arn,
             "Input": json.dumps(triggers.poller_input(config_uri)),
-            "RetryPolicy": {"MaximumRetryAttempts": 0, "MaximumEventAgeInSeconds": 60},
+            **triggers.target_failures(dead_letters_arn, triggers.POLLER_RETRY_POLICY),
         },
     }
     try:

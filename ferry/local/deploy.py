@@ -203,13 +203,20 @@ def bucket_region(aws: Any, bucket: str) -> str | None:
 
 
 def add_s3_trigger(
-    aws: Any, state_machine_arn: str, config_uri: str, trigger: S3Trigger, role_arn: str
+    aws: Any,
+    state_machine_arn: str,
+    config_uri: str,
+    trigger: S3Trigger,
+    role_arn: str,
+    dead_letters_arn: str = "",
 ) -> str:
     """Make the objects ``trigger`` declares start runs of the config; the rule's name.
 
     As on AWS: the bucket sends its events to EventBridge, and the rule is on the event bus
     of the bucket's region (``trigger.region``, else the emulator's), where they arrive; the
-    rule starts executions with ``role_arn``, the stack's role for its rules.
+    rule starts executions with ``role_arn``, the stack's role for its rules, and sends what
+    it could not deliver, after its retries, to ``dead_letters_arn`` (the stack's triggers'
+    dead-letter queue).
     """
     aws.client("s3").put_bucket_notification_configuration(
         Bucket=trigger.bucket, NotificationConfiguration={"EventBridgeConfiguration": {}}
@@ -230,6 +237,7 @@ def add_s3_trigger(
                 "Arn": state_machine_arn,
                 "RoleArn": role_arn,
                 "InputTransformer": transformer,
+                **triggers.target_failures(dead_letters_arn),
             }
         ],
     )

@@ -59,6 +59,9 @@ def test_a_glue_sources_catalog_events_become_a_rule_whose_target_is_the_intake(
     assert target["Arn"] == intake
     assert target["InputTransformer"]["InputTemplate"] == triggers.catalog_event_input_template(uri)
     assert not target["InputTransformer"].get("InputPathsMap")
+    # What it could not deliver goes to the stack's triggers' queue, after the stack's retries.
+    assert target["DeadLetterConfig"] == {"Arn": pipeline.outputs["TriggerDeadLettersArn"]}
+    assert target["RetryPolicy"]["MaximumRetryAttempts"] == triggers.TARGET_RETRY_ATTEMPTS
     # EventBridge may invoke the intake for this rule.
     policy = json.loads(boto3.client("lambda").get_policy(FunctionName=intake)["Policy"])
     [statement] = [s for s in policy["Statement"] if s["Sid"] == rule]
@@ -103,6 +106,8 @@ def test_a_hive_sources_catalog_events_become_the_pollers_schedule(
     assert target["Arn"] == pipeline.outputs["CatalogPollerFunctionArn"]
     assert target["RoleArn"] == pipeline.outputs["PollerScheduleRoleArn"]
     assert json.loads(target["Input"]) == triggers.poller_input(uri)
+    assert target["DeadLetterConfig"] == {"Arn": pipeline.outputs["TriggerDeadLettersArn"]}
+    assert target["RetryPolicy"] == triggers.POLLER_RETRY_POLICY
     # The stack's role for it: Scheduler assumes it, and it may invoke the poller only.
     iam = boto3.client("iam")
     role_name = target["RoleArn"].rsplit("/", 1)[-1]

@@ -298,3 +298,35 @@ def test_an_event_the_forwarding_rule_cannot_deliver_waits_in_its_region_alarms_
         return replica is not None and ("2027-05-01",) in glue_east.list_partition_values(replica)
 
     wait_for(replicated, "the redriven event's partition in the replica")
+
+
+def test_a_start_an_installed_s3_trigger_could_not_deliver_waits_in_the_triggers_queue(
+    pipeline, local_runtime, aws, glue_source, bucket, unique, write_config, arm, operations
+):
+    """A rule `ferry local trigger` installs fails into the stack's triggers' queue, as the
+    stack's own rules do, and is redriven from there."""
+    glue, sample = glue_source
+    document = glue_config(sample, bucket, "PT1S")
+    document["triggers"] = {"s3": [{"bucket": f"src-{unique}", "prefix": "warehouse/"}]}
+    config = write_config(document)
+    assert run_local_trigger(config, local_runtime.state_dir) == 0
+    queue = f"{ENVIRONMENT}-trigger-dead-letters"
+    assert dead_letters(queue) == []
+    # The rule's delivery to the state machine and its retries fail: the start is given up on.
+    arm({"point": "eventbridge.states", "times": 100})
+    marker = f"warehouse/{sample.database}.db/orders/_SUCCESS"
+    aws["s3"].put_object(Bucket=f"src-{unique}", Key=marker, Body=b"")
+    wait_for(lambda: len(dead_letters(queue)) == 1, "the start in the triggers' queue", 300)
+    (letter,) = dead_letters(queue)
+    started = json.loads(letter["Body"])
+    assert started["source"] == "aws.s3"
+    assert started["detail"]["object"]["key"] == marker
+    wait_for(lambda: alarm_state(queue) == "ALARM", "the triggers' dead-letter alarm")
+    wait_for(lambda: told(operations, queue), "the operators told")
+    replica_db = f"{sample.database}_dr"
+    assert glue.get_table(replica_db, "orders") is None  # no run started
+
+    arm()  # the cause is fixed
+    assert cli.main(["redrive", queue]) == 0
+    assert dead_letters(queue) == []
+    wait_for(lambda: glue.get_table(replica_db, "orders") is not None, "the redriven run's replica")
