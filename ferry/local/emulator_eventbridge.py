@@ -45,7 +45,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ferry import faults
-from ferry.local import emulator_dead_letters, emulator_lambda
+from ferry.local import emulator_dead_letters, emulator_lambda, emulator_metrics
 from ferry.local.authorization import Authorizer, Caller, Check
 
 logger = logging.getLogger(__name__)
@@ -247,21 +247,9 @@ def _kind(arn: str) -> str:
 
 def _record_failed_invocation(rule: Any) -> None:
     """``AWS/Events`` ``FailedInvocations`` of the rule, in moto's CloudWatch."""
-    from moto.cloudwatch.models import cloudwatch_backends
-    from moto.core.utils import utcnow
-
     _, _, _, region, account, _ = rule.arn.split(":", 5)
-    cloudwatch_backends[account][region].put_metric_data(
-        "AWS/Events",
-        [
-            {
-                "MetricName": "FailedInvocations",
-                "Value": 1.0,
-                "Unit": "Count",
-                "Dimensions": [{"Name": "RuleName", "Value": rule.name}],
-                "Timestamp": utcnow(),
-            }
-        ],
+    emulator_metrics.count(
+        account, region, "AWS/Events", {"RuleName": rule.name}, {"FailedInvocations": 1}
     )
 
 

@@ -44,6 +44,8 @@ import logging
 import threading
 from typing import Any
 
+from ferry.local import emulator_metrics
+
 logger = logging.getLogger(__name__)
 _ending = threading.Lock()
 #: The error and cause of the StopExecution request being served (moto's backend drops them).
@@ -355,19 +357,8 @@ def _abandoned_children_stopped() -> None:
 
 def put_execution_metric(account: str, region: str, machine_arn: str, metric: str) -> None:
     """Count one in ``AWS/States`` ``metric`` for ``machine_arn``, in the emulator's CloudWatch."""
-    from moto.cloudwatch.models import cloudwatch_backends
-
-    cloudwatch_backends[account][region].put_metric_data(
-        NAMESPACE,
-        [
-            {
-                "MetricName": metric,
-                "Value": 1.0,
-                "Unit": "Count",
-                "Dimensions": [{"Name": "StateMachineArn", "Value": machine_arn}],
-            }
-        ],
-    )
+    dimensions = {"StateMachineArn": machine_arn}
+    emulator_metrics.count(account, region, NAMESPACE, dimensions, {metric: 1})
 
 
 def _machine_arn(execution: Any) -> str:

@@ -41,7 +41,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from ferry.local import emulator_dead_letters
+from ferry.local import emulator_dead_letters, emulator_metrics
 from ferry.local.authorization import Authorizer
 from ferry.local.lambda_worker import FAULTS_FILE_VARIABLE
 
@@ -258,19 +258,11 @@ def _error(error_type: str, message: str) -> str:
 def record_invocation(function_arn: str, errored: bool) -> None:
     """Count one invocation (and an error) of the function in moto's CloudWatch, as Lambda
     does: ``AWS/Lambda`` ``Invocations`` and ``Errors`` by ``FunctionName``."""
-    from moto.cloudwatch.models import cloudwatch_backends
-    from moto.core.utils import utcnow
-
     _, _, _, region, account, rest = function_arn.split(":", 5)
-    name = rest.split(":")[1]
-    now = utcnow()
-    dimensions = [{"Name": "FunctionName", "Value": name}]
-    data = [
-        {"MetricName": metric, "Value": value, "Unit": "Count", "Dimensions": dimensions,
-         "Timestamp": now}
-        for metric, value in (("Invocations", 1.0), ("Errors", 1.0 if errored else 0.0))
-    ]  # fmt: skip
-    cloudwatch_backends[account][region].put_metric_data("AWS/Lambda", data)
+    emulator_metrics.count(
+        account, region, "AWS/Lambda", {"FunctionName": rest.split(":")[1]},
+        {"Invocations": 1, "Errors": 1 if errored else 0},
+    )  # fmt: skip
 
 
 def invoke_asynchronously(function_arn: str, payload: str, source: str) -> None:

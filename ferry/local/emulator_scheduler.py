@@ -36,7 +36,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ferry import faults
-from ferry.local import emulator_dead_letters, emulator_lambda
+from ferry.local import emulator_dead_letters, emulator_lambda, emulator_metrics
 from ferry.local.authorization import Authorizer, Caller, Check
 
 logger = logging.getLogger(__name__)
@@ -143,21 +143,10 @@ class Scheduler:
         self, schedule: Any, account: str, region: str, due: float, error: Exception
     ) -> None:
         """Count a target error; the target's input to its dead-letter queue, if any."""
-        from moto.cloudwatch.models import cloudwatch_backends
-        from moto.core.utils import utcnow
-
-        cloudwatch_backends[account][region].put_metric_data(
-            "AWS/Scheduler",
-            [
-                {
-                    "MetricName": "TargetErrorCount",
-                    "Value": 1.0,
-                    "Unit": "Count",
-                    "Dimensions": [{"Name": "ScheduleGroup", "Value": schedule.group_name}],
-                    "Timestamp": utcnow(),
-                }
-            ],
-        )
+        emulator_metrics.count(
+            account, region, "AWS/Scheduler", {"ScheduleGroup": schedule.group_name},
+            {"TargetErrorCount": 1},
+        )  # fmt: skip
         target = schedule.target
         queue = (target.get("DeadLetterConfig") or {}).get("Arn")
         if not queue or not target.get("RoleArn"):
