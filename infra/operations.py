@@ -108,7 +108,9 @@ class Operations(Construct):
         alarm(
             "catalog-changes-failed",
             cloudwatch.MathExpression(
-                expression="failed + timedout",
+                # Each is published only when it happens: a period without one has no value,
+                # which would leave the sum without one (FILL gives it 0).
+                expression="FILL(failed, 0) + FILL(timedout, 0)",
                 using_metrics={
                     "failed": changes.metric_failed(period=PERIOD),
                     "timedout": changes.metric_timed_out(period=PERIOD),
@@ -127,7 +129,7 @@ class Operations(Construct):
         alarm(
             "schedule-failed",
             cloudwatch.MathExpression(
-                expression="errors + dropped",
+                expression="FILL(errors, 0) + FILL(dropped, 0)",
                 using_metrics={
                     "errors": triggers.schedule_group.metric_target_errors(period=PERIOD),
                     "dropped": triggers.schedule_group.metric_dropped(period=PERIOD),

@@ -10,8 +10,9 @@ moto holds (what the emulated services record: ``AWS/Lambda``, ``AWS/Events``,
   ``Statistic`` (``Sum``, ``Average``, ``Minimum``, ``Maximum``, ``SampleCount``) or
   ``ExtendedStatistic`` (``p95``…);
 - an alarm on a metric math expression (``Metrics``): each ``MetricStat`` so, then the
-  expression (``+ - * /``, numbers and the queries' ids; a query with no datapoint in a
-  period counts as 0 when another has one);
+  expression (``+ - * /``, numbers, the queries' ids and ``FILL(id, number)``); as in
+  CloudWatch, arithmetic on a query with no datapoint in a period has no value there unless
+  ``FILL`` gives it one (so an alarm adding two sparse metrics must fill them);
 - SQS's ``ApproximateNumberOfMessagesVisible`` (and ``…NotVisible``), which SQS publishes
   on its own: sampled from moto's queues at each evaluation;
 - ``ComparisonOperator`` against ``Threshold``, ``DatapointsToAlarm`` of the periods
@@ -212,10 +213,7 @@ class AlarmEvaluator:
         if expression is None:  # one metric returned as it is
             returned = [q.id for q in alarm.metric_data_queries if q.metric_stat is not None]
             return values.get(returned[0]) if returned else None
-        if all(v is None for v in values.values()):
-            return None
-        known = {name: (0.0 if value is None else value) for name, value in values.items()}
-        return _evaluate(expression, known)
+        return _evaluate(expression, values)
 
     def _statistic(
         self, backend: Any, account: str, region: str, namespace: str, name: str,
@@ -385,24 +383,38 @@ def _reduce(values: list[float], statistic: str) -> float | None:
     raise _Unsupported(f"the statistic {statistic}")
 
 
-def _evaluate(expression: str, values: dict[str, float]) -> float:
-    """A metric math expression of arithmetic on the queries' values."""
+def _evaluate(expression: str, values: dict[str, float | None]) -> float | None:
+    """A metric math expression of arithmetic on the queries' values in one period: None
+    (no value) where a query it uses has none, unless ``FILL(id, number)`` gives one."""
     try:
         tree = ast.parse(expression, mode="eval")
     except SyntaxError:
         raise _Unsupported(f"the expression {expression}") from None
 
-    def walk(node: ast.AST) -> float:
+    def walk(node: ast.AST) -> float | None:
         if isinstance(node, ast.Expression):
             return walk(node.body)
         if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
-            return _OPERATORS[type(node.op)](walk(node.left), walk(node.right))
+            left, right = walk(node.left), walk(node.right)
+            return None if left is None or right is None else _OPERATORS[type(node.op)](
+                left, right
+            )
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-            return -walk(node.operand)
+            operand = walk(node.operand)
+            return None if operand is None else -operand
         if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
             return float(node.value)
         if isinstance(node, ast.Name) and node.id in values:
             return values[node.id]
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id.upper() == "FILL"
+            and len(node.args) == 2
+            and not node.keywords
+        ):
+            value, fill = walk(node.args[0]), walk(node.args[1])
+            return fill if value is None else value
         raise _Unsupported(f"the expression {expression}")
 
     return walk(tree)

@@ -301,6 +301,24 @@ def test_every_store_is_encrypted_with_the_environment_key(deployed):
         assert queue["Properties"]["KmsMasterKeyId"] == key_arn
 
 
+def test_alarms_on_sums_of_sparse_metrics_fill_each_one(deployed):
+    """The services publish a failure's metric only when it happens: in CloudWatch's metric
+    math a period where one of two added metrics has no datapoint has no sum, so an alarm
+    adding them would stay OK unless both failed at once. Each term is FILLed with 0."""
+    _, template = deployed
+    math_alarms = [
+        a["Properties"]
+        for a in resources(template, "AWS::CloudWatch::Alarm").values()
+        if "Metrics" in a["Properties"]
+    ]
+    assert math_alarms  # the change windows' and the schedules' at least
+    for alarm in math_alarms:
+        queries = [q["Id"] for q in alarm["Metrics"] if "MetricStat" in q]
+        [expression] = [q["Expression"] for q in alarm["Metrics"] if "Expression" in q]
+        for query in queries:
+            assert f"FILL({query}, 0)" in expression, (alarm["AlarmName"], expression)
+
+
 def test_operations_log_group_alarms_and_dashboard(deployed):
     stack, template = deployed
     _, properties = machine(template, "-replication")

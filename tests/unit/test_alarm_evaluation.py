@@ -112,7 +112,16 @@ def test_no_data_is_insufficient_data_when_missing_data_is_missing(aws, operator
     assert state(aws, "ferry-test-catalog-events-errors") == "INSUFFICIENT_DATA"
 
 
-def test_a_metric_math_alarm_adds_its_queries(aws, operators):
+@pytest.mark.parametrize(
+    "expression, alarms",
+    [
+        # As in CloudWatch: a query with no datapoint in the period has no value there, and
+        # so neither has a sum of it; FILL gives it one.
+        ("FILL(errors, 0) + FILL(dropped, 0)", True),
+        ("errors + dropped", False),
+    ],
+)
+def test_a_metric_math_alarm_adds_its_queries(aws, operators, expression, alarms):
     topic, messages = operators
     aws["cloudwatch"].put_metric_alarm(
         AlarmName="ferry-test-schedule-failed",
@@ -144,7 +153,7 @@ def test_a_metric_math_alarm_adds_its_queries(aws, operators):
                 },
                 "ReturnData": False,
             },
-            {"Id": "expr", "Expression": "errors + dropped", "ReturnData": True},
+            {"Id": "expr", "Expression": expression, "ReturnData": True},
         ],
         EvaluationPeriods=1,
         Threshold=1,
@@ -165,8 +174,12 @@ def test_a_metric_math_alarm_adds_its_queries(aws, operators):
         ],
     )
     evaluator.evaluate_all()
-    assert state(aws, "ferry-test-schedule-failed") == "ALARM"
-    assert [m["AlarmName"] for m in messages()] == ["ferry-test-schedule-failed"]
+    if alarms:
+        assert state(aws, "ferry-test-schedule-failed") == "ALARM"
+        assert [m["AlarmName"] for m in messages()] == ["ferry-test-schedule-failed"]
+    else:  # one of the two had no datapoint: the sum has none, and missing is not breaching
+        assert state(aws, "ferry-test-schedule-failed") == "OK"
+        assert messages() == []
 
 
 def test_a_queue_that_holds_a_message_keeps_its_alarm_on(aws, operators):
