@@ -404,26 +404,38 @@ def test_the_suite_the_functions_and_the_spark_job_run_one_python():
     assert lambda_python == bundling.EMR_PYTHON_VERSION == sys.version_info[:2]
 
 
-def test_the_runbook_names_every_resource_a_destroy_keeps_under_a_name(deployed):
+def test_the_runbook_names_every_resource_a_destroy_keeps_under_a_name(deployed, app):
     """What ``cdk destroy`` keeps under a fixed name blocks the next deploy: the README's
-    runbook ("Destroy, and deploy again") names each, with what to do."""
+    runbook ("Destroy, and deploy again") names each, with what to do — of the environment's
+    stack and of its forwarding stacks in other regions."""
     from fnmatch import fnmatch
 
-    stack, template, _ = deployed
+    from aws_cdk import Stack
+    from aws_cdk.assertions import Template
+
+    stack, _, _ = deployed
     readme = (ROOT / "README.md").read_text()
     runbook = readme[readme.index("### Destroy, and deploy again") :]
     runbook = runbook[: runbook.index("\n## ")]
     named = re.findall(r"`([^`]+)`", runbook)
     name = stack.settings.name
+    templates = [
+        Template.from_stack(child).to_json()
+        for child in app.node.children
+        if isinstance(child, Stack) and child.stack_name.startswith(stack.stack_name)
+    ]
+    assert len(templates) >= 1
     kept = []
-    for resource in template["Resources"].values():
-        if resource.get("DeletionPolicy", "Delete") == "Delete":
-            continue
-        properties = resource.get("Properties", {})
-        for key in ("TableName", "Name", "LogGroupName", "BucketName", "AliasName"):
-            if isinstance(properties.get(key), str):
-                kept.append(properties[key].replace(name, "<env>"))
-    assert kept
+    for template in templates:
+        for resource in template["Resources"].values():
+            if resource.get("DeletionPolicy", "Delete") == "Delete":
+                continue
+            properties = resource.get("Properties", {})
+            for key in ("TableName", "Name", "LogGroupName", "BucketName", "AliasName",
+                        "QueueName"):  # fmt: skip
+                if isinstance(properties.get(key), str):
+                    kept.append(properties[key].replace(name, "<env>"))
+    assert any("dead-letters" in physical for physical in kept)
     for physical in kept:
         assert any(fnmatch(physical, pattern) for pattern in named), physical
     assert "Networking across regions" in readme and "NAT" in readme
