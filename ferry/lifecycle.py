@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import os
 import socket
-from collections.abc import Container, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -72,8 +72,8 @@ class ReplicaState:
     store: StateStore
     lease: timedelta = DEFAULT_LEASE
     #: This process, when a holder that died can be recognised (``ferry replicate``, which
-    #: runs a whole replication in one process). None in Lambda: there a lock belongs to an
-    #: execution, not to a process, and only its expiry frees it.
+    #: runs a whole replication in one process). None in Lambda: there a lock belongs to the
+    #: table's execution, which Plan names (``take_lock``'s ``owner``).
     owner: str | None = None
 
 
@@ -113,10 +113,40 @@ def replica_of(
 # -- the lock ---------------------------------------------------------------------------------
 
 
-def take_lock(state: ReplicaState | None, replica: str, event_id: str, now: datetime) -> None:
-    """Hold the replica's lock for ``event_id`` (again, on a retry); else ReplicaLockedError."""
+def take_lock(
+    state: ReplicaState | None,
+    replica: str,
+    event_id: str,
+    now: datetime,
+    owner: str | None = None,
+    gone: Callable[[Lease], bool] | None = None,
+) -> None:
+    """Hold the replica's lock for ``event_id`` (again, on a retry); else ReplicaLockedError.
+
+    ``owner`` is who runs the replication, when it is not ``state.owner`` (the process):
+    a pipeline's table execution, whose ARN it is. A lock whose holder is gone (``gone``;
+    by default a process of this machine that no longer runs) is taken over before its
+    lease ends.
+    """
     if state is not None:
-        state.store.acquire(replica, event_id, now, state.lease, state.owner, holder_is_gone)
+        state.store.acquire(
+            replica, event_id, now, state.lease, owner or state.owner, gone or holder_is_gone
+        )
+
+
+def execution_has_ended(stepfunctions: Any, owner: str | None) -> bool:
+    """True when ``owner`` is a Step Functions execution that no longer runs (stopped by hand,
+    timed out, failed with its Abort failing too): its lock is nobody's any more. False when
+    it runs, when ``owner`` is no execution, or when nothing can be told (no permission)."""
+    if not owner or not owner.startswith("arn:aws:states:"):
+        return False
+    try:
+        status = stepfunctions.describe_execution(executionArn=owner)["status"]
+    except stepfunctions.exceptions.ExecutionDoesNotExist:
+        return True  # past Step Functions' retention: long over
+    except Exception:  # noqa: BLE001 - a lock is only taken over when that is certain
+        return False
+    return status != "RUNNING"
 
 
 def release_lock(state: ReplicaState | None, replica: str, event_id: str) -> None:

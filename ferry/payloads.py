@@ -65,6 +65,9 @@ class TableItem(Input):
     event_id: str
     start_time: Moment
     trigger_time: Moment | None = None
+    #: The table's own execution (a child of the Map over the tables, ``$$.Execution.Id``):
+    #: the owner of the replica's lock, which another run takes over once it has ended.
+    execution: str | None = None
 
 
 PlanInput = TableItem

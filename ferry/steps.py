@@ -45,6 +45,7 @@ from ferry.copier import Progress
 from ferry.errors import CopyIncompleteError, FerryError, NotificationError
 from ferry.event_id import new_event_id
 from ferry.iceberg.pipeline import IcebergIntent, commit_metadata
+from ferry.ledger import Lease
 from ferry.manifest import ManifestWriter, recorded_batches
 from ferry.notify import (
     FAILURE,
@@ -222,6 +223,18 @@ class Steps:
 
     # -- Plan -----------------------------------------------------------------------------
 
+    def _lock_holder_gone(self, lease: Lease) -> bool:
+        """A lock's holder that no longer runs: a process of this machine, or an execution
+        of the pipeline that ended without releasing it."""
+        if lifecycle.holder_is_gone(lease):
+            return True
+        if lease.owner and lease.owner.startswith("arn:aws:states:"):
+            region = lease.owner.split(":")[3]
+            return lifecycle.execution_has_ended(
+                self.aws.client("stepfunctions", region), lease.owner
+            )
+        return False
+
     def plan(self, payload: PlanInput | Mapping[str, Any]) -> PlanResult:
         """Tell consumers START, plan, stream the manifest, write the plan; choose the copier.
 
@@ -233,7 +246,12 @@ class Steps:
         config = load_config_uri(config_uri, self.config_environment)
         replication = config.replication_of(payload.source_table, payload.replica_table)
         lifecycle.take_lock(
-            self.state, self._replica_key(config, replication), event_id, self.clock()
+            self.state,
+            self._replica_key(config, replication),
+            event_id,
+            self.clock(),
+            owner=payload.execution,
+            gone=self._lock_holder_gone,
         )
         started = payload.start_time
         self._publish(config, self._event(config, replication, START, event_id, started))

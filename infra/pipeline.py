@@ -113,6 +113,15 @@ class Pipeline(Construct):
             allow(function, ["states:StartExecution"], [self.changes.state_machine_arn])
             allow(function, ["states:DescribeExecution"], [_executions_of(stack, changes_name)])
 
+        # Plan takes over a replica's lock whose holder, a table's execution (a child of the
+        # Map over the tables), has ended without releasing it (stopped, timed out).
+        allow(
+            functions.by_name["Plan"],
+            ["states:DescribeExecution"],
+            # A child's ARN on AWS; the parent's where a Map's children share its context.
+            [_children_of(stack, replication_name), _executions_of(stack, replication_name)],
+        )
+
         role = self.replication.role
         # The Maps over the tables and over the S3 copy's batches are Distributed Maps: they
         # read their items from the run's files (ItemReader), write their children's results
@@ -136,14 +145,7 @@ class Pipeline(Construct):
         role.add_to_principal_policy(
             iam.PolicyStatement(
                 actions=["states:DescribeExecution", "states:StopExecution"],
-                resources=[
-                    stack.format_arn(
-                        service="states",
-                        resource="execution",
-                        resource_name=f"{machine_name}/*",
-                        arn_format=ArnFormat.COLON_RESOURCE_NAME,
-                    )
-                ],
+                resources=[_children_of(stack, machine_name)],
             )  # fmt: skip
         )
         # The Spark copy: start, watch and cancel its jobs, hand it its role.
@@ -239,6 +241,17 @@ def _state_machine_arn(stack: Stack, machine_name: str) -> str:
         service="states",
         resource="stateMachine",
         resource_name=machine_name,
+        arn_format=ArnFormat.COLON_RESOURCE_NAME,
+    )
+
+
+def _children_of(stack: Stack, machine_name: str) -> str:
+    """The ARN pattern of every child execution of the Distributed Maps of ``machine_name``
+    (``execution:<machine>/<Map Run label>:<child>``)."""
+    return stack.format_arn(
+        service="states",
+        resource="execution",
+        resource_name=f"{machine_name}/*",
         arn_format=ArnFormat.COLON_RESOURCE_NAME,
     )
 

@@ -413,3 +413,42 @@ def test_an_s3_source_changed_after_planning_is_refused_and_the_replica_stands(
     assert catalog_state(west, replica_db, ["orders"]) == before
     assert run(document).status == "SUCCEEDED"
     assert_replica_holds_source(west, replica_db, "orders", east, sample.orders)
+
+
+# -- a lock its execution left ------------------------------------------------------------------
+
+
+def test_a_lock_whose_execution_was_stopped_is_taken_over(
+    pipeline, sfn, aws, write_config, run, arm, hive
+):
+    """An execution stopped by hand mid-copy runs no Abort: its table's lock stays, with a
+    lease as long as the replication's time limit. The lock names the table's execution, and
+    the next run's Plan, seeing it no longer runs, takes the lock over at once."""
+    dynamodb = boto3.client("dynamodb", region_name=deploy.REGION)
+
+    def locks() -> list[dict]:
+        items = dynamodb.scan(TableName=pipeline.state_table)["Items"]
+        return [i for i in items if i["sk"]["S"] == "lock" and hive["replica_db"] in i["pk"]["S"]]
+
+    arm({"point": "copy.file", "action": "hang", "seconds": 15, "times": 99})
+    config_uri = deploy.upload_config(
+        aws["s3"], pipeline.work_uri, write_config(hive["document"]())
+    )
+    first = start(sfn, pipeline.state_machine_arn, deploy.execution_name("test"),
+                  {"configUri": config_uri})  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not locks() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    [lock] = locks()
+    owner = lock["owner"]["S"]
+    assert owner.startswith("arn:aws:states:") and ":execution:" in owner, owner
+    sfn.stop_execution(executionArn=first, error="Operator", cause="stopped by hand")
+    assert follow(sfn, first, poll_seconds=0.2, timeout_seconds=30).status == "ABORTED"
+    assert sfn.describe_execution(executionArn=owner)["status"] != "RUNNING"
+    assert locks() == [lock]  # nothing released it
+    arm()
+
+    outcome = run(hive["document"]())
+    assert outcome.status == "SUCCEEDED", outcome.results
+    hive["holds_source"]()
+    assert locks() == []  # the second run took it over, then released it
