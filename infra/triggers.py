@@ -112,9 +112,10 @@ class Triggers(Construct):
         self.schedule_role = iam.Role(
             self,
             "ScheduleRole",
-            assumed_by=iam.ServicePrincipal(
+            assumed_by=trusted_service(
                 "scheduler.amazonaws.com",
-                conditions={"StringEquals": {"aws:SourceAccount": settings.account}},
+                settings.account,
+                [self.schedule_group.schedule_group_arn],  # Scheduler names the group
             ),
             description="EventBridge Scheduler starts replications and housekeeping",
         )
