@@ -281,7 +281,12 @@ class InProcessDriver:
         tolerated = state.get("ToleratedFailurePercentage", 0)
         children: list[dict[str, Any]] = []
         for index, item in enumerate(items):
-            item_context = {"Map": {"Item": {"Index": index, "Value": item}}}
+            # No execution runs the tables here: Plan's `$$.Execution.Id` is None, and the
+            # replica's lock names this process instead (``ReplicaState.owner``).
+            item_context = {
+                "Execution": {"Id": None},
+                "Map": {"Item": {"Index": index, "Value": item}},
+            }
             value = (
                 _build(state["ItemSelector"], data, item_context)
                 if "ItemSelector" in state

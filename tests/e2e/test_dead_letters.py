@@ -18,6 +18,7 @@ from ferry import cli, triggers
 from ferry.catalog.glue import GlueCatalog
 from ferry.commands.local import run_local_trigger
 from ferry.feeds import FeedState
+from ferry.local import catalog_triggers as feed_triggers
 from ferry.local import deploy
 from ferry.local.samples import create_sample_tables, last_days
 from tests.conftest import NOW
@@ -169,7 +170,7 @@ def test_a_poll_that_fails_waits_in_its_queue_alarms_and_is_redriven(
     wait_for(lambda: len(dead_letters(queue)) == 1, "the poll in the poller's dead-letter queue")
     # The schedule is gone: only the redriven poll can bring the change.
     scheduler = boto3.client("scheduler", region_name=deploy.REGION)
-    scheduler.delete_schedule(Name=deploy.catalog_poller_schedule_name(uri), GroupName=ENVIRONMENT)
+    scheduler.delete_schedule(Name=feed_triggers.schedule_name(config), GroupName=ENVIRONMENT)
     (letter,) = dead_letters(queue)
     record = json.loads(letter["Body"])
     assert record["requestContext"]["condition"] == "RetriesExhausted"
@@ -256,8 +257,7 @@ def test_an_event_the_forwarding_rule_cannot_deliver_waits_in_its_region_alarms_
     )
     assert run_local_trigger(path, local_runtime.state_dir) == 0
     # The region's forwarding as the stack deploys it, instead of the rule installed by hand.
-    uri = deploy.upload_config(aws["s3"], pipeline.work_uri, path)
-    hand_made = deploy.catalog_events_rule_name(uri)
+    hand_made = feed_triggers.rule_name(path)
     events_west = boto3.client("events", region_name=WEST)
     events_west.remove_targets(Rule=hand_made, Ids=["pipeline"])
     events_west.delete_rule(Name=hand_made)
