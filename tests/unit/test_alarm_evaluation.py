@@ -19,7 +19,9 @@ REGION = "us-east-1"
 
 
 @pytest.fixture
-def aws():
+def aws(monkeypatch):
+    # moto's in-process backends, which the evaluator reads: not the session's emulator.
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
     with mock_aws():
         session = boto3.session.Session(
             aws_access_key_id="testing", aws_secret_access_key="testing", region_name=REGION
