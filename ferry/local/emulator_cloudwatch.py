@@ -41,6 +41,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ferry.local.authorization import Authorizer, Check
+from ferry.local.ticker import Ticker
 
 logger = logging.getLogger(__name__)
 
@@ -84,24 +85,13 @@ class AlarmEvaluator:
         self._points: dict[tuple[Any, ...], deque[tuple[float, float]]] = {}
         self._indexed: dict[tuple[str, str], int] = {}
         self._told: set[str] = set()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._clock = Ticker("alarms", TICK_SECONDS, self.evaluate_all)
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="alarms", daemon=True)
-        self._thread.start()
+        self._clock.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def _run(self) -> None:
-        while not self._stop.wait(TICK_SECONDS):
-            try:
-                self.evaluate_all()
-            except Exception:  # the clock must keep going whatever one alarm does
-                logger.exception("the alarms' evaluation failed")
+        self._clock.stop()
 
     def evaluate_all(self, now: float | None = None) -> None:
         """Evaluate every alarm of every account and region at ``now`` (epoch seconds)."""

@@ -28,7 +28,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -38,6 +37,7 @@ from typing import Any
 from ferry import faults
 from ferry.local import emulator_dead_letters, emulator_lambda, emulator_metrics
 from ferry.local.authorization import Authorizer, Caller, Check
+from ferry.local.ticker import Ticker
 
 logger = logging.getLogger(__name__)
 
@@ -71,24 +71,13 @@ class Scheduler:
         self.fault_file = fault_file
         self._timings: dict[str, _Timing] = {}
         self._told: set[tuple[str, str]] = set()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._clock = Ticker("scheduler", TICK_SECONDS, lambda: self.tick(time.time()))
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="scheduler", daemon=True)
-        self._thread.start()
+        self._clock.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def _run(self) -> None:
-        while not self._stop.wait(TICK_SECONDS):
-            try:
-                self.tick(time.time())
-            except Exception:  # the clock must keep going whatever one schedule does
-                logger.exception("the scheduler's clock failed a tick")
+        self._clock.stop()
 
     def tick(self, now: float) -> None:
         """Fire every schedule that is due at ``now`` (epoch seconds)."""
