@@ -53,6 +53,7 @@ from ferry.config.housekeeping import (
     OrphanedDataStrategy,
 )
 from ferry.config.loading import load_config, load_config_uri, parse_config, parse_config_text
+from ferry.config.objectives import DEFAULT_PRIORITY, Priority
 from ferry.config.replication import ReplicationConfig
 from ferry.config.schedules import check_schedule_expression, check_time_zone
 from ferry.config.tables import (
@@ -68,6 +69,7 @@ from ferry.config.triggers import CatalogEventsTrigger, S3Trigger, ScheduleTrigg
 
 __all__ = [
     "DEFAULT_EXPIRED_PATH_DURATION",
+    "DEFAULT_PRIORITY",
     "LISTING_THREADS",
     "LOCATION_SCHEMES",
     "MAX_DATABASE_NAME",
@@ -78,6 +80,7 @@ __all__ = [
     "CopierOptions",
     "EmrServerlessSettings",
     "GlueSettings",
+    "Priority",
     "Housekeeping",
     "HousekeepingSettings",
     "OrphanedDataStrategy",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import timedelta
 from typing import ClassVar
 
 from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_validator
@@ -12,6 +13,7 @@ from ferry.config.catalogs import CatalogConfig, SnsEventListener
 from ferry.config.circus_train import METRICS, SDK_CREDENTIALS
 from ferry.config.copier_options import CopierOptions, EmrServerlessSettings
 from ferry.config.housekeeping import Housekeeping, HousekeepingSettings, OrphanedDataStrategy
+from ferry.config.objectives import DEFAULT_PRIORITY, Priority, parse_priority, parse_rpo
 from ferry.config.tables import TableReplication, TransformOptions
 from ferry.config.triggers import Triggers, check_catalog_events_source
 from ferry.errors import ConfigError
@@ -62,6 +64,10 @@ class ReplicationConfig(_Model):
     copier_options: CopierOptions = Field(default_factory=CopierOptions)
     transform_options: TransformOptions = Field(default_factory=TransformOptions)
     orphaned_data_strategy: OrphanedDataStrategy = OrphanedDataStrategy.HOUSEKEEPING
+    #: Every table's recovery point objective unless it gives its own (None: no objective).
+    rpo: timedelta | None = None
+    #: Every table's priority unless it gives its own.
+    priority: Priority = DEFAULT_PRIORITY
     #: None or empty: Circus Train's housekeeping-only config (``housekeeping_only``).
     table_replications: list[TableReplication] = Field(default_factory=list)
 
@@ -75,7 +81,27 @@ class ReplicationConfig(_Model):
         copier = info.data.get("copier_options") or CopierOptions()
         transform = info.data.get("transform_options") or TransformOptions()
         orphaned = info.data.get("orphaned_data_strategy") or OrphanedDataStrategy.HOUSEKEEPING
-        return [_with_defaults(r, copier, transform, orphaned) for r in replications]
+        rpo = info.data.get("rpo")
+        priority = info.data.get("priority") or DEFAULT_PRIORITY
+        return [
+            _with_defaults(r, copier, transform, orphaned).model_copy(
+                update={
+                    "rpo": r.rpo if r.rpo is not None else rpo,
+                    "priority": r.priority or priority,
+                }
+            )
+            for r in replications
+        ]
+
+    @field_validator("rpo", mode="before")
+    @classmethod
+    def _rpo(cls, value: object) -> timedelta | None:
+        return None if value is None else parse_rpo(value)
+
+    @field_validator("priority", mode="before")
+    @classmethod
+    def _priority(cls, value: object) -> Priority:
+        return parse_priority(value)
 
     @model_validator(mode="after")
     def _triggers_start_replications(self) -> ReplicationConfig:

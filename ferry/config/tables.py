@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from datetime import timedelta
 from enum import StrEnum
 from typing import Any, ClassVar
 
@@ -24,6 +25,7 @@ from ferry.config.checks import (
 from ferry.config.circus_train import PARTITION_PAGES
 from ferry.config.copier_options import CopierOptions
 from ferry.config.housekeeping import OrphanedDataStrategy
+from ferry.config.objectives import Priority, parse_priority, parse_rpo
 from ferry.errors import ConfigError
 
 
@@ -246,6 +248,20 @@ class TableReplication(_Model):
     copier_options: CopierOptions | None = None
     transform_options: TransformOptions = Field(default_factory=TransformOptions)
     table_mappings: dict[str, str] = Field(default_factory=dict)
+    #: How far behind its source the replica may fall (``PT15M``); None: no objective.
+    rpo: timedelta | None = None
+    #: Which copies start first when the copy budget is taken (the config's own default).
+    priority: Priority | None = None
+
+    @field_validator("rpo", mode="before")
+    @classmethod
+    def _rpo(cls, value: Any) -> timedelta | None:
+        return None if value is None else parse_rpo(value)
+
+    @field_validator("priority", mode="before")
+    @classmethod
+    def _priority(cls, value: Any) -> Priority | None:
+        return None if value is None else parse_priority(value)
 
     @model_validator(mode="after")
     def _location_for_full(self) -> TableReplication:
