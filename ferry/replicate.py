@@ -43,6 +43,8 @@ S3_GET_OBJECT = "arn:aws:states:::s3:getObject"
 EMR_SERVERLESS_SYNC = "arn:aws:states:::emr-serverless:startJobRun.sync"
 #: How this driver names the placeholders it fills (``${PlanFunctionArn}`` → ``step:Plan``).
 _STEP_PREFIX = "step:"
+#: The longest a Wait state sleeps here (``Wait for a copy slot`` asks again after it).
+LONGEST_WAIT_SECONDS = 60.0
 
 
 class SparkRunner(Protocol):
@@ -185,6 +187,12 @@ class InProcessDriver:
             return _place(data, result, state.get("ResultPath", "$")), _next(state)
         if kind == "Succeed":
             return data, None
+        if kind == "Wait":
+            # Slept for real, as Step Functions waits; bounded, so a run never hangs here.
+            seconds = _get(data, state["SecondsPath"]) if "SecondsPath" in state else None
+            seconds = state.get("Seconds", 0) if seconds is None else seconds
+            self.sleep(min(max(float(seconds), 0.0), LONGEST_WAIT_SECONDS))
+            return data, _next(state)
         if kind == "Fail":
             raise StateError(
                 _get(data, state["ErrorPath"]) if "ErrorPath" in state else state.get("Error"),
@@ -431,7 +439,9 @@ def _choose(state: dict[str, Any], data: Any) -> str:
             return choice["Next"]
         if "NumericGreaterThan" in choice and value > choice["NumericGreaterThan"]:
             return choice["Next"]
-        if not {"StringEquals", "NumericGreaterThan"} & set(choice):
+        if "BooleanEquals" in choice and value is choice["BooleanEquals"]:
+            return choice["Next"]
+        if not {"StringEquals", "NumericGreaterThan", "BooleanEquals"} & set(choice):
             raise NotImplementedError(f"choice rule {choice} is not driven in process")
     return state["Default"]
 

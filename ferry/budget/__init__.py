@@ -239,3 +239,12 @@ def holder_for(budget: CopyBudget, decision: Decision, now: datetime) -> Holder:
         decision.take, claimant.event_id, claimant.priority, now, now + budget.lease,
         claimant.owner,
     )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class EnvironmentBudget:
+    """What ``ferry.steps.Steps`` is given to claim and free copy slots: the budget and the
+    store of its slots. None (no budget): every claim is granted at once."""
+
+    budget: CopyBudget
+    slots: Slots
