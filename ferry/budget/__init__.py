@@ -155,8 +155,25 @@ def grant(
 
     The free slots (never held, expired, or their holder gone) are handed out down the line:
     each claim takes the first free slot its priority may take; a claim that can take none
-    (bulk, when only reserved slots are free) does not hold up those behind it.
+    (bulk, when only reserved slots are free) does not hold up those behind it. Whether a
+    holder is gone (a call to Step Functions) is asked only when nothing else is free, and
+    only of the slots the claimant may take.
     """
+    slot = _hand_out(budget, claimant, now, holders, waiters, lambda holder: False)
+    if slot is not None:
+        return slot
+    mine = set(budget.may_take(claimant.priority))
+    if not any(h.slot in mine and h.expires_at > now for h in holders):
+        return None
+    return _hand_out(
+        budget, claimant, now, holders, waiters, lambda h: h.slot in mine and gone(h)
+    )
+
+
+def _hand_out(
+    budget: CopyBudget, claimant: Waiter, now: datetime, holders: Sequence[Holder],
+    waiters: Sequence[Waiter], gone: Gone,
+) -> int | None:  # fmt: skip
     held = {h.slot: h for h in holders if h.slot < budget.slots}
     free = [
         slot

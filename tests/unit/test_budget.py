@@ -209,3 +209,25 @@ def test_the_wait_between_claims_grows_with_the_time_waited():
 def test_a_budget_that_cannot_work_is_refused_with_its_key(arguments, message):
     with pytest.raises(ValueError, match=message):
         CopyBudget(**arguments)
+
+
+def test_whether_a_holder_is_gone_is_asked_only_when_nothing_else_is_free():
+    from ferry.budget import Holder, Waiter, grant
+
+    def holder(slot: int, event: str) -> Holder:
+        return Holder(slot, event, BULK, NOW, NOW + timedelta(hours=24), f"arn:{event}")
+
+    asked: list[str] = []
+
+    def gone(held: Holder) -> bool:
+        asked.append(held.event_id)
+        return False
+
+    bulk = Waiter("bulk-new", BULK, NOW, NOW)
+    # A free slot the claimant may take: Step Functions is not asked about any holder.
+    assert grant(BUDGET, bulk, NOW, [holder(0, "critical-a")], [], gone) == 1
+    assert asked == []
+    # Every slot held: only the holders of the slots a bulk claim may take are asked about.
+    held = [holder(0, "critical-a"), holder(1, "bulk-a")]
+    assert grant(BUDGET, bulk, NOW, held, [], gone) is None
+    assert asked == ["bulk-a"]
