@@ -4,8 +4,9 @@ The in-process driver does not have an orchestration of its own: it walks
 ``ferry/statemachine/replication.asl.json`` — the file the CDK deploys and the emulator runs —
 state by state, and at each Task calls the same ``ferry.steps.Steps`` method the state's
 Lambda handler calls, with the payload the state's ``Parameters`` build, validated into the
-same input model, and its result as the same JSON. Choices, ``Wait`` (slept for real, at most ``LONGEST_WAIT_SECONDS``), ``Retry``,
-``Catch``, ``ResultSelector`` and ``ResultPath`` are applied as Step Functions applies them
+same input model, and its result as the same JSON. Choices, ``Wait`` (slept for real, at
+most ``LONGEST_WAIT_SECONDS``), ``Retry``, ``Catch``, ``ResultSelector`` and ``ResultPath``
+are applied as Step Functions applies them
 (for the subset of Amazon States Language the definition uses; anything else is refused
 loudly, and a unit test holds the definition to that subset). So both drivers take the same
 states in the same order, choose the same copier and leave the same replica.
