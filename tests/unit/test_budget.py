@@ -231,3 +231,31 @@ def test_whether_a_holder_is_gone_is_asked_only_when_nothing_else_is_free():
     held = [holder(0, "critical-a"), holder(1, "bulk-a")]
     assert grant(BUDGET, bulk, NOW, held, [], gone) is None
     assert asked == ["bulk-a"]
+
+
+def test_only_a_data_copy_claims_a_slot_and_every_copier_is_reached_through_it():
+    import json
+
+    from ferry import statemachine
+
+    document = json.loads(statemachine.DEFINITION_PATH.read_text())
+    table = document["States"]["Replicate tables"]["ItemProcessor"]["States"]
+    route = {c["StringEquals"]: c["Next"] for c in table["Choose copier"]["Choices"]}
+    assert route == {"none": "Nothing to do", "metadata": "Commit", "inline": "Claim copy slot",
+                     "s3": "Claim copy slot", "spark": "Claim copy slot"}  # fmt: skip
+    granted = table["Copy slot granted?"]["Choices"]
+    assert granted[0] == {
+        "Variable": "$.slot.granted", "BooleanEquals": False, "Next": "Wait for a copy slot",
+    }  # fmt: skip
+    assert {c["StringEquals"]: c["Next"] for c in granted[1:]} == {
+        "inline": "Inline copy", "s3": "S3 server-side copy", "spark": "Spark copy",
+    }  # fmt: skip
+    wait = table["Wait for a copy slot"]
+    assert (wait["SecondsPath"], wait["Next"]) == ("$.slot.waitSeconds", "Claim copy slot")
+    # No other state leads to a copier: none copies without its slot.
+    for name, state in table.items():
+        targets = {state.get("Next"), state.get("Default")} | {
+            c["Next"] for c in state.get("Choices", [])
+        }
+        if name != "Copy slot granted?":
+            assert not targets & {"Inline copy", "S3 server-side copy", "Spark copy"}, name
