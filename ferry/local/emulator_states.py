@@ -44,7 +44,7 @@ import threading
 import uuid
 from typing import Any
 
-from ferry.local import emulator_executions
+from ferry.local import emulator_executions, emulator_redrive
 from ferry.local.emulator_executions import check_name
 
 #: AWS's limit on a state's input or output, a task's result, a child execution's input.
@@ -62,6 +62,7 @@ def install() -> None:
     _result_writer_writes_results()
     _child_executions_listed()
     emulator_executions.install()
+    emulator_redrive.install()
 
 
 def _unnamed_executions_named() -> None:
@@ -284,7 +285,12 @@ def _children_recorded() -> None:
     evaluate = DistributedItemProcessorWorker._eval_job
 
     def _eval_job(self: Any, env: Any, job: Any) -> None:
+        from ferry.local import emulator_redrive
+
         record = self._map_run_record
+        if emulator_redrive.kept_child(record, job):
+            return  # a redriven Map Run keeps a child that succeeded: its result stands
+        previous = emulator_redrive.redriven_child(record, job)
         child: dict[str, Any] = {
             "index": job.job_index,
             "input": job.job_input,
@@ -294,6 +300,10 @@ def _children_recorded() -> None:
         }
         check_name(child_execution_name(job.job_index))
         env.event_manager = EventManager()  # the child's own history
+        if previous is not None:  # redriven in place: its start, its history so far
+            child["start"] = previous["start"]
+            child["redriveCount"] = emulator_redrive.continue_child_history(env, previous)
+            child["redriveDate"] = _now()
         child["manager"] = env.event_manager
         with _lock:
             # Listed from its start, as AWS lists a running child execution.
@@ -396,6 +406,9 @@ def _child_description(child: dict[str, Any], map_run_arn: str) -> dict[str, Any
     }
     if "stop" in child:
         described["stopDate"] = child["stop"]
+    described["redriveCount"] = child.get("redriveCount", 0)
+    if "redriveDate" in child:
+        described["redriveDate"] = child["redriveDate"]
     return described
 
 
@@ -438,6 +451,11 @@ def _child_executions_listed() -> None:
             described["output"] = json.dumps(child["output"])
         elif child["status"] == "FAILED":
             described.update(error=child.get("error"), cause=child.get("cause"))
+        described["redriveStatus"] = (
+            "NOT_REDRIVABLE"
+            if child["status"] in ("SUCCEEDED", "RUNNING")
+            else "REDRIVABLE_BY_MAP_RUN"
+        )
         return ActionResult(described)
 
     StepFunctionResponse.describe_execution = describe_execution
@@ -559,9 +577,14 @@ def _execution(child: dict[str, Any], machine_arn: str, map_run_arn: str) -> dic
         "StateMachineArn": machine_arn,
         "Status": child["status"],
         "StopDate": child["stop"],
-        "RedriveCount": 0,
-        "RedriveStatus": "NOT_REDRIVABLE",
+        "RedriveCount": child.get("redriveCount", 0),
+        # A child is redriven with its parent (its Map Run), never alone.
+        "RedriveStatus": (
+            "NOT_REDRIVABLE" if child["status"] == "SUCCEEDED" else "REDRIVABLE_BY_MAP_RUN"
+        ),
     }
+    if "redriveDate" in child:
+        entry["RedriveDate"] = child["redriveDate"]
     if child["status"] == "SUCCEEDED":
         entry.update(Output=json.dumps(child["output"]), OutputDetails={"Included": True})
     else:
