@@ -191,7 +191,7 @@ def redrive(execution: Any, client_token: str | None = None) -> datetime.datetim
             redrives["tokens"] = [*redrives["tokens"], (client_token, now, now)][-KEPT_TOKENS:]
         count = redrives["count"]
     old_env = getattr(execution.exec_worker, "env", None)
-    records = list(old_env.map_run_record_pool_manager.get_all()) if old_env else []
+    records = [_live(r) for r in old_env.map_run_record_pool_manager.get_all()] if old_env else []
     if point is None:
         state, state_input, map_run_arn = definition.get("StartAt"), execution.input_data, None
     else:
@@ -206,6 +206,57 @@ def redrive(execution: Any, client_token: str | None = None) -> datetime.datetim
     emulator_executions._put(execution, "ExecutionsRedriven")
     logger.info("redriven %s at %s (redrive %d)", execution.exec_arn, state, count)
     return now
+
+
+_COUNTS = (
+    ("aborted", "aborted"), ("failed", "failed"), ("pending", "pending"),
+    ("results_written", "resultsWritten"), ("running", "running"),
+    ("succeeded", "succeeded"), ("timed_out", "timedOut"), ("total", "total"),
+)  # fmt: skip
+
+
+def _live(record: Any) -> Any:
+    """A Map Run that can be redriven: ``record`` itself, or, for one the emulator saved
+    across a stop and a start (``emulator_resume.RecordedMapRun``: its description only),
+    the Map Run rebuilt from that description and its saved children."""
+    if hasattr(record, "execution_counter"):
+        return record
+    from moto.stepfunctions.parser.api import MapRunStatus
+    from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.itemprocessor.map_run_record import (  # noqa: E501
+        ExecutionCounter,
+        ItemCounter,
+        MapRunRecord,
+    )
+
+    from ferry.local import emulator_states
+
+    described, item = record.describe(), record.list_item()
+    live = MapRunRecord.__new__(MapRunRecord)
+    live.update_event = threading.Event()
+    live.map_run_arn = record.map_run_arn
+    live.map_state_machine_arn = item.get("stateMachineArn")
+    live.execution_arn = described["executionArn"]
+    live.max_concurrency = described.get("maxConcurrency", 0)
+    live.tolerated_failure_count = described.get("toleratedFailureCount", 0)
+    live.tolerated_failure_percentage = described.get("toleratedFailurePercentage", 0.0)
+    live.start_date = _aware(described["startDate"])
+    live.stop_date = _aware(described.get("stopDate"))
+    live.status = MapRunStatus(described["status"])
+    live.execution_counter, live.item_counter = ExecutionCounter(), ItemCounter()
+    for counter, key in (
+        (live.execution_counter, "executionCounts"),
+        (live.item_counter, "itemCounts"),
+    ):
+        for attribute, name in _COUNTS:
+            getattr(counter, attribute).offset(int(described.get(key, {}).get(name, 0)))
+    with emulator_states._lock:
+        arns = emulator_states._MAP_RUN_CHILDREN.get(record.map_run_arn, [])
+        children = [emulator_states._CHILDREN[a] for a in arns if a in emulator_states._CHILDREN]
+    live.__dict__["ferry_children"] = children
+    live.__dict__["ferry_redrive_count"] = int(described.get("redriveCount", 0))
+    if described.get("redriveDate") is not None:
+        live.__dict__["ferry_redrive_date"] = described["redriveDate"]
+    return live
 
 
 def _start_again(

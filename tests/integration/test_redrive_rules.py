@@ -19,7 +19,7 @@ from botocore.exceptions import ClientError
 
 from ferry.execute import start
 from ferry.execution_redrive import NotRedrivableError, plan_redrive
-from ferry.local import deploy
+from ferry.local import deploy, emulator, processes
 from ferry.local.emulator_redrive import DRILL_PATH
 
 pytestmark = pytest.mark.integration
@@ -315,3 +315,63 @@ def test_a_fail_state_fails_again_when_redriven(sfn, machine):
     sfn.redrive_execution(executionArn=execution)
     done = wait(sfn, execution)
     assert (done["status"], done["error"], done["redriveCount"]) == ("FAILED", "Gave.Up", 1)
+
+
+def test_a_redrive_after_the_emulator_stopped_and_started_keeps_the_map_run(tmp_path):
+    """``ferry local down`` / ``up`` in between: the execution, its redrives and its Map Run
+    (children and results) come back, and a redrive still runs only what did not succeed."""
+    port = processes.free_port()
+
+    def client(service: str):
+        return boto3.client(
+            service,
+            endpoint_url=emulator.endpoint_url(port),
+            region_name="us-east-1",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
+
+    emulator.start_emulator(tmp_path, port)
+    try:
+        iam, s3, sfn = client("iam"), client("s3"), client("stepfunctions")
+        s3.create_bucket(Bucket="redrive")
+        s3.put_object(Bucket="redrive", Key="0", Body=b"x")
+        role = iam.create_role(
+            RoleName="states", AssumeRolePolicyDocument=_trust("states.amazonaws.com")
+        )["Role"]["Arn"]
+        policy = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Resource": "*",
+                  "Action": ["s3:GetObject", "states:RedriveExecution"]}]}  # fmt: skip
+        iam.put_role_policy(RoleName="states", PolicyName="p", PolicyDocument=json.dumps(policy))
+        arn = sfn.create_state_machine(name="fan", definition=json.dumps(fan_out()), roleArn=role)[
+            "stateMachineArn"
+        ]
+        execution = start(sfn, arn, "before-down", {"bucket": "redrive", "keys": ["0", "1"]})
+        assert wait(sfn, execution)["status"] == "FAILED"
+        sfn.redrive_execution(executionArn=execution)  # "1" is still missing: fails again
+        assert wait(sfn, execution)["status"] == "FAILED"
+        (map_run,) = sfn.list_map_runs(executionArn=execution)["mapRuns"]
+        children = sfn.list_executions(mapRunArn=map_run["mapRunArn"])["executions"]
+        succeeded = [c["executionArn"] for c in children if c["status"] == "SUCCEEDED"]
+
+        processes.stop_process(tmp_path, "aws")  # saves its state
+        port = processes.free_port()
+        emulator.start_emulator(tmp_path, port)
+        s3, sfn = client("s3"), client("stepfunctions")
+        assert sfn.describe_execution(executionArn=execution)["redriveCount"] == 1
+        s3.put_object(Bucket="redrive", Key="1", Body=b"x")
+        sfn.redrive_execution(executionArn=execution)
+        done = wait(sfn, execution)
+
+        assert (done["status"], done["redriveCount"]) == ("SUCCEEDED", 2)
+        assert [r["mapRunArn"] for r in sfn.list_map_runs(executionArn=execution)["mapRuns"]] == [
+            map_run["mapRunArn"]
+        ]
+        described = sfn.describe_map_run(mapRunArn=map_run["mapRunArn"])
+        assert described["redriveCount"] == 2
+        assert described["executionCounts"]["succeeded"] == 2
+        assert described["executionCounts"]["total"] == 2
+        (kept,) = succeeded
+        assert sfn.describe_execution(executionArn=kept)["redriveCount"] == 0
+        assert len(json.loads(done["output"])) == 2
+    finally:
+        processes.stop_process(tmp_path, "aws")
