@@ -85,7 +85,13 @@ clock: Callable[[], datetime.datetime] = utc_now
 
 
 def install() -> None:
-    """Add RedriveExecution and the redrive fields to the emulator's Step Functions."""
+    """Add RedriveExecution and the redrive fields to the emulator's Step Functions (after
+    ``emulator_states.install``, whose patches these wrap)."""
+    from ferry.local import emulator_states
+
+    emulator_states.REDRIVE_HOOKS.update(
+        kept=kept_child, redriven=redriven_child, continue_history=continue_child_history
+    )
     _redrive_served()
     _drills_served()
     _redrive_fields_described()

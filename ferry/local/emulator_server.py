@@ -18,6 +18,7 @@ emulation, and a module each adds them into this process:
 
 ``emulator_dead_letters`` sends the services' dead letters, authorized as on AWS;
 ``emulator_states`` keeps Step Functions' payload limits and error rules,
+``emulator_redrive`` adds its ``RedriveExecution`` with AWS's rules,
 ``emulator_definitions`` refuses the definitions CreateStateMachine refuses, ``emulator_s3``
 answers a bucket's EventBridge notifications as S3 does, ``emulator_glue`` refuses an
 ``UpdateTable`` of a stale ``VersionId`` as Glue does and sends Glue's catalog events to
@@ -71,6 +72,7 @@ def install(
 
     default_user_config["stepfunctions"]["execute_state_machine"] = True
     emulator_states.install()
+    emulator_redrive.install()
     emulator_definitions.install()
     emulator_resume.install()
     emulator_s3.install()

@@ -34,6 +34,7 @@
 
 An execution's name, its time limit and its ``AWS/States`` metrics are
 ``ferry.local.emulator_executions``'s, which ``install`` installs too.
+``RedriveExecution`` is ``ferry.local.emulator_redrive``'s (installed after these).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ import threading
 import uuid
 from typing import Any
 
-from ferry.local import emulator_executions, emulator_redrive
+from ferry.local import emulator_executions
 from ferry.local.emulator_executions import check_name
 
 #: AWS's limit on a state's input or output, a task's result, a child execution's input.
@@ -62,7 +63,6 @@ def install() -> None:
     _result_writer_writes_results()
     _child_executions_listed()
     emulator_executions.install()
-    emulator_redrive.install()
 
 
 def _unnamed_executions_named() -> None:
@@ -285,12 +285,11 @@ def _children_recorded() -> None:
     evaluate = DistributedItemProcessorWorker._eval_job
 
     def _eval_job(self: Any, env: Any, job: Any) -> None:
-        from ferry.local import emulator_redrive
-
         record = self._map_run_record
-        if emulator_redrive.kept_child(record, job):
+        hooks = REDRIVE_HOOKS
+        if hooks and hooks["kept"](record, job):
             return  # a redriven Map Run keeps a child that succeeded: its result stands
-        previous = emulator_redrive.redriven_child(record, job)
+        previous = hooks["redriven"](record, job) if hooks else None
         child: dict[str, Any] = {
             "index": job.job_index,
             "input": job.job_input,
@@ -302,7 +301,7 @@ def _children_recorded() -> None:
         env.event_manager = EventManager()  # the child's own history
         if previous is not None:  # redriven in place: its start, its history so far
             child["start"] = previous["start"]
-            child["redriveCount"] = emulator_redrive.continue_child_history(env, previous)
+            child["redriveCount"] = hooks["continue_history"](env, previous)
             child["redriveDate"] = _now()
         child["manager"] = env.event_manager
         with _lock:
@@ -368,6 +367,12 @@ def _counted_as_aws_counts(record: Any, state: Any) -> None:
             counter.aborted.count()
 
 
+#: How a Map Run being redriven treats its children (``ferry.local.emulator_redrive``
+#: installs them): ``kept(record, job)`` (a child that succeeded: its result stands),
+#: ``redriven(record, job)`` (one that did not: the child as it was, set to go on from its
+#: unsuccessful state), ``continue_history(env, child)`` (its history so far, then
+#: ``ExecutionRedriven``; its redriveCount).
+REDRIVE_HOOKS: dict[str, Any] = {}
 _lock = threading.Lock()
 #: Child executions the emulator keeps listing (a long-running emulator forgets the oldest).
 KEPT_CHILDREN = 20_000

@@ -375,3 +375,24 @@ def test_a_redrive_after_the_emulator_stopped_and_started_keeps_the_map_run(tmp_
         assert len(json.loads(done["output"])) == 2
     finally:
         processes.stop_process(tmp_path, "aws")
+
+
+def test_the_time_limit_counts_again_from_the_redrive(sfn, machine):
+    # 3 s in all: the first Wait (2 s) ends in time, the second overruns. Redriven, the second
+    # alone has 3 s again, as AWS counts it ("reset to 0").
+    arn = machine({
+        "TimeoutSeconds": 3,
+        "StartAt": "First",
+        "States": {
+            "First": {"Type": "Wait", "Seconds": 2, "Next": "Second"},
+            "Second": {"Type": "Wait", "Seconds": 2, "End": True},
+        },
+    })  # fmt: skip
+    execution = run(sfn, arn, {})
+    assert sfn.describe_execution(executionArn=execution)["status"] == "TIMED_OUT"
+    sfn.redrive_execution(executionArn=execution)
+    done = wait(sfn, execution)
+    assert (done["status"], done["redriveCount"]) == ("SUCCEEDED", 1)
+    events = history(sfn, execution)
+    assert entered(events, "First") == 1
+    assert [e["type"] for e in events].count("ExecutionTimedOut") == 1
