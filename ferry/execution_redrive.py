@@ -123,6 +123,12 @@ def plan_redrive(sfn: Any, execution_arn: str) -> Redrive:
     AWS's reason, or why a redrive would be pointless). Reads only."""
     described = sfn.describe_execution(executionArn=execution_arn)
     status = described["status"]
+    if described.get("mapRunArn"):
+        parent = sfn.describe_map_run(mapRunArn=described["mapRunArn"])["executionArn"]
+        raise NotRedrivableError(
+            f"{execution_arn} is a child execution of a Map Run: redrive its parent execution "
+            f"{parent}, which redrives it"
+        )
     reason = described.get("redriveStatusReason")
     if described.get("redriveStatus") == "NOT_REDRIVABLE" or status not in _ENDED - {"SUCCEEDED"}:
         reason = reason or f"Execution is {status} and cannot be redriven"

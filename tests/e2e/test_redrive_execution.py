@@ -171,6 +171,11 @@ def test_what_cannot_be_redriven_is_refused_in_one_line(
     pipeline, sfn, aws, write_config, arm, cross_region
 ):
     document = cross_region.document()
+    missing = pipeline.state_machine_arn.replace(":stateMachine:", ":execution:") + ":no-such-run"
+    refused = ferry("redrive", missing)
+    assert (refused.returncode, refused.stderr) == (
+        2, f"ferry: error: there is no execution {missing}\n"
+    )  # fmt: skip
     # A table that failed was aborted and told its consumers; the execution ended in its
     # Fail state "Replication failed", where a redrive would only fail again.
     arm({"point": "plan.planned", "error": "CatalogError", "times": 99})
@@ -182,6 +187,11 @@ def test_what_cannot_be_redriven_is_refused_in_one_line(
     assert refused.stderr.count("\n") == 1
     assert "ended in its Fail state 'Replication failed'" in refused.stderr
     assert "ferry resume EVENT" in refused.stderr
+    (tables_run, *_) = map_runs(sfn, failed)
+    (table,) = children(sfn, tables_run)
+    refused = ferry("redrive", table["executionArn"])  # a table's own execution: its parent's
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1
+    assert "is a child execution of a Map Run: redrive its parent execution" in refused.stderr
 
     succeeded = started(pipeline, sfn, aws, write_config, document)
     until(lambda: sfn.describe_execution(executionArn=succeeded)["status"] != "RUNNING", "ended")
