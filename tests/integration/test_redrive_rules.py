@@ -50,7 +50,7 @@ def world(local_runtime):
         )
         return arn
 
-    everything = ["s3:GetObject", "s3:ListBucket", "states:StartExecution",
+    everything = ["s3:GetObject", "s3:PutObject", "s3:ListBucket", "states:StartExecution",
                   "states:DescribeExecution", "states:StopExecution"]  # fmt: skip
     return {
         "bucket": bucket,
@@ -123,11 +123,19 @@ SEQUENCE = {
 }
 
 
-def fan_out(tolerated: int = 0) -> dict:
+def fan_out(tolerated: int = 0, results: str | None = None) -> dict:
+    """A Distributed Map over ``$.keys``, each child reading its key; its children's results
+    written under ``s3://<results>/results`` when given."""
+    writer = (
+        {"ResultWriter": {"Resource": "arn:aws:states:::s3:putObject",
+                          "Parameters": {"Bucket": results, "Prefix": "results"}}}
+        if results else {}
+    )  # fmt: skip
     return {
         "StartAt": "Fan",
         "States": {
             "Fan": {
+                **writer,
                 "Type": "Map",
                 "ItemsPath": "$.keys",
                 "ItemSelector": {"bucket.$": "$.bucket", "key.$": "$$.Map.Item.Value"},
@@ -241,7 +249,8 @@ def test_a_map_run_redrives_only_its_unsuccessful_children(sfn, s3, machine, wor
     keys = [f"{prefix}/{n}" for n in range(4)]
     for key in keys[:2]:
         s3.put_object(Bucket=world["bucket"], Key=key, Body=b"x")
-    execution = run(sfn, machine(fan_out()), {"bucket": world["bucket"], "keys": keys})
+    fan = machine(fan_out(results=world["bucket"]))
+    execution = run(sfn, fan, {"bucket": world["bucket"], "keys": keys})
     assert sfn.describe_execution(executionArn=execution)["status"] == "FAILED"
     (map_run,) = sfn.list_map_runs(executionArn=execution)["mapRuns"]
     arn = map_run["mapRunArn"]
@@ -277,7 +286,15 @@ def test_a_map_run_redrives_only_its_unsuccessful_children(sfn, s3, machine, wor
             assert after[child_arn]["startDate"] == child["startDate"]
     types = [e["type"] for e in history(sfn, execution)]
     assert types.count("MapRunStarted") == 1 and types.count("MapRunRedriven") == 1
-    assert len(json.loads(done["output"])) == 4
+    # The ResultWriter's files hold every child: the kept ones and the redriven ones.
+    written = json.loads(done["output"])["ResultWriterDetails"]
+    manifest = json.loads(s3.get_object(Bucket=written["Bucket"], Key=written["Key"])["Body"].read())
+    assert manifest["MapRunArn"] == arn and not manifest["ResultFiles"]["FAILED"]
+    (succeeded,) = manifest["ResultFiles"]["SUCCEEDED"]
+    entries = json.loads(s3.get_object(Bucket=written["Bucket"], Key=succeeded["Key"])["Body"].read())
+    assert sorted(e["ExecutionArn"] for e in entries) == sorted(before)
+    assert sorted(e["RedriveCount"] for e in entries) == [0, 0, 1, 1]
+    assert run_described["executionCounts"]["resultsWritten"] == 4
 
 
 def test_a_map_run_redriven_1000_times_fails_with_states_runtime(sfn, machine, world, drill):
