@@ -347,8 +347,8 @@ def _parser() -> argparse.ArgumentParser:
     redrive.add_argument(
         "--environment",
         metavar="NAME",
-        help="'local': the execution is the local runtime's (default: AWS, with your "
-        "credentials; its region is its ARN's)",
+        help="'local': the execution is the local runtime's; NAME: it must be one of "
+        "ferry-NAME-replication (on AWS, with your credentials; its region is its ARN's)",
     )
     redrive.add_argument(
         "--home", type=home_folder, default=".ferry", help="the local runtime's state folder"

@@ -84,9 +84,16 @@ def run_redrive_execution(
     if environment == "local":
         from ferry.commands.local import local_pipeline
 
-        _, _, aws = local_pipeline(home.resolve())
+        machine_arn, _, aws = local_pipeline(home.resolve())
+        machine = machine_arn.rsplit(":", 1)[1]
     else:
         aws = AwsClients()
+        machine = f"ferry-{environment}-replication" if environment else None
+    if machine and not re.search(f":execution:{re.escape(machine)}[:/]", execution_arn):
+        where = "the local runtime" if environment == "local" else f"--environment {environment}"
+        raise UsageError(
+            f"{execution_arn} is not an execution of {machine}, the replication of {where}"
+        )
     sfn = aws.client("stepfunctions", _EXECUTION_ARN.fullmatch(execution_arn).group(1))
     try:
         done = redrive_execution(sfn, execution_arn)

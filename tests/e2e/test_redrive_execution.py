@@ -143,7 +143,7 @@ def test_a_stopped_execution_is_redriven_from_its_unfinished_batches(
 
 
 def test_an_execution_stopped_in_summarize_runs_only_summarize_again(
-    pipeline, sfn, aws, write_config, arm, cross_region
+    pipeline, sfn, aws, write_config, arm, cross_region, local_runtime
 ):
     arm({"point": "summarize", "action": "hang", "seconds": 3, "times": 99})
     execution = started(pipeline, sfn, aws, write_config, cross_region.document())
@@ -152,7 +152,8 @@ def test_an_execution_stopped_in_summarize_runs_only_summarize_again(
     arm()
     time.sleep(3)  # the held Summarize returns to nobody
 
-    done = ferry("redrive", execution, "--wait", "--json")
+    home = str(local_runtime.state_dir)  # the local runtime's home, as `ferry local up` makes it
+    done = ferry("redrive", execution, "--environment", "local", "--home", home, "--wait", "--json")
 
     assert done.returncode == 0, done.stderr
     answer = json.loads(done.stdout)

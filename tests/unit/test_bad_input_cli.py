@@ -690,3 +690,12 @@ def test_redrive_of_an_execution_of_a_local_runtime_that_is_not_running(here, ca
 def test_wait_goes_with_an_execution_not_a_queue(here, capsys):
     line = refused(capsys, "redrive", "ferry-test-dead-letters", "--wait")
     assert line == "ferry: error: --wait and --json go with an execution's ARN, not a queue"
+
+
+def test_redrive_of_an_execution_of_another_environment(here, capsys):
+    arn = "arn:aws:states:us-east-1:123456789012:execution:ferry-dev-replication:run-1"
+    line = refused(capsys, "redrive", arn, "--environment", "prod")
+    assert line == (
+        f"ferry: error: {arn} is not an execution of ferry-prod-replication, the replication "
+        "of --environment prod"
+    )
