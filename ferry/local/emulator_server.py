@@ -45,6 +45,7 @@ from ferry.local import (
     emulator_iam,
     emulator_lambda,
     emulator_redrive,
+    emulator_redrive_map_runs,
     emulator_requests,
     emulator_resume,
     emulator_s3,
@@ -81,7 +82,7 @@ def install(
     authorizer = Authorizer()
     emulator_iam.install(authorizer)
     emulator_iam.install_state_machine_credentials(authorizer)
-    emulator_redrive.authorize_with(authorizer)
+    emulator_redrive_map_runs.authorize_with(authorizer)
     environments = emulator_lambda.ExecutionEnvironments(
         authorizer, endpoint, state_dir / "lambda", fault_file.path
     )
