@@ -136,9 +136,6 @@ def _redrives(execution: Any) -> dict[str, Any]:
     return execution.__dict__.setdefault("ferry_redrive", {"count": 0, "date": None, "tokens": []})
 
 
-# -- where to start again ------------------------------------------------------------------------
-
-
 # -- RedriveExecution ------------------------------------------------------------------------------
 
 
@@ -149,10 +146,10 @@ class NotRedrivable(Exception):
 def redrive(execution: Any, client_token: str | None = None) -> datetime.datetime:
     """Redrive ``execution`` as AWS does; its ``redriveDate``."""
     now = clock()
-    with _lock:
+    with _lock:  # one redrive at a time: the second sees the execution RUNNING
         redrives = _redrives(execution)
-        for token, date, used in redrives["tokens"]:
-            if client_token and token == client_token and now - used <= TOKEN_LIFETIME:
+        for token, date in redrives["tokens"]:
+            if client_token and token == client_token and now - date <= TOKEN_LIFETIME:
                 return date
         reason = not_redrivable(execution, now)
         if reason:
@@ -160,26 +157,25 @@ def redrive(execution: Any, client_token: str | None = None) -> datetime.datetim
         events = _history(execution)
         definition = json.loads(execution.state_machine.definition)
         point = unsuccessful_state(definition.get("States", {}), events)
+        old_env = getattr(execution.exec_worker, "env", None)
+        pool = old_env.map_run_record_pool_manager.get_all() if old_env else []
+        records = [live(record) for record in pool]
+        if point is None:
+            state, state_input, map_run_arn = definition["StartAt"], execution.input_data, None
+        else:
+            state, state_input, map_run_arn = point.name, point.input, point.map_run_arn
+        if map_run_arn:
+            record = next((r for r in records if r.map_run_arn == map_run_arn), None)
+            expect_map_run(state, state_input, record)
         redrives["count"] += 1
         redrives["date"] = now
         if client_token:
-            redrives["tokens"] = [*redrives["tokens"], (client_token, now, now)][-KEPT_TOKENS:]
-        count = redrives["count"]
-    old_env = getattr(execution.exec_worker, "env", None)
-    records = [live(r) for r in old_env.map_run_record_pool_manager.get_all()] if old_env else []
-    if point is None:
-        state, state_input, map_run_arn = definition.get("StartAt"), execution.input_data, None
-    else:
-        state, state_input, map_run_arn = point.name, point.input, point.map_run_arn
-    if map_run_arn:
-        expect_map_run(
-            state, state_input, next((r for r in records if r.map_run_arn == map_run_arn), None)
-        )
-    _start_again(execution, definition, state, state_input, events, records, count, now)
+            redrives["tokens"] = [*redrives["tokens"], (client_token, now)][-KEPT_TOKENS:]
+        _start_again(execution, definition, state, state_input, events, records, redrives["count"])
     from ferry.local import emulator_executions
 
     emulator_executions._put(execution, "ExecutionsRedriven")
-    logger.info("redriven %s at %s (redrive %d)", execution.exec_arn, state, count)
+    logger.info("redriven %s at %s (redrive %d)", execution.exec_arn, state, redrives["count"])
     return now
 
 
@@ -191,8 +187,9 @@ def _start_again(
     events: list[dict[str, Any]],
     records: list[Any],
     count: int,
-    now: datetime.datetime,
 ) -> None:
+    """Run ``execution`` again from ``state`` with ``state_input``: a new interpreter whose
+    history goes on after ``events``, with the Map Runs ``records``."""
     from moto.stepfunctions.parser.api import ExecutionStatus
     from moto.stepfunctions.parser.asl.eval.evaluation_details import (
         EvaluationDetails,
