@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import time
 import urllib.request
+from datetime import UTC, datetime, timedelta
 
 import boto3
 import pytest
@@ -208,6 +209,14 @@ def test_the_same_execution_goes_on_from_its_failed_state(sfn, s3, machine, worl
     listed = sfn.list_executions(stateMachineArn=done["stateMachineArn"], redriveFilter="REDRIVEN")
     assert [e["executionArn"] for e in listed["executions"]] == [execution]
     assert listed["executions"][0]["redriveCount"] == 1
+    cloudwatch = boto3.client("cloudwatch", region_name="us-east-1")
+    now = datetime.now(UTC)
+    points = cloudwatch.get_metric_statistics(
+        Namespace="AWS/States", MetricName="ExecutionsRedriven", Period=60, Statistics=["Sum"],
+        Dimensions=[{"Name": "StateMachineArn", "Value": done["stateMachineArn"]}],
+        StartTime=now - timedelta(minutes=10), EndTime=now + timedelta(minutes=1),
+    )["Datapoints"]  # fmt: skip
+    assert sum(point["Sum"] for point in points) == 1
     # A SUCCEEDED execution is not redrivable, with AWS's reason.
     assert done["redriveStatus"] == "NOT_REDRIVABLE"
     assert refusal(sfn, execution) == "Execution is SUCCEEDED and cannot be redriven"
