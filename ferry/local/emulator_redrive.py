@@ -21,9 +21,11 @@ redrive-map-run, the API reference):
   it when redriven.
 - **A Distributed Map redrives its Map Run in place**: only its unsuccessful children run
   again, each from its own unsuccessful state (``ferry.local.emulator_redrive_map_runs``).
+- **A Parallel state runs again only its branches that did not succeed**
+  (``ferry.local.emulator_redrive_branches``). An inline Map runs again whole (AWS reruns
+  only its failed iterations; the pipeline has none).
 
-``ExecutionsRedriven`` counts in ``AWS/States``. Inline Map and Parallel states run again
-whole (AWS reruns only their failed iterations and branches; the pipeline has neither).
+``ExecutionsRedriven`` counts in ``AWS/States``.
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ferry.execution_redrive import unsuccessful_state
-from ferry.local import emulator_redrive_map_runs
+from ferry.local import emulator_redrive_branches, emulator_redrive_map_runs
+from ferry.local.emulator_redrive_branches import attempt_of, expect_parallel
 from ferry.local.emulator_redrive_map_runs import (
     all_map_runs,
     aware,
@@ -88,6 +91,7 @@ def install() -> None:
     ``emulator_states.install``, whose patches these wrap)."""
     emulator_redrive_map_runs.now = lambda: clock()
     emulator_redrive_map_runs.install()
+    emulator_redrive_branches.install()
     _redrive_served()
     _drills_served()
     _redrive_fields_described()
@@ -167,6 +171,8 @@ def redrive(execution: Any, client_token: str | None = None) -> datetime.datetim
         if map_run_arn:
             record = next((r for r in records if r.map_run_arn == map_run_arn), None)
             expect_map_run(state, state_input, record)
+        if definition["States"].get(state, {}).get("Type") == "Parallel":
+            expect_parallel(state, state_input, attempt_of(state, events))
         redrives["count"] += 1
         redrives["date"] = now
         if client_token:

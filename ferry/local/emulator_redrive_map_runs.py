@@ -327,6 +327,10 @@ def redriven_child(record: Any, job: Any) -> dict[str, Any] | None:
                     pool = candidate
                     break
             expect_map_run(state, state_input, pool)
+        if type(program.states.states[state]).__name__ == "StateParallel":
+            from ferry.local.emulator_redrive_branches import attempt_of, expect_parallel
+
+            expect_parallel(state, state_input, attempt_of(state, previous.get("events") or []))
         job.job_program = _FromState(program, state, state_input)
     return previous
 

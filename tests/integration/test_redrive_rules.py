@@ -297,10 +297,14 @@ def test_a_map_run_redrives_only_its_unsuccessful_children(sfn, s3, machine, wor
     assert types.count("MapRunStarted") == 1 and types.count("MapRunRedriven") == 1
     # The ResultWriter's files hold every child: the kept ones and the redriven ones.
     written = json.loads(done["output"])["ResultWriterDetails"]
-    manifest = json.loads(s3.get_object(Bucket=written["Bucket"], Key=written["Key"])["Body"].read())
+    manifest = json.loads(
+        s3.get_object(Bucket=written["Bucket"], Key=written["Key"])["Body"].read()
+    )
     assert manifest["MapRunArn"] == arn and not manifest["ResultFiles"]["FAILED"]
     (succeeded,) = manifest["ResultFiles"]["SUCCEEDED"]
-    entries = json.loads(s3.get_object(Bucket=written["Bucket"], Key=succeeded["Key"])["Body"].read())
+    entries = json.loads(
+        s3.get_object(Bucket=written["Bucket"], Key=succeeded["Key"])["Body"].read()
+    )
     assert sorted(e["ExecutionArn"] for e in entries) == sorted(before)
     assert sorted(e["RedriveCount"] for e in entries) == [0, 0, 1, 1]
     assert run_described["executionCounts"]["resultsWritten"] == 4
@@ -422,3 +426,33 @@ def test_the_time_limit_counts_again_from_the_redrive(sfn, machine):
     events = history(sfn, execution)
     assert entered(events, "First") == 1
     assert [e["type"] for e in events].count("ExecutionTimedOut") == 1
+
+
+def test_a_parallel_state_runs_again_only_its_branches_that_did_not_succeed(
+    sfn, s3, machine, world
+):
+    key = f"branch-{time.monotonic_ns()}"
+    arn = machine({
+        "StartAt": "Both",
+        "States": {"Both": {"Type": "Parallel", "End": True, "Branches": [
+            {"StartAt": "Left", "States": {"Left": {"Type": "Pass", "Result": "left",
+                                                    "End": True}}},
+            {"StartAt": "Ready", "States": {
+                "Ready": {"Type": "Pass", "Next": "Right"},
+                "Right": read_task(End=True)}},
+        ]}},
+    })  # fmt: skip
+    execution = run(sfn, arn, {"bucket": world["bucket"], "key": key})
+    assert sfn.describe_execution(executionArn=execution)["status"] == "FAILED"
+
+    s3.put_object(Bucket=world["bucket"], Key=key, Body=b"123")
+    sfn.redrive_execution(executionArn=execution)
+    done = wait(sfn, execution)
+
+    assert done["status"] == "SUCCEEDED", done
+    left, right = json.loads(done["output"])
+    assert left == "left" and right["read"] == {"size": 3}
+    events = history(sfn, execution)
+    assert entered(events, "Left") == 1  # the branch that succeeded kept its result
+    assert entered(events, "Ready") == 1  # the other went on from Right
+    assert entered(events, "Right") == 2
