@@ -21,9 +21,8 @@ redrive-map-run, the API reference):
   it when redriven.
 - **A Distributed Map redrives its Map Run in place**: only its unsuccessful children run
   again, each from its own unsuccessful state (``ferry.local.emulator_redrive_map_runs``).
-- **A Parallel state runs again only its branches that did not succeed**
-  (``ferry.local.emulator_redrive_branches``). An inline Map runs again whole (AWS reruns
-  only its failed iterations; the pipeline has none).
+- **A Parallel state runs again only its branches that did not succeed, an inline Map only
+  its iterations that did not** (``ferry.local.emulator_redrive_branches``).
 
 ``ExecutionsRedriven`` counts in ``AWS/States``.
 """
@@ -39,7 +38,11 @@ from typing import Any
 
 from ferry.execution_redrive import unsuccessful_state
 from ferry.local import emulator_redrive_branches, emulator_redrive_map_runs
-from ferry.local.emulator_redrive_branches import attempt_of, expect_parallel
+from ferry.local.emulator_redrive_branches import (
+    attempt_of,
+    expect_inline_map,
+    expect_parallel,
+)
 from ferry.local.emulator_redrive_map_runs import (
     all_map_runs,
     aware,
@@ -171,8 +174,12 @@ def redrive(execution: Any, client_token: str | None = None) -> datetime.datetim
         if map_run_arn:
             record = next((r for r in records if r.map_run_arn == map_run_arn), None)
             expect_map_run(state, state_input, record)
-        if definition["States"].get(state, {}).get("Type") == "Parallel":
+        declared = definition["States"].get(state, {})
+        if declared.get("Type") == "Parallel":
             expect_parallel(state, state_input, attempt_of(state, events))
+        mode = (declared.get("ItemProcessor") or {}).get("ProcessorConfig", {}).get("Mode")
+        if declared.get("Type") == "Map" and mode != "DISTRIBUTED":
+            expect_inline_map(execution.exec_arn, state)
         redrives["count"] += 1
         redrives["date"] = now
         if client_token:

@@ -1,12 +1,16 @@
-"""A Parallel state redriven as AWS redrives it: only its branches that did not succeed run
-again (``ferry.local.emulator_redrive`` redrives the execution; this, the Parallel state it
-goes on from).
+"""A Parallel state, and an inline Map, redriven as AWS redrives them: only the branches and
+iterations that did not succeed run again (``ferry.local.emulator_redrive`` redrives the
+execution; this, the Parallel or inline Map state it goes on from). moto ran them all again.
 
-A branch that reached its end (its last state exited) keeps that state's output as its
-result and does not run; one that did not goes on from its own unsuccessful state (the last
-of its states entered with no exited event after it) with the input it had there, or from its
-start. State names are unique in a definition, so each branch's events are told apart by its
-states' names. (moto ran every branch again.)
+- A branch that reached its end (its last state exited) keeps that state's output as its
+  result and does not run; one that did not goes on from its own unsuccessful state (the last
+  of its states entered with no exited event after it) with the input it had there, or from
+  its start. State names are unique in a definition, so each branch's events are told apart
+  by its states' names.
+- An inline Map's iterations interleave in the history, so each one's output is recorded as
+  it succeeds (by execution, state, index and item; the last ``KEPT_ITERATIONS``, saved
+  across ``down`` and ``up``): a redrive keeps those and runs the others again from their
+  start.
 """
 
 from __future__ import annotations
@@ -22,6 +26,12 @@ from ferry.execution_redrive import unsuccessful_state
 _lock = threading.Lock()
 #: Parallel states to redrive, by name and input (canonical JSON): their attempt's events.
 _pending: dict[tuple[str, str], list[dict[str, Any]]] = {}
+#: Inline Map iterations that succeeded, by execution, state, index and item: their output.
+_iterations: dict[tuple[str, str, int, str], Any] = {}
+KEPT_ITERATIONS = 20_000
+#: Inline Map states (execution, state) to redrive; then being redriven.
+_pending_maps: set[tuple[str, str]] = set()
+_redriving_maps: set[tuple[str, str]] = set()
 
 
 def canonical(value: Any) -> str:
@@ -63,8 +73,68 @@ def _branch_outcome(program: Any, events: list[dict[str, Any]]) -> tuple[str, An
     return "again", point.name, point.input
 
 
+def expect_inline_map(execution_arn: str, state: str) -> None:
+    """The inline Map ``state`` of ``execution_arn``, entered again, keeps the iterations
+    that succeeded."""
+    with _lock:
+        _pending_maps.add((execution_arn, state))
+
+
 def install() -> None:
-    """Redrive Parallel states' unsuccessful branches only."""
+    """Redrive Parallel states' unsuccessful branches, inline Maps' unsuccessful iterations."""
+    _branches_redriven()
+    _iterations_redriven()
+
+
+def _iterations_redriven() -> None:
+    from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.inline_iteration_component import (  # noqa: E501
+        InlineIterationComponent,
+    )
+    from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.iteration_worker import (  # noqa: E501
+        IterationWorker,
+    )
+
+    def where(env: Any) -> tuple[str, str]:
+        context = env.states.context_object.context_object_data
+        return context["Execution"]["Id"], context.get("State", {}).get("Name")
+
+    run_map = InlineIterationComponent._eval_body
+
+    def _eval_body(self: Any, env: Any) -> None:
+        key = where(env)
+        with _lock:
+            redriving = key in _pending_maps
+            _pending_maps.discard(key)
+            if redriving:
+                _redriving_maps.add(key)
+        try:
+            run_map(self, env)
+        finally:
+            if redriving:
+                with _lock:
+                    _redriving_maps.discard(key)
+
+    InlineIterationComponent._eval_body = _eval_body
+    evaluate = IterationWorker._eval_job
+
+    def _eval_job(self: Any, env: Any, job: Any) -> None:
+        execution = env.states.context_object.context_object_data["Execution"]["Id"]
+        key = (execution, self._work_name, job.job_index, canonical(job.job_input))
+        with _lock:
+            if (execution, self._work_name) in _redriving_maps and key in _iterations:
+                job.job_output = copy.deepcopy(_iterations[key])
+                return  # it succeeded: its output stands
+        evaluate(self, env, job)
+        if not isinstance(job.job_output, Exception):
+            with _lock:
+                _iterations[key] = copy.deepcopy(job.job_output)
+                while len(_iterations) > KEPT_ITERATIONS:  # the oldest first
+                    _iterations.pop(next(iter(_iterations)))
+
+    IterationWorker._eval_job = _eval_job
+
+
+def _branches_redriven() -> None:
     from moto.stepfunctions.parser.asl.component.common.flow.start_at import StartAt
     from moto.stepfunctions.parser.asl.component.state.exec.state_parallel.branch_worker import (
         BranchWorker,

@@ -456,3 +456,30 @@ def test_a_parallel_state_runs_again_only_its_branches_that_did_not_succeed(
     assert entered(events, "Left") == 1  # the branch that succeeded kept its result
     assert entered(events, "Ready") == 1  # the other went on from Right
     assert entered(events, "Right") == 2
+
+
+def test_an_inline_map_runs_again_only_its_iterations_that_did_not_succeed(sfn, s3, machine, world):
+    prefix = f"inline-{time.monotonic_ns()}"
+    keys = [f"{prefix}/{n}" for n in range(3)]
+    for key in keys[:2]:
+        s3.put_object(Bucket=world["bucket"], Key=key, Body=b"x")
+    arn = machine({
+        "StartAt": "Each",
+        "States": {"Each": {
+            "Type": "Map", "ItemsPath": "$.keys", "MaxConcurrency": 1, "End": True,
+            "ItemSelector": {"bucket.$": "$.bucket", "key.$": "$$.Map.Item.Value"},
+            "ItemProcessor": {"StartAt": "Ready", "States": {
+                "Ready": {"Type": "Pass", "Next": "Read"}, "Read": read_task(End=True)}},
+        }},
+    })  # fmt: skip
+    execution = run(sfn, arn, {"bucket": world["bucket"], "keys": keys})
+    assert sfn.describe_execution(executionArn=execution)["status"] == "FAILED"
+    assert entered(history(sfn, execution), "Ready") == 3
+
+    s3.put_object(Bucket=world["bucket"], Key=keys[2], Body=b"xyz")
+    sfn.redrive_execution(executionArn=execution)
+    done = wait(sfn, execution)
+
+    assert done["status"] == "SUCCEEDED", done
+    assert [item["read"]["size"] for item in json.loads(done["output"])] == [1, 1, 3]
+    assert entered(history(sfn, execution), "Ready") == 4  # only the third iteration again
