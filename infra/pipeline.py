@@ -144,9 +144,15 @@ class Pipeline(Construct):
                 resources=[_state_machine_arn(stack, machine_name)],
             )  # fmt: skip
         )
+        # A redrive of an execution redrives its Map Runs' unsuccessful children in place
+        # (RedriveExecution on each, with this role).
         role.add_to_principal_policy(
             iam.PolicyStatement(
-                actions=["states:DescribeExecution", "states:StopExecution"],
+                actions=[
+                    "states:DescribeExecution",
+                    "states:StopExecution",
+                    "states:RedriveExecution",
+                ],
                 resources=[_children_of(stack, machine_name)],
             )  # fmt: skip
         )

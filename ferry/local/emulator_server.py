@@ -18,6 +18,7 @@ emulation, and a module each adds them into this process:
 
 ``emulator_dead_letters`` sends the services' dead letters, authorized as on AWS;
 ``emulator_states`` keeps Step Functions' payload limits and error rules,
+``emulator_redrive`` adds its ``RedriveExecution`` with AWS's rules,
 ``emulator_definitions`` refuses the definitions CreateStateMachine refuses, ``emulator_s3``
 answers a bucket's EventBridge notifications as S3 does, ``emulator_glue`` refuses an
 ``UpdateTable`` of a stale ``VersionId`` as Glue does and sends Glue's catalog events to
@@ -43,6 +44,8 @@ from ferry.local import (
     emulator_glue,
     emulator_iam,
     emulator_lambda,
+    emulator_redrive,
+    emulator_redrive_map_runs,
     emulator_requests,
     emulator_resume,
     emulator_s3,
@@ -70,6 +73,7 @@ def install(
 
     default_user_config["stepfunctions"]["execute_state_machine"] = True
     emulator_states.install()
+    emulator_redrive.install()
     emulator_definitions.install()
     emulator_resume.install()
     emulator_s3.install()
@@ -78,6 +82,7 @@ def install(
     authorizer = Authorizer()
     emulator_iam.install(authorizer)
     emulator_iam.install_state_machine_credentials(authorizer)
+    emulator_redrive_map_runs.authorize_with(authorizer)
     environments = emulator_lambda.ExecutionEnvironments(
         authorizer, endpoint, state_dir / "lambda", fault_file.path
     )

@@ -69,6 +69,7 @@ SAVE_INTERVAL_SECONDS = 10.0
 EXTRAS: tuple[tuple[str, str], ...] = (
     ("ferry.local.emulator_states", "_CHILDREN"),
     ("ferry.local.emulator_states", "_MAP_RUN_CHILDREN"),
+    ("ferry.local.emulator_redrive_branches", "_iterations"),
 )
 
 

@@ -34,6 +34,7 @@
 
 An execution's name, its time limit and its ``AWS/States`` metrics are
 ``ferry.local.emulator_executions``'s, which ``install`` installs too.
+``RedriveExecution`` is ``ferry.local.emulator_redrive``'s (installed after these).
 """
 
 from __future__ import annotations
@@ -285,6 +286,10 @@ def _children_recorded() -> None:
 
     def _eval_job(self: Any, env: Any, job: Any) -> None:
         record = self._map_run_record
+        hooks = REDRIVE_HOOKS
+        if hooks and hooks["kept"](record, job):
+            return  # a redriven Map Run keeps a child that succeeded: its result stands
+        previous = hooks["redriven"](record, job) if hooks else None
         child: dict[str, Any] = {
             "index": job.job_index,
             "input": job.job_input,
@@ -294,6 +299,10 @@ def _children_recorded() -> None:
         }
         check_name(child_execution_name(job.job_index))
         env.event_manager = EventManager()  # the child's own history
+        if previous is not None:  # redriven in place: its start, its history so far
+            child["start"] = previous["start"]
+            child["redriveCount"] = hooks["continue_history"](env, previous)
+            child["redriveDate"] = _now()
         child["manager"] = env.event_manager
         with _lock:
             # Listed from its start, as AWS lists a running child execution.
@@ -358,6 +367,12 @@ def _counted_as_aws_counts(record: Any, state: Any) -> None:
             counter.aborted.count()
 
 
+#: How a Map Run being redriven treats its children (``ferry.local.emulator_redrive``
+#: installs them): ``kept(record, job)`` (a child that succeeded: its result stands),
+#: ``redriven(record, job)`` (one that did not: the child as it was, set to go on from its
+#: unsuccessful state), ``continue_history(env, child)`` (its history so far, then
+#: ``ExecutionRedriven``; its redriveCount).
+REDRIVE_HOOKS: dict[str, Any] = {}
 _lock = threading.Lock()
 #: Child executions the emulator keeps listing (a long-running emulator forgets the oldest).
 KEPT_CHILDREN = 20_000
@@ -396,6 +411,9 @@ def _child_description(child: dict[str, Any], map_run_arn: str) -> dict[str, Any
     }
     if "stop" in child:
         described["stopDate"] = child["stop"]
+    described["redriveCount"] = child.get("redriveCount", 0)
+    if "redriveDate" in child:
+        described["redriveDate"] = child["redriveDate"]
     return described
 
 
@@ -438,6 +456,11 @@ def _child_executions_listed() -> None:
             described["output"] = json.dumps(child["output"])
         elif child["status"] == "FAILED":
             described.update(error=child.get("error"), cause=child.get("cause"))
+        described["redriveStatus"] = (
+            "NOT_REDRIVABLE"
+            if child["status"] in ("SUCCEEDED", "RUNNING")
+            else "REDRIVABLE_BY_MAP_RUN"
+        )
         return ActionResult(described)
 
     StepFunctionResponse.describe_execution = describe_execution
@@ -559,9 +582,14 @@ def _execution(child: dict[str, Any], machine_arn: str, map_run_arn: str) -> dic
         "StateMachineArn": machine_arn,
         "Status": child["status"],
         "StopDate": child["stop"],
-        "RedriveCount": 0,
-        "RedriveStatus": "NOT_REDRIVABLE",
+        "RedriveCount": child.get("redriveCount", 0),
+        # A child is redriven with its parent (its Map Run), never alone.
+        "RedriveStatus": (
+            "NOT_REDRIVABLE" if child["status"] == "SUCCEEDED" else "REDRIVABLE_BY_MAP_RUN"
+        ),
     }
+    if "redriveDate" in child:
+        entry["RedriveDate"] = child["redriveDate"]
     if child["status"] == "SUCCEEDED":
         entry.update(Output=json.dumps(child["output"]), OutputDetails={"Included": True})
     else:

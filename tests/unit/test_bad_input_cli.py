@@ -675,3 +675,27 @@ def test_plan_takes_a_table_a_pattern_selects(here, capsys):
     assert "not in the config" not in out + err
     [line] = out.splitlines()
     assert line.startswith("✗ sales.orders → sales_dr.orders  [FULL]  CatalogUnreachableError: ")
+
+
+def test_redrive_of_an_execution_of_a_local_runtime_that_is_not_running(here, capsys):
+    arn = "arn:aws:states:us-east-1:123456789012:execution:ferry-local-replication:run-1"
+    home = here / "home"
+    line = refused(capsys, "redrive", arn, "--environment", "local", "--home", str(home))
+    assert line == (
+        f"ferry: error: the local runtime is not running in {home}; start it with `ferry local up`"
+    )
+    assert not home.exists()
+
+
+def test_wait_goes_with_an_execution_not_a_queue(here, capsys):
+    line = refused(capsys, "redrive", "ferry-test-dead-letters", "--wait")
+    assert line == "ferry: error: --wait and --json go with an execution's ARN, not a queue"
+
+
+def test_redrive_of_an_execution_of_another_environment(here, capsys):
+    arn = "arn:aws:states:us-east-1:123456789012:execution:ferry-dev-replication:run-1"
+    line = refused(capsys, "redrive", arn, "--environment", "prod")
+    assert line == (
+        f"ferry: error: {arn} is not an execution of ferry-prod-replication, the replication "
+        "of --environment prod"
+    )

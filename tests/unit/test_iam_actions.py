@@ -85,3 +85,19 @@ def test_an_item_request_names_its_partition_key_as_dynamodb_leading_keys(operat
     assert check.action == f"dynamodb:{operation}"
     assert check.resource == "arn:aws:dynamodb:eu-west-1:123456789012:table/ferry-dev-state"
     assert check.context == {"dynamodb:LeadingKeys": [leading]}
+
+
+def test_a_redrive_is_authorized_as_states_redrive_execution_on_the_execution():
+    import json
+
+    arn = "arn:aws:states:eu-west-1:123456789012:execution:ferry-prod-replication:run-1"
+    request = HttpRequest(
+        method="POST", path="/", query={},
+        headers={"x-amz-target": "AWSStepFunctions.RedriveExecution"},
+        body=json.dumps({"executionArn": arn, "clientToken": "t"}).encode(),
+        signed=Signed("AKIDEXAMPLE", "eu-west-1", "states"), account="123456789012",
+    )  # fmt: skip
+
+    assert [(c.action, c.resource) for c in checks_of(request)] == [
+        ("states:RedriveExecution", arn)
+    ]
