@@ -39,6 +39,7 @@ from ferry import faults
 from ferry.local import (
     emulator_cloudwatch,
     emulator_definitions,
+    emulator_dynamodb,
     emulator_emr_serverless,
     emulator_eventbridge,
     emulator_glue,
@@ -78,6 +79,7 @@ def install(
     emulator_resume.install()
     emulator_s3.install()
     emulator_glue.install()
+    emulator_dynamodb.install()
     fault_file = faults.FaultFile(state_dir / FAULTS_FILE)
     authorizer = Authorizer()
     emulator_iam.install(authorizer)

@@ -17,6 +17,7 @@ from ferry.budget.dynamodb import DynamoDbSlots
 from ferry.budget.sqlite import SqliteSlots
 from ferry.config import Priority
 from ferry.ledger import DynamoDbStateStore
+from ferry.local import emulator_dynamodb
 
 NOW = datetime(2026, 11, 26, 9, 0, tzinfo=UTC)
 SECOND = timedelta(seconds=1)
@@ -34,6 +35,9 @@ def slots(request, tmp_path, monkeypatch):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    # The emulator's DynamoDB applies each conditional write atomically, as DynamoDB does
+    # (moto alone checks and stores in two steps: two racing claims could both win).
+    emulator_dynamodb.install()
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")
         DynamoDbStateStore.create_table(client, "ferry-state")
@@ -170,7 +174,7 @@ def test_release_frees_the_slot_and_leaves_the_line_and_can_be_repeated(slots):
 
 def test_two_claims_racing_for_the_last_slot_one_wins(slots):
     budget = CopyBudget(slots=1)
-    for _ in range(5):
+    for _ in range(20):
         answers = {}
         start = threading.Barrier(2)
 
