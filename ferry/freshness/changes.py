@@ -92,18 +92,20 @@ def iceberg_changes(source_table: Table, held: SourceVersion | None) -> SourceCh
     metadata = read_table_metadata(FerryFileIO(), location)
     current = metadata.current_snapshot()
     version = of_iceberg(metadata.current_snapshot_id, current.timestamp_ms if current else None)
-    if held is not None and held.kind == ICEBERG and held.snapshot_id == version.snapshot_id:
+    held_id = held.snapshot_id if held is not None and held.kind == ICEBERG else None
+    if held_id is not None and held_id == version.snapshot_id:
         return SourceChanges(version, ())
-    held_ms = (
-        int(held.changed_at.timestamp() * 1000)
-        if held is not None and held.kind == ICEBERG and held.changed_at
-        else None
-    )
-    later = sorted(
-        datetime.fromtimestamp(s.timestamp_ms / 1000, UTC)
-        for s in metadata.snapshots
-        if held_ms is None or s.timestamp_ms > held_ms
-    )
+    by_id = {s.snapshot_id: s for s in metadata.snapshots}
+    # The snapshots after the held one: the current snapshot's ancestors down to it.
+    lineage, snapshot_id = [], metadata.current_snapshot_id
+    while snapshot_id is not None and snapshot_id != held_id and snapshot_id in by_id:
+        lineage.append(by_id[snapshot_id])
+        snapshot_id = by_id[snapshot_id].parent_snapshot_id
+    if held_id is not None and snapshot_id != held_id and held is not None and held.changed_at:
+        # The held snapshot is not an ancestor (expired, or a rollback): by time instead.
+        held_ms = round(held.changed_at.timestamp() * 1000)
+        lineage = [s for s in metadata.snapshots if s.timestamp_ms > held_ms]
+    later = sorted(datetime.fromtimestamp(s.timestamp_ms / 1000, UTC) for s in lineage)
     if not later:  # another current snapshot, none newer (a rollback): changed at the update
         later = [datetime.fromtimestamp(metadata.last_updated_ms / 1000, UTC)]
     return SourceChanges(version, tuple(later))
