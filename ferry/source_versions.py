@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from ferry.model import Partition, Table
-from ferry.replica import SOURCE_READ_AT, SOURCE_VERSION
+from ferry.replica import LAST_REPLICATED, SOURCE_READ_AT, SOURCE_VERSION
 
 HIVE, GLUE, ICEBERG = "hive", "glue", "iceberg"
 
@@ -97,8 +97,12 @@ def recorded_parameters(version: str | None, read_at: datetime | None) -> dict[s
 
 
 def held_by(parameters: Mapping[str, str]) -> tuple[str | None, datetime | None]:
-    """The source version a replica table's parameters say it holds, and when it was read."""
-    read_at = parameters.get(SOURCE_READ_AT)
+    """The source version a replica table's parameters say it holds, and when it was read.
+
+    A replica written before Commit recorded them has its ``ferry.last.replicated``: when
+    its plan ran, a moment after it read the source.
+    """
+    read_at = parameters.get(SOURCE_READ_AT) or parameters.get(LAST_REPLICATED)
     try:
         moment = _moment(read_at) if read_at else None
     except ValueError:

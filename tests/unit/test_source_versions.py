@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from ferry.commands.status import short
 from ferry.diff import definition
 from ferry.model import Column, Partition, StorageDescriptor, Table, TableType
-from ferry.replica import SOURCE_READ_AT, SOURCE_VERSION
+from ferry.replica import LAST_REPLICATED, SOURCE_READ_AT, SOURCE_VERSION
 from ferry.source_versions import SourceVersion, held_by, of_iceberg, of_table, recorded_parameters
 
 NOW = datetime(2026, 11, 26, 10, 12, 0, 123000, tzinfo=UTC)
@@ -48,6 +48,8 @@ def test_what_commit_records_reads_back_and_is_not_a_difference_of_definition():
         SOURCE_READ_AT: "2026-11-26T10:12:00.123Z",
     }
     assert held_by(recorded) == ("hive:partitions=3", NOW)
+    # A replica from before: when its plan ran.
+    assert held_by({LAST_REPLICATED: "2026-11-26T10:12:00.123Z"}) == (None, NOW)
     assert definition(table(parameters=recorded)) == definition(table())
     # The catalog's times are read, never part of what "the same table" means.
     assert table(NOW, "1") == table(NOW + timedelta(days=1), "2")
