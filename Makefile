@@ -96,6 +96,7 @@ bench: setup
 	$(BIN)/python bench/plan_scale.py
 	$(BIN)/python bench/diff_scale.py
 	$(BIN)/python bench/iceberg_scale.py
+	$(BIN)/python bench/status_scale.py
 
 # The CloudFormation template of each environment, into cdk.out/ (no AWS account, no Docker):
 # the Lambda bundle and the Spark job's environment are built from platform wheels on the way,
