@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from ferry.catalog import Catalog
+from ferry.catalog import Catalog, partition_sort_key
 from ferry.catalog.hive import HiveMetastoreCatalog, partition_from_thrift
 from ferry.iceberg.fileio import FerryFileIO
 from ferry.iceberg.reading import read_table_metadata
@@ -38,6 +38,7 @@ def table_changes(
     read_at: datetime | None,
     partition_filter: str | None,
     held: SourceVersion | None = None,
+    partition_limit: int | None = None,
 ) -> SourceChanges:
     """A Hive or Glue table's changes after ``read_at`` (when the replica's source was read).
 
@@ -64,11 +65,15 @@ def table_changes(
         if partition_filter is not None or glue:
             # Glue answers partitions whole (with their CreationTime) however they are asked
             # for; a filter selects few. Either way one listing holds the times.
-            partitions = source.list_partitions(source_table, partition_filter)
+            partitions = source.list_partitions(source_table, partition_filter, partition_limit)
             count = len(partitions)
             missing = [p for p in partitions if p.values not in held]
         else:
             values = source.list_partition_values(source_table)  # names only: cheap
+            if partition_limit is not None:  # the first ones, as Plan selects them
+                keys = source_table.partition_keys
+                ordered = sorted(values, key=lambda v: partition_sort_key(keys, v))
+                values = set(ordered[:partition_limit])
             count = len(values)
             missing = _hive_partitions(source, source_table, sorted(values - held))
         for partition in missing:

@@ -241,8 +241,9 @@ def _read(
     partition_filter = render_partition_filter(selected.partition_filter, lambda: now)
     held = SourceVersion.parse(version)
     changes = table_changes(
-        source, source_table, replica, replica_table, read_at, partition_filter, held
-    )
+        source, source_table, replica, replica_table, read_at, partition_filter, held,
+        selected.partition_limit,
+    )  # fmt: skip
     return changes, version, read_at, None
 
 
