@@ -17,7 +17,8 @@ the last success (``ferry.ledger.Outcome``), the nothing-to-do path included. Wr
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -40,6 +41,9 @@ class SourceVersion:
     version_id: str | None = None
     #: An Iceberg table's current snapshot (None: no snapshot yet).
     snapshot_id: int | None = None
+    #: A digest of the selected partitions' values (``names_digest``): a status whose
+    #: source has the same names need not list the replica's.
+    names: str | None = None
 
     def __str__(self) -> str:
         fields: list[tuple[str, object]] = [
@@ -47,6 +51,7 @@ class SourceVersion:
             ("version", self.version_id),
             ("changed", _text(self.changed_at) if self.changed_at else None),
             ("partitions", self.partitions),
+            ("names", self.names),
         ]
         return f"{self.kind}:" + ";".join(f"{k}={v}" for k, v in fields if v is not None)
 
@@ -64,6 +69,7 @@ class SourceVersion:
                 partitions=int(fields["partitions"]) if "partitions" in fields else None,
                 version_id=fields.get("version"),
                 snapshot_id=int(fields["snapshot"]) if "snapshot" in fields else None,
+                names=fields.get("names"),
             )
         except ValueError:
             return None
@@ -77,7 +83,14 @@ def of_table(table: Table, partitions: Sequence[Partition], glue: bool) -> Sourc
         changed_at=max(map(_utc, times)) if times else None,
         partitions=len(partitions) if table.is_partitioned else None,
         version_id=table.version_id if glue else None,
+        names=names_digest(p.values for p in partitions) if table.is_partitioned else None,
     )
+
+
+def names_digest(values: Iterable[tuple[str, ...]]) -> str:
+    """A short digest of a set of partition values, whatever their order."""
+    text = "\n".join("\x1f".join(v) for v in sorted(set(values)))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def of_iceberg(current_snapshot_id: int | None, snapshot_ms: int | None) -> SourceVersion:

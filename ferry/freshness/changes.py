@@ -15,7 +15,7 @@ from ferry.iceberg.fileio import FerryFileIO
 from ferry.iceberg.reading import read_table_metadata
 from ferry.iceberg.recognise import metadata_location
 from ferry.model import CatalogKind, Partition, Table, partition_name
-from ferry.source_versions import ICEBERG, SourceVersion, of_iceberg
+from ferry.source_versions import ICEBERG, SourceVersion, names_digest, of_iceberg
 
 #: Partitions fetched by name per metastore call.
 _NAMES_PER_CALL = 500
@@ -59,23 +59,33 @@ def table_changes(
     elif table_time:
         lacking.append(table_time)
     since = read_at.replace(microsecond=0) if read_at is not None else None
-    count = None
+    count = digest = None
     if source_table.is_partitioned:
-        held = replica.list_partition_values(replica_table) if replica_table else set()
+        partitions: list[Partition] | None = None
         if partition_filter is not None or glue:
             # Glue answers partitions whole (with their CreationTime) however they are asked
             # for; a filter selects few. Either way one listing holds the times.
             partitions = source.list_partitions(source_table, partition_filter, partition_limit)
-            count = len(partitions)
-            missing = [p for p in partitions if p.values not in held]
+            values = {p.values for p in partitions}
         else:
             values = source.list_partition_values(source_table)  # names only: cheap
             if partition_limit is not None:  # the first ones, as Plan selects them
                 keys = source_table.partition_keys
                 ordered = sorted(values, key=lambda v: partition_sort_key(keys, v))
                 values = set(ordered[:partition_limit])
-            count = len(values)
-            missing = _hive_partitions(source, source_table, sorted(values - held))
+        count, digest = len(values), names_digest(values)
+        if replica_table is None:
+            present: set[tuple[str, ...]] = set()
+        elif held is not None and held.names == digest:
+            # The very names the replica's version recorded: none added since, and the
+            # replica's need not be listed (one call a table saved).
+            present = values
+        else:
+            present = replica.list_partition_values(replica_table)
+        if partitions is not None:
+            missing = [p for p in partitions if p.values not in present]
+        else:
+            missing = _hive_partitions(source, source_table, sorted(values - present))
         for partition in missing:
             created = _utc(partition.changed_at)
             if created and (since is None or created >= since):
@@ -85,6 +95,7 @@ def table_changes(
         changed_at=max([t for t in (table_time, *lacking) if t], default=None),
         partitions=count,
         version_id=source_table.version_id if glue else None,
+        names=digest,
     )
     return SourceChanges(version, tuple(sorted(lacking)))
 
