@@ -38,13 +38,16 @@ class StateTable(Construct):
             removal_policy=KEEP,
         )
 
-    #: What ``ferry.ledger.DynamoDbStateStore`` calls: locks and ledger entries, by key.
+    #: What ``ferry.ledger.DynamoDbStateStore`` calls: locks, ledger entries and outcomes,
+    #: by key (a failure's outcome is one ``UpdateItem``; outcomes are read in batches).
     ACTIONS = (
         "dynamodb:GetItem",
         "dynamodb:PutItem",
         "dynamodb:DeleteItem",
         "dynamodb:Query",
         "dynamodb:BatchWriteItem",
+        "dynamodb:UpdateItem",
+        "dynamodb:BatchGetItem",
     )
 
     def grant_state(self, grantee: iam.IGrantable) -> None:
