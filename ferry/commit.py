@@ -26,7 +26,7 @@ so a reader may see some partitions already at the new snapshot and others still
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
@@ -103,13 +103,15 @@ def commit(
     claim_lease: timedelta = DEFAULT_CLAIM_LEASE,
     owner: str | None = None,
     gone: Callable[[str], bool] = lambda owner: False,
+    recorded: Mapping[str, str] | None = None,
 ) -> CommitResult:
     """Point the replica at this event's snapshot (see the module's steps).
 
     ``owner``: this process, when a holder that died can be recognised (``ferry replicate``),
     recorded in the claim; ``gone`` tells whether a claim's owner no longer runs, so the
     claim of a process killed mid-commit is taken over at once rather than after
-    ``claim_lease``.
+    ``claim_lease``. ``recorded``: parameters written on the replica table with the rest
+    (what it replicated of the source: ``ferry.freshness.versions.recorded_parameters``).
     """
     now = now or datetime.now(UTC)
     current = replica.get_table(plan.replica_table.database, plan.replica_table.name)
@@ -129,7 +131,8 @@ def commit(
         faults.point("commit.claimed")
     # The table as planned, carrying this event's claim (idle once its event is this one).
     table = replace(
-        plan.replica_table, parameters={**plan.replica_table.parameters, COMMIT_CLAIM: mine}
+        plan.replica_table,
+        parameters={**plan.replica_table.parameters, **(recorded or {}), COMMIT_CLAIM: mine},
     )
     if plan.overwrite and current is not None and not _created_by(current, plan):
         # FULL_OVERWRITE: a schema change Hive cannot alter. Readers see no table until it

@@ -37,6 +37,8 @@ from ferry.replica import (
     PARTITION_FINGERPRINT,
     REPLICATION_EVENT,
     SERVER_MANAGED_PARAMETERS,
+    SOURCE_READ_AT,
+    SOURCE_VERSION,
     TABLE_FINGERPRINT,
     shape_replica_partition,
 )
@@ -278,6 +280,8 @@ _NOT_METADATA = frozenset(
         REPLICATION_EVENT,
         COMMIT_CLAIM,
         LAST_REPLICATED,
+        SOURCE_VERSION,
+        SOURCE_READ_AT,
         *SERVER_MANAGED_PARAMETERS,
         "numFiles",
         "totalSize",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from enum import StrEnum
 
 
@@ -84,6 +85,12 @@ class Table:
     #: Glue's table ``Description``; a Hive metastore keeps a table's comment in its
     #: ``comment`` parameter instead.
     description: str | None = None
+    #: When the catalog last changed the table (Hive: ``transient_lastDdlTime``, else its
+    #: create time; Glue: ``UpdateTime``, else ``CreateTime``), and its version (Glue's
+    #: ``VersionId``), as the catalog read them: freshness (``ferry.freshness``) compares
+    #: them; never written, never part of what "the same table" means.
+    changed_at: datetime | None = field(default=None, compare=False)
+    version_id: str | None = field(default=None, compare=False)
 
     @property
     def qualified_name(self) -> str:
@@ -107,6 +114,9 @@ class Partition:
     values: tuple[str, ...]
     storage: StorageDescriptor
     parameters: Mapping[str, str] = field(default_factory=dict)
+    #: When the catalog created or last changed it (Hive: the later of ``createTime`` and
+    #: ``transient_lastDdlTime``; Glue: ``CreationTime``), as read; never written.
+    changed_at: datetime | None = field(default=None, compare=False)
 
     @property
     def location(self) -> str | None:

@@ -12,7 +12,9 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
-from ferry import faults, fingerprint, fs
+from pyiceberg.table.metadata import TableMetadata
+
+from ferry import faults, fingerprint, fs, source_versions
 from ferry.avro import SchemaCopy
 from ferry.catalog import Catalog
 from ferry.clock import Clock
@@ -48,7 +50,7 @@ from ferry.iceberg.recognise import (
 )
 from ferry.iceberg.registration import register_iceberg_replica
 from ferry.manifest import CopyRoot, ManifestSummary, ManifestWriter
-from ferry.model import Partition, Table
+from ferry.model import CatalogKind, Partition, Table
 from ferry.ownership import snapshot_root_of
 from ferry.replica import (
     CIRCUS_TRAIN_SOURCE_METASTORE_URIS,
@@ -101,6 +103,8 @@ class ReplicationPlan:
     #: An Iceberg table: its replica's next metadata and what the run writes for it
     #: (``ferry.iceberg.pipeline``); None for every other table.
     iceberg: IcebergRun | None = None
+    #: The source version this plan read (``ferry.source_versions``): Commit records it.
+    source_version: str | None = None
 
     @property
     def mode(self) -> ReplicationMode:
@@ -342,6 +346,11 @@ def _plan(
         table_data_changed=table.data_changed,
         schema_copies=schema_copies,
         notices=_notices(replication, replica_before, existing),
+        source_version=str(
+            source_versions.of_table(
+                source_table, source_partitions, glue=source.kind is CatalogKind.GLUE
+            )
+        ),
     )
 
 
@@ -440,6 +449,15 @@ def _plan_iceberg(
         partition_filter=None,
         table_data_changed=run.changed,
         iceberg=run,
+        source_version=str(_iceberg_version(planned.source)),
+    )
+
+
+def _iceberg_version(metadata: TableMetadata) -> source_versions.SourceVersion:
+    """The source's current snapshot and its time, from the metadata Plan read."""
+    snapshot = metadata.current_snapshot()
+    return source_versions.of_iceberg(
+        metadata.current_snapshot_id, snapshot.timestamp_ms if snapshot else None
     )
 
 

@@ -30,6 +30,10 @@ TABLE_FINGERPRINT = "ferry.table.fingerprint"
 #: On a replica database Ferry created: the event whose commit created it (a failed run
 #: drops such a database again while it holds no table).
 CREATED_BY_EVENT = "ferry.created.by.event"
+#: What Commit records of the source it replicated (``ferry.freshness.versions``): the
+#: source's version as Plan read it (opaque, per catalog kind), and when Plan read it.
+SOURCE_VERSION = "ferry.source.version"
+SOURCE_READ_AT = "ferry.source.read-at"
 
 # A table replicated by Circus Train carries this; Ferry adopts such a replica.
 CIRCUS_TRAIN_REPLICATION_EVENT = "com.hotels.bdp.circustrain.replication.event"

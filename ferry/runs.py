@@ -64,6 +64,9 @@ class PlanDocument:
     #: When what started the run happened (the S3 object's event, the schedule's due time;
     #: else the run's start): the replication lag is measured from it.
     triggered: datetime | None = None
+    #: When Plan read the source (before it read anything): the replica holds every change
+    #: the source made before then once this run succeeds (``ferry.source_versions``).
+    source_read_at: datetime | None = None
 
 
 _PLAN_DOCUMENT = TypeAdapter(PlanDocument)

@@ -46,6 +46,7 @@ from ferry.errors import CopyIncompleteError, FerryError, NotificationError
 from ferry.event_id import new_event_id
 from ferry.iceberg.pipeline import IcebergIntent, commit_metadata
 from ferry.ledger import Lease
+from ferry.ledger.records import one_line
 from ferry.manifest import ManifestWriter, recorded_batches
 from ferry.notify import (
     FAILURE,
@@ -86,6 +87,7 @@ from ferry.plan import ReplicationPlan, plan_replication
 from ferry.preflight import check_writable
 from ferry.preview import preview_of
 from ferry.runs import CopierKind, PlanDocument, RunLocations, choose_copier, read_plan, write_plan
+from ferry.source_versions import recorded_parameters
 
 logger = logging.getLogger(__name__)
 
@@ -265,6 +267,7 @@ class Steps:
                 self.state, key, replication, event_id, intent, where.root, self.clock()
             )
 
+        read_at = self.clock()  # before the source is read: no later change is claimed
         with (
             self._open(config.source_catalog) as source,
             self._open(config.replica_catalog) as replica,
@@ -290,7 +293,8 @@ class Steps:
         faults.point("plan.planned")
         copier = choose_copier(plan, options)
         write_plan(
-            where.plan, PlanDocument(config_uri, copier, started, plan, payload.trigger_time)
+            where.plan,
+            PlanDocument(config_uri, copier, started, plan, payload.trigger_time, read_at),
         )
         bucket, key = fs.object_location(where.manifest)
         return PlanResult(
@@ -407,9 +411,11 @@ class Steps:
                 self.state.lease if self.state is not None else DEFAULT_CLAIM_LEASE,
                 self.state.owner if self.state is not None else None,
                 lifecycle.process_is_gone,
+                recorded_parameters(plan.source_version, document.source_read_at),
             )
             key = self._replica_key(config, plan.replication)
             lifecycle.committed(self.state, key, plan, replica, before, self.clock(), where.root)
+        self._record_success(config, document)
         return CommitResult(
             replica_location=plan.replica_table.location,
             partitions_added=result.partitions_added,
@@ -435,6 +441,8 @@ class Steps:
         )  # fmt: skip
         faults.point("notify.success")
         self._publish(config, event)
+        if unchanged:  # nothing to do: the replica is in sync with what Plan read
+            self._record_success(config, document)
         lifecycle.release_lock(
             self.state, self._replica_key(config, plan.replication), plan.event_id
         )
@@ -501,6 +509,7 @@ class Steps:
                 why = "" if why.split(":", 1)[0] == name else f": {why}"
                 message += f" (its snapshot {outcome['snapshot']} could not be removed{why})"
         if config is not None and replication is not None:  # never another run's lock
+            self._record_failure(config, replication, event_id, f"{name}: {message}")
             lifecycle.release_lock(self.state, self._replica_key(config, replication), event_id)
         notified = False
         if config is not None and replication is not None:
@@ -525,6 +534,44 @@ class Steps:
             snapshot_removed=outcome["removed"],
             notified=notified,
         )
+
+    # -- outcomes (``ferry.ledger.Outcome``: what ``ferry status`` reads) ----------------
+
+    def _record_success(self, config: ReplicationConfig, document: PlanDocument) -> None:
+        """The replica holds the source as Plan read it: its outcome says so."""
+        if self.state is None:
+            return
+        plan = document.plan
+        self.state.store.record_success(
+            self._replica_key(config, plan.replication),
+            plan.replication.replica_qualified_name,
+            plan.event_id,
+            self.clock(),
+            plan.source_version,
+            document.source_read_at,
+        )
+
+    def _record_failure(
+        self,
+        config: ReplicationConfig,
+        replication: TableReplication,
+        event_id: str,
+        error: str,
+    ) -> None:
+        """A failed run, in the replica's outcome; a store that fails here is logged only:
+        Abort must still release the lock and tell consumers."""
+        if self.state is None:
+            return
+        try:
+            self.state.store.record_failure(
+                self._replica_key(config, replication),
+                replication.replica_qualified_name,
+                event_id,
+                self.clock(),
+                one_line(error),
+            )
+        except Exception as failure:  # noqa: BLE001 - the failure being aborted comes first
+            logger.warning("could not record the failure of event %s: %s", event_id, failure)
 
     # -- Housekeeping (its own state machine) --------------------------------------------
 

@@ -86,6 +86,8 @@ class GlueCatalog(Catalog):
             view_original_text=table.get("ViewOriginalText"),
             view_expanded_text=table.get("ViewExpandedText"),
             description=table.get("Description"),
+            changed_at=table.get("UpdateTime") or table.get("CreateTime"),
+            version_id=table.get("VersionId"),
         )
 
     def list_table_names(self, database: str) -> list[str]:
@@ -128,6 +130,7 @@ class GlueCatalog(Catalog):
                 values=tuple(p["Values"]),
                 storage=_storage_from_glue(p.get("StorageDescriptor")),
                 parameters=p.get("Parameters", {}),
+                changed_at=p.get("CreationTime"),
             )
             for p in self._all_partitions(table, partition_filter)
         ]

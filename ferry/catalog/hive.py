@@ -9,6 +9,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from typing import TypeVar
 from urllib.parse import unquote
 
@@ -493,6 +494,7 @@ def table_from_thrift(table: ttypes.Table) -> Table:
         owner=table.owner,
         view_original_text=table.viewOriginalText,
         view_expanded_text=table.viewExpandedText,
+        changed_at=_moment(table.createTime, (table.parameters or {}).get(_LAST_DDL_TIME)),
     )
 
 
@@ -515,7 +517,21 @@ def partition_from_thrift(partition: ttypes.Partition) -> Partition:
         values=tuple(partition.values),
         storage=storage_from_thrift(partition.sd),
         parameters=dict(partition.parameters or {}),
+        changed_at=_moment(partition.createTime, (partition.parameters or {}).get(_LAST_DDL_TIME)),
     )
+
+
+#: The time (epoch seconds) the metastore sets on each DDL of a table or partition.
+_LAST_DDL_TIME = "transient_lastDdlTime"
+
+
+def _moment(create_time: int | None, last_ddl_time: str | None) -> datetime | None:
+    """The later of a create time and a ``transient_lastDdlTime`` (epoch seconds)."""
+    seconds = [create_time or 0]
+    if last_ddl_time and last_ddl_time.isdigit():
+        seconds.append(int(last_ddl_time))
+    latest = max(seconds)
+    return datetime.fromtimestamp(latest, UTC) if latest > 0 else None
 
 
 def partition_to_thrift(table: Table, partition: Partition) -> ttypes.Partition:

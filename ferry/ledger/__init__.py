@@ -24,7 +24,16 @@ ledger entry               the replica (``replica_key``)       ``snapshot#<path>
 created snapshot           the replica                         ``created#<snapshot folder>``
 recording since            the replica                         ``created-since``
 lock (lease)               the replica                         ``lock``
+outcome                    the replica                         ``outcome``
 =========================  ==================================  ===============================
+
+A replica's **outcome** (``Outcome``) is how its replications have ended: the last
+success (its time, event, the source version it replicated and when the source was read
+for it) and, while it fails, ``failingSince`` (the first failure after the last success),
+the last failure's time and event and its one-line error. Commit and Notify success (the
+nothing-to-do path) record a success; Abort table records a failure. ``ferry status``
+reads the outcomes of many replicas at once (``outcomes``: DynamoDB ``BatchGetItem``, 100
+keys a call; SQLite one query).
 
 An Iceberg run's **intent** is a ledger entry too (``LedgerEntry.intent``): its path names a
 document in the run's folder listing the files the run writes at the replica, ledgered by
@@ -49,6 +58,8 @@ from ferry.ledger.records import (
     Ledger,
     LedgerEntry,
     Locks,
+    Outcome,
+    Outcomes,
     StateStore,
     replica_key,
 )
@@ -62,6 +73,8 @@ __all__ = [
     "Ledger",
     "LedgerEntry",
     "Locks",
+    "Outcome",
+    "Outcomes",
     "SqliteStateStore",
     "StateStore",
     "replica_key",

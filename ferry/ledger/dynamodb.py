@@ -15,10 +15,12 @@ from ferry.ledger.records import (
     CREATED_PREFIX,
     LEDGER_PREFIX,
     LOCK_KEY,
+    OUTCOME_KEY,
     SINCE_KEY,
     CreatedSnapshot,
     Lease,
     LedgerEntry,
+    Outcome,
     iso,
     locked_error,
     moment_of,
@@ -28,10 +30,14 @@ from ferry.ledger.records import (
 _DYNAMODB_KEY = {"pk": "HASH", "sk": "RANGE"}
 #: DynamoDB's BatchWriteItem takes at most 25 items per call.
 _BATCH = 25
+#: BatchGetItem takes at most 100 keys per call.
+_GET_BATCH = 100
+#: How many times keys BatchGetItem left unprocessed (throttled) are asked for again.
+_GET_RETRIES = 8
 
 
 class DynamoDbStateStore:
-    """Ledger and locks in one DynamoDB table (see the module's key design)."""
+    """Ledger, locks and outcomes in one DynamoDB table (see the module's key design)."""
 
     def __init__(self, client: Any, table_name: str):
         self.client = client
@@ -215,6 +221,79 @@ class DynamoDbStateStore:
             Key={"pk": {"S": replica}, "sk": {"S": CREATED_PREFIX + path}},
         )
 
+    # -- outcomes
+
+    def record_success(
+        self,
+        replica: str,
+        replica_table: str,
+        event_id: str,
+        at: datetime,
+        source_version: str | None,
+        source_read_at: datetime | None,
+    ) -> None:
+        item = {
+            "pk": {"S": replica},
+            "sk": {"S": OUTCOME_KEY},
+            "replicaTable": {"S": replica_table},
+            "lastSuccessAt": {"S": iso(at)},
+            "lastSuccessEvent": {"S": event_id},
+        }
+        if source_version:
+            item["sourceVersion"] = {"S": source_version}
+        if source_read_at:
+            item["sourceReadAt"] = {"S": iso(source_read_at)}
+        self.client.put_item(TableName=self.table_name, Item=item)  # failures cleared
+
+    def record_failure(
+        self, replica: str, replica_table: str, event_id: str, at: datetime, error: str
+    ) -> None:
+        # One update: the first failure after a success sets failingSince, later ones keep
+        # it; the last success's attributes stay.
+        self.client.update_item(
+            TableName=self.table_name,
+            Key={"pk": {"S": replica}, "sk": {"S": OUTCOME_KEY}},
+            UpdateExpression=(
+                "SET replicaTable = :table, failingSince = if_not_exists(failingSince, :at), "
+                "lastFailureAt = :at, lastFailureEvent = :event, lastError = :error"
+            ),
+            ExpressionAttributeValues={
+                ":table": {"S": replica_table},
+                ":at": {"S": iso(at)},
+                ":event": {"S": event_id},
+                ":error": {"S": error or "unknown error"},
+            },
+        )
+
+    def outcomes(self, replicas: Sequence[str]) -> dict[str, Outcome]:
+        """BatchGetItem in chunks of 100 keys; unprocessed keys asked again, a bounded
+        number of times with a growing pause (``StateStoreError`` past that)."""
+        wanted = list(dict.fromkeys(replicas))
+        found: dict[str, Outcome] = {}
+        for start in range(0, len(wanted), _GET_BATCH):
+            keys = [
+                {"pk": {"S": replica}, "sk": {"S": OUTCOME_KEY}}
+                for replica in wanted[start : start + _GET_BATCH]
+            ]
+            delay = 0.05
+            for attempt in range(_GET_RETRIES + 1):
+                reply = self.client.batch_get_item(
+                    RequestItems={self.table_name: {"Keys": keys, "ConsistentRead": True}}
+                )
+                for item in reply.get("Responses", {}).get(self.table_name, []):
+                    found[item["pk"]["S"]] = _outcome_item(item)
+                keys = reply.get("UnprocessedKeys", {}).get(self.table_name, {}).get("Keys", [])
+                if not keys:
+                    break
+                if attempt == _GET_RETRIES:
+                    raise StateStoreError(
+                        f"DynamoDB table {self.table_name}: {len(keys)} outcomes stayed "
+                        f"unprocessed after {_GET_RETRIES} retries (throttled)"
+                    )
+                time.sleep(delay)
+                delay = min(delay * 2, 2.0)
+        return found
+
     # -- locks
 
     def acquire(
@@ -293,6 +372,28 @@ class DynamoDbStateStore:
             expires_at=datetime.fromtimestamp(float(item["expiresAt"]["N"]), UTC),
             owner=item.get("owner", {}).get("S"),
         )
+
+
+def _outcome_item(item: dict[str, Any]) -> Outcome:
+    def text(name: str) -> str | None:
+        return item.get(name, {}).get("S")
+
+    def moment(name: str) -> datetime | None:
+        value = text(name)
+        return moment_of(value) if value else None
+
+    return Outcome(
+        replica=item["pk"]["S"],
+        replica_table=text("replicaTable") or "",
+        last_success_at=moment("lastSuccessAt"),
+        last_success_event=text("lastSuccessEvent"),
+        source_version=text("sourceVersion"),
+        source_read_at=moment("sourceReadAt"),
+        failing_since=moment("failingSince"),
+        last_failure_at=moment("lastFailureAt"),
+        last_failure_event=text("lastFailureEvent"),
+        last_error=text("lastError"),
+    )
 
 
 def _epoch(moment: datetime) -> str:

@@ -18,6 +18,8 @@ CREATED_PREFIX = "created#"
 #: When the replica's first snapshot was recorded: written once, never moved.
 SINCE_KEY = "created-since"
 LOCK_KEY = "lock"
+#: The replica's last outcome: its last success, and while it fails, since when and why.
+OUTCOME_KEY = "outcome"
 #: The longest lease a run may take (``--lock-lease``, ``FERRY_LOCK_LEASE``): a run that
 #: crashed where its process cannot be seen holds its replica table this long.
 LONGEST_LEASE = timedelta(days=365)
@@ -83,6 +85,54 @@ class Lease:
         return self.expires_at <= now
 
 
+@dataclass(frozen=True)
+class Outcome:
+    """How a replica's replications have ended: the last success, and the failures since.
+
+    ``failing_since`` is the first failure after the last success (None while the last run
+    succeeded); the last failure's time, event and one-line error stay until a success.
+    """
+
+    replica: str
+    #: ``database.table`` of the replica, for people.
+    replica_table: str
+    last_success_at: datetime | None = None
+    last_success_event: str | None = None
+    #: The source version the last success replicated (``ferry.freshness.versions``), and
+    #: when the source was read for it: the replica holds every change made before then.
+    source_version: str | None = None
+    source_read_at: datetime | None = None
+    failing_since: datetime | None = None
+    last_failure_at: datetime | None = None
+    last_failure_event: str | None = None
+    last_error: str | None = None
+
+    @property
+    def failing(self) -> bool:
+        return self.failing_since is not None
+
+
+class Outcomes(Protocol):
+    def record_success(
+        self,
+        replica: str,
+        replica_table: str,
+        event_id: str,
+        at: datetime,
+        source_version: str | None,
+        source_read_at: datetime | None,
+    ) -> None:
+        """The replica is as the source was at ``source_read_at``: failures are cleared."""
+
+    def record_failure(
+        self, replica: str, replica_table: str, event_id: str, at: datetime, error: str
+    ) -> None:
+        """A run failed; ``failing_since`` is set unless an earlier failure set it already."""
+
+    def outcomes(self, replicas: Sequence[str]) -> dict[str, Outcome]:
+        """The outcome of each replica that has one, in few requests (a batch read)."""
+
+
 class Ledger(Protocol):
     def record(self, entries: Sequence[LedgerEntry]) -> None:
         """Add or overwrite entries (keyed by replica and path)."""
@@ -127,8 +177,8 @@ class Locks(Protocol):
         """The replica's current lease (possibly expired), or None."""
 
 
-class StateStore(Ledger, Locks, Protocol):
-    """Ledger and locks: what ``Steps`` is given (``ferry.lifecycle.ReplicaState``)."""
+class StateStore(Ledger, Locks, Outcomes, Protocol):
+    """Ledger, locks and outcomes: what ``Steps`` is given (``ferry.lifecycle.ReplicaState``)."""
 
     #: Where the state lives, for people (``dynamodb:<table>``, ``sqlite:<path>``).
     description: str
@@ -148,6 +198,12 @@ def locked_error(lease: Lease) -> ReplicaLockedError:
         f"(its lock expires at {lease.expires_at.isoformat(timespec='seconds')}); "
         f"not replicating it at the same time"
     )
+
+
+def one_line(error: str, limit: int = 500) -> str:
+    """An error as the outcome keeps it: one line, at most ``limit`` characters."""
+    line = " ".join(part.strip() for part in str(error).splitlines() if part.strip())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def iso(moment: datetime) -> str:

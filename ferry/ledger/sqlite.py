@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
@@ -14,6 +15,7 @@ from ferry.ledger.records import (
     CreatedSnapshot,
     Lease,
     LedgerEntry,
+    Outcome,
     iso,
     locked_error,
     moment_of,
@@ -50,6 +52,18 @@ CREATE TABLE IF NOT EXISTS locks (
     expires_at REAL NOT NULL,
     owner TEXT
 );
+CREATE TABLE IF NOT EXISTS outcomes (
+    replica TEXT PRIMARY KEY,
+    replica_table TEXT NOT NULL,
+    success_at TEXT,
+    success_event TEXT,
+    source_version TEXT,
+    source_read_at TEXT,
+    failing_since TEXT,
+    failure_at TEXT,
+    failure_event TEXT,
+    error TEXT
+);
 """
 
 
@@ -81,15 +95,28 @@ _TABLES: dict[str, list[tuple[str, bool]]] = {
         ("expires_at", False),
         ("owner", False),
     ],
+    "outcomes": [
+        ("replica", True),
+        ("replica_table", False),
+        ("success_at", False),
+        ("success_event", False),
+        ("source_version", False),
+        ("source_read_at", False),
+        ("failing_since", False),
+        ("failure_at", False),
+        ("failure_event", False),
+        ("error", False),
+    ],
 }
+_OUTCOME_COLUMNS = ", ".join(name for name, _ in _TABLES["outcomes"])
 #: Columns (text, at the end of their table) a file of an earlier Ferry lacks: added on
 #: first use.
 _ADDED_LATER = {"ledger": [("snapshot", False), ("intent", False)]}
 
 
 class SqliteStateStore:
-    """Ledger and locks in a SQLite file: ``ferry replicate`` and ``ferry housekeeping`` with
-    no AWS at all (default ``<home>/state.sqlite3``).
+    """Ledger, locks and outcomes in a SQLite file: ``ferry replicate`` and ``ferry
+    housekeeping`` with no AWS at all (default ``<home>/state.sqlite3``).
 
     The same rows as the DynamoDB items; SQLite's write lock (``BEGIN IMMEDIATE``) makes the
     lease's check-and-take one step across threads and processes of this machine.
@@ -252,6 +279,66 @@ class SqliteStateStore:
                 "DELETE FROM created WHERE replica = ? AND path = ?", (replica, path)
             )
 
+    # -- outcomes
+
+    def record_success(
+        self,
+        replica: str,
+        replica_table: str,
+        event_id: str,
+        at: datetime,
+        source_version: str | None,
+        source_read_at: datetime | None,
+    ) -> None:
+        with self._connect() as connection:
+            connection.execute(
+                f"INSERT OR REPLACE INTO outcomes ({_OUTCOME_COLUMNS}) "
+                "VALUES (?, ?, ?, ?, ?, ?, NULL, NULL, NULL, NULL)",
+                (
+                    replica,
+                    replica_table,
+                    iso(at),
+                    event_id,
+                    source_version,
+                    iso(source_read_at) if source_read_at else None,
+                ),
+            )
+
+    def record_failure(
+        self, replica: str, replica_table: str, event_id: str, at: datetime, error: str
+    ) -> None:
+        with self._connect() as connection:
+            # One statement: the first failure after a success sets failing_since, later
+            # ones keep it; the last success stays as it was.
+            connection.execute(
+                "INSERT INTO outcomes (replica, replica_table, failing_since, failure_at, "
+                "failure_event, error) VALUES (?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (replica) DO UPDATE SET replica_table = excluded.replica_table, "
+                "failing_since = COALESCE(outcomes.failing_since, excluded.failing_since), "
+                "failure_at = excluded.failure_at, failure_event = excluded.failure_event, "
+                "error = excluded.error",
+                (replica, replica_table, iso(at), iso(at), event_id, error),
+            )
+
+    def outcomes(self, replicas: Sequence[str]) -> dict[str, Outcome]:
+        wanted = list(dict.fromkeys(replicas))
+        if not wanted:
+            return {}
+        if not self.path.is_file():
+            return {}  # a read creates nothing: no store yet, no outcome yet
+        # Read-only: ``ferry status`` neither creates nor upgrades the file.
+        uri = f"{self.path.resolve().as_uri()}?mode=ro"
+        with _Closing(sqlite3.connect(uri, uri=True, timeout=30)) as connection:
+            if "outcomes" not in _tables_of(connection):
+                return {}  # a file of an earlier Ferry: no outcome recorded yet
+            # One query: the keys go in as one JSON array, whatever their number.
+            rows = connection.execute(
+                f"SELECT {_OUTCOME_COLUMNS} FROM outcomes "
+                "WHERE replica IN (SELECT value FROM json_each(?))",
+                (json.dumps(wanted),),
+            ).fetchall()
+        return {row[0]: _outcome_row(row) for row in rows}
+
     # -- locks
 
     def acquire(
@@ -333,6 +420,24 @@ def _check_schema(tables: dict[str, list[tuple[str, bool]]], named: str) -> None
 
 def _columns(columns: list[tuple[str, bool]]) -> str:
     return "(" + ", ".join(f"{name}{' key' if key else ''}" for name, key in columns) + ")"
+
+
+def _outcome_row(row: tuple) -> Outcome:
+    def moment(text: str | None) -> datetime | None:
+        return moment_of(text) if text else None
+
+    return Outcome(
+        replica=row[0],
+        replica_table=row[1],
+        last_success_at=moment(row[2]),
+        last_success_event=row[3],
+        source_version=row[4],
+        source_read_at=moment(row[5]),
+        failing_since=moment(row[6]),
+        last_failure_at=moment(row[7]),
+        last_failure_event=row[8],
+        last_error=row[9],
+    )
 
 
 def _lease_row(connection: sqlite3.Connection, replica: str) -> Lease | None:
