@@ -46,8 +46,8 @@ class StateTable(Construct):
         "dynamodb:BatchWriteItem",
     )
 
-    #: What reading the locks and outcomes calls (the freshness check): no write.
-    READ_ACTIONS = ("dynamodb:GetItem", "dynamodb:Query")
+    #: What reading the replicas' outcomes calls (the freshness check): no write.
+    READ_ACTIONS = ("dynamodb:BatchGetItem",)
 
     def grant_state(self, grantee: iam.IGrantable) -> None:
         allow(grantee, self.ACTIONS, [self.table.table_arn])

@@ -7,6 +7,7 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from ferry.freshness_metrics import FRESHNESS
 from ferry.payloads import PlannedRun
 from lambdas.runtime import logger, metrics, steps, tracer
 
@@ -29,4 +30,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     metrics.add_metric(
         name="ReplicationLagSeconds", unit=MetricUnit.Seconds, value=result.lag_seconds
     )
+    # The replica now holds what the source held when Plan read it: it is in sync, without
+    # waiting for the periodic check (ferry.freshness_metrics).
+    metrics.add_metric(name=FRESHNESS, unit=MetricUnit.Seconds, value=0)
     return result.model_dump(mode="json")

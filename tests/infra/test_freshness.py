@@ -22,18 +22,19 @@ from tests.infra.test_dead_letters import (
     of_type,
     statements_of,
 )
+from tests.infra.test_first_deploy import decide, role_of_function
 
 pytestmark = pytest.mark.infra
 
 
 @pytest.fixture(scope="module", params=environment_names())
-def deployed(request, stacks):
+def built(request, stacks):
     stack = stacks[request.param]
     return stack, Template.from_stack(stack).to_json()["Resources"]
 
 
-def test_a_schedule_invokes_the_check_with_every_deployed_config(deployed):
-    stack, resources = deployed
+def test_a_schedule_invokes_the_check_with_every_deployed_config(built):
+    stack, resources = built
     name = stack.settings.name
     check = function_logical(resources, "FreshnessCheck")
     [schedule] = [
@@ -62,8 +63,8 @@ def test_a_schedule_invokes_the_check_with_every_deployed_config(deployed):
     assert [t["Principal"] for t in trust] == [{"Service": "scheduler.amazonaws.com"}]
 
 
-def test_the_checks_role_reads_the_state_and_publishes_in_its_namespace_only(deployed):
-    _, resources = deployed
+def test_the_checks_role_reads_the_state_and_publishes_in_its_namespace_only(built):
+    _, resources = built
     check = function_logical(resources, "FreshnessCheck")
     role = resources[check]["Properties"]["Role"]["Fn::GetAtt"][0]
     statements = statements_of(resources, role)
@@ -72,14 +73,14 @@ def test_the_checks_role_reads_the_state_and_publishes_in_its_namespace_only(dep
     assert metrics["Resource"] == "*"  # IAM authorizes PutMetricData on * only
     assert metrics["Condition"] == {"StringEquals": {"cloudwatch:namespace": "Ferry"}}
     state = [s for s in statements if any(a.startswith("dynamodb:") for a in actions_of(s))]
-    assert sorted(a for s in state for a in actions_of(s)) == ["dynamodb:GetItem", "dynamodb:Query"]
+    assert [a for s in state for a in actions_of(s)] == ["dynamodb:BatchGetItem"]
     # It replicates nothing: no data, no catalog write, no publication to consumers.
     assert not {a for a in actions if a.startswith(("s3:Put", "s3:Delete", "sns:"))}
     assert not {a for a in actions if a.startswith("glue:") and "Get" not in a}
 
 
-def test_the_rpo_alarm_reads_tables_over_rpo_over_the_checks_period(deployed):
-    stack, resources = deployed
+def test_the_rpo_alarm_reads_tables_over_rpo_over_the_checks_period(built):
+    stack, resources = built
     name = stack.settings.name
     (topic,) = [
         k
@@ -101,8 +102,8 @@ def test_the_rpo_alarm_reads_tables_over_rpo_over_the_checks_period(deployed):
     assert errors["MetricName"] == "Errors"
 
 
-def test_the_dashboard_shows_freshness_per_table_worst_first(deployed):
-    _, resources = deployed
+def test_the_dashboard_shows_freshness_per_table_worst_first(built):
+    _, resources = built
     (dashboard,) = of_type(resources, "AWS::CloudWatch::Dashboard").values()
     body = "".join(
         part if isinstance(part, str) else "?"
@@ -117,3 +118,22 @@ def test_the_dashboard_shows_freshness_per_table_worst_first(deployed):
     )
     over = widgets["Tables past their RPO"]["properties"]
     assert over["metrics"][0][:4] == ["Ferry", "TablesOverRpo", "service", "ferry"]
+
+
+def test_the_check_may_publish_in_the_namespace_ferry_and_no_other(deployed, simulator):
+    stack, template, resolved = deployed
+    role = role_of_function(template, "-freshness-check")
+
+    def may(namespace: str) -> bool:
+        context = {"cloudwatch:namespace": namespace}
+        decision = decide(simulator, template, resolved, role, "cloudwatch:PutMetricData", "*",
+                          context)  # fmt: skip
+        return decision == "Allowed"
+
+    assert may("Ferry")
+    assert not may("AWS/Lambda") and not may("Other")
+    name, region, account = stack.settings.name, stack.settings.region, stack.settings.account
+    table = f"arn:aws:dynamodb:{region}:{account}:table/ferry-{name}-state"
+    allowed = decide(simulator, template, resolved, role, "dynamodb:BatchGetItem", table)
+    refused = decide(simulator, template, resolved, role, "dynamodb:PutItem", table)
+    assert (allowed, refused) == ("Allowed", "ImplicitlyDenied")
