@@ -28,6 +28,7 @@ from infra.freshness import schedule_name
 from tests.e2e.test_catalog_events import add_partitions, wait_for
 from tests.e2e.test_dead_letters import ENVIRONMENT, alarm_state, subscribed, told
 from tests.e2e.test_pipeline import table_entry
+from tests.e2e.test_summarize_metrics import emf_records, log_of
 from tests.helpers import config_document
 
 pytestmark = pytest.mark.e2e
@@ -83,28 +84,55 @@ def check_now(metrics: Metrics, config_uri: str) -> float:
     return metrics.points("Freshness")[-1][1]
 
 
+def published_freshness(local_runtime, function: str, start: int, table: str) -> list[float]:
+    """The ``Freshness`` a state's function published for ``table`` (EMF, in its log) since
+    ``start`` (the log's size then)."""
+    with log_of(local_runtime, function).open("rb") as written:
+        written.seek(start)
+        records = emf_records(written.read().decode(), "Freshness")
+    values = []
+    for record in records:
+        [directive] = record["_aws"]["CloudWatchMetrics"]
+        assert directive["Namespace"] == "Ferry"
+        assert sorted(directive["Dimensions"][0]) == ["service", "table"]
+        if record["table"] == table:
+            value = record["Freshness"]
+            values += value if isinstance(value, list) else [value]
+    return values
+
+
+def log_size(local_runtime, function: str) -> int:
+    log = log_of(local_runtime, function)
+    return log.stat().st_size if log.exists() else 0
+
+
 def test_a_table_no_longer_replicated_rises_in_freshness_and_fires_the_rpo_alarm(
-    pipeline, local_runtime, aws, sample, source_catalog, sfn, write_config, tmp_path
+    pipeline, local_runtime, aws, sample, source_catalog, sfn, write_config, tmp_path, arm
 ):
     entry = table_entry(sample, "orders", (tmp_path / "replica" / "orders").as_uri(), rpo="PT5S")
     config_uri = deploy.upload_config(
         aws["s3"], pipeline.work_uri, write_config(config_document(local_runtime, [entry]))
     )
 
-    def replicate() -> None:
+    def replicate(expected: str = "SUCCEEDED") -> None:
         execution = start(
             sfn, pipeline.state_machine_arn, deploy.execution_name("rpo"), {"configUri": config_uri}
         )
-        assert follow(sfn, execution, poll_seconds=0.2, timeout_seconds=120).status == "SUCCEEDED"
+        assert follow(sfn, execution, poll_seconds=0.2, timeout_seconds=120).status == expected
 
     cloudwatch = boto3.client("cloudwatch", region_name=deploy.REGION)
     alarm = f"{ENVIRONMENT}-rpo-breached"
     (deployed,) = cloudwatch.describe_alarms(AlarmNames=[alarm])["MetricAlarms"]
     assert (deployed["Namespace"], deployed["MetricName"]) == ("Ferry", "TablesOverRpo")
     operations = subscribed(deployed["AlarmActions"][0])
-    metrics = Metrics(f"{sample.database}.orders")
+    table = f"{sample.database}.orders"
+    metrics = Metrics(table)
+    notify = f"{ENVIRONMENT}-notify-success"
+    notified = log_size(local_runtime, notify)
 
     replicate()
+    # The run's end publishes the table's freshness, without waiting for the check.
+    assert published_freshness(local_runtime, notify, notified, table) == [0]
     assert check_now(metrics, config_uri) == 0
     assert metrics.points("TablesOverRpo", per_table=False)[-1][1] == 0
 
@@ -126,6 +154,14 @@ def test_a_table_no_longer_replicated_rises_in_freshness_and_fires_the_rpo_alarm
         wait_for(lambda: alarm_state(alarm) == "ALARM", "the rpo-breached alarm in ALARM", 30)
         wait_for(lambda: told(operations, alarm), "the operations topic told of it", 30)
         assert alarm_state(drill) == "ALARM"
+
+        # A run that fails leaves the replica as it was: Abort publishes how far behind it is.
+        aborted = log_size(local_runtime, f"{ENVIRONMENT}-abort")
+        arm({"point": "plan.planned", "times": 100})
+        replicate("FAILED")
+        arm()
+        [behind] = published_freshness(local_runtime, f"{ENVIRONMENT}-abort", aborted, table)
+        assert behind >= later
 
         # Replicating again: in sync, and no table over its RPO.
         replicate()
