@@ -310,10 +310,11 @@ def watch_freshness(
             title="Freshness per table (s), worst first",
             left=[
                 cloudwatch.MathExpression(
-                    # Metrics Insights: one line per table, the 20 furthest behind first.
+                    # Metrics Insights: one line per table, the 20 furthest behind first
+                    # ("table" quoted: an identifier that is a SQL keyword must be).
                     expression=(
-                        f'SELECT MAX({FRESHNESS}) FROM SCHEMA("{NAMESPACE}", service, table) '
-                        f"GROUP BY table ORDER BY MAX() DESC LIMIT 20"
+                        f'SELECT MAX({FRESHNESS}) FROM SCHEMA("{NAMESPACE}", service, "table") '
+                        'GROUP BY "table" ORDER BY MAX() DESC LIMIT 20'
                     ),
                     label="freshness",
                     period=period,

@@ -113,8 +113,8 @@ def test_the_dashboard_shows_freshness_per_table_worst_first(built):
     freshness = widgets["Freshness per table (s), worst first"]["properties"]
     [[query]] = freshness["metrics"]
     assert query["expression"] == (
-        'SELECT MAX(Freshness) FROM SCHEMA("Ferry", service, table) '
-        "GROUP BY table ORDER BY MAX() DESC LIMIT 20"
+        'SELECT MAX(Freshness) FROM SCHEMA("Ferry", service, "table") '
+        'GROUP BY "table" ORDER BY MAX() DESC LIMIT 20'
     )
     over = widgets["Tables past their RPO"]["properties"]
     assert over["metrics"][0][:4] == ["Ferry", "TablesOverRpo", "service", "ferry"]
