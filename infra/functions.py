@@ -107,9 +107,9 @@ SIZING = {
     # Polls for up to ferry.triggers.POLL_SECONDS, then returns: a schedule starts it every
     # minute, so one run ends about when the next starts.
     "CatalogPoller": Sizing(512, Duration.seconds(90)),
-    # Every table of every config, a few catalog calls each; done before the next check
-    # (freshness-check-rate: a minute at least).
-    "FreshnessCheck": Sizing(1024, Duration.seconds(55)),
+    # Every table of every config, a few catalog calls each (16 at once): seconds for a
+    # thousand tables. A check that overlaps the next one only reads.
+    "FreshnessCheck": Sizing(1024, Duration.minutes(5)),
 }
 DEFAULT_SIZING = Sizing(512, Duration.minutes(5))
 
