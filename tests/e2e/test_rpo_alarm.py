@@ -26,7 +26,7 @@ from ferry.execute import follow, start
 from ferry.local import deploy
 from infra.freshness import schedule_name
 from tests.e2e.test_catalog_events import add_partitions, wait_for
-from tests.e2e.test_dead_letters import ENVIRONMENT, alarm_state, subscribed, told
+from tests.e2e.test_dead_letters import ENVIRONMENT, alarm_state, dead_letters, subscribed, told
 from tests.e2e.test_pipeline import table_entry
 from tests.e2e.test_summarize_metrics import emf_records, log_of
 from tests.helpers import config_document
@@ -170,3 +170,42 @@ def test_a_table_no_longer_replicated_rises_in_freshness_and_fires_the_rpo_alarm
         wait_for(lambda: alarm_state(drill) == "OK", "the alarm back to OK", 30)
     finally:
         cloudwatch.delete_alarms(AlarmNames=[drill])
+
+
+def test_a_check_that_cannot_reach_a_catalog_names_the_config_and_alarms(
+    pipeline, local_runtime, aws, sample, write_config, tmp_path
+):
+    """The check's own failure is alarmed separately: its invocation fails its retries, its
+    record (the config named) waits in the check's dead-letter queue, and the function's
+    errors alarm is in ALARM."""
+    entry = table_entry(sample, "orders", (tmp_path / "replica" / "orders").as_uri(), rpo="PT5S")
+    unreachable = {"name": "dr", "hive-metastore-uris": "thrift://127.0.0.1:9"}
+    document = config_document(local_runtime, [entry], replica=unreachable)
+    config_uri = deploy.upload_config(
+        aws["s3"], pipeline.work_uri, write_config(document, "unreachable.yml")
+    )
+    scheduler = boto3.client("scheduler", region_name=deploy.REGION)
+    deployed = scheduler.get_schedule(Name=schedule_name(deploy.ENVIRONMENT), GroupName=ENVIRONMENT)
+    name = f"{ENVIRONMENT}-freshness-drill-{uuid.uuid4().hex[:8]}"
+    scheduler.create_schedule(
+        Name=name, GroupName=ENVIRONMENT, ScheduleExpression=deployed["ScheduleExpression"],
+        FlexibleTimeWindow={"Mode": "OFF"},
+        Target={**deployed["Target"], "Input": json.dumps({"configUris": [config_uri]})},
+    )  # fmt: skip
+    queue = f"{ENVIRONMENT}-freshness-check-dead-letters"
+
+    def failed() -> list[dict]:
+        records = [json.loads(letter["Body"]) for letter in dead_letters(queue)]
+        return [r for r in records if r["requestPayload"] == {"configUris": [config_uri]}]
+
+    try:
+        wait_for(lambda: failed() != [], "the failed check in its dead-letter queue", 60)
+    finally:
+        scheduler.delete_schedule(Name=name, GroupName=ENVIRONMENT)
+    [record] = failed()
+    assert record["requestContext"]["condition"] == "RetriesExhausted"
+    message = record["responsePayload"]["errorMessage"]
+    assert message.startswith(f"freshness not measured for {config_uri}: ")
+    assert "\n" not in message
+    wait_for(lambda: alarm_state(f"{ENVIRONMENT}-freshness-check-errors") == "ALARM", "errors", 30)
+    wait_for(lambda: alarm_state(queue) == "ALARM", "the dead-letter alarm", 30)
