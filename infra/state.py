@@ -37,13 +37,16 @@ class StateTable(Construct):
             removal_policy=KEEP,
         )
 
-    #: What ``ferry.ledger.DynamoDbStateStore`` calls: locks and ledger entries, by key.
+    #: What ``ferry.ledger.DynamoDbStateStore`` calls: locks, ledger entries and outcomes,
+    #: by key (a failure's outcome is one ``UpdateItem``; outcomes are read in batches).
     ACTIONS = (
         "dynamodb:GetItem",
         "dynamodb:PutItem",
         "dynamodb:DeleteItem",
         "dynamodb:Query",
         "dynamodb:BatchWriteItem",
+        "dynamodb:UpdateItem",
+        "dynamodb:BatchGetItem",
     )
 
     #: What reading the replicas' outcomes calls (the freshness check): no write.
