@@ -601,12 +601,12 @@ class Steps:
     # -- Freshness (the periodic check's and a failed table's, ferry.freshness_metrics) ----
 
     def measure_freshness(
-        self, config_uri: str, tables: Sequence[str] = (), *, outcomes: bool = True
+        self, config_uri: str, tables: Sequence[str] = ()
     ) -> list[TableFreshness]:
         """Each table's freshness of the config at ``config_uri`` (``tables``: some of them),
-        from both catalogs and, with ``outcomes``, the state store (``ferry.freshness``)."""
+        from both catalogs and the state store (``ferry.freshness``)."""
         config = load_config_uri(config_uri, self.config_environment)
-        store = self.state.store if self.state is not None and outcomes else None
+        store = self.state.store if self.state is not None else None
         with (
             self._open(config.source_catalog) as source,
             self._open(config.replica_catalog) as replica,
@@ -615,15 +615,13 @@ class Steps:
                 config, source, replica, store, self.clock(), tables=tables, region=self.aws.region
             )
 
-    def failed_table_freshness(
-        self, aborted: AbortResult, config_uri: str | None
-    ) -> float | None:
+    def failed_table_freshness(self, aborted: AbortResult, config_uri: str | None) -> float | None:
         """How far behind a table Abort just ended is, in seconds (its replica keeps its last
         snapshot); None when it cannot be told. Never raises: the abort comes first."""
         if config_uri is None:
             return None
         try:
-            measured = self.measure_freshness(config_uri, [aborted.source_table], outcomes=False)
+            measured = self.measure_freshness(config_uri, [aborted.source_table])
         except Exception as error:  # noqa: BLE001 - a metric must not fail the abort
             logger.warning("freshness of %s not measured: %s", aborted.source_table, error)
             return None
