@@ -4,8 +4,9 @@ Each function has its own role with what its step needs and nothing more (``NEED
 own log group (retention, encrypted), X-Ray tracing, and the environment that
 ``lambdas/runtime.py`` reads. The functions that talk to Hive metastores run in the
 environment's VPC when it has one. The functions no state machine invokes (the catalog
-change feeds', started by a rule or a schedule) send an invocation that failed its retries
-to a dead-letter queue of their own (``infra/dead_letters.py``).
+change feeds', started by a rule or a schedule, and the freshness check, by a schedule) send
+an invocation that failed its retries to a dead-letter queue of their own
+(``infra/dead_letters.py``).
 """
 
 from __future__ import annotations
