@@ -88,7 +88,8 @@ lint: setup
 # (where installed), with requests per object counted at the emulator; trigger to replica
 # visible through the local state machine; planning a million files against a bare
 # listing; the diff against one call per partition; an Iceberg table of many snapshots
-# against copying its files alone: ratios in one run.
+# against copying its files alone; ferry status of 1,000 tables against reading both
+# catalogs' tables: ratios in one run.
 bench: setup
 	$(BIN)/python bench/copy_throughput.py
 	$(BIN)/python bench/trigger_latency.py
@@ -96,6 +97,7 @@ bench: setup
 	$(BIN)/python bench/plan_scale.py
 	$(BIN)/python bench/diff_scale.py
 	$(BIN)/python bench/iceberg_scale.py
+	$(BIN)/python bench/status_scale.py
 
 # The CloudFormation template of each environment, into cdk.out/ (no AWS account, no Docker):
 # the Lambda bundle and the Spark job's environment are built from platform wheels on the way,

@@ -17,12 +17,13 @@ the last success (``ferry.ledger.Outcome``), the nothing-to-do path included. Wr
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from ferry.model import Partition, Table
-from ferry.replica import SOURCE_READ_AT, SOURCE_VERSION
+from ferry.replica import LAST_REPLICATED, SOURCE_READ_AT, SOURCE_VERSION
 
 HIVE, GLUE, ICEBERG = "hive", "glue", "iceberg"
 
@@ -40,6 +41,9 @@ class SourceVersion:
     version_id: str | None = None
     #: An Iceberg table's current snapshot (None: no snapshot yet).
     snapshot_id: int | None = None
+    #: A digest of the selected partitions' values (``names_digest``): a status whose
+    #: source has the same names need not list the replica's.
+    names: str | None = None
 
     def __str__(self) -> str:
         fields: list[tuple[str, object]] = [
@@ -47,6 +51,7 @@ class SourceVersion:
             ("version", self.version_id),
             ("changed", _text(self.changed_at) if self.changed_at else None),
             ("partitions", self.partitions),
+            ("names", self.names),
         ]
         return f"{self.kind}:" + ";".join(f"{k}={v}" for k, v in fields if v is not None)
 
@@ -64,6 +69,7 @@ class SourceVersion:
                 partitions=int(fields["partitions"]) if "partitions" in fields else None,
                 version_id=fields.get("version"),
                 snapshot_id=int(fields["snapshot"]) if "snapshot" in fields else None,
+                names=fields.get("names"),
             )
         except ValueError:
             return None
@@ -77,7 +83,14 @@ def of_table(table: Table, partitions: Sequence[Partition], glue: bool) -> Sourc
         changed_at=max(map(_utc, times)) if times else None,
         partitions=len(partitions) if table.is_partitioned else None,
         version_id=table.version_id if glue else None,
+        names=names_digest(p.values for p in partitions) if table.is_partitioned else None,
     )
+
+
+def names_digest(values: Iterable[tuple[str, ...]]) -> str:
+    """A short digest of a set of partition values, whatever their order."""
+    text = "\n".join("\x1f".join(v) for v in sorted(set(values)))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def of_iceberg(current_snapshot_id: int | None, snapshot_ms: int | None) -> SourceVersion:
@@ -97,8 +110,12 @@ def recorded_parameters(version: str | None, read_at: datetime | None) -> dict[s
 
 
 def held_by(parameters: Mapping[str, str]) -> tuple[str | None, datetime | None]:
-    """The source version a replica table's parameters say it holds, and when it was read."""
-    read_at = parameters.get(SOURCE_READ_AT)
+    """The source version a replica table's parameters say it holds, and when it was read.
+
+    A replica written before Commit recorded them has its ``ferry.last.replicated``: when
+    its plan ran, a moment after it read the source.
+    """
+    read_at = parameters.get(SOURCE_READ_AT) or parameters.get(LAST_REPLICATED)
     try:
         moment = _moment(read_at) if read_at else None
     except ValueError:

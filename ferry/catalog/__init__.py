@@ -38,6 +38,19 @@ class Catalog(ABC):
     @abstractmethod
     def get_table(self, database: str, name: str) -> Table | None: ...
 
+    def get_tables(self, database: str, names: Sequence[str]) -> dict[str, Table]:
+        """The tables of ``database`` among ``names`` that exist, by lower-case name.
+
+        Catalogs that read many tables in one call override it (``ferry status`` reads
+        every table of a config).
+        """
+        found = {}
+        for name in names:
+            table = self.get_table(database, name)
+            if table is not None:
+                found[name.lower()] = table
+        return found
+
     @abstractmethod
     def list_partitions(
         self, table: Table, partition_filter: str | None = None, limit: int | None = None

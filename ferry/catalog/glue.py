@@ -75,20 +75,26 @@ class GlueCatalog(Catalog):
             if _code(error) == "EntityNotFoundException":
                 return None
             raise self._refused("read table", f"{database}.{name}", error) from None
-        return Table(
-            database=table["DatabaseName"],
-            name=table["Name"],
-            table_type=TableType(table.get("TableType") or TableType.EXTERNAL),
-            storage=_storage_from_glue(table.get("StorageDescriptor")),
-            partition_keys=_columns_from_glue(table.get("PartitionKeys")),
-            parameters=table.get("Parameters", {}),
-            owner=table.get("Owner"),
-            view_original_text=table.get("ViewOriginalText"),
-            view_expanded_text=table.get("ViewExpandedText"),
-            description=table.get("Description"),
-            changed_at=table.get("UpdateTime") or table.get("CreateTime"),
-            version_id=table.get("VersionId"),
-        )
+        return _table_from_glue(table)
+
+    def get_tables(self, database: str, names: Sequence[str]) -> dict[str, Table]:
+        """``GetTables`` of the whole database, in pages: the ones among ``names``."""
+        wanted = {name.lower() for name in names}
+        arguments: dict[str, Any] = {"DatabaseName": database}
+        found: dict[str, Table] = {}
+        try:
+            while True:
+                page = self._call("get_tables", **arguments)
+                for table in page.get("TableList", []):
+                    if table["Name"].lower() in wanted:
+                        found[table["Name"].lower()] = _table_from_glue(table)
+                if not page.get("NextToken"):
+                    return found
+                arguments["NextToken"] = page["NextToken"]
+        except ClientError as error:
+            if _code(error) == "EntityNotFoundException":
+                return {}
+            raise self._refused("list tables of", database, error) from None
 
     def list_table_names(self, database: str) -> list[str]:
         arguments: dict[str, Any] = {"DatabaseName": database}
@@ -288,6 +294,24 @@ def _code(error: ClientError) -> str:
 
 
 # -- Glue dictionaries <-> model --------------------------------------------------------------
+
+
+def _table_from_glue(table: dict[str, Any]) -> Table:
+    """A table of ``GetTable`` / ``GetTables``, with its ``UpdateTime`` and ``VersionId``."""
+    return Table(
+        database=table["DatabaseName"],
+        name=table["Name"],
+        table_type=TableType(table.get("TableType") or TableType.EXTERNAL),
+        storage=_storage_from_glue(table.get("StorageDescriptor")),
+        partition_keys=_columns_from_glue(table.get("PartitionKeys")),
+        parameters=table.get("Parameters", {}),
+        owner=table.get("Owner"),
+        view_original_text=table.get("ViewOriginalText"),
+        view_expanded_text=table.get("ViewExpandedText"),
+        description=table.get("Description"),
+        changed_at=table.get("UpdateTime") or table.get("CreateTime"),
+        version_id=table.get("VersionId"),
+    )
 
 
 def _columns_from_glue(columns: list[dict[str, Any]] | None) -> tuple[Column, ...]:

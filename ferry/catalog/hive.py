@@ -161,6 +161,22 @@ class HiveMetastoreCatalog(Catalog):
         except ttypes.NoSuchObjectException:
             return None
 
+    def get_tables(self, database: str, names: Sequence[str]) -> dict[str, Table]:
+        """``get_table_objects_by_name``: up to ``_TABLES_PER_CALL`` tables a call."""
+        found: dict[str, Table] = {}
+        for batch in batched(list(names), _TABLES_PER_CALL):
+            try:
+                tables = self.call(lambda c, b=batch: c.get_table_objects_by_name(database, b))
+            except (ttypes.UnknownDBException, ttypes.NoSuchObjectException):
+                return {}
+            except TApplicationException:
+                # Hive 2.3 answers a database that does not exist with no result at all.
+                if self.get_database(database) is None:
+                    return {}
+                raise
+            found.update((t.tableName.lower(), table_from_thrift(t)) for t in tables or [])
+        return found
+
     def list_table_names(self, database: str) -> list[str]:
         try:
             return list(self.call(lambda c: c.get_all_tables(database)))
@@ -521,6 +537,8 @@ def partition_from_thrift(partition: ttypes.Partition) -> Partition:
     )
 
 
+#: Tables read by one ``get_table_objects_by_name``.
+_TABLES_PER_CALL = 100
 #: The time (epoch seconds) the metastore sets on each DDL of a table or partition.
 _LAST_DDL_TIME = "transient_lastDdlTime"
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from ferry.catalog import Catalog
+from ferry.catalog import Catalog, partition_sort_key
 from ferry.catalog.hive import HiveMetastoreCatalog, partition_from_thrift
 from ferry.iceberg.fileio import FerryFileIO
 from ferry.iceberg.reading import read_table_metadata
 from ferry.iceberg.recognise import metadata_location
 from ferry.model import CatalogKind, Partition, Table, partition_name
-from ferry.source_versions import ICEBERG, SourceVersion, of_iceberg
+from ferry.source_versions import ICEBERG, SourceVersion, names_digest, of_iceberg
 
 #: Partitions fetched by name per metastore call.
 _NAMES_PER_CALL = 500
@@ -38,6 +38,7 @@ def table_changes(
     read_at: datetime | None,
     partition_filter: str | None,
     held: SourceVersion | None = None,
+    partition_limit: int | None = None,
 ) -> SourceChanges:
     """A Hive or Glue table's changes after ``read_at`` (when the replica's source was read).
 
@@ -58,19 +59,33 @@ def table_changes(
     elif table_time:
         lacking.append(table_time)
     since = read_at.replace(microsecond=0) if read_at is not None else None
-    count = None
+    count = digest = None
     if source_table.is_partitioned:
-        held = replica.list_partition_values(replica_table) if replica_table else set()
+        partitions: list[Partition] | None = None
         if partition_filter is not None or glue:
             # Glue answers partitions whole (with their CreationTime) however they are asked
             # for; a filter selects few. Either way one listing holds the times.
-            partitions = source.list_partitions(source_table, partition_filter)
-            count = len(partitions)
-            missing = [p for p in partitions if p.values not in held]
+            partitions = source.list_partitions(source_table, partition_filter, partition_limit)
+            values = {p.values for p in partitions}
         else:
             values = source.list_partition_values(source_table)  # names only: cheap
-            count = len(values)
-            missing = _hive_partitions(source, source_table, sorted(values - held))
+            if partition_limit is not None:  # the first ones, as Plan selects them
+                keys = source_table.partition_keys
+                ordered = sorted(values, key=lambda v: partition_sort_key(keys, v))
+                values = set(ordered[:partition_limit])
+        count, digest = len(values), names_digest(values)
+        if replica_table is None:
+            present: set[tuple[str, ...]] = set()
+        elif held is not None and held.names == digest:
+            # The very names the replica's version recorded: none added since, and the
+            # replica's need not be listed (one call a table saved).
+            present = values
+        else:
+            present = replica.list_partition_values(replica_table)
+        if partitions is not None:
+            missing = [p for p in partitions if p.values not in present]
+        else:
+            missing = _hive_partitions(source, source_table, sorted(values - present))
         for partition in missing:
             created = _utc(partition.changed_at)
             if created and (since is None or created >= since):
@@ -80,6 +95,7 @@ def table_changes(
         changed_at=max([t for t in (table_time, *lacking) if t], default=None),
         partitions=count,
         version_id=source_table.version_id if glue else None,
+        names=digest,
     )
     return SourceChanges(version, tuple(sorted(lacking)))
 
@@ -92,18 +108,20 @@ def iceberg_changes(source_table: Table, held: SourceVersion | None) -> SourceCh
     metadata = read_table_metadata(FerryFileIO(), location)
     current = metadata.current_snapshot()
     version = of_iceberg(metadata.current_snapshot_id, current.timestamp_ms if current else None)
-    if held is not None and held.kind == ICEBERG and held.snapshot_id == version.snapshot_id:
+    held_id = held.snapshot_id if held is not None and held.kind == ICEBERG else None
+    if held_id is not None and held_id == version.snapshot_id:
         return SourceChanges(version, ())
-    held_ms = (
-        int(held.changed_at.timestamp() * 1000)
-        if held is not None and held.kind == ICEBERG and held.changed_at
-        else None
-    )
-    later = sorted(
-        datetime.fromtimestamp(s.timestamp_ms / 1000, UTC)
-        for s in metadata.snapshots
-        if held_ms is None or s.timestamp_ms > held_ms
-    )
+    by_id = {s.snapshot_id: s for s in metadata.snapshots}
+    # The snapshots after the held one: the current snapshot's ancestors down to it.
+    lineage, snapshot_id = [], metadata.current_snapshot_id
+    while snapshot_id is not None and snapshot_id != held_id and snapshot_id in by_id:
+        lineage.append(by_id[snapshot_id])
+        snapshot_id = by_id[snapshot_id].parent_snapshot_id
+    if held_id is not None and snapshot_id != held_id and held is not None and held.changed_at:
+        # The held snapshot is not an ancestor (expired, or a rollback): by time instead.
+        held_ms = round(held.changed_at.timestamp() * 1000)
+        lineage = [s for s in metadata.snapshots if s.timestamp_ms > held_ms]
+    later = sorted(datetime.fromtimestamp(s.timestamp_ms / 1000, UTC) for s in lineage)
     if not later:  # another current snapshot, none newer (a rollback): changed at the update
         later = [datetime.fromtimestamp(metadata.last_updated_ms / 1000, UTC)]
     return SourceChanges(version, tuple(later))

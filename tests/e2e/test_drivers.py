@@ -17,7 +17,7 @@ import pytest
 
 from ferry import fs
 from ferry import statemachine as definition
-from ferry.replica import COMMIT_CLAIM, LAST_REPLICATED
+from ferry.replica import COMMIT_CLAIM, LAST_REPLICATED, SOURCE_READ_AT
 from ferry.replicate import substitutions
 from tests.e2e.test_pipeline import table_entry
 from tests.helpers import Replicator, catalog_state, config_document
@@ -58,7 +58,7 @@ def driver_states(replicator: Replicator, table: str) -> list[str]:
 
 
 def normalised(value, event_ids: set[str]):
-    """``value`` with every event id replaced and Ferry's replication time dropped."""
+    """``value`` with every event id replaced and Ferry's replication and read times dropped."""
     if isinstance(value, dict):
         return {
             normalised(key, event_ids): normalised(
@@ -67,7 +67,7 @@ def normalised(value, event_ids: set[str]):
                 event_ids,
             )
             for key, item in value.items()
-            if key != LAST_REPLICATED
+            if key not in (LAST_REPLICATED, SOURCE_READ_AT)
         }
     if isinstance(value, list | tuple):
         return type(value)(normalised(item, event_ids) for item in value)

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -172,6 +173,12 @@ def test_status_of_an_environment_that_does_not_deploy_the_config_is_one_line(or
     unknown = ferry("status", str(config), "--environment", "nowhere")
     assert unknown.returncode == 2
     assert "no settings for environment 'nowhere'" in unknown.stderr
+    # A config the environment deploys, in an account (the emulator's) with no such stack.
+    deployed = Path(__file__).resolve().parents[2] / "infra" / "replications" / "sales-dr.yml"
+    absent = ferry("status", str(deployed), "--environment", "dev")
+    assert absent.returncode == 2, absent.stdout + absent.stderr
+    [line] = absent.stderr.splitlines()
+    assert line == "ferry: error: --environment dev: not deployed (no stack Ferry-dev in eu-west-1)"
 
 
 def test_status_reads_the_state_of_the_deployed_local_pipeline(

@@ -326,3 +326,20 @@ def test_an_iceberg_replica_is_behind_since_the_first_snapshot_it_lacks(
     )
     assert history.changes_lacking == 2
     assert SourceVersion.parse(history.source_version).snapshot_id == third.snapshot_id
+
+
+def test_a_partition_the_limit_leaves_out_is_never_lacking(
+    orders_config, sample, source_catalog, replica_catalog, state
+):
+    """``partition-limit: 3`` replicates the first three partitions in value order: a later
+    one is not the replica's to have."""
+    orders_config["table-replications"][0]["source-table"]["partition-limit"] = 3
+    [outcome] = Replicator(orders_config, clock=utc_now, state=state).run()
+    assert outcome.ok, outcome
+    time.sleep(1.1)
+    added = add_partition(source_catalog, sample, "2030-01-05")
+    [orders] = status(orders_config, source_catalog, replica_catalog, state, added + 20 * MINUTES).values()
+    assert (orders.state, orders.behind) == (FreshnessState.IN_SYNC, timedelta(0))
+    added = add_partition(source_catalog, sample, "2020-01-05")  # first in value order
+    [orders] = status(orders_config, source_catalog, replica_catalog, state, added + 20 * MINUTES).values()
+    assert (orders.state, orders.behind, orders.over_rpo) == (FreshnessState.BEHIND, 20 * MINUTES, True)

@@ -8,8 +8,15 @@ from datetime import UTC, datetime, timedelta
 from ferry.commands.status import short
 from ferry.diff import definition
 from ferry.model import Column, Partition, StorageDescriptor, Table, TableType
-from ferry.replica import SOURCE_READ_AT, SOURCE_VERSION
-from ferry.source_versions import SourceVersion, held_by, of_iceberg, of_table, recorded_parameters
+from ferry.replica import LAST_REPLICATED, SOURCE_READ_AT, SOURCE_VERSION
+from ferry.source_versions import (
+    SourceVersion,
+    held_by,
+    names_digest,
+    of_iceberg,
+    of_table,
+    recorded_parameters,
+)
 
 NOW = datetime(2026, 11, 26, 10, 12, 0, 123000, tzinfo=UTC)
 
@@ -28,13 +35,19 @@ def test_a_hive_version_is_the_latest_change_of_table_and_partitions_and_their_c
         for m, day in ((1, "a"), (5, "b"), (2, "c"))
     ]
     version = of_table(table(NOW), partitions, glue=False)
-    assert str(version) == "hive:changed=2026-11-26T10:17:00.123Z;partitions=3"
+    assert str(version) == (
+        "hive:changed=2026-11-26T10:17:00.123Z;partitions=3;names="
+        + names_digest([("a",), ("b",), ("c",)])
+    )
+    assert names_digest([("c",), ("a",), ("b",)]) == names_digest([("a",), ("b",), ("c",)])
     assert SourceVersion.parse(str(version)) == version
 
 
 def test_a_glue_version_carries_the_version_id_and_an_iceberg_one_its_snapshot():
     glue = of_table(table(NOW, "7"), [], glue=True)
-    assert str(glue) == "glue:version=7;changed=2026-11-26T10:12:00.123Z;partitions=0"
+    assert str(glue) == (
+        f"glue:version=7;changed=2026-11-26T10:12:00.123Z;partitions=0;names={names_digest([])}"
+    )
     iceberg = of_iceberg(4242, int(NOW.timestamp() * 1000))
     assert str(iceberg) == "iceberg:snapshot=4242;changed=2026-11-26T10:12:00.123Z"
     assert SourceVersion.parse(str(iceberg)) == iceberg
@@ -48,6 +61,8 @@ def test_what_commit_records_reads_back_and_is_not_a_difference_of_definition():
         SOURCE_READ_AT: "2026-11-26T10:12:00.123Z",
     }
     assert held_by(recorded) == ("hive:partitions=3", NOW)
+    # A replica from before: when its plan ran.
+    assert held_by({LAST_REPLICATED: "2026-11-26T10:12:00.123Z"}) == (None, NOW)
     assert definition(table(parameters=recorded)) == definition(table())
     # The catalog's times are read, never part of what "the same table" means.
     assert table(NOW, "1") == table(NOW + timedelta(days=1), "2")
