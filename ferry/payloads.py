@@ -205,6 +205,8 @@ class NotifySuccessResult(Result):
     lag_seconds: float
     #: Source snapshots an Iceberg replica got in this run (0 for every other table).
     iceberg_snapshots: int = 0
+    #: The table's priority (``ferry.budget``): its lag is published by priority.
+    priority: str = "normal"
 
 
 # -- Abort table -------------------------------------------------------------------------------
@@ -421,3 +423,30 @@ class FreshnessCheckResult(Result):
     tables: int
     over_rpo: list[str]
     requests: int
+
+
+# -- Claim copy slot (``ferry.budget``) ------------------------------------------------------
+
+
+class CopySlotInput(Input):
+    """A table about to copy data: its plan (which names its priority) and its execution."""
+
+    plan_uri: str
+    event_id: str
+    #: The table's execution (its slot's holder); None in the in-process driver.
+    execution: str | None = None
+
+
+class CopySlotResult(Result):
+    """A slot granted, or how long to wait before asking again; the line behind it."""
+
+    granted: bool
+    slot: int | None
+    priority: str
+    #: Seconds to wait before claiming again (0 when granted).
+    wait_seconds: int
+    #: Seconds since the table first asked.
+    waited_seconds: float
+    queued_critical: int
+    queued_normal: int
+    queued_bulk: int

@@ -4,8 +4,9 @@ The in-process driver does not have an orchestration of its own: it walks
 ``ferry/statemachine/replication.asl.json`` — the file the CDK deploys and the emulator runs —
 state by state, and at each Task calls the same ``ferry.steps.Steps`` method the state's
 Lambda handler calls, with the payload the state's ``Parameters`` build, validated into the
-same input model, and its result as the same JSON. Choices, ``Retry``,
-``Catch``, ``ResultSelector`` and ``ResultPath`` are applied as Step Functions applies them
+same input model, and its result as the same JSON. Choices, ``Wait`` (slept for real, at
+most ``LONGEST_WAIT_SECONDS``), ``Retry``, ``Catch``, ``ResultSelector`` and ``ResultPath``
+are applied as Step Functions applies them
 (for the subset of Amazon States Language the definition uses; anything else is refused
 loudly, and a unit test holds the definition to that subset). So both drivers take the same
 states in the same order, choose the same copier and leave the same replica.
@@ -43,6 +44,8 @@ S3_GET_OBJECT = "arn:aws:states:::s3:getObject"
 EMR_SERVERLESS_SYNC = "arn:aws:states:::emr-serverless:startJobRun.sync"
 #: How this driver names the placeholders it fills (``${PlanFunctionArn}`` → ``step:Plan``).
 _STEP_PREFIX = "step:"
+#: The longest a Wait state sleeps here (``Wait for a copy slot`` asks again after it).
+LONGEST_WAIT_SECONDS = 60.0
 
 
 class SparkRunner(Protocol):
@@ -185,6 +188,12 @@ class InProcessDriver:
             return _place(data, result, state.get("ResultPath", "$")), _next(state)
         if kind == "Succeed":
             return data, None
+        if kind == "Wait":
+            # Slept for real, as Step Functions waits; bounded, so a run never hangs here.
+            seconds = _get(data, state["SecondsPath"]) if "SecondsPath" in state else None
+            seconds = state.get("Seconds", 0) if seconds is None else seconds
+            self.sleep(min(max(float(seconds), 0.0), LONGEST_WAIT_SECONDS))
+            return data, _next(state)
         if kind == "Fail":
             raise StateError(
                 _get(data, state["ErrorPath"]) if "ErrorPath" in state else state.get("Error"),
@@ -431,7 +440,9 @@ def _choose(state: dict[str, Any], data: Any) -> str:
             return choice["Next"]
         if "NumericGreaterThan" in choice and value > choice["NumericGreaterThan"]:
             return choice["Next"]
-        if not {"StringEquals", "NumericGreaterThan"} & set(choice):
+        if "BooleanEquals" in choice and value is choice["BooleanEquals"]:
+            return choice["Next"]
+        if not {"StringEquals", "NumericGreaterThan", "BooleanEquals"} & set(choice):
             raise NotImplementedError(f"choice rule {choice} is not driven in process")
     return state["Default"]
 

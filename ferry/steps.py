@@ -30,6 +30,7 @@ from typing import Any
 from ferry import copies, faults, fs, housekeeping, lifecycle, selection
 from ferry.abort import clean_up, failure_of
 from ferry.aws import AwsClients
+from ferry.budget import EnvironmentBudget, Holder
 from ferry.catalog import Catalog
 from ferry.catalog.factory import open_catalog
 from ferry.clock import Clock, utc_now
@@ -68,6 +69,8 @@ from ferry.payloads import (
     CommitResult,
     CopyBatchInput,
     CopyBatchResult,
+    CopySlotInput,
+    CopySlotResult,
     HousekeepingInput,
     HousekeepingResult,
     InlineCopyResult,
@@ -108,6 +111,7 @@ class Steps:
         catalogs: CatalogOpener = open_catalog,
         state: lifecycle.ReplicaState | None = None,
         config_environment: Mapping[str, str] | None = None,
+        budget: EnvironmentBudget | None = None,
     ):
         self.work_uri = work_uri.rstrip("/")
         #: What the configs' ``${NAME}`` placeholders resolve from (None: this process's
@@ -119,6 +123,8 @@ class Steps:
         self.clock = clock
         self.event_ids = event_ids or (lambda started: new_event_id(lambda: started))
         self.catalogs = catalogs
+        #: The environment's copy slots (``ferry.budget``); None: every claim granted at once.
+        self.budget = budget
 
     # -- shared pieces --------------------------------------------------------------------
 
@@ -166,7 +172,9 @@ class Steps:
         config = load_config_uri(payload.config_uri, self.config_environment)
         items = []
         triggered = trigger_time(payload.trigger)
-        for replication in self.select_tables(config, payload.tables or [], payload.config_uri):
+        replications = self.select_tables(config, payload.tables or [], payload.config_uri)
+        # Critical tables first, then normal, then bulk: the Map starts them in this order.
+        for replication in sorted(replications, key=lambda r: r.priority.rank):
             started = self.clock()
             items.append(
                 TableItem(
@@ -416,6 +424,7 @@ class Steps:
             )
             key = self._replica_key(config, plan.replication)
             lifecycle.committed(self.state, key, plan, replica, before, self.clock(), where.root)
+        self.release_copy_slot(plan.event_id)
         self._record_success(config, document)
         return CommitResult(
             replica_location=plan.replica_table.location,
@@ -461,6 +470,7 @@ class Steps:
             iceberg_snapshots=(
                 len(plan.iceberg.new_snapshot_ids) if plan.iceberg and not unchanged else 0
             ),
+            priority=plan.replication.priority.value,
             duration_seconds=(ended - document.started).total_seconds(),
             lag_seconds=(ended - (document.triggered or document.started)).total_seconds(),
         )
@@ -512,6 +522,7 @@ class Steps:
         if config is not None and replication is not None:  # never another run's lock
             self._record_failure(config, replication, event_id, f"{name}: {message}")
             lifecycle.release_lock(self.state, self._replica_key(config, replication), event_id)
+        self.release_copy_slot(event_id)
         notified = False
         if config is not None and replication is not None:
             event = self._event(
@@ -657,3 +668,45 @@ class Steps:
             )
             outcomes.append(aborted.model_dump(mode="json"))
         return SummarizeResult.model_validate(summary(outcomes))
+
+    # -- Claim copy slot (``ferry.budget``) ---------------------------------------------
+
+    def claim_copy_slot(self, payload: CopySlotInput | Mapping[str, Any]) -> CopySlotResult:
+        """Take one of the environment's copy slots for this table's copy (critical tables
+        first), or wait in line: the answer says how long before asking again. Commit and
+        Abort free it (``release_copy_slot``)."""
+        payload = CopySlotInput.model_validate(payload)
+        priority = read_plan(payload.plan_uri).plan.replication.priority
+        if self.budget is None:
+            return CopySlotResult(
+                granted=True, slot=None, priority=priority.value, wait_seconds=0,
+                waited_seconds=0, queued_critical=0, queued_normal=0, queued_bulk=0,
+            )  # fmt: skip
+        owner = payload.execution or (self.state.owner if self.state is not None else None)
+        answer = self.budget.slots.claim(
+            self.budget.budget, payload.event_id, priority, self.clock(), owner,
+            self._slot_holder_gone,
+        )  # fmt: skip
+        queued = {p.value: n for p, n in answer.queued.items()}
+        return CopySlotResult(
+            granted=answer.granted,
+            slot=answer.slot,
+            priority=priority.value,
+            wait_seconds=answer.wait_seconds,
+            waited_seconds=answer.waited_seconds,
+            queued_critical=queued.get("critical", 0),
+            queued_normal=queued.get("normal", 0),
+            queued_bulk=queued.get("bulk", 0),
+        )
+
+    def release_copy_slot(self, event_id: str) -> None:
+        """Free the event's copy slot, or take it out of line (nothing when it has neither)."""
+        if self.budget is not None:
+            self.budget.slots.release(event_id)
+
+    def _slot_holder_gone(self, holder: Holder) -> bool:
+        """A slot's holder that no longer runs, told as a lock's is (``_lock_holder_gone``)."""
+        return self._lock_holder_gone(
+            Lease("copy-budget", holder.event_id, holder.acquired_at, holder.expires_at,
+                  holder.owner)
+        )  # fmt: skip

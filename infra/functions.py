@@ -45,6 +45,8 @@ FEED_STATE = "feed-state"
 READ_STATE = "read-state"
 #: PutMetricData in the namespace ``Ferry`` only (``cloudwatch:namespace``).
 PUT_METRICS = "put-metrics"
+#: The copy budget's slots and line in the state table (``ferry.budget.dynamodb``) only.
+BUDGET_STATE = "budget-state"
 
 #: What each function's step does besides reading its config and its run's files.
 NEEDS: dict[str, frozenset[str]] = {
@@ -56,6 +58,8 @@ NEEDS: dict[str, frozenset[str]] = {
     # its source changed): nothing wrong is left where the commit would point.
     "InlineCopy": frozenset({READ_DATA, WRITE_REPLICAS, DELETE_REPLICAS}),
     "S3CopyBatch": frozenset({READ_DATA, WRITE_REPLICAS, DELETE_REPLICAS}),
+    # Reads the plan (its table's priority), takes a copy slot or waits in line.
+    "CopySlot": frozenset({BUDGET_STATE}),
     # Avro schema copies, an Iceberg replica's manifest lists and metadata.json, the replica's
     # catalog, the ledger of superseded snapshots.
     "Commit": frozenset({CATALOGS, WRITE_CATALOG, READ_DATA, WRITE_REPLICAS, STATE}),
@@ -144,6 +148,8 @@ class Functions(Construct):
             "FERRY_MAX_CONCURRENCY": str(settings.tables_at_once),
             # A replica's lock lasts as long as the execution that takes it may run.
             "FERRY_LOCK_LEASE": f"PT{statemachine.timeout_seconds()}S",
+            # Claim copy slot takes a slot (as long as the lock), Commit and Abort free it.
+            **settings.copy_budget.environment(),
             "POWERTOOLS_SERVICE_NAME": "ferry",
             "POWERTOOLS_METRICS_NAMESPACE": "Ferry",
         }
@@ -193,6 +199,8 @@ class Functions(Construct):
             )  # fmt: skip
             if FEED_STATE in needs:
                 state.grant_feed_state(function, FEED_STATE_ACTIONS[name])
+            if BUDGET_STATE in needs:
+                state.grant_budget_state(function)
             self.by_name[name] = function
             if name in statemachine.OUT_OF_BAND_FUNCTIONS:
                 self.dead_letters[name] = self._on_failure(

@@ -269,6 +269,7 @@ class Operations(Construct):
                 width=24,
             )
         )
+        add_copy_budget_widgets(self.dashboard)
 
 
 def _source(rule: events.CfnRule) -> str | None:
@@ -331,3 +332,43 @@ def watch_freshness(
         ),
     )
     return alarm
+
+
+# -- the copy budget (``ferry.budget``): its line and each priority's lag ---------------------
+
+#: The priorities the copy budget's metrics carry (``ferry.config.Priority``).
+PRIORITIES = ("critical", "normal", "bulk")
+
+
+def by_priority(metric: str, statistic: str, priority: str) -> cloudwatch.Metric:
+    """One priority's series of a metric the functions publish with a Priority dimension."""
+    return cloudwatch.Metric(
+        namespace=NAMESPACE,
+        metric_name=metric,
+        dimensions_map={"service": "ferry", "Priority": priority},
+        statistic=statistic,
+        period=PERIOD,
+        label=f"{priority} ({statistic})",
+    )
+
+
+def add_copy_budget_widgets(dashboard: cloudwatch.Dashboard) -> None:
+    """How many copies wait for a slot, how long they waited, and each priority's change →
+    replica lag: bulk's backlog should never show in critical's lag."""
+    dashboard.add_widgets(
+        cloudwatch.GraphWidget(
+            title="Copies waiting for a slot, by priority",
+            left=[by_priority("CopyQueueDepth", "Maximum", p) for p in PRIORITIES],
+            width=8,
+        ),
+        cloudwatch.GraphWidget(
+            title="Wait for a copy slot by priority (s)",
+            left=[by_priority("CopySlotWait", "Maximum", p) for p in PRIORITIES],
+            width=8,
+        ),
+        cloudwatch.GraphWidget(
+            title="Change to replica lag by priority (s): p95",
+            left=[by_priority("ReplicationLag", "p95", p) for p in PRIORITIES],
+            width=8,
+        ),
+    )

@@ -114,13 +114,15 @@ class Pipeline(Construct):
             allow(function, ["states:DescribeExecution"], [_executions_of(stack, changes_name)])
 
         # Plan takes over a replica's lock whose holder, a table's execution (a child of the
-        # Map over the tables), has ended without releasing it (stopped, timed out).
-        allow(
-            functions.by_name["Plan"],
-            ["states:DescribeExecution"],
-            # A child's ARN on AWS; the parent's where a Map's children share its context.
-            [_children_of(stack, replication_name), _executions_of(stack, replication_name)],
-        )
+        # Map over the tables), has ended without releasing it (stopped, timed out); Claim
+        # copy slot takes over such a holder's copy slot.
+        for name in ("Plan", "CopySlot"):
+            allow(
+                functions.by_name[name],
+                ["states:DescribeExecution"],
+                # A child's ARN on AWS; the parent's where a Map's children share its context.
+                [_children_of(stack, replication_name), _executions_of(stack, replication_name)],
+            )
 
         role = self.replication.role
         # The Maps over the tables and over the S3 copy's batches are Distributed Maps: they

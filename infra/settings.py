@@ -10,6 +10,7 @@ synthesizes every one of them.
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from functools import cached_property
 from pathlib import Path
 from typing import Annotated
@@ -24,7 +25,7 @@ from pydantic import (
     model_validator,
 )
 
-from ferry import config_text, fs, triggers
+from ferry import budget, config_text, fs, triggers
 from ferry.config import (
     ReplicationConfig,
     WholeNumber,
@@ -32,6 +33,8 @@ from ferry.config import (
     check_schedule_expression,
     load_config,
 )
+from ferry.config.objectives import parse_rpo
+from ferry.duration import format_duration
 from ferry.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -92,6 +95,45 @@ class Spark(_Model):
     maximum_memory_gb: WholeNumber = Field(default=256, ge=8)
     maximum_disk_gb: WholeNumber = Field(default=1000, ge=20)
     idle_timeout_minutes: WholeNumber = Field(default=15, ge=1, le=10080)
+
+
+class CopyBudget(_Model):
+    """How many tables copy data at once in this environment, and in what order they start
+    (``ferry.budget``): one slot is one table's copy — an inline copy Lambda, an S3
+    server-side copy's Map (up to 16 copy Lambdas), or a Spark job on the EMR application."""
+
+    #: Tables copying at once (the environment's, across every run and config).
+    slots: WholeNumber = Field(default=8, ge=1, le=1000)
+    #: Of those, how many only critical tables take: bulk never blocks critical.
+    critical_reserved_slots: WholeNumber = Field(default=2, ge=0)
+    #: A waiting copy counts one priority higher after each period (bulk reaches critical's
+    #: rank after two): nothing waits forever.
+    priority_aging: timedelta = Field(default=budget.DEFAULT_AGING)
+    #: Seconds a table waits before asking for a slot again (growing to 30 as it waits).
+    wait_seconds: WholeNumber = Field(default=budget.DEFAULT_WAIT_SECONDS, ge=1, le=30)
+
+    @field_validator("priority_aging", mode="before")
+    @classmethod
+    def _aging(cls, value: object) -> timedelta:
+        return parse_rpo(value)  # a positive ISO-8601 duration
+
+    @model_validator(mode="after")
+    def _room_for_normal_and_bulk(self) -> CopyBudget:
+        if self.critical_reserved_slots >= self.slots:
+            raise ValueError(
+                f"critical-reserved-slots ({self.critical_reserved_slots}) must be fewer than "
+                f"slots ({self.slots}): normal and bulk tables need at least one"
+            )
+        return self
+
+    def environment(self) -> dict[str, str]:
+        """The Claim copy slot function's environment (``lambdas/runtime.py``)."""
+        return {
+            "FERRY_COPY_SLOTS": str(self.slots),
+            "FERRY_CRITICAL_RESERVED_SLOTS": str(self.critical_reserved_slots),
+            "FERRY_PRIORITY_AGING": format_duration(self.priority_aging),
+            "FERRY_COPY_SLOT_WAIT_SECONDS": str(self.wait_seconds),
+        }
 
 
 def _matching(pattern: str, what: str) -> AfterValidator:
@@ -194,6 +236,7 @@ class EnvironmentSettings(_Model):
     #: Who is told when an alarm fires (the operations topic's e-mail subscriptions).
     alarm_emails: list[str] = Field(default_factory=list)
     tables_at_once: WholeNumber = Field(default=4, ge=1, le=40)
+    copy_budget: CopyBudget = Field(default_factory=CopyBudget)
     ad_hoc_access: AdHocAccess = Field(default_factory=AdHocAccess)
 
     @field_validator("variables", "secret_variables")

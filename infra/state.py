@@ -10,6 +10,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
+from ferry.budget.dynamodb import BUDGET_KEY
 from infra.access import allow
 from infra.removal import KEEP
 
@@ -74,6 +75,20 @@ class StateTable(Construct):
                 conditions={
                     "ForAllValues:StringLike": {"dynamodb:LeadingKeys": list(self.FEED_KEYS)}
                 },
+            )
+        )
+
+    #: What ``ferry.budget.dynamodb.DynamoDbSlots`` calls: one Query of the budget's
+    #: partition, conditional puts of a slot, deletes of a slot or a waiting claim.
+    BUDGET_ACTIONS = ("dynamodb:Query", "dynamodb:PutItem", "dynamodb:DeleteItem")
+
+    def grant_budget_state(self, grantee: iam.IGrantable) -> None:
+        """The copy budget's actions on its own partition (``copy-budget``) only."""
+        grantee.grant_principal.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=list(self.BUDGET_ACTIONS),
+                resources=[self.table.table_arn],
+                conditions={"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": [BUDGET_KEY]}},
             )
         )
 

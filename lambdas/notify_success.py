@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from ferry.freshness_metrics import FRESHNESS
 from ferry.payloads import PlannedRun
-from lambdas.runtime import logger, metrics, steps, tracer
+from lambdas.runtime import NAMESPACE, SERVICE, logger, metrics, steps, tracer
 
 
 @logger.inject_lambda_context(correlation_id_path="eventId", clear_state=True, log_event=True)
@@ -33,4 +33,11 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     # The replica now holds what the source held when Plan read it: it is in sync, without
     # waiting for the periodic check (ferry.freshness_metrics).
     metrics.add_metric(name=FRESHNESS, unit=MetricUnit.Seconds, value=0)
+    if result.status == "SUCCEEDED":
+        # The change → replica lag by the table's priority (the copy budget's dashboard).
+        with single_metric(
+            name="ReplicationLag", unit=MetricUnit.Seconds, value=result.lag_seconds,
+            namespace=NAMESPACE, default_dimensions={"service": SERVICE},
+        ) as metric:  # fmt: skip
+            metric.add_dimension(name="Priority", value=result.priority)
     return result.model_dump(mode="json")

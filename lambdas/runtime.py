@@ -14,8 +14,9 @@ from functools import cache
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
-from ferry import fs, lifecycle
+from ferry import budget, fs, lifecycle
 from ferry.aws import AwsClients
+from ferry.budget.dynamodb import DynamoDbSlots
 from ferry.config import load_config_uri
 from ferry.config_text import SECRET_PLACEHOLDER
 from ferry.errors import ConfigError, FerryError
@@ -75,6 +76,34 @@ class Settings(BaseModel):
         description="how long a replication holds its replica table's lock at most (ISO-8601)",
     )
 
+    copy_slots: int | None = Field(
+        default=None,
+        ge=1,
+        alias="FERRY_COPY_SLOTS",
+        description="the environment's copy budget: tables copying at once (none: no budget)",
+    )
+    critical_reserved_slots: int = Field(
+        default=0, ge=0, alias="FERRY_CRITICAL_RESERVED_SLOTS",
+        description="how many of the copy slots only critical tables take",
+    )  # fmt: skip
+    priority_aging: timedelta = Field(
+        default=budget.DEFAULT_AGING, gt=timedelta(0), alias="FERRY_PRIORITY_AGING",
+        description="a waiting copy counts one priority higher after each (ISO-8601)",
+    )  # fmt: skip
+    copy_slot_wait_seconds: int = Field(
+        default=budget.DEFAULT_WAIT_SECONDS, ge=1, alias="FERRY_COPY_SLOT_WAIT_SECONDS",
+        description="seconds a table waits before asking for a copy slot again",
+    )  # fmt: skip
+
+    def copy_budget(self) -> budget.CopyBudget | None:
+        """The environment's copy budget; a slot lasts as long as a replica's lock."""
+        if self.copy_slots is None:
+            return None
+        return budget.CopyBudget(
+            self.copy_slots, self.critical_reserved_slots, self.priority_aging,
+            self.lock_lease, self.copy_slot_wait_seconds,
+        )  # fmt: skip
+
     @classmethod
     def from_environment(cls, environ: dict[str, str] | None = None) -> Settings:
         """Errors name the variable, e.g. ``FERRY_WORK_URI: Field required``."""
@@ -102,7 +131,16 @@ def steps() -> Steps:
             dynamodb=aws.client("dynamodb"),
             lease=settings().lock_lease,
         )
-    return Steps(settings().work_uri, aws, state=state, config_environment=config_environment(aws))
+    copy_budget = settings().copy_budget()
+    slots = None
+    if copy_budget is not None and settings().state_table:
+        slots = budget.EnvironmentBudget(
+            copy_budget, DynamoDbSlots(aws.client("dynamodb"), settings().state_table)
+        )
+    return Steps(
+        settings().work_uri, aws, state=state, config_environment=config_environment(aws),
+        budget=slots,
+    )  # fmt: skip
 
 
 @cache

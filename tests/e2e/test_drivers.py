@@ -228,6 +228,8 @@ def test_ferry_replicate_runs_spark_on_emr_serverless_when_the_config_names_an_a
     assert table["states"] == [
         "Plan",
         "Choose copier",
+        "Claim copy slot",
+        "Copy slot granted?",
         "Spark copy",
         "Commit",
         "Commit failed",

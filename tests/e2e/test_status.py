@@ -216,3 +216,22 @@ def test_status_reads_the_state_of_the_deployed_local_pipeline(
     assert " failing since 20" in first and "injected failure at plan.planned" in first
     local = ferry("status", str(config), "--home", str(local_runtime.state_dir / "elsewhere"))
     assert local.returncode == 2, "the pipeline's state is not ferry replicate's"
+
+
+def test_status_reads_the_dynamodb_state_table_ferry_replicate_used(orders, sample, unique):
+    import boto3
+
+    from ferry.ledger import DynamoDbStateStore
+
+    config, home = orders
+    table = f"ferry-state-{unique}"
+    DynamoDbStateStore.create_table(boto3.client("dynamodb", region_name="us-east-1"), table)
+    done = ferry("replicate", str(config), "--home", str(home), "--state-table", table)
+    assert done.returncode == 0, done.stderr
+    status = ferry("status", str(config), "--state-table", table, "--json")
+    assert status.returncode == 0, status.stderr
+    tables = json.loads(status.stdout)
+    assert [t["state"] for t in tables] == ["in sync", "in sync"]
+    assert all(t["lastSuccessEvent"] for t in tables)
+    # The local file was not the state: nothing there.
+    assert ferry("status", str(config), "--home", str(home)).returncode == 2

@@ -90,6 +90,15 @@ def test_a_replica_outside_the_write_locations_fails_the_synth(environments):
         ({"ad-hoc-access": {"topics": ["ferry-*"]}}, "ad-hoc-access.topics"),
         ({"ad-hoc-access": {"glue": [{"read-databases": ["Sales-DB"]}]}}, "read-databases.0"),
         ({"ad-hoc-access": {"read-locations": ["s3://Bad_Bucket/"]}}, "read-locations.0"),
+        ({"copy-budget": {"slots": 0}}, "copy-budget.slots"),
+        (
+            {"copy-budget": {"slots": 2, "critical-reserved-slots": 2}},
+            "copy-budget: Value error, critical-reserved-slots (2) must be fewer than slots (2)",
+        ),
+        ({"copy-budget": {"priority-aging": "soon"}}, "copy-budget.priority-aging"),
+        ({"copy-budget": {"priority-aging": "PT0S"}}, "give a positive duration"),
+        ({"copy-budget": {"wait-seconds": 0}}, "copy-budget.wait-seconds"),
+        ({"copy-budget": {"slot": 4}}, "copy-budget.slot"),
     ],
 )
 def test_a_mistake_is_one_line_naming_the_file_and_key(environments, changes, message):
@@ -165,3 +174,16 @@ def test_two_configs_that_would_deploy_as_one_stop_the_synth_in_one_line_naming_
     assert stopped.value.code == 2
     error = capsys.readouterr().err.strip()
     assert error == "ferry: error: qa: " + message.format(a=first, b=other)
+
+
+def test_the_copy_budget_reaches_the_functions_as_their_environment(environments):
+    environments("qa", **{"copy-budget": {"slots": 6, "critical-reserved-slots": 1,
+                                          "priority-aging": "PT30M"}})  # fmt: skip
+    assert load_environment("qa").copy_budget.environment() == {
+        "FERRY_COPY_SLOTS": "6",
+        "FERRY_CRITICAL_RESERVED_SLOTS": "1",
+        "FERRY_PRIORITY_AGING": "PT30M",
+        "FERRY_COPY_SLOT_WAIT_SECONDS": "5",
+    }
+    environments("qa")
+    assert load_environment("qa").copy_budget.environment()["FERRY_COPY_SLOTS"] == "8"

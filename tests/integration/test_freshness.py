@@ -338,8 +338,16 @@ def test_a_partition_the_limit_leaves_out_is_never_lacking(
     assert outcome.ok, outcome
     time.sleep(1.1)
     added = add_partition(source_catalog, sample, "2030-01-05")
-    [orders] = status(orders_config, source_catalog, replica_catalog, state, added + 20 * MINUTES).values()
+    [orders] = status(
+        orders_config, source_catalog, replica_catalog, state, added + 20 * MINUTES
+    ).values()
     assert (orders.state, orders.behind) == (FreshnessState.IN_SYNC, timedelta(0))
     added = add_partition(source_catalog, sample, "2020-01-05")  # first in value order
-    [orders] = status(orders_config, source_catalog, replica_catalog, state, added + 20 * MINUTES).values()
-    assert (orders.state, orders.behind, orders.over_rpo) == (FreshnessState.BEHIND, 20 * MINUTES, True)
+    [orders] = status(
+        orders_config, source_catalog, replica_catalog, state, added + 20 * MINUTES
+    ).values()
+    assert (orders.state, orders.behind, orders.over_rpo) == (
+        FreshnessState.BEHIND,
+        20 * MINUTES,
+        True,
+    )

@@ -114,6 +114,9 @@ def trail(unique, sample, local_runtime, tmp_path, monkeypatch):
     world = Trail(unique, sample, local_runtime, tmp_path)
     monkeypatch.setenv("FERRY_WORK_URI", f"s3://{world.work}")
     monkeypatch.setenv("FERRY_STATE_TABLE", state_table)
+    # A copy budget of two slots, one kept for critical tables (the sample's is normal).
+    monkeypatch.setenv("FERRY_COPY_SLOTS", "2")
+    monkeypatch.setenv("FERRY_CRITICAL_RESERVED_SLOTS", "1")
     # The change window state machine the feeds start (here one that only waits).
     waiting = {"StartAt": "Wait", "States": {"Wait": {"Type": "Wait", "Seconds": 60, "End": True}}}
     changes = boto3.client("stepfunctions").create_state_machine(
@@ -132,7 +135,7 @@ def trail(unique, sample, local_runtime, tmp_path, monkeypatch):
 
 def before(trail: Trail, state: str) -> None:
     """What the state machine runs before the state, for the sample event's event id."""
-    if state in ("inline_copy", "commit", "notify_success", "abort", "housekeeping"):
+    if state in ("copy_slot", "inline_copy", "commit", "notify_success", "abort", "housekeeping"):
         trail.run("plan")
     if state in ("commit", "notify_success", "abort", "housekeeping"):
         trail.run("inline_copy")
@@ -190,6 +193,13 @@ def check_outcome(trail: Trail, state: str, result: dict) -> None:
         assert (result["copier"], result["files"], result["partitionsToAdd"]) == ("inline", 3, 3)
         assert (result["sourceTable"], result["replicaTable"]) == (orders, replica)
         assert fs.exists(result["planUri"]) and fs.exists(result["manifestUri"])
+    elif state == "copy_slot":
+        # A normal table takes the slot not kept for critical tables; nothing waits.
+        assert (result["granted"], result["slot"], result["priority"]) == (True, 1, "normal")
+        assert (result["queuedCritical"], result["queuedNormal"], result["queuedBulk"]) == (0, 0, 0)
+        [holder] = runtime.steps().budget.slots.holders()
+        assert (holder.slot, holder.event_id) == (1, trail.results["plan"]["eventId"])
+        assert holder.owner == json.loads(trail.raw("copy_slot"))["execution"]
     elif state == "inline_copy":
         assert result["files"] == trail.results["plan"]["files"] == 3
         assert result["bytes"] == trail.results["plan"]["bytes"]

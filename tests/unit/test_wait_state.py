@@ -1,0 +1,41 @@
+"""The in-process driver's Wait state (``Wait for a copy slot``): it sleeps for real, as long
+as the claim said, never more than ``LONGEST_WAIT_SECONDS``; and a Choice on a boolean."""
+
+from __future__ import annotations
+
+from ferry.replicate import LONGEST_WAIT_SECONDS, InProcessDriver, _choose
+from ferry.steps import Steps
+
+
+def driver(slept: list[float]) -> InProcessDriver:
+    return InProcessDriver(Steps("file:///tmp/ferry-unused"), None, sleep=slept.append)
+
+
+def test_a_wait_sleeps_the_seconds_its_path_names_and_goes_on():
+    slept: list[float] = []
+    state = {"Type": "Wait", "SecondsPath": "$.slot.waitSeconds", "Next": "Claim copy slot"}
+    data = {"slot": {"granted": False, "waitSeconds": 7}}
+    assert driver(slept)._run_state("Wait for a copy slot", state, data, None) == (
+        data, "Claim copy slot",
+    )  # fmt: skip
+    assert slept == [7.0]
+
+
+def test_a_wait_never_sleeps_longer_than_a_minute_here():
+    slept: list[float] = []
+    state = {"Type": "Wait", "Seconds": 86400, "Next": "On"}
+    driver(slept)._run_state("Wait", state, {}, None)
+    assert slept == [LONGEST_WAIT_SECONDS] == [60.0]
+
+
+def test_copy_slot_granted_chooses_on_a_boolean_then_the_copier():
+    state = {
+        "Choices": [
+            {"Variable": "$.slot.granted", "BooleanEquals": False, "Next": "Wait"},
+            {"Variable": "$.plan.copier", "StringEquals": "inline", "Next": "Inline copy"},
+        ],
+        "Default": "Unknown copier",
+    }
+    plan = {"copier": "inline"}
+    assert _choose(state, {"slot": {"granted": False}, "plan": plan}) == "Wait"
+    assert _choose(state, {"slot": {"granted": True}, "plan": plan}) == "Inline copy"
