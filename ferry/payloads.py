@@ -407,6 +407,24 @@ def optional_time(text: Any) -> datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
+# -- Freshness check (a schedule's, outside the definitions) ------------------------------------
+
+
+class FreshnessCheckInput(Input):
+    """The freshness check's schedule input: every config the environment deploys
+    (``events/freshness_check.json``)."""
+
+    config_uris: list[str] = Field(min_length=1)
+
+
+class FreshnessCheckResult(Result):
+    """How many tables were measured, those past their RPO, and the PutMetricData requests."""
+
+    tables: int
+    over_rpo: list[str]
+    requests: int
+
+
 # -- Claim copy slot (``ferry.budget``) ------------------------------------------------------
 
 

@@ -45,6 +45,7 @@ from ferry.config import (
 from ferry.copier import Progress
 from ferry.errors import CopyIncompleteError, FerryError, NotificationError
 from ferry.event_id import new_event_id
+from ferry.freshness import TableFreshness, measure
 from ferry.iceberg.pipeline import IcebergIntent, commit_metadata
 from ferry.ledger import Lease
 from ferry.ledger.records import one_line
@@ -607,6 +608,36 @@ class Steps:
         where = fs.join(self.work_uri, "housekeeping", f"{self.event_ids(now)}.json")
         fs.write_bytes(where, json.dumps(report.to_dict(), indent=2).encode())
         return HousekeepingResult.model_validate(report.result(where))
+
+    # -- Freshness (the periodic check's and a failed table's, ferry.freshness_metrics) ----
+
+    def measure_freshness(
+        self, config_uri: str, tables: Sequence[str] = ()
+    ) -> list[TableFreshness]:
+        """Each table's freshness of the config at ``config_uri`` (``tables``: some of them),
+        from both catalogs and the state store (``ferry.freshness``)."""
+        config = load_config_uri(config_uri, self.config_environment)
+        store = self.state.store if self.state is not None else None
+        with (
+            self._open(config.source_catalog) as source,
+            self._open(config.replica_catalog) as replica,
+        ):
+            return measure(
+                config, source, replica, store, self.clock(), tables=tables, region=self.aws.region
+            )
+
+    def failed_table_freshness(self, aborted: AbortResult, config_uri: str | None) -> float | None:
+        """How far behind a table Abort just ended is, in seconds (its replica keeps its last
+        snapshot); None when it cannot be told. Never raises: the abort comes first."""
+        if config_uri is None:
+            return None
+        try:
+            measured = self.measure_freshness(config_uri, [aborted.source_table])
+        except Exception as error:  # noqa: BLE001 - a metric must not fail the abort
+            logger.warning("freshness of %s not measured: %s", aborted.source_table, error)
+            return None
+        behind = [t.behind for t in measured if t.replica_table == aborted.replica_table]
+        return behind[0].total_seconds() if behind and behind[0] is not None else None
 
     # -- Summarize ------------------------------------------------------------------------
 

@@ -191,8 +191,9 @@ def _wildcard_reason(resource: str, path: str, stack: Stack) -> str | None:
         ),
         (
             lambda r: r == "*" and _only_service_wide_actions(path, stack),
-            "X-Ray tracing, CloudWatch Logs delivery and a VPC function's network interfaces "
-            "(created by Lambda with the function's role) have no resource-level permissions",
+            "X-Ray tracing, CloudWatch Logs delivery, a VPC function's network interfaces "
+            "(created by Lambda with the function's role) and CloudWatch metric data (one "
+            "namespace, by its condition) have no resource-level permissions",
         ),
     ]
     for applies, reason in reasons:
@@ -230,9 +231,18 @@ def _only_service_wide_actions(path: str, stack: Stack) -> bool:
         if statement.get("Resource") in ("*", ["*"]):
             actions = statement["Action"]
             actions = [actions] if isinstance(actions, str) else actions
-            if not set(actions) <= SERVICE_WIDE_ACTIONS:
+            if not set(actions) <= SERVICE_WIDE_ACTIONS and not _one_namespace(statement):
                 return False
     return True
+
+
+def _one_namespace(statement: dict) -> bool:
+    """PutMetricData alone, in the one namespace its condition names."""
+    actions = statement["Action"]
+    namespace = statement.get("Condition", {}).get("StringEquals", {}).get("cloudwatch:namespace")
+    return actions in ("cloudwatch:PutMetricData", ["cloudwatch:PutMetricData"]) and isinstance(
+        namespace, str
+    )
 
 
 def _at(stack: Stack, path: str) -> IConstruct | None:

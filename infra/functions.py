@@ -4,8 +4,9 @@ Each function has its own role with what its step needs and nothing more (``NEED
 own log group (retention, encrypted), X-Ray tracing, and the environment that
 ``lambdas/runtime.py`` reads. The functions that talk to Hive metastores run in the
 environment's VPC when it has one. The functions no state machine invokes (the catalog
-change feeds', started by a rule or a schedule) send an invocation that failed its retries
-to a dead-letter queue of their own (``infra/dead_letters.py``).
+change feeds', started by a rule or a schedule, and the freshness check, by a schedule) send
+an invocation that failed its retries to a dead-letter queue of their own
+(``infra/dead_letters.py``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from ferry import statemachine
+from ferry.freshness_metrics import NAMESPACE as METRICS_NAMESPACE
 from infra import bundling
 from infra.access import DataAccess, allow, allow_prefix, trusted_service
 from infra.configs import ReplicationConfigs
@@ -39,6 +41,10 @@ CATALOGS, WRITE_CATALOG, READ_DATA, WRITE_REPLICAS, DELETE_REPLICAS, STATE, PUBL
 HOUSEKEEPING_REPORTS = "housekeeping-reports"
 #: The change feeds' windows and positions in the state table, and nothing else of it.
 FEED_STATE = "feed-state"
+#: Reads the state table (outcomes, locks), writes nothing of it.
+READ_STATE = "read-state"
+#: PutMetricData in the namespace ``Ferry`` only (``cloudwatch:namespace``).
+PUT_METRICS = "put-metrics"
 #: The copy budget's slots and line in the state table (``ferry.budget.dynamodb``) only.
 BUDGET_STATE = "budget-state"
 
@@ -72,6 +78,9 @@ NEEDS: dict[str, frozenset[str]] = {
     "CatalogPoller": frozenset({CATALOGS, FEED_STATE}),
     "ClaimChanges": frozenset({CATALOGS, FEED_STATE}),
     "CloseWindow": frozenset({FEED_STATE}),
+    # Measures every table's freshness from both catalogs and the state table (no data, no
+    # copy, no lock) and publishes it (ferry.freshness_metrics).
+    "FreshnessCheck": frozenset({CATALOGS, READ_STATE, PUT_METRICS}),
 }
 
 #: The state table's actions each feed function calls (``ferry.feeds.FeedState``): notes and
@@ -103,6 +112,9 @@ SIZING = {
     # Polls for up to ferry.triggers.POLL_SECONDS, then returns: a schedule starts it every
     # minute, so one run ends about when the next starts.
     "CatalogPoller": Sizing(512, Duration.seconds(90)),
+    # Every table of every config, a few catalog calls each (16 at once): seconds for a
+    # thousand tables. A check that overlaps the next one only reads.
+    "FreshnessCheck": Sizing(1024, Duration.minutes(5)),
 }
 DEFAULT_SIZING = Sizing(512, Duration.minutes(5))
 
@@ -181,13 +193,16 @@ class Functions(Construct):
             log_group.grant_write(role)
             if in_vpc:
                 allow_network_interfaces(role)
-            self._grant(function, needs, work, state, secret, access, encryption, configs)
+            self._grant(
+                function, needs, work, state, secret, access, encryption, configs,
+                runs=name not in statemachine.CHECK_FUNCTIONS,  # a check has no run's files
+            )  # fmt: skip
             if FEED_STATE in needs:
                 state.grant_feed_state(function, FEED_STATE_ACTIONS[name])
             if BUDGET_STATE in needs:
                 state.grant_budget_state(function)
             self.by_name[name] = function
-            if name in statemachine.FEED_FUNCTIONS:
+            if name in statemachine.OUT_OF_BAND_FUNCTIONS:
                 self.dead_letters[name] = self._on_failure(
                     function, role, name, settings, encryption
                 )
@@ -227,15 +242,16 @@ class Functions(Construct):
     def _grant(
         self, function: lambda_.Function, needs: frozenset[str], work: WorkBucket,
         state: StateTable, secret: ConfigSecret, access: DataAccess, encryption: Encryption,
-        configs: ReplicationConfigs,
+        configs: ReplicationConfigs, *, runs: bool = True,
     ) -> None:  # fmt: skip
         encryption.grant_use(function)
         secret.secret.grant_read(function)
         configs.grant_read(function)
         allow(function, ["s3:GetObject"], [work.bucket.arn_for_objects(f"{CONFIGS_PREFIX}*")])
-        allow_prefix(
-            function, work.bucket.bucket_arn, RUNS_PREFIX, ("s3:GetObject", "s3:PutObject")
-        )
+        if runs:
+            allow_prefix(
+                function, work.bucket.bucket_arn, RUNS_PREFIX, ("s3:GetObject", "s3:PutObject")
+            )
         if CATALOGS in needs:
             access.read_catalogs(function)
         if WRITE_CATALOG in needs:
@@ -252,6 +268,21 @@ class Functions(Construct):
             access.publish(function)
         if HOUSEKEEPING_REPORTS in needs:
             allow_prefix(function, work.bucket.bucket_arn, HOUSEKEEPING_PREFIX, ("s3:PutObject",))
+        if READ_STATE in needs:
+            allow(function, StateTable.READ_ACTIONS, [state.table.table_arn])
+        if PUT_METRICS in needs:
+            allow_metrics(function)
+
+
+def allow_metrics(grantee: iam.IGrantable) -> None:
+    """PutMetricData, which IAM authorizes on "*" only: in the namespace ``Ferry`` only."""
+    grantee.grant_principal.add_to_principal_policy(
+        iam.PolicyStatement(
+            actions=["cloudwatch:PutMetricData"],
+            resources=["*"],
+            conditions={"StringEquals": {"cloudwatch:namespace": METRICS_NAMESPACE}},
+        )
+    )
 
 
 #: What Lambda does with a function's role to attach it to its VPC: the network interfaces

@@ -13,6 +13,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
+from ferry.freshness_metrics import FRESHNESS, SERVICE, TABLES_OVER_RPO
 from infra.alarms import failure_alarm
 from infra.dead_letters import depth_metric
 from infra.functions import Functions, kebab
@@ -276,6 +277,61 @@ def _source(rule: events.CfnRule) -> str | None:
     pattern = rule.event_pattern
     sources = pattern.get("source", []) if isinstance(pattern, dict) else []
     return sources[0] if sources else None
+
+
+def watch_freshness(
+    operations: Operations, *, environment: str, topic: sns.ITopic, check_minutes: int
+) -> cloudwatch.Alarm:
+    """The ``rpo-breached`` alarm and the dashboard's freshness widgets.
+
+    The freshness check publishes ``TablesOverRpo`` every ``check_minutes``: the alarm's
+    period is the check's, so each period holds one check (its most, ``Maximum``). No data
+    (the check did not run) is not a breach: the check's own failures are alarmed on
+    (``freshness-check-errors``, ``trigger-dead-letters``).
+    """
+    period = Duration.minutes(check_minutes)
+    over_rpo = cloudwatch.Metric(  # unlabelled: a labelled metric makes the alarm a math one
+        namespace=NAMESPACE,
+        metric_name=TABLES_OVER_RPO,
+        dimensions_map={"service": SERVICE},
+        statistic="Maximum",
+        period=period,
+    )
+    alarm = failure_alarm(
+        operations, "rpo-breached", environment=environment, metric=over_rpo,
+        description="A replicated table is further behind its source than its RPO (the "
+        "freshness check's TablesOverRpo): see the dashboard's freshness per table, worst "
+        "first, and ferry status; its replication has stopped or fails (the replication-failed "
+        "and tables-failed alarms name the error), or is too slow for the RPO.",
+        topic=topic,
+    )  # fmt: skip
+    operations.alarms.append(alarm)
+    operations.dashboard.add_widgets(
+        cloudwatch.GraphWidget(
+            title="Freshness per table (s), worst first",
+            left=[
+                cloudwatch.MathExpression(
+                    # Metrics Insights: one line per table, the 20 furthest behind first
+                    # ("table" quoted: an identifier that is a SQL keyword must be).
+                    expression=(
+                        f'SELECT MAX({FRESHNESS}) FROM SCHEMA("{NAMESPACE}", service, "table") '
+                        'GROUP BY "table" ORDER BY MAX() DESC LIMIT 20'
+                    ),
+                    label="freshness",
+                    period=period,
+                )
+            ],
+            legend_position=cloudwatch.LegendPosition.RIGHT,
+            width=16,
+        ),
+        cloudwatch.GraphWidget(
+            title="Tables past their RPO",
+            left=[over_rpo.with_(label="tables over RPO")],
+            left_annotations=[cloudwatch.HorizontalAnnotation(value=1, label="rpo-breached alarm")],
+            width=8,
+        ),
+    )
+    return alarm
 
 
 # -- the copy budget (``ferry.budget``): its line and each priority's lag ---------------------

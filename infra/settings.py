@@ -229,6 +229,9 @@ class EnvironmentSettings(_Model):
     #: configs at synth: the real value is never in the repository or the template.
     secret_variables: dict[str, str] = Field(default_factory=dict)
     housekeeping_schedule: str = triggers.HOUSEKEEPING_SCHEDULE
+    #: How often the freshness check measures every table and publishes its freshness
+    #: (``rate(N minutes)``, 1 to 60): the RPO alarm's period.
+    freshness_check_rate: str = "rate(5 minutes)"
     log_retention_days: WholeNumber = Field(default=90, ge=1)
     #: Who is told when an alarm fires (the operations topic's e-mail subscriptions).
     alarm_emails: list[str] = Field(default_factory=list)
@@ -248,6 +251,24 @@ class EnvironmentSettings(_Model):
     @classmethod
     def _schedule(cls, expression: str) -> str:
         return check_schedule_expression(expression)
+
+    @field_validator("freshness_check_rate")
+    @classmethod
+    def _freshness_rate(cls, expression: str) -> str:
+        minutes = rate_minutes(check_schedule_expression(expression))
+        if minutes is None or not 1 <= minutes <= 60:
+            raise ValueError(
+                f"{expression!r}: give a rate of 1 to 60 minutes, e.g. rate(5 minutes) (it is "
+                "also the RPO alarm's period)"
+            )
+        return expression.strip()
+
+    @property
+    def freshness_check_minutes(self) -> int:
+        """The freshness check's period, in minutes."""
+        minutes = rate_minutes(self.freshness_check_rate)
+        assert minutes is not None  # checked when the settings were read
+        return minutes
 
     @property
     def stack_name(self) -> str:
@@ -296,6 +317,14 @@ def _below(location: str, prefix: str) -> bool:
     location, prefix = fs.normalise(location), fs.normalise(prefix).rstrip("/")
     pattern = re.escape(prefix).replace(r"\*", ".*").replace(r"\?", ".")
     return re.fullmatch(f"{pattern}(/.*)?", location) is not None
+
+
+def rate_minutes(expression: str) -> int | None:
+    """``rate(5 minutes)`` → 5, ``rate(1 hour)`` → 60; None for a cron or another unit."""
+    found = re.fullmatch(r"rate\(\s*(\d+)\s+(minutes?|hours?)\s*\)", expression.strip())
+    if found is None:
+        return None
+    return int(found.group(1)) * (60 if found.group(2).startswith("hour") else 1)
 
 
 def _shown(path: Path) -> str:

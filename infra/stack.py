@@ -10,9 +10,10 @@ from constructs import Construct
 from infra.access import DataAccess
 from infra.configs import ReplicationConfigs
 from infra.encryption import Encryption
+from infra.freshness import FreshnessCheck
 from infra.functions import Functions
 from infra.notifications import OperationsTopic, ReplicationEvents
-from infra.operations import Operations
+from infra.operations import Operations, watch_freshness
 from infra.pipeline import Pipeline
 from infra.settings import EnvironmentSettings
 from infra.spark import SparkCopy
@@ -97,6 +98,19 @@ class FerryStack(Stack):
             functions=self.functions,
             triggers=self.triggers,
         )
+        self.freshness = FreshnessCheck(
+            self,
+            "FreshnessCheck",
+            settings=settings,
+            configs=self.configs,
+            function=self.functions.by_name["FreshnessCheck"],
+            triggers=self.triggers,
+            encryption=self.encryption,
+        )
+        watch_freshness(
+            self.operations, environment=name, topic=self.operations_topic.topic,
+            check_minutes=settings.freshness_check_minutes,
+        )  # fmt: skip
         outputs = {
             "ReplicationStateMachineArn": self.pipeline.replication.state_machine_arn,
             "HousekeepingStateMachineArn": self.pipeline.housekeeping.state_machine_arn,
@@ -118,6 +132,12 @@ class FerryStack(Stack):
             # Where the rules and schedules added by hand send what they could not deliver.
             "TriggerDeadLettersArn": self.triggers.dead_letters.queue_arn,
         }
+        # The freshness check, and the role its schedule invokes it with (for a check of
+        # other configs, or one run by hand).
+        outputs["FreshnessCheckFunctionArn"] = self.functions.by_name[
+            "FreshnessCheck"
+        ].function_arn
+        outputs["FreshnessScheduleRoleArn"] = self.freshness.role.role_arn
         if self.secret.names:
             # What the secret must hold (its template value names none: a redeploy never
             # writes over the operator's values).

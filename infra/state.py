@@ -50,6 +50,9 @@ class StateTable(Construct):
         "dynamodb:BatchGetItem",
     )
 
+    #: What reading the replicas' outcomes calls (the freshness check): no write.
+    READ_ACTIONS = ("dynamodb:BatchGetItem",)
+
     def grant_state(self, grantee: iam.IGrantable) -> None:
         allow(grantee, self.ACTIONS, [self.table.table_arn])
 

@@ -7,6 +7,7 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from ferry.freshness_metrics import FRESHNESS
 from ferry.payloads import AbortInput
 from lambdas.runtime import logger, metrics, steps, tracer
 
@@ -15,7 +16,12 @@ from lambdas.runtime import logger, metrics, steps, tracer
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    result = steps().abort(AbortInput.model_validate(event))
+    payload = AbortInput.model_validate(event)
+    result = steps().abort(payload)
     metrics.add_dimension(name="table", value=result.source_table)
     metrics.add_metric(name="TablesFailed", unit=MetricUnit.Count, value=1)
+    # Its freshness now, without waiting for the periodic check (ferry.freshness_metrics).
+    behind = steps().failed_table_freshness(result, payload.config_uri)
+    if behind is not None:
+        metrics.add_metric(name=FRESHNESS, unit=MetricUnit.Seconds, value=behind)
     return result.model_dump(mode="json")

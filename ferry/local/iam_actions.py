@@ -394,6 +394,20 @@ def _sts(request: HttpRequest) -> list[Check] | Unmodelled:
     return Unmodelled(f"sts {operation}")
 
 
+def _monitoring(request: HttpRequest) -> list[Check] | Unmodelled:
+    """CloudWatch (botocore speaks JSON 1.0 to it, the query protocol elsewhere): metric
+    data is authorized on "*", with the namespace as ``cloudwatch:namespace``."""
+    if request.headers.get("x-amz-target"):
+        operation, body = _target(request), request.json()
+    else:
+        body = request.form()
+        operation = body.get("Action", "")
+    if operation == "PutMetricData":
+        namespace = str(body.get("Namespace", ""))
+        return [Check("cloudwatch:PutMetricData", "*", {"cloudwatch:namespace": namespace})]
+    return Unmodelled(f"monitoring {operation}")
+
+
 # REST services: the operation in the path ---------------------------------------------------
 
 
@@ -445,6 +459,7 @@ _MAPPERS = {
     "kms": _kms,
     "sns": _sns,
     "sts": _sts,
+    "monitoring": _monitoring,
     "lambda": _lambda,
     "emr-serverless": _emr_serverless,
 }

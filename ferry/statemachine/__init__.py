@@ -80,6 +80,12 @@ FEED_FUNCTIONS = {
     "CatalogPoller": "lambdas.catalog_poller.handler",
 }
 FEED_STEPS = {"CatalogEvents": "glue_event", "CatalogPoller": "poll"}
+#: The functions that watch the replicas instead of replicating: the freshness check, started
+#: by a schedule (``ferry.freshness_metrics``). No definition invokes them.
+CHECK_FUNCTIONS = {"FreshnessCheck": "lambdas.freshness_check.handler"}
+#: What a rule or a schedule invokes, outside every execution: their failures go to a
+#: dead-letter queue of their own and are alarmed on (``infra/functions.py``).
+OUT_OF_BAND_FUNCTIONS = {**FEED_FUNCTIONS, **CHECK_FUNCTIONS}
 
 #: The input and result model of each function's step (what travels in and out of its state).
 PAYLOADS: dict[str, tuple[type[BaseModel], type[BaseModel]]] = {
@@ -97,10 +103,13 @@ PAYLOADS: dict[str, tuple[type[BaseModel], type[BaseModel]]] = {
     "CloseWindow": (payloads.CloseWindowInput, payloads.CloseWindowResult),
     "CatalogEvents": (payloads.CatalogEventInput, payloads.IntakeResult),
     "CatalogPoller": (payloads.PollInput, payloads.PollResult),
+    "FreshnessCheck": (payloads.FreshnessCheckInput, payloads.FreshnessCheckResult),
 }
 
 #: Every function (what a deployment creates), and the definitions.
-ALL_FUNCTIONS = {**FUNCTIONS, **HOUSEKEEPING_FUNCTIONS, **CHANGES_FUNCTIONS, **FEED_FUNCTIONS}
+ALL_FUNCTIONS = {
+    **FUNCTIONS, **HOUSEKEEPING_FUNCTIONS, **CHANGES_FUNCTIONS, **OUT_OF_BAND_FUNCTIONS
+}
 #: The ``ferry.steps.Steps`` method of each function of the replication and housekeeping
 #: definitions (``ferry replicate`` walks them).
 ALL_STEPS = {**STEPS, **HOUSEKEEPING_STEPS}

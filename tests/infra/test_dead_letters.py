@@ -84,7 +84,8 @@ def test_each_function_a_rule_or_a_schedule_starts_fails_into_its_queue_and_alar
         if v["Properties"]["TopicName"].endswith("-operations")
     ]
     configs = of_type(resources, "AWS::Lambda::EventInvokeConfig")
-    # What a rule or a schedule targets, whatever the configs declare: the feed functions.
+    # What a rule or a schedule targets, whatever the configs declare: the feed functions
+    # and the freshness check.
     targeted = {
         json.dumps(t["Arn"])
         for rule in of_type(resources, "AWS::Events::Rule").values()
@@ -94,14 +95,14 @@ def test_each_function_a_rule_or_a_schedule_starts_fails_into_its_queue_and_alar
         for s in of_type(resources, "AWS::Scheduler::Schedule").values()
     }
     by_function = {json.dumps(c["Properties"]["FunctionName"]): c for c in configs.values()}
-    functions = {function_logical(resources, name) for name in statemachine.FEED_FUNCTIONS}
+    functions = {function_logical(resources, name) for name in statemachine.OUT_OF_BAND_FUNCTIONS}
     assert {json.dumps({"Ref": f}) for f in functions} == set(by_function)
     for target in targeted:
         if "Functions" in target:  # a function's ARN: it must have its destination
             logical = json.loads(target)["Fn::GetAtt"][0]
             assert json.dumps({"Ref": logical}) in by_function, target
     name = stack.settings.name
-    for function in statemachine.FEED_FUNCTIONS:
+    for function in statemachine.OUT_OF_BAND_FUNCTIONS:
         logical = function_logical(resources, function)
         config = by_function[json.dumps({"Ref": logical})]
         properties = config["Properties"]

@@ -279,11 +279,11 @@ def test_failed_triggers_are_alarmed_on_and_retried_function_errors_are_not(depl
     # A function's Errors count every attempt Step Functions retries: not an alarm of the
     # functions the state machines run. The ones a rule or a schedule starts fail no
     # execution: theirs are (tests/infra/test_dead_letters.py).
-    from ferry.statemachine import FEED_FUNCTIONS
+    from ferry.statemachine import OUT_OF_BAND_FUNCTIONS
     from infra.functions import kebab
 
     assert {n for n, a in alarms.items() if a.get("MetricName") == "Errors"} == {
-        f"ferry-{name}-{kebab(function)}-errors" for function in FEED_FUNCTIONS
+        f"ferry-{name}-{kebab(function)}-errors" for function in OUT_OF_BAND_FUNCTIONS
     }
     # Every schedule is in the environment's group, whose metrics the alarm reads.
     [group] = of_type(template, "AWS::Scheduler::ScheduleGroup").values()

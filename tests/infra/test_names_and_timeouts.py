@@ -114,7 +114,8 @@ def test_a_34_character_config_name_gives_no_rule_or_schedule_over_64(environmen
         if template["Resources"][logical]["Type"]
         in ("AWS::Events::Rule", "AWS::Scheduler::Schedule")
     }
-    assert len(triggers) == 4  # the schedule, the S3 rule, Glue's events, housekeeping
+    # The schedule, the S3 rule, Glue's events, housekeeping, the freshness check.
+    assert len(triggers) == 5
     assert all(len(name) <= 64 for name in triggers.values()), triggers
     assert all(name_problem("AWS::Events::Rule", n) is None for n in triggers.values())
     # Shortened only where it had to be, keeping what the name says.

@@ -76,6 +76,8 @@ def test_a_replica_outside_the_write_locations_fails_the_synth(environments):
         ({"write-locations": ["dr/warehouse"]}, "write-locations.0"),
         ({"variables": {"FERRY_WORK_URI": "x"}}, "FERRY_WORK_URI is set by the deployment"),
         ({"housekeeping-schedule": "every day"}, "housekeeping-schedule"),
+        ({"freshness-check-rate": "rate(2 hours)"}, "freshness-check-rate"),
+        ({"freshness-check-rate": "cron(0/5 * * * ? *)"}, "freshness-check-rate"),
         ({"log-retention-days": 0}, "log-retention-days"),
         ({"spark": {"maximum-vcpu": 1}}, "spark.maximum-vcpu"),
         ({"netwrok": {}}, "netwrok"),

@@ -138,6 +138,7 @@ def test_each_declared_schedule_starts_the_replication_with_its_input(deployed):
         assert housekeeping["ScheduleExpression"] == stack.settings.housekeeping_schedule
         assert housekeeping["Target"]["Arn"] == {"Ref": housekeeping_id}
         assert json.loads(housekeeping["Target"]["Input"]) == housekeeping_input(uri)
+    expected += 1  # the freshness check's, of every config (tests/infra/test_freshness.py)
     assert len(schedules) == expected
 
 
@@ -207,6 +208,8 @@ ALLOWED_WILDCARDS = {
     ("logs:PutResourcePolicy", "*"): "CloudWatch Logs' vended-log delivery is account-wide",
     ("logs:DescribeResourcePolicies", "*"): "CloudWatch Logs' vended-log delivery is account-wide",
     ("logs:DescribeLogGroups", "*"): "CloudWatch Logs' vended-log delivery is account-wide",
+    # The freshness check's metrics: in the namespace Ferry only (tests/infra/test_freshness.py).
+    ("cloudwatch:PutMetricData", "*"): "CloudWatch authorizes metric data on * only",
     **{
         (action, "*"): "a VPC function's network interfaces, which Lambda creates and names"
         for action in NETWORK_INTERFACE_ACTIONS
@@ -335,9 +338,10 @@ def test_operations_log_group_alarms_and_dashboard(deployed):
     # One per state machine outcome (the change windows' failed or timed out in one), one on
     # the failed tables, one for the schedules, one per rule (an S3 trigger's, a Glue source's catalog events); the
     # errors and the dead letters of each function a rule or a schedule starts, and the
-    # triggers' dead letters (tests/infra/test_dead_letters.py).
+    # triggers' dead letters (tests/infra/test_dead_letters.py); the RPO's
+    # (tests/infra/test_freshness.py).
     rules = resources(template, "AWS::Events::Rule")
-    assert len(alarms) == 6 + len(rules) + 2 * len(definition.FEED_FUNCTIONS) + 1
+    assert len(alarms) == 6 + len(rules) + 2 * len(definition.OUT_OF_BAND_FUNCTIONS) + 1 + 1
     # The failed tables of every run: Summarize's count, with no table dimension.
     [tables_failed] = [
         a["Properties"]

@@ -73,6 +73,7 @@ def test_both_definitions_functions_are_deployed_and_driven():
         | {"Housekeeping"}
         | set(definition.CHANGES_FUNCTIONS)
         | set(definition.FEED_FUNCTIONS)
+        | set(definition.CHECK_FUNCTIONS)
     )
     values = substitutions()
     for path in (definition.DEFINITION_PATH, definition.HOUSEKEEPING_PATH):

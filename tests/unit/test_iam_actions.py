@@ -101,3 +101,32 @@ def test_a_redrive_is_authorized_as_states_redrive_execution_on_the_execution():
     assert [(c.action, c.resource) for c in checks_of(request)] == [
         ("states:RedriveExecution", arn)
     ]
+
+
+def test_put_metric_data_is_authorized_on_every_resource_with_its_namespace():
+    """What botocore sends to CloudWatch (JSON 1.0), read as AWS authorizes it."""
+    client = boto3.client(
+        "cloudwatch", region_name="eu-west-1", endpoint_url="http://127.0.0.1:9",
+        aws_access_key_id="AKIDEXAMPLE", aws_secret_access_key="secret",
+    )  # fmt: skip
+    sent = []
+
+    def capture(request, **_):
+        sent.append(request)
+        raise _Sent
+
+    client.meta.events.register("before-send.cloudwatch.PutMetricData", capture)
+    with pytest.raises(_Sent):
+        client.put_metric_data(Namespace="Ferry", MetricData=[{"MetricName": "Freshness", "Value": 1}])
+    request = HttpRequest(
+        method="POST", path="/", query={},
+        headers={k.lower(): v.decode() if isinstance(v, bytes) else v
+                 for k, v in sent[0].headers.items()},
+        body=sent[0].body, signed=Signed("AKIDEXAMPLE", "eu-west-1", "monitoring"),
+        account="123456789012",
+    )  # fmt: skip
+
+    [check] = checks_of(request)
+
+    assert (check.action, check.resource) == ("cloudwatch:PutMetricData", "*")
+    assert check.context == {"cloudwatch:namespace": "Ferry"}

@@ -1,0 +1,27 @@
+"""The freshness check: a schedule starts it every few minutes (``freshness-check-rate``); it
+reads the catalogs and the state store of every config the environment deploys and
+publishes each table's ``Freshness`` and the environment's ``TablesOverRpo``
+(``ferry.freshness_metrics``). It copies nothing and starts nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from ferry.freshness_metrics import check_freshness
+from ferry.payloads import FreshnessCheckInput, FreshnessCheckResult
+from lambdas.runtime import logger, steps, tracer
+
+
+@logger.inject_lambda_context(clear_state=True, log_event=True)
+@tracer.capture_lambda_handler
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    payload = FreshnessCheckInput.model_validate(event)
+    runs = steps()
+    result = check_freshness(
+        payload.config_uris, runs.measure_freshness, runs.aws.client("cloudwatch"), runs.clock
+    )
+    return FreshnessCheckResult(
+        tables=result.tables, over_rpo=result.over_rpo, requests=result.requests
+    ).model_dump(mode="json")
