@@ -25,6 +25,11 @@ class ConfigError(FerryError):
     """The replication config is invalid; nothing was run."""
 
 
+class SecretNotFilledError(ConfigError):
+    """The environment's secret does not hold the configs' placeholder values yet (a first
+    deploy leaves it ``{}``): nothing can be read until an operator puts them."""
+
+
 class StateStoreError(FerryError):
     """The state store (replica locks and the snapshot ledger) cannot be used as it is: a
     file that is not Ferry's SQLite store, or cannot be read or written; a DynamoDB table that

@@ -423,6 +423,8 @@ class FreshnessCheckResult(Result):
     tables: int
     over_rpo: list[str]
     requests: int
+    #: Why nothing was measured, when the environment is not set up yet (its secret unfilled).
+    skipped: str | None = None
 
 
 # -- Claim copy slot (``ferry.budget``) ------------------------------------------------------

@@ -19,7 +19,7 @@ from ferry.aws import AwsClients
 from ferry.budget.dynamodb import DynamoDbSlots
 from ferry.config import load_config_uri
 from ferry.config_text import SECRET_PLACEHOLDER
-from ferry.errors import ConfigError, FerryError
+from ferry.errors import ConfigError, FerryError, SecretNotFilledError
 from ferry.feeds import ChangeFeeds, FeedState, WindowExecutions
 from ferry.ledger import LONGEST_LEASE
 from ferry.steps import Steps
@@ -175,7 +175,7 @@ def config_environment(aws: AwsClients) -> dict[str, str]:
             )
         unset = sorted(str(k) for k, v in values.items() if v == SECRET_PLACEHOLDER)
         if unset:
-            raise ConfigError(
+            raise SecretNotFilledError(
                 f"secret {settings().config_secret} still holds the placeholder of "
                 f"{', '.join(unset)}: put the values after the first deploy (aws "
                 "secretsmanager put-secret-value --secret-id <it> --secret-string "
@@ -184,7 +184,7 @@ def config_environment(aws: AwsClients) -> dict[str, str]:
         declared = [n for n in settings().config_secret_variables.split(",") if n]
         missing = [name for name in declared if values.get(name) in (None, "")]
         if missing:
-            raise ConfigError(
+            raise SecretNotFilledError(
                 f"secret {settings().config_secret} holds no value for {', '.join(missing)}: "
                 "put every value the configs expect (aws secretsmanager put-secret-value "
                 "--secret-id <it> --secret-string '{"

@@ -2,6 +2,7 @@
 
 import json
 import uuid
+from types import SimpleNamespace
 
 import boto3
 import pytest
@@ -114,3 +115,33 @@ def test_a_secret_lacking_a_declared_value_refuses_to_run_and_names_it(environme
     message = str(raised.value)
     assert f"secret {arn} holds no value for SOURCE_METASTORE_URIS:" in message
     assert "put-secret-value" in message and "\n" not in message
+
+
+@mock_aws
+def test_the_freshness_check_of_an_environment_whose_secret_is_unfilled_measures_nothing(
+    environment,
+):
+    """A first deploy starts the check's schedule before anyone filled the secret: the check
+    says so and succeeds (no dead letter, no errors alarm), publishing nothing."""
+    from lambdas import freshness_check
+
+    secrets = boto3.client("secretsmanager", region_name="eu-west-1")
+    arn = secrets.create_secret(
+        Name=f"ferry/dev/config-variables-{uuid.uuid4().hex[:8]}", SecretString="{}"
+    )["ARN"]
+    environment.setenv("FERRY_CONFIG_SECRET", arn)
+    environment.setenv("FERRY_CONFIG_SECRET_VARIABLES", "SOURCE_METASTORE_URIS")
+    runtime.steps.cache_clear()
+
+    context = SimpleNamespace(
+        function_name="ferry-dev-freshness-check",
+        memory_limit_in_mb=512,
+        invoked_function_arn="arn:aws:lambda:eu-west-1:123456789012:function:x",
+        aws_request_id="r-1",
+    )
+    result = freshness_check.handler({"configUris": ["s3://work/configs/a.yml"]}, context)
+
+    assert (result["tables"], result["requests"], result["overRpo"]) == (0, 0, [])
+    assert f"secret {arn} holds no value for SOURCE_METASTORE_URIS" in result["skipped"]
+    metrics = boto3.client("cloudwatch", region_name="eu-west-1").list_metrics()["Metrics"]
+    assert metrics == []
