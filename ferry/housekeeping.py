@@ -310,6 +310,9 @@ def housekeep_ledger(
     """
     grace = policy.expired_path_duration
     waiting = Paths(e.path for e in entries if now < e.recorded_at + grace)
+    # A failed attempt kept for a resume (``ferry.attempts``) that a run is continuing.
+    lease = state.store.lease(key)
+    running = lease.holder if lease is not None and not lease.expired(now) else None
     outcomes = []
     # Deepest first: a partition's folder goes before the snapshot folder that holds it.
     for entry in sorted(entries, key=lambda e: (-e.path.count("/"), e.path)):
@@ -328,6 +331,8 @@ def housekeep_ledger(
             )
         elif refusal := owner.refusal(entry.path):
             outcomes.append(kept(refusal))
+        elif entry.event_id == running:
+            outcomes.append(kept(f"event {running} holds the replica's lock: a run continues it"))
         elif below := waiting.at_or_below(entry.path, exclude=entry.path):
             outcomes.append(kept(f"{below[0]} below it is still in its grace period"))
         else:
