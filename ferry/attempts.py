@@ -34,6 +34,7 @@ from datetime import datetime, timedelta
 from ferry import fs
 from ferry.catalog import Catalog
 from ferry.commit import snapshot_references
+from ferry.copier import PARTIAL
 from ferry.errors import ReplicationInterruptedError
 from ferry.ledger import Lease, LedgerEntry
 from ferry.lifecycle import BEFORE_COMMIT, ReplicaState
@@ -76,7 +77,8 @@ def keeps(
     """Whether Abort keeps this failed attempt for a resume instead of removing it.
 
     A Hive table's copy that failed in a copy state, or in Commit before it wrote anything
-    (no ``locations-before-commit.json`` yet), with a state store to record it in. Not an
+    (no ``locations-before-commit.json`` yet), after it copied at least one file, with a
+    state store to record it in. Not an
     interruption by a person (Ctrl-C asks to stop, not to keep), and not an Iceberg table:
     its run's new metadata files are named per attempt and its copies are already the
     intent's, which housekeeping handles (``ferry.lifecycle.iceberg_writes_intended``).
@@ -86,9 +88,19 @@ def keeps(
         return False
     if error_name == ReplicationInterruptedError.__name__:
         return False
-    if failed_state in COPY_STATES:
-        return True
-    return failed_state == "Commit" and not fs.exists(fs.join(run_root, BEFORE_COMMIT))
+    if failed_state not in COPY_STATES and not (
+        failed_state == "Commit" and not fs.exists(fs.join(run_root, BEFORE_COMMIT))
+    ):
+        return False
+    return _holds_files(plan.snapshot_location)
+
+
+def _holds_files(location: str) -> bool:
+    """Whether a copy wrote anything there (nothing: there is nothing to continue)."""
+    try:
+        return any(not entry.uri.endswith(PARTIAL) for entry in fs.list_files(location))
+    except Exception:  # noqa: BLE001 - a location it cannot list holds nothing to resume
+        return False
 
 
 def keep(
@@ -155,8 +167,12 @@ def resumable(
         where = RunLocations.for_event(work_uri, record.event_id)
         attempt_uri = fs.join(where.root, ATTEMPT)
         killed = lease is not None and lease.holder == record.event_id
-        if fs.exists(attempt_uri):
-            kept = json.loads(fs.read_bytes(attempt_uri))
+        kept = json.loads(fs.read_bytes(attempt_uri)) if fs.exists(attempt_uri) else {}
+        if "resumedAt" in kept:
+            # A run took it over: killed since (its lock's holder gone), it is an attempt
+            # from when that run planned; else that run committed, or failed and was kept.
+            kept = {}
+        if kept:
             since = datetime.fromisoformat(kept["keptAt"])
             failed, error = kept.get("failedState"), kept.get("error")
         elif killed:
@@ -192,7 +208,9 @@ def resumable(
     return None, NO_ATTEMPT
 
 
-def take(state: ReplicaState, replica_key: str, attempt: Attempt, work_uri: str) -> None:
+def take(
+    state: ReplicaState, replica_key: str, attempt: Attempt, work_uri: str, now: datetime
+) -> None:
     """A run continues ``attempt``: housekeeping may no longer delete it (its ledger entry
     goes; the run holds the lock), and its manifest is kept as what the attempt planned.
 
@@ -210,7 +228,11 @@ def take(state: ReplicaState, replica_key: str, attempt: Attempt, work_uri: str)
             fs.write_bytes(previous, fs.read_bytes(where.manifest))
     attempt_uri = fs.join(where.root, ATTEMPT)
     if fs.exists(attempt_uri):
-        fs.delete_tree(attempt_uri)
+        # Marked, not deleted (Plan writes the run's folder, it deletes nothing there): a
+        # run continuing it holds the lock; failed again, its Abort keeps it anew.
+        kept = json.loads(fs.read_bytes(attempt_uri))
+        kept["resumedAt"] = now.isoformat()
+        fs.write_bytes(attempt_uri, json.dumps(kept, indent=1).encode())
 
 
 def reusable_targets(work_uri: str, event_id: str) -> Mapping[str, tuple[str, int, str | None]]:

@@ -271,7 +271,7 @@ class Steps:
 
         reusable = {}
         if attempt is not None and self.state is not None:
-            attempts.take(self.state, key, attempt, self.work_uri)
+            attempts.take(self.state, key, attempt, self.work_uri, self.clock())
             reusable = attempts.reusable_targets(self.work_uri, event_id)
         with (
             self._open(config.source_catalog) as source,
