@@ -169,7 +169,9 @@ def main() -> None:
     )
     print("| | wall s | files written | MiB written | of the table |")
     print("| --- | ---: | ---: | ---: | ---: |")
-    print(f"| full copy | {full_seconds:.1f} | {full['files']} | {full['bytes'] / MiB:.0f} | 100 % |")
+    print(
+        f"| full copy | {full_seconds:.1f} | {full['files']} | {full['bytes'] / MiB:.0f} | 100 % |"
+    )
     print(
         f"| resume | {resume_seconds:.1f} | {len(written)} | {written_bytes / MiB:.0f} "
         f"| {100 * written_bytes / total:.1f} % |"
