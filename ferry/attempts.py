@@ -51,6 +51,8 @@ ATTEMPT_MANIFEST = "attempt-manifest.json"
 #: The states whose failure leaves an attempt worth continuing: its copies.
 COPY_STATES = frozenset({"Inline copy", "S3 server-side copy", "Spark copy"})
 NO_ATTEMPT = "the replica has no failed attempt"
+#: In the run's folder of an item's event: the attempt's event its Plan continued instead.
+RESUMED_AS = "resumed-as.json"
 
 
 @dataclass(frozen=True)
@@ -233,6 +235,23 @@ def take(
         kept = json.loads(fs.read_bytes(attempt_uri))
         kept["resumedAt"] = now.isoformat()
         fs.write_bytes(attempt_uri, json.dumps(kept, indent=1).encode())
+
+
+def record_resumed_as(work_uri: str, item_event: str, attempt: Attempt) -> None:
+    """In the run's folder of the event its item was given: the attempt's event it
+    continues instead (Summarize, aborting a table whose iteration failed uncaught, finds
+    the plan by the item's event id)."""
+    if item_event != attempt.event_id:
+        where = fs.join(RunLocations.for_event(work_uri, item_event).root, RESUMED_AS)
+        fs.write_bytes(where, json.dumps({"eventId": attempt.event_id}).encode())
+
+
+def resumed_as(work_uri: str, item_event: str) -> str:
+    """The event whose run the item's event continued (``record_resumed_as``), else itself."""
+    where = fs.join(RunLocations.for_event(work_uri, item_event).root, RESUMED_AS)
+    if not fs.exists(where):
+        return item_event
+    return str(json.loads(fs.read_bytes(where))["eventId"])
 
 
 def reusable_targets(work_uri: str, event_id: str) -> Mapping[str, tuple[str, int, str | None]]:

@@ -12,7 +12,9 @@ Housekeeping, per replica table of the config, deletes an entry's location when 
 - Ferry owns it (``ferry.ownership``): it lies in a snapshot folder Ferry created, no table
   of the replica databases references it, it is not inside a source's location, and the
   replica is not a METADATA_MIRROR (a mirror owns nothing, whatever its config says);
-- the table's ``orphaned-data-strategy`` is not ``NONE`` (which keeps everything).
+- the table's ``orphaned-data-strategy`` is not ``NONE`` (which keeps everything);
+- no run holds the replica's lock for the entry's event: a failed attempt kept for a resume
+  (``ferry.attempts``, ledgered by Abort table under its own event) that a run is continuing.
 
 An **Iceberg replica** has no snapshot folders; its ledger names files (those only
 superseded replica metadata referenced) and runs' intents (the files a run was about to

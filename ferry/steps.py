@@ -272,6 +272,7 @@ class Steps:
         reusable = {}
         if attempt is not None and self.state is not None:
             attempts.take(self.state, key, attempt, self.work_uri, self.clock())
+            attempts.record_resumed_as(self.work_uri, payload.event_id, attempt)
             reusable = attempts.reusable_targets(self.work_uri, event_id)
         with (
             self._open(config.source_catalog) as source,
@@ -512,7 +513,9 @@ class Steps:
         if planned.plan_uri is None and payload.find_plan:
             # A table Summarize aborts (its iteration failed where no Catch takes the error):
             # its plan, if Plan got that far, is where every plan of the event is.
-            where = RunLocations.for_event(self.work_uri, event_id)
+            where = RunLocations.for_event(
+                self.work_uri, attempts.resumed_as(self.work_uri, event_id)
+            )
             if fs.exists(where.plan):
                 planned = PlanLocations(plan_uri=where.plan, report_uri=where.report)
         document = read_plan(planned.plan_uri) if planned.plan_uri else None

@@ -253,3 +253,37 @@ def test_an_attempt_past_its_grace_period_is_not_resumed_and_housekeeping_delete
     table = _replicate(resumable, "replicate", config)
     assert table["resumed"] is False and table["event_id"] != event
     resumable["holds_source"]()
+
+
+def test_summarize_aborting_a_resumed_table_finds_the_attempt_it_continued(resumable, sample):
+    # Summarize aborts a table whose iteration failed where no Catch takes the error, by the
+    # event id its item was given; a resumed table's plan is under the attempt's event id.
+    from ferry import lifecycle
+    from ferry.config import load_config_uri
+    from ferry.steps import Steps
+
+    config = resumable["config"]()
+    resumable["killed_after"](39, "replicate", config)
+    (attempt,) = resumable["runs"]()
+    home = Path(resumable["home"])
+    state = lifecycle.open_state(home=home)
+    steps = Steps(fs.local_uri(home / "work"), state=state)
+    item = "ferry-20991231t000000000z-0000000e"
+    table = {
+        "configUri": config, "sourceTable": f"{sample.database}.orders",
+        "replicaTable": f"{sample.database}_dr.orders", "eventId": item,
+        "startTime": "2026-11-26T00:00:00+00:00",
+    }  # fmt: skip
+    planned = steps.plan({**table, "triggerTime": table["startTime"]})
+    assert (planned.event_id, planned.resumed) == (attempt, True)
+    aborted = steps.abort(
+        {**table, "error": {"Error": "States.Runtime", "Cause": "uncaught"},
+         "failedState": "Replicate tables", "findPlan": True}
+    )  # fmt: skip
+    assert aborted.event_id == attempt
+    document = load_config_uri(config)
+    replication = document.replication_of(table["sourceTable"], table["replicaTable"])
+    key = lifecycle.replica_of(document.replica_catalog, replication, steps.aws.region)
+    assert state.store.lease(key) is None, "the attempt's lock was released"
+    # Found: its snapshot is the attempt's (an uncaught failure is not kept: removed).
+    assert aborted.snapshot.endswith(f"/{attempt}") and aborted.snapshot_removed
