@@ -151,10 +151,11 @@ def resumable(
     now: datetime,
     grace: timedelta,
     gone: Callable[[Lease], bool],
+    replica_table: tuple[str, str],
     event_id: str | None = None,
 ) -> tuple[Attempt | None, str]:
     """The replica's attempt a run may continue (the newest; ``event_id``: that one), or
-    None and why not, in a few words."""
+    None and why not, in a few words. ``replica_table``: its database and name."""
     if state is None:
         return None, "no state store records attempts"
     lease = state.store.lease(replica_key)
@@ -165,7 +166,12 @@ def resumable(
         created = [c for c in created if c.event_id == event_id]
         if not created:
             return None, "no attempt of it is kept (never planned here, or housekeeping deleted it)"
+    current = _event_of(replica.get_table(*replica_table))
     for record in created:
+        if record.event_id == current:
+            # The replica's current snapshot: every snapshot created before it planned
+            # against an older replica, and is no attempt to continue (nor read further).
+            break
         where = RunLocations.for_event(work_uri, record.event_id)
         attempt_uri = fs.join(where.root, ATTEMPT)
         killed = lease is not None and lease.holder == record.event_id

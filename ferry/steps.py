@@ -355,6 +355,7 @@ class Steps:
                 self.clock(),
                 config.housekeeping_for(replication).expired_path_duration,
                 self._lock_holder_gone,
+                (replication.replica_database, replication.replica_table_name),
                 event_id,
             )
 

@@ -287,3 +287,25 @@ def test_summarize_aborting_a_resumed_table_finds_the_attempt_it_continued(resum
     assert state.store.lease(key) is None, "the attempt's lock was released"
     # Found: its snapshot is the attempt's (an uncaught failure is not kept: removed).
     assert aborted.snapshot.endswith(f"/{attempt}") and aborted.snapshot_removed
+
+
+def test_an_attempt_whose_replica_changed_since_is_not_resumed(resumable, replica_catalog, sample):
+    from dataclasses import replace
+
+    config = resumable["config"]()
+    first = _replicate(resumable, "replicate", config)
+    # The source changes; the next run is killed after 2 batches.
+    for day in sample.days:
+        fs.write_bytes(f"{sample.orders.location}/dt={day}/more.bin", os.urandom(BLOB_SIZE))
+    resumable["killed_after"](2, "replicate", config)
+    attempt = next(e for e in resumable["runs"]() if e != first["event_id"])
+    # Another writer commits to the replica meanwhile (here: its event, by hand).
+    table = replica_catalog.get_table(resumable["replica_db"], "orders")
+    changed = {**table.parameters, REPLICATION_EVENT: "ferry-20991231t000000000z-0000000f"}
+    replica_catalog.alter_table(replace(table, parameters=changed))
+    before = resumable["state"]()
+    process = ferry("resume", attempt, "--home", resumable["home"])
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 1
+    assert "not resumable: the replica changed since it planned" in err
+    assert resumable["state"]() == before
