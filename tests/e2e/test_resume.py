@@ -249,6 +249,10 @@ def test_an_attempt_past_its_grace_period_is_not_resumed_and_housekeeping_delete
     out, err = housekeeping.communicate(timeout=120)
     assert housekeeping.returncode == 0, err
     assert not snapshot.exists(), "the abandoned attempt was deleted"
+    process = ferry("resume", event, "--home", home)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 1
+    assert "not resumable: no attempt of it is kept" in err
     # The next run starts a new event and copies everything.
     table = _replicate(resumable, "replicate", config)
     assert table["resumed"] is False and table["event_id"] != event
