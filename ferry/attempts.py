@@ -80,10 +80,10 @@ def keeps(
 
     A Hive table's copy that failed in a copy state, or in Commit before it wrote anything
     (no ``locations-before-commit.json`` yet), after it copied at least one file, with a
-    state store to record it in. Not an
-    interruption by a person (Ctrl-C asks to stop, not to keep), and not an Iceberg table:
-    its run's new metadata files are named per attempt and its copies are already the
-    intent's, which housekeeping handles (``ferry.lifecycle.iceberg_writes_intended``).
+    state store to record it in. Not an interruption by a person (Ctrl-C asks to stop, not
+    to keep), and not an Iceberg table: its run's new metadata files are named per attempt
+    and its copies are already the intent's, which housekeeping handles
+    (``ferry.lifecycle.iceberg_writes_intended``).
     """
     plan = document.plan
     if state is None or plan.iceberg is not None or not plan.snapshot_location:
