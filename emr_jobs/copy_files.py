@@ -34,7 +34,13 @@ from ferry import concurrency, fs
 from ferry.copier import CopyTask, Manifest, copy_file, process_transfer
 from ferry.errors import FerryError
 from ferry.iceberg.pipeline import ManifestRewriter
-from ferry.manifest import batch_rewrites, batch_tasks, read_batches, write_copy_record
+from ferry.manifest import (
+    batch_rewrites,
+    batch_tasks,
+    batch_work,
+    read_batches,
+    write_copy_record,
+)
 from ferry.s3 import MiB
 
 if TYPE_CHECKING:
@@ -366,10 +372,12 @@ def default_report_uri(manifest_uri: str) -> str:
 
 
 def read_manifest(uri: str) -> tuple[Manifest, list[dict[str, Any]]]:
-    """The manifest at ``uri`` (any scheme ``ferry.fs`` resolves): its files and batches."""
+    """The manifest at ``uri`` (any scheme ``ferry.fs`` resolves): the files to copy, and its
+    batches. A resumed run's files that its failed attempt already copied whole, from the
+    same source version, are not copied again (``ferry.manifest.batch_work``)."""
     batches = read_batches(uri)
     event_id = batches[0]["eventId"] if batches else ""
-    tasks = tuple(task for batch in batches for task in batch_tasks(batch))
+    tasks = tuple(task for batch in batches for task in batch_work(batch)[1])
     return Manifest(event_id, tasks), batches
 
 

@@ -65,16 +65,17 @@ def _spark_failure(report_uri: str | None, name: str, message: str) -> tuple[str
     )
 
 
-def clean_up(plan: ReplicationPlan, replica: Catalog) -> dict[str, Any]:
-    """Remove the run's snapshot unless the replica references it, release the run's claim
-    on the replica table, drop a database the run created and left empty; what was done."""
+def clean_up(plan: ReplicationPlan, replica: Catalog, keep: bool = False) -> dict[str, Any]:
+    """Remove the run's snapshot unless the replica references it (or ``keep``: a failed
+    copy kept for a resume, ``ferry.attempts``), release the run's claim on the replica
+    table, drop a database the run created and left empty; what was done."""
     snapshot = plan.snapshot_location
     outcome: dict[str, Any] = {"snapshot": snapshot, "removed": False, "referencedBy": []}
     table = plan.replica_table
     if snapshot:
         references = snapshot_references(snapshot, replica, table.database, table.name)
         outcome["referencedBy"] = references
-        if not references:
+        if not references and not keep:
             try:
                 fs.delete_tree(snapshot)
                 outcome["removed"] = True

@@ -357,6 +357,33 @@ def _parser() -> argparse.ArgumentParser:
     redrive.add_argument("--json", action="store_true", help="print the outcome as JSON")
     redrive.set_defaults(handler=_redrive)
 
+    resume = commands.add_parser(
+        "resume",
+        help="continue a table's failed attempt (an event id) without re-copying its files",
+    )
+    resume.add_argument("event", help="the failed attempt's event id")
+    resume.add_argument(
+        "config", type=Path, nargs="?", help="the replication config (default: the event's)"
+    )
+    resume.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    resume.add_argument(
+        "--work-uri", type=work_location, help="the work location (default: file://.ferry/work)"
+    )
+    resume.add_argument(
+        "--home", type=home_folder, default=".ferry", help="local state (default .ferry)"
+    )
+    resume.add_argument(
+        "--state-table",
+        type=dynamodb_table,
+        metavar="NAME",
+        help="DynamoDB table of replica locks and the snapshot ledger",
+    )
+    resume.add_argument(
+        "--lock-lease", type=lease, metavar="DURATION", help="as for replicate (default PT1H)"
+    )
+    resume.add_argument("-v", "--verbose", action="store_true", help="log what happens")
+    resume.set_defaults(handler=_resume)
+
     demo = commands.add_parser("demo", help="replicate sample tables on the local runtime")
     demo.add_argument(
         "--home", type=home_folder, default=".ferry", help="state folder (default .ferry)"
@@ -528,6 +555,20 @@ def _status(args: argparse.Namespace) -> int:
         home=args.home,
         environment=args.environment,
         state_table=args.state_table,
+    )
+
+
+def _resume(args: argparse.Namespace) -> int:
+    from ferry.commands.resume import run_resume
+
+    return run_resume(
+        args.event,
+        args.config,
+        as_json=args.json,
+        work_uri=args.work_uri,
+        home=args.home,
+        state_table=args.state_table,
+        lock_lease=args.lock_lease,
     )
 
 

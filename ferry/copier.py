@@ -190,8 +190,13 @@ def copy_file(
             _copy_to_s3(task, source, transfer, progress, cancelled)
             return
         target_fs, target_path = fs.resolve(task.target)
+        # Written beside the target under a hidden name, then renamed into place: a file at
+        # the target is always whole (a resumed run reuses what is there), and a copy killed
+        # part-way leaves only a name every Hive reader skips.
+        partial = partial_name(task.target)
+        _, partial_path = fs.resolve(partial)
         try:
-            with fs.open_output(task.target) as writer:
+            with fs.open_output(partial) as writer:
                 while chunk := source.read(chunk_size):
                     if cancelled is not None and cancelled.is_set():
                         raise ReplicationInterruptedError(f"copying {task.source} was stopped")
@@ -200,11 +205,35 @@ def copy_file(
                     if progress is not None:
                         progress(len(chunk))
                 source.finish()
+            verify(task, target_fs, partial_path)
+            target_fs.move(partial_path, target_path)
         except OSError as error:
+            _discard(target_fs, partial_path)
             raise TargetNotWritableError(f"cannot write {task.target}: {_reason(error)}") from None
+        except BaseException:
+            _discard(target_fs, partial_path)
+            raise
     finally:
         source.close()
-    verify(task, target_fs, target_path)
+
+
+def _discard(target_fs: pafs.FileSystem, path: str) -> None:
+    """Remove a partial file a failed copy left (best effort: a killed one stays, hidden)."""
+    try:
+        target_fs.delete_file(path)
+    except OSError:
+        pass
+
+
+#: How a file being written ends (``partial_name``).
+PARTIAL = ".ferry-partial"
+
+
+def partial_name(target: str) -> str:
+    """Where a file is written before it is renamed to ``target``: hidden (a leading dot,
+    which Hive's and Spark's readers skip) in the same folder."""
+    folder, _, name = target.rpartition("/")
+    return f"{folder}/.{name}{PARTIAL}"
 
 
 def _copy_to_s3(

@@ -16,7 +16,15 @@ from ferry import concurrency, faults, fs
 from ferry.config import CopierOptions
 from ferry.copier import Progress
 from ferry.iceberg.pipeline import rewrite_batch
-from ferry.manifest import batch_tasks, read_batches, recorded_batches, write_copy_record
+from ferry.manifest import (
+    DIGEST,
+    batch_tasks,
+    batch_work,
+    read_batches,
+    recorded_batches,
+    whole_at_target,
+    write_copy_record,
+)
 from ferry.payloads import CopyBatchResult, InlineCopyResult
 from ferry.s3 import MiB
 
@@ -28,14 +36,22 @@ def copy_inline(
     from ferry.copier import InlineCopier, Manifest
 
     copier = InlineCopier(threads=options.threads, chunk_size=options.chunk_size_mib * MiB)
-    done = recorded_batches(manifest_uri)
     batches = read_batches(manifest_uri)
+    done = recorded_batches(manifest_uri, [batch.get(DIGEST, "") for batch in batches])
     pending = [batch for batch in batches if batch["batch"] not in done]
     tasks = {batch["batch"]: tuple(batch_tasks(batch)) for batch in batches}
+    # A resumed run: the files its failed attempt copied whole from the same source version.
+    reused: dict[int, list[Any]] = {}
+    to_copy: dict[int, tuple[Any, ...]] = {}
+    for batch in pending:
+        reused[batch["batch"]], remaining = batch_work(batch)
+        to_copy[batch["batch"]] = tuple(remaining)
     if progress is not None:
         for batch in batches:
             if batch["batch"] in done:
                 progress(sum(task.size for task in tasks[batch["batch"]]))
+            elif reused.get(batch["batch"]):
+                progress(sum(task.size for task in reused[batch["batch"]]))
 
     def record(index: int) -> None:
         batch = pending[index]
@@ -49,13 +65,15 @@ def copy_inline(
     # Every pending batch on the same pools: no batch waits for the last file of the one
     # before it, and each is recorded as soon as its own files are verified.
     copier.copy_batches(
-        [Manifest(batch["eventId"], tasks[batch["batch"]]) for batch in pending],
+        [Manifest(batch["eventId"], to_copy[batch["batch"]]) for batch in pending],
         progress,
         record,
     )
     return InlineCopyResult(
         files=sum(len(batch_files) for batch_files in tasks.values()),
         bytes=sum(task.size for batch_files in tasks.values() for task in batch_files),
+        copied_files=sum(len(batch_files) for batch_files in to_copy.values()),
+        copied_bytes=sum(task.size for batch_files in to_copy.values() for task in batch_files),
     )
 
 
@@ -76,12 +94,12 @@ def copy_batch_server_side(
     from ferry.copier import Manifest
     from ferry.s3_copy import S3ServerSideCopier
 
-    tasks = batch_tasks(batch)
-    done: list[Any] = []
+    done, tasks = batch_work(batch)
     if resume:
         # The target is this event's own new folder, and S3 stores an object only once it
         # is complete: an object there with the planned size is copied.
-        done, tasks = already_copied(tasks)
+        more, tasks = already_copied(tasks)
+        done += more
     region = fs.bucket_region(tasks[0].target) if tasks else None
     # The threads fit this batch (many small objects, or a few large ones); the client's
     # connections fit the threads (objects and their parts run on two pools).
@@ -107,18 +125,6 @@ def copy_batch_server_side(
 
 
 def already_copied(tasks: Sequence[Any]) -> tuple[list[Any], list[Any]]:
-    """``(done, pending)``: the tasks whose target is there with the planned size, the rest.
-
-    One listing per target folder, not a request per object.
-    """
-    folders: dict[str, dict[str, int]] = {}
-    done, pending = [], []
-    for task in tasks:
-        folder = task.target.rsplit("/", 1)[0]
-        if folder not in folders:
-            folders[folder] = {entry.uri: entry.size for entry in fs.list_files(folder)}
-        if folders[folder].get(task.target) == task.size:
-            done.append(task)
-        else:
-            pending.append(task)
-    return done, pending
+    """``(done, pending)``: the tasks whose target is there with the planned size, the rest
+    (``ferry.manifest.whole_at_target``)."""
+    return whole_at_target(tasks)

@@ -154,6 +154,11 @@ class ReplicationInterruptedError(FerryError):
     """The run was interrupted (Ctrl-C, SIGTERM) part-way through a step."""
 
 
+class NotResumableError(FerryError):
+    """``ferry resume EVENT``: the event has no attempt a run may continue (unknown,
+    committed, deleted, past its grace period, still running, or its replica changed)."""
+
+
 def _named_errors() -> list[type[FerryError]]:
     found, pending = [], [FerryError]
     while pending:

@@ -12,7 +12,9 @@ Housekeeping, per replica table of the config, deletes an entry's location when 
 - Ferry owns it (``ferry.ownership``): it lies in a snapshot folder Ferry created, no table
   of the replica databases references it, it is not inside a source's location, and the
   replica is not a METADATA_MIRROR (a mirror owns nothing, whatever its config says);
-- the table's ``orphaned-data-strategy`` is not ``NONE`` (which keeps everything).
+- the table's ``orphaned-data-strategy`` is not ``NONE`` (which keeps everything);
+- no run holds the replica's lock for the entry's event: a failed attempt kept for a resume
+  (``ferry.attempts``, ledgered by Abort table under its own event) that a run is continuing.
 
 An **Iceberg replica** has no snapshot folders; its ledger names files (those only
 superseded replica metadata referenced) and runs' intents (the files a run was about to
@@ -310,6 +312,9 @@ def housekeep_ledger(
     """
     grace = policy.expired_path_duration
     waiting = Paths(e.path for e in entries if now < e.recorded_at + grace)
+    # A failed attempt kept for a resume (``ferry.attempts``) that a run is continuing.
+    lease = state.store.lease(key)
+    running = lease.holder if lease is not None and not lease.expired(now) else None
     outcomes = []
     # Deepest first: a partition's folder goes before the snapshot folder that holds it.
     for entry in sorted(entries, key=lambda e: (-e.path.count("/"), e.path)):
@@ -328,6 +333,8 @@ def housekeep_ledger(
             )
         elif refusal := owner.refusal(entry.path):
             outcomes.append(kept(refusal))
+        elif entry.event_id == running:
+            outcomes.append(kept(f"event {running} holds the replica's lock: a run continues it"))
         elif below := waiting.at_or_below(entry.path, exclude=entry.path):
             outcomes.append(kept(f"{below[0]} below it is still in its grace period"))
         else:

@@ -41,8 +41,9 @@ recorded.
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,6 +51,11 @@ from ferry import fs
 from ferry.copier import CopyTask, Manifest
 
 RECORDS = "copied"
+#: A batch's digest (``batch_digest``): its copy record counts for that very batch only.
+DIGEST = "digest"
+#: A resumed run's batch: the indexes (in ``batch_tasks`` order) of its files a failed
+#: attempt of the same event already copied whole, from the same source version.
+REUSE = "reuse"
 #: A batch's rewrites (``Rewrite``): ``{"context": {...}, "items": [...]}``.
 REWRITES = "rewrites"
 
@@ -87,6 +93,12 @@ class ManifestSummary:
     rewrites: int = 0
     #: The source bytes the rewrites read (not in ``bytes``: nothing is copied).
     rewrite_bytes: int = 0
+    #: Each batch's digest (``batch_digest``), in batch order: what its copy record names.
+    digests: tuple[str, ...] = ()
+    #: A resumed run: the files (and their bytes) of ``files`` a failed attempt of the same
+    #: event already copied whole from the same source version; no copier copies them again.
+    reused_files: int = 0
+    reused_bytes: int = 0
 
     @property
     def work(self) -> bool:
@@ -113,9 +125,22 @@ class ManifestWriter:
     """
 
     def __init__(
-        self, uri: str | None, event_id: str, batch_files: int, batch_bytes: int = 25 * GIB
+        self,
+        uri: str | None,
+        event_id: str,
+        batch_files: int,
+        batch_bytes: int = 25 * GIB,
+        reusable: Mapping[str, tuple[str, int, str | None]] | None = None,
     ):
+        """``reusable``: a resumed run's targets already there whole, each with the source,
+        size and change marker its failed attempt planned (``ferry.attempts``)."""
         self.uri = uri
+        self.reusable = reusable or {}
+        self._reuse: list[int] = []
+        self._batch_tasks = 0
+        self._digests: list[str] = []
+        self._reused_files = 0
+        self._reused_bytes = 0
         self.event_id = event_id
         self.batch_files = batch_files
         self.batch_bytes = batch_bytes
@@ -160,6 +185,13 @@ class ManifestWriter:
                 self._targets.add(fs.scheme_of(root.target))
                 self._batch_text += root_text
             current.append(item)
+            if self.reusable:
+                target = fs.join(root.target, relative)
+                if self.reusable.get(target) == (entry.uri, entry.size, entry.marker):
+                    self._reuse.append(self._batch_tasks)
+                    self._reused_files += 1
+                    self._reused_bytes += entry.size
+            self._batch_tasks += 1
             self._files += 1
             self._bytes += entry.size
             self._in_batch += 1
@@ -217,9 +249,15 @@ class ManifestWriter:
             }
             if self._rewrites is not None:
                 batch[REWRITES] = self._rewrites
+            batch[DIGEST] = batch_digest(batch)
+            self._digests.append(batch[DIGEST])
+            if self._reuse:
+                batch[REUSE] = self._reuse
             self._out.write((b"," if self._batches else b"") + json.dumps(batch).encode())
         self._batches += 1
         self._roots = []
+        self._reuse = []
+        self._batch_tasks = 0
         self._rewrites = None
         self._batch_rewrite_bytes = 0
         self._in_batch = 0
@@ -239,6 +277,9 @@ class ManifestWriter:
             tuple(sorted(self._targets)),
             self._rewrite_count,
             self._rewrite_bytes,
+            tuple(self._digests),
+            self._reused_files,
+            self._reused_bytes,
         )
 
     def abandon(self) -> None:
@@ -261,6 +302,37 @@ def batch_tasks(batch: dict[str, Any]) -> list[CopyTask]:
     ]
 
 
+def whole_at_target(tasks: Sequence[CopyTask]) -> tuple[list[CopyTask], list[CopyTask]]:
+    """``(whole, pending)``: the tasks whose target is there with the planned size, the rest.
+
+    One listing per target folder, not a request per object. Only a copy's own new folder
+    is asked (a snapshot folder named by its event): what is there was written by a copy of
+    this event, and a copier writes a target whole or not at all (S3 stores an object once
+    complete; the inline copier renames a local file into place once written).
+    """
+    folders: dict[str, dict[str, int]] = {}
+    whole, pending = [], []
+    for task in tasks:
+        folder = task.target.rsplit("/", 1)[0]
+        if folder not in folders:
+            folders[folder] = {entry.uri: entry.size for entry in fs.list_files(folder)}
+        (whole if folders[folder].get(task.target) == task.size else pending).append(task)
+    return whole, pending
+
+
+def batch_work(batch: Mapping[str, Any]) -> tuple[list[CopyTask], list[CopyTask]]:
+    """``(reused, to_copy)`` of one batch: the files a failed attempt of the same event
+    already copied from the same source version (``REUSE``) and still whole at the target,
+    and every other file."""
+    tasks = batch_tasks(dict(batch))
+    reuse = reused_tasks(batch, tasks)
+    if not reuse:
+        return [], tasks
+    whole, _ = whole_at_target([task for index, task in enumerate(tasks) if index in reuse])
+    kept = {task.target for task in whole}
+    return whole, [task for task in tasks if task.target not in kept]
+
+
 def read_batches(uri: str) -> list[dict[str, Any]]:
     return json.loads(fs.read_bytes(uri))
 
@@ -281,8 +353,25 @@ def write_manifest(uri: str, manifest: Manifest, batch_files: int = 1000) -> Non
     writer.close()
 
 
-def copy_record_uri(manifest_uri: str, batch: int) -> str:
-    return fs.join(manifest_uri.rsplit("/", 1)[0], RECORDS, f"{batch:06d}.json")
+def batch_digest(batch: Mapping[str, Any]) -> str:
+    """What a batch copies and writes, as a short digest: every file's source, target, size
+    and change marker, and its rewrites. A resumed run re-plans its event's manifest; a copy
+    record made for another batch of the same index must not count for this one."""
+    content = {"roots": batch.get("roots"), REWRITES: batch.get(REWRITES)}
+    text = json.dumps(content, sort_keys=True, separators=(",", ":")).encode()
+    return hashlib.sha256(text).hexdigest()[:16]
+
+
+def copy_record_uri(manifest_uri: str, batch: int, digest: str | None = None) -> str:
+    name = f"{batch:06d}-{digest}.json" if digest else f"{batch:06d}.json"
+    return fs.join(manifest_uri.rsplit("/", 1)[0], RECORDS, name)
+
+
+def reused_tasks(batch: Mapping[str, Any], tasks: Sequence[CopyTask]) -> set[int]:
+    """The indexes of ``tasks`` (the batch's) a failed attempt already copied (``REUSE``)."""
+    indexes = batch.get(REUSE) or []
+    assert isinstance(indexes, list)
+    return {index for index in indexes if 0 <= index < len(tasks)}
 
 
 def batch_rewrites(batch: dict[str, Any]) -> tuple[dict[str, Any], list[list[Any]]]:
@@ -304,14 +393,24 @@ def write_copy_record(
         "bytes": size,
         "rewrites": rewrites,
     }
-    fs.write_bytes(copy_record_uri(manifest_uri, batch["batch"]), json.dumps(record).encode())
+    uri = copy_record_uri(manifest_uri, batch["batch"], batch.get(DIGEST))
+    fs.write_bytes(uri, json.dumps(record).encode())
 
 
-def recorded_batches(manifest_uri: str) -> set[int]:
-    """The batches whose copy record exists."""
+def recorded_batches(manifest_uri: str, digests: Sequence[str] = ()) -> set[int]:
+    """The batches whose copy record exists: with ``digests`` (each batch's, in order), only
+    the records made for that very batch (a resumed run's manifest may differ)."""
     folder = fs.join(manifest_uri.rsplit("/", 1)[0], RECORDS)
-    return {
-        int(entry.uri.rsplit("/", 1)[1].removesuffix(".json"))
-        for entry in fs.list_files(folder)
-        if entry.uri.endswith(".json")
-    }
+    recorded = set()
+    for entry in fs.list_files(folder):
+        name = entry.uri.rsplit("/", 1)[1]
+        if not name.endswith(".json"):
+            continue
+        index_text, _, digest = name.removesuffix(".json").partition("-")
+        if not index_text.isdigit():
+            continue
+        index = int(index_text)
+        if digests and (index >= len(digests) or digest != digests[index]):
+            continue
+        recorded.add(index)
+    return recorded

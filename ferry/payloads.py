@@ -111,6 +111,11 @@ class PlanResult(Result):
     source_table: str
     replica_table: str
     notices: list[str]
+    #: A failed attempt of the same event continued (``ferry.attempts``), and what of
+    #: ``files``/``bytes`` it had already copied: those are not copied again.
+    resumed: bool = False
+    reused_files: int = 0
+    reused_bytes: int = 0
 
 
 def batch_copier_options(options: CopierOptions) -> dict[str, Any]:
@@ -164,6 +169,9 @@ class PlannedRun(Input):
 class InlineCopyResult(Result):
     files: int
     bytes: int
+    #: What this copy moved: ``files``/``bytes`` less what a resumed run reused.
+    copied_files: int | None = None
+    copied_bytes: int | None = None
 
 
 class CopyBatchInput(Input):

@@ -506,6 +506,11 @@ class TableOutcome:
     states: tuple[str, ...] = ()
     #: What a person should know about the run, one line each (``ReplicationPlan.notices``).
     notices: tuple[str, ...] = ()
+    #: A failed attempt of the same event was continued (``ferry.attempts``): of ``files``
+    #: and ``bytes``, what it had already copied (and was not copied again).
+    resumed: bool = False
+    reused_files: int = 0
+    reused_bytes: int = 0
 
     @property
     def partitions(self) -> int:
@@ -547,7 +552,8 @@ def outcome_of(
         source_table=result["sourceTable"],
         replica_table=plan.get("replicaTable"),
         status=notified.get("status", "SUCCEEDED"),
-        event_id=result.get("eventId"),
+        # A resumed run carries its attempt's event id (Plan's), not the item's.
+        event_id=plan.get("eventId") or result.get("eventId"),
         seconds=seconds,
         mode=mode,
         kind=plan.get("kind"),
@@ -560,6 +566,9 @@ def outcome_of(
         partition_filter=plan.get("partitionFilter"),
         states=tuple(states),
         notices=tuple(plan.get("notices") or ()),
+        resumed=bool(plan.get("resumed")),
+        reused_files=0 if unchanged else plan.get("reusedFiles") or 0,
+        reused_bytes=0 if unchanged else plan.get("reusedBytes") or 0,
     )
 
 

@@ -27,7 +27,7 @@ from contextlib import nullcontext
 from datetime import datetime
 from typing import Any
 
-from ferry import copies, faults, fs, housekeeping, lifecycle, selection
+from ferry import attempts, copies, faults, fs, housekeeping, lifecycle, selection
 from ferry.abort import clean_up, failure_of
 from ferry.aws import AwsClients
 from ferry.budget import EnvironmentBudget, Holder
@@ -256,6 +256,10 @@ class Steps:
         config_uri, event_id = payload.config_uri, payload.event_id
         config = load_config_uri(config_uri, self.config_environment)
         replication = config.replication_of(payload.source_table, payload.replica_table)
+        # A failed attempt of this table is continued, not restarted (``ferry.attempts``).
+        attempt = self._resumable(config, replication)
+        if attempt is not None:
+            event_id = attempt.event_id
         lifecycle.take_lock(
             self.state,
             self._replica_key(config, replication),
@@ -277,6 +281,11 @@ class Steps:
             )
 
         read_at = self.clock()  # before the source is read: no later change is claimed
+        reusable = {}
+        if attempt is not None and self.state is not None:
+            attempts.take(self.state, key, attempt, self.work_uri, self.clock())
+            attempts.record_resumed_as(self.work_uri, payload.event_id, attempt)
+            reusable = attempts.reusable_targets(self.work_uri, event_id)
         with (
             self._open(config.source_catalog) as source,
             self._open(config.replica_catalog) as replica,
@@ -293,6 +302,7 @@ class Steps:
                     event_id,
                     options.s3_batch_files,
                     options.s3_batch_gib * 1024**3,
+                    reusable,
                 ),
                 intend,
             )
@@ -328,7 +338,39 @@ class Steps:
             source_table=replication.source_table.qualified_name,
             replica_table=replication.replica_qualified_name,
             notices=list(plan.notices),
+            resumed=attempt is not None,
+            reused_files=plan.manifest.reused_files,
+            reused_bytes=plan.manifest.reused_bytes,
         )
+
+    def _resumable(
+        self, config: ReplicationConfig, replication: TableReplication
+    ) -> attempts.Attempt | None:
+        """The replica table's failed attempt this run continues, if any (``ferry.attempts``)."""
+        if self.state is None or replication.replica_table.table_location is None:
+            return None
+        attempt, why = self.resumable_attempt(config, replication)
+        if attempt is None and why != attempts.NO_ATTEMPT:
+            logger.info("%s: not resuming: %s", replication.replica_qualified_name, why)
+        return attempt
+
+    def resumable_attempt(
+        self, config: ReplicationConfig, replication: TableReplication, event_id: str | None = None
+    ) -> tuple[attempts.Attempt | None, str]:
+        """The replica table's newest failed attempt a run may continue (``event_id``: that
+        one), or None and why not (``ferry.attempts.resumable``)."""
+        with self._open(config.replica_catalog) as replica:
+            return attempts.resumable(
+                self.state,
+                self._replica_key(config, replication),
+                self.work_uri,
+                replica,
+                self.clock(),
+                config.housekeeping_for(replication).expired_path_duration,
+                self._lock_holder_gone,
+                (replication.replica_database, replication.replica_table_name),
+                event_id,
+            )
 
     def preview(
         self,
@@ -400,7 +442,8 @@ class Steps:
             raise FerryError(f"event {plan.event_id} has nothing to commit")
         where = RunLocations.for_event(self.work_uri, plan.event_id)
         if plan.manifest.batches:
-            missing = set(range(plan.manifest.batches)) - recorded_batches(where.manifest)
+            recorded = recorded_batches(where.manifest, plan.manifest.digests)
+            missing = set(range(plan.manifest.batches)) - recorded
             if missing:
                 raise CopyIncompleteError(
                     f"{len(missing)} of {plan.manifest.batches} batches of event "
@@ -490,10 +533,15 @@ class Steps:
         if planned.plan_uri is None and payload.find_plan:
             # A table Summarize aborts (its iteration failed where no Catch takes the error):
             # its plan, if Plan got that far, is where every plan of the event is.
-            where = RunLocations.for_event(self.work_uri, event_id)
+            where = RunLocations.for_event(
+                self.work_uri, attempts.resumed_as(self.work_uri, event_id)
+            )
             if fs.exists(where.plan):
                 planned = PlanLocations(plan_uri=where.plan, report_uri=where.report)
         document = read_plan(planned.plan_uri) if planned.plan_uri else None
+        if document is not None:
+            # A resumed run's plan carries the attempt's event id, not the item's.
+            event_id = document.plan.event_id
         name, message = failure_of(
             payload.error.model_dump(), payload.failed_state, document, planned.report_uri
         )
@@ -506,11 +554,24 @@ class Steps:
             config, replication = None, None  # the config itself is what failed
         outcome = {"snapshot": None, "removed": False, "referencedBy": []}
         if document is not None and config is not None:
+            where = RunLocations.for_event(self.work_uri, document.plan.event_id)
+            keep = attempts.keeps(self.state, document, payload.failed_state, name, where.root)
             with self._open(config.replica_catalog) as replica:
-                outcome = clean_up(document.plan, replica)
+                outcome = clean_up(document.plan, replica, keep=keep)
+            if keep and not outcome["referencedBy"] and self.state is not None:
+                # What was copied and verified stays for the next run to continue.
+                until = attempts.keep(
+                    self.state, self._replica_key(config, document.plan.replication),
+                    document, where.root, payload.failed_state, message, self.clock(),
+                    config.housekeeping_for(document.plan.replication).expired_path_duration,
+                )  # fmt: skip
+                outcome["keptForResumeUntil"] = until.isoformat(timespec="seconds")
+                message += (
+                    f" (its copy is kept for a resume until {outcome['keptForResumeUntil']}: "
+                    f"run it again, or ferry resume {event_id})"
+                )
             # An Iceberg run's copies stay: its intent, ledgered by Plan, names them for
             # housekeeping (as it does when a run is killed before getting here).
-            where = RunLocations.for_event(self.work_uri, document.plan.event_id)
             fs.write_bytes(where.abort, json.dumps(outcome).encode())
             if outcome["referencedBy"]:
                 message += f" (the replica references snapshot {outcome['snapshot']}; it was kept)"

@@ -304,6 +304,18 @@ def _print_outcome(console: Console, outcome) -> None:
         f"    event {escape(str(outcome.event_id))}"
         + (f", replica location {where}" if where else "")
     )
+    if outcome.resumed:
+        console.print(f"    {escape(resumed_line(outcome))}")
+
+
+def resumed_line(outcome) -> str:
+    """A resumed run, in one line: what its failed attempt had copied, what this run did."""
+    return (
+        f"resumed event {outcome.event_id}: {plural(outcome.reused_files, 'file')} "
+        f"({human_bytes(outcome.reused_bytes)}) already copied and verified; copied "
+        f"{plural(outcome.files - outcome.reused_files, 'file')} "
+        f"({human_bytes(outcome.bytes - outcome.reused_bytes)})"
+    )
 
 
 def _by(copier: str | None) -> str:

@@ -27,6 +27,7 @@ from ferry.local.samples import order_rows, write_parquet
 from ferry.manifest import recorded_batches
 from ferry.replica import REPLICATION_EVENT
 from ferry.runs import RunLocations
+from tests.e2e.conftest import WEST
 from tests.e2e.test_pipeline import table_entry
 from tests.helpers import (
     assert_each_partition_is_complete,
@@ -87,6 +88,20 @@ def table_result(outcome) -> dict:
     return result
 
 
+def kept_for_a_resume(result: dict) -> bool:
+    """A failed copy's snapshot: kept for a resume when it copied files (then the cause says
+    until when), else removed (``ferry.attempts``)."""
+    if result["snapshotRemoved"]:
+        return not files_below(result["snapshot"])
+    assert "kept for a resume until" in result["cause"], result["cause"]
+    return bool(files_below(result["snapshot"]))
+
+
+def outside(files: dict[str, int], snapshot: str) -> dict[str, int]:
+    """The files not below ``snapshot`` (a kept attempt's)."""
+    return {uri: size for uri, size in files.items() if not fs.relative_path(uri, snapshot)}
+
+
 @pytest.mark.parametrize(
     "fault",
     [
@@ -117,7 +132,9 @@ def test_a_timeout_part_way_through_an_inline_copy_is_retried_and_converges(run,
     hive["holds_source"]()
 
 
-def test_a_failed_inline_copy_removes_its_snapshot_and_leaves_the_replica(run, arm, hive, sample):
+def test_a_failed_inline_copy_keeps_its_copies_for_a_resume_and_leaves_the_replica(
+    run, arm, hive, sample
+):
     assert run(hive["document"]()).status == "SUCCEEDED"
     rewrite_orders(sample)
     before = hive["state"]()
@@ -125,10 +142,15 @@ def test_a_failed_inline_copy_removes_its_snapshot_and_leaves_the_replica(run, a
     outcome = run(hive["document"]())
     assert (outcome.status, outcome.error) == ("FAILED", "TargetNotWritableError")
     result = table_result(outcome)
-    assert result["snapshotRemoved"] is True and not files_below(result["snapshot"])
-    assert hive["state"]() == before
+    assert result["snapshotRemoved"] is False and kept_for_a_resume(result)
+    catalog, files = hive["state"]()
+    assert (catalog, outside(files, result["snapshot"])) == before
     arm()
-    assert run(hive["document"]()).status == "SUCCEEDED"
+    resumed = run(hive["document"]())
+    assert resumed.status == "SUCCEEDED", resumed
+    plan = table_result(resumed)["plan"]
+    assert plan["resumed"] is True and plan["eventId"] == result["eventId"]
+    assert plan["reusedFiles"] >= 1
     hive["holds_source"]()
 
 
@@ -226,11 +248,13 @@ def copy_batch_results(plan: dict) -> list[dict]:
 
     bucket, prefix = plan["manifestBucket"], plan["copyResultsPrefix"]
     listed = boto3.client("s3").list_objects_v2(Bucket=bucket, Prefix=prefix)
-    [manifest] = [o["Key"] for o in listed["Contents"] if o["Key"].endswith("manifest.json")]
+    # A resumed event's folder also holds its failed attempt's Map Run: the newest is this one.
+    manifests = [o for o in listed["Contents"] if o["Key"].endswith("manifest.json")]
+    manifest = max(manifests, key=lambda o: o["LastModified"])["Key"]
     return [child.output for child in map_results({"Bucket": bucket, "Key": manifest})]
 
 
-def test_a_timeout_in_an_s3_copy_batch_is_retried_and_a_failed_batch_removes_the_snapshot(
+def test_a_timeout_in_an_s3_copy_batch_is_retried_and_a_failed_batch_is_resumed_next_run(
     run, arm, cross_region
 ):
     east, west, sample = cross_region.east, cross_region.west, cross_region.sample
@@ -260,8 +284,36 @@ def test_a_timeout_in_an_s3_copy_batch_is_retried_and_a_failed_batch_removes_the
     result = table_result(outcome)
     assert result["failedState"] == "S3 server-side copy"
     assert "batches of the S3 copy failed" in result["cause"]
-    assert result["snapshotRemoved"] is True and not files_below(result["snapshot"])
+    # The batch copied before the failures is kept for a resume; the replica is as it was.
+    assert result["snapshotRemoved"] is False and kept_for_a_resume(result)
     assert catalog_state(west, replica_db, ["orders"]) == before
+    # The failed batches failed after their copy (the fail point is before the record).
+    copied = files_below(result["snapshot"])
+    assert copied
+
+    # The next execution for the table continues the same event and copies only what is
+    # missing: an object the attempt copied is not written again (its LastModified stands).
+    s3 = boto3.client("s3", region_name=WEST)
+
+    def written():
+        """Each copied object's LastModified."""
+        found = {}
+        for uri in copied:
+            bucket, key = fs.object_location(uri)
+            found[uri] = s3.head_object(Bucket=bucket, Key=key)["LastModified"]
+        return found
+
+    before_resume = written()
+    time.sleep(1.1)  # S3's LastModified has seconds
+    arm()
+    resumed = run(document)
+    assert resumed.status == "SUCCEEDED", resumed
+    plan = table_result(resumed)["plan"]
+    assert (plan["resumed"], plan["eventId"]) == (True, result["eventId"])
+    assert (plan["reusedFiles"], plan["files"]) == (len(copied), len(sample.days))
+    assert written() == before_resume
+    assert sum(b["resumed"] for b in copy_batch_results(plan)) == len(copied)
+    assert_replica_holds_source(west, replica_db, "orders", east, sample.orders)
 
 
 # -- a source changed after planning, a corrupted or short upload --------------------------
@@ -306,8 +358,10 @@ def test_a_corrupted_or_short_upload_is_caught_and_the_replica_stands(
     assert (outcome.status, outcome.error) == ("FAILED", "VerificationError"), outcome
     assert "the bytes sent have MD5" in outcome.cause
     result = table_result(outcome)
-    assert result["snapshotRemoved"] is True and not files_below(result["snapshot"])
-    assert hive_to_s3["state"]() == before
+    # What was verified is kept for a resume; the object found wrong was removed.
+    assert kept_for_a_resume(result)
+    catalog, files = hive_to_s3["state"]()
+    assert (catalog, outside(files, result["snapshot"])) == before
     arm()
     assert run(hive_to_s3["document"]()).status == "SUCCEEDED"
     hive_to_s3["holds_source"]()
@@ -368,8 +422,9 @@ def test_a_local_source_changed_after_planning_is_refused_and_the_replica_stands
     assert (outcome.status, outcome.error) == ("FAILED", "VerificationError"), outcome
     assert "the source changed since it was planned" in outcome.cause
     result = table_result(outcome)
-    assert result["snapshotRemoved"] is True and not files_below(result["snapshot"])
-    assert hive["state"]() == before
+    assert kept_for_a_resume(result) or result["snapshotRemoved"]
+    catalog, files = hive["state"]()
+    assert (catalog, outside(files, result["snapshot"])) == before
     assert run(hive["document"]()).status == "SUCCEEDED"
     hive["holds_source"]()
 
@@ -409,7 +464,8 @@ def test_an_s3_source_changed_after_planning_is_refused_and_the_replica_stands(
     run_folder = RunLocations.for_event(pipeline.work_uri, table_result(outcome)["eventId"])
     assert len(recorded_batches(run_folder.manifest)) == len(sample.days) - 1
     result = table_result(outcome)
-    assert result["snapshotRemoved"] is True and not files_below(result["snapshot"])
+    # The batches copied before it are kept for a resume; the changed file is copied anew.
+    assert result["snapshotRemoved"] is False and kept_for_a_resume(result)
     assert catalog_state(west, replica_db, ["orders"]) == before
     assert run(document).status == "SUCCEEDED"
     assert_replica_holds_source(west, replica_db, "orders", east, sample.orders)

@@ -213,7 +213,9 @@ def check_outcome(trail: Trail, state: str, result: dict) -> None:
         )
     elif state == "abort":
         assert (result["status"], result["error"]) == ("FAILED", "TargetNotWritableError")
-        assert result["snapshotRemoved"] and not fs.exists(result["snapshot"])
+        # The inline copy before it wrote the snapshot: kept for a resume (ferry.attempts).
+        assert not result["snapshotRemoved"] and fs.list_files(result["snapshot"])
+        assert "kept for a resume until" in result["cause"]
     elif state == "s3_copy_batch":
         assert result == {"files": 2, "bytes": sum(BATCH_OBJECTS.values()), "resumed": 0}
         listed = boto3.client("s3").list_objects_v2(Bucket=trail.target)["Contents"]

@@ -483,3 +483,22 @@ def test_parts_keep_every_thread_busy_within_s3s_limits_and_the_memory_bound():
     # Sent whole: the chunk size with many threads, a thread's share of the bound with few.
     assert uploads([], 32, 8 * MiB).whole == 8 * MiB
     assert uploads([], 8, 8 * MiB).whole == IN_FLIGHT_BYTES // 8
+
+
+def test_a_local_file_appears_at_its_target_only_whole(tmp_path):
+    # A resumed run reuses a file at its target with the planned size: a copy stopped
+    # part-way must never leave one there, even one that happens to have that size.
+    source = tmp_path / "src" / "big.bin"
+    source.parent.mkdir()
+    source.write_bytes(os.urandom(4 * 64 * 1024))
+    target = tmp_path / "dst" / "big.bin"
+    task = CopyTask(fs.local_uri(source), fs.local_uri(target), source.stat().st_size)
+    copier = InlineCopier(threads=1, chunk_size=64 * 1024)
+    with faults.armed(faults.Fault("copy.file", error="CopyError", skip=2)):
+        with pytest.raises(faults.InjectedFault):
+            copier.copy(Manifest("ferry-e1", (task,)))
+    assert not target.exists()
+    assert list(target.parent.iterdir()) == [], "the partial file was removed"
+    copier.copy(Manifest("ferry-e1", (task,)))
+    assert target.read_bytes() == source.read_bytes()
+    assert sorted(p.name for p in target.parent.iterdir()) == ["big.bin"]

@@ -233,3 +233,32 @@ def test_a_rewrite_that_fails_is_reported_like_a_copy_and_no_batch_is_recorded(s
     ]
     assert "gone-m0.avro" in report["failed"][0]["error"]
     assert recorded_batches(f"file://{manifest_file}") == set()
+
+
+def test_the_job_leaves_out_a_resumed_runs_files_already_copied_whole(tmp_path):
+    # The failed attempt copied a whole and b part-way (b's target is short): a resumed run's
+    # manifest lists a as reusable; the job copies b and c only.
+    from emr_jobs.copy_files import read_manifest
+    from ferry import fs
+    from ferry.manifest import CopyRoot, ManifestWriter
+
+    source, target = tmp_path / "src", tmp_path / "dst" / "ferry-e1"
+    source.mkdir()
+    target.mkdir(parents=True)
+    for name in "abc":
+        (source / name).write_bytes(os.urandom(100))
+    (target / "a").write_bytes((source / "a").read_bytes())
+    (target / "b").write_bytes(b"short")
+    entries = fs.list_files(fs.local_uri(source))
+    root = CopyRoot(fs.local_uri(source), fs.local_uri(target))
+    attempt = {
+        fs.join(root.target, entry.uri.rsplit("/", 1)[1]): (entry.uri, entry.size, entry.marker)
+        for entry in entries
+        if not entry.uri.endswith("/c")
+    }
+    uri = fs.local_uri(tmp_path / "manifest.json")
+    writer = ManifestWriter(uri, "ferry-e1", 1000, reusable=attempt)
+    writer.add(root, entries)
+    writer.close()
+    manifest, _ = read_manifest(uri)
+    assert sorted(task.target.rsplit("/", 1)[1] for task in manifest.tasks) == ["b", "c"]

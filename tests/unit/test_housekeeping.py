@@ -173,3 +173,21 @@ def test_a_duration_with_no_fixed_length_is_a_config_error():
 def test_deleting_orphans_implies_the_vacuum():
     request = Request.from_payload({"configUri": "x", "deleteOrphans": True})
     assert (request.vacuum, request.delete_orphans, request.dry_run) == (True, True, False)
+
+
+def test_an_attempt_whose_event_holds_the_lock_is_kept_past_its_grace_period(state, root):
+    # A failed attempt kept for a resume (ferry.attempts), ledgered under its own event, that
+    # a run is continuing: the run holds the replica's lock for that event.
+    attempt = folder(root, C)
+    state.store.record([LedgerEntry(KEY, attempt, C, "sales_dr.orders", NOW - 4 * DAY)])
+    state.store.acquire(KEY, C, NOW - timedelta(minutes=5), timedelta(hours=1))
+    live = ReferencedLocations.of(fs.join(root, B), [], False)
+    assert decide(state, root, live)[attempt] == (
+        "kept",
+        f"event {C} holds the replica's lock: a run continues it",
+    )
+    assert fs.list_files(attempt)
+    # Its lock released (or expired), it is deleted as any abandoned folder.
+    state.store.release(KEY, C)
+    assert decide(state, root, live)[attempt][0] == "deleted"
+    assert not fs.list_files(attempt)

@@ -139,3 +139,43 @@ def test_rewrites_share_the_batches_of_the_copies_and_their_bounds(tmp_path):
         [REWRITE_BATCH_BYTES * 2],
         [1],
     ]
+
+
+def test_a_copy_record_counts_only_for_the_identical_batch(tmp_path):
+    # A resumed run plans its event's manifest again: a batch recorded by the attempt counts
+    # only if it holds the same files, sizes and change markers.
+    from ferry.manifest import recorded_batches, write_copy_record
+
+    def plan(marker_of_b):
+        uri = fs.local_uri(tmp_path / "manifest.json")
+        writer = ManifestWriter(uri, "ferry-e1", batch_files=1)
+        root = CopyRoot("s3://src/t/dt=1", "s3://dr/t/ferry-e1/dt=1")
+        writer.add(root, [fs.FileEntry(f"{root.source}/a", 10, None, "etag-a"),
+                          fs.FileEntry(f"{root.source}/b", 10, None, marker_of_b)])  # fmt: skip
+        return uri, writer.close(), read_batches(uri)
+
+    uri, summary, batches = plan("etag-b")
+    for batch in batches:
+        write_copy_record(uri, batch, 1, 10)
+    assert recorded_batches(uri, summary.digests) == {0, 1}
+    # b replaced at the source with the same size: its batch is another one now.
+    uri, summary, batches = plan("etag-b2")
+    assert recorded_batches(uri, summary.digests) == {0}
+    assert [b["digest"] for b in batches] == list(summary.digests)
+
+
+def test_a_resumed_plan_reuses_only_files_planned_from_the_same_source_version(tmp_path):
+    # The attempt copied a and b whole; since, b was replaced with the same size.
+    uri = fs.local_uri(tmp_path / "manifest.json")
+    root = CopyRoot("s3://src/t/dt=1", "s3://dr/t/ferry-e1/dt=1")
+    attempt = {
+        f"{root.target}/a": (f"{root.source}/a", 10, "etag-a"),
+        f"{root.target}/b": (f"{root.source}/b", 10, "etag-b"),
+    }
+    writer = ManifestWriter(uri, "ferry-e1", batch_files=1000, reusable=attempt)
+    writer.add(root, [fs.FileEntry(f"{root.source}/{name}", 10, None, marker)
+                      for name, marker in (("a", "etag-a"), ("b", "etag-b2"), ("c", "etag-c"))])  # fmt: skip
+    summary = writer.close()
+    [batch] = read_batches(uri)
+    assert batch["reuse"] == [0]
+    assert (summary.reused_files, summary.reused_bytes) == (1, 10)
