@@ -34,7 +34,6 @@ from datetime import datetime, timedelta
 from ferry import fs
 from ferry.catalog import Catalog
 from ferry.commit import snapshot_references
-from ferry.copier import PARTIAL
 from ferry.errors import ReplicationInterruptedError
 from ferry.ledger import Lease, LedgerEntry
 from ferry.lifecycle import BEFORE_COMMIT, ReplicaState
@@ -100,7 +99,7 @@ def keeps(
 def _holds_files(location: str) -> bool:
     """Whether a copy wrote anything there (nothing: there is nothing to continue)."""
     try:
-        return any(not entry.uri.endswith(PARTIAL) for entry in fs.list_files(location))
+        return any(not entry.uri.endswith(fs.PARTIAL) for entry in fs.list_files(location))
     except Exception:  # noqa: BLE001 - a location it cannot list holds nothing to resume
         return False
 

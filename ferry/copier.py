@@ -193,7 +193,7 @@ def copy_file(
         # Written beside the target under a hidden name, then renamed into place: a file at
         # the target is always whole (a resumed run reuses what is there), and a copy killed
         # part-way leaves only a name every Hive reader skips.
-        partial = partial_name(task.target)
+        partial = fs.partial_name(task.target)
         _, partial_path = fs.resolve(partial)
         try:
             with fs.open_output(partial) as writer:
@@ -223,17 +223,6 @@ def _discard(target_fs: pafs.FileSystem, path: str) -> None:
         target_fs.delete_file(path)
     except OSError:
         pass
-
-
-#: How a file being written ends (``partial_name``).
-PARTIAL = ".ferry-partial"
-
-
-def partial_name(target: str) -> str:
-    """Where a file is written before it is renamed to ``target``: hidden (a leading dot,
-    which Hive's and Spark's readers skip) in the same folder."""
-    folder, _, name = target.rpartition("/")
-    return f"{folder}/.{name}{PARTIAL}"
 
 
 def _copy_to_s3(

@@ -666,3 +666,14 @@ def exists(uri: str) -> bool:
 def list_folders(location: str) -> list[FileEntry]:
     """The folders directly below ``location``; none when it does not exist."""
     return default().list_folders(location)
+
+
+#: How a file being written ends (``partial_name``).
+PARTIAL = ".ferry-partial"
+
+
+def partial_name(target: str) -> str:
+    """Where the inline copier writes a local file before it renames it to ``target``:
+    hidden (a leading dot, which Hive's and Spark's readers skip) in the same folder."""
+    folder, _, name = target.rpartition("/")
+    return f"{folder}/.{name}{PARTIAL}"

@@ -422,6 +422,13 @@ def intended_files(intent_uri: str, copies: bool = True) -> list[str]:
             # it, so nothing was copied from it.
             tasks = ()
         files.extend(task.target for task in tasks)
+        # Outside S3 a copy killed mid-file leaves it under its partial name
+        # (``fs.partial_name``); S3 stores an object only once it is whole.
+        files.extend(
+            fs.partial_name(task.target)
+            for task in tasks
+            if fs.scheme_of(task.target) not in fs.S3_SCHEMES
+        )
     return files
 
 

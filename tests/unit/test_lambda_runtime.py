@@ -125,6 +125,9 @@ def test_the_freshness_check_of_an_environment_whose_secret_is_unfilled_measures
     says so and succeeds (no dead letter, no errors alarm), publishing nothing."""
     from lambdas import freshness_check
 
+    # This process's moto alone: the session's emulator holds other tests' metrics.
+    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_CLOUDWATCH"):
+        environment.delenv(name, raising=False)
     secrets = boto3.client("secretsmanager", region_name="eu-west-1")
     arn = secrets.create_secret(
         Name=f"ferry/dev/config-variables-{uuid.uuid4().hex[:8]}", SecretString="{}"
