@@ -78,7 +78,7 @@ def follow(
     events: dict[int, dict[str, Any]] = {}
     while True:
         description = sfn.describe_execution(executionArn=execution_arn)
-        for event in _history(sfn, execution_arn):
+        for event in execution_history(sfn, execution_arn):
             if event["id"] in seen:
                 continue
             seen.add(event["id"])
@@ -143,7 +143,7 @@ def _child_histories(
             arguments["nextToken"] = page["nextToken"]
     if len(children) > CHILD_HISTORIES:
         return []
-    return [{e["id"]: e for e in _history(sfn, child)} for child in children]
+    return [{e["id"]: e for e in execution_history(sfn, child)} for child in children]
 
 
 def table_outcomes(output: Any, state_outputs: dict[str, Any]) -> list[dict[str, Any]]:
@@ -199,7 +199,8 @@ def _state_outputs(events: dict[int, dict[str, Any]]) -> dict[str, Any]:
     return outputs
 
 
-def _history(sfn: Any, execution_arn: str) -> list[dict[str, Any]]:
+def execution_history(sfn: Any, execution_arn: str) -> list[dict[str, Any]]:
+    """Every event of an execution's history, page after page."""
     events: list[dict[str, Any]] = []
     arguments: dict[str, Any] = {"executionArn": execution_arn, "maxResults": 1000}
     while True:

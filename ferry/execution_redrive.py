@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ferry.errors import FerryError
+from ferry.execute import execution_history
 
 #: AWS's limit on the redrives of one Map Run (more fail the Map with ``States.Runtime``).
 MAX_MAP_RUN_REDRIVES = 1_000
@@ -107,17 +108,6 @@ class Redrive:
         return answer
 
 
-def _history(sfn: Any, execution_arn: str) -> list[dict[str, Any]]:
-    events: list[dict[str, Any]] = []
-    arguments: dict[str, Any] = {"executionArn": execution_arn, "maxResults": 1000}
-    while True:
-        page = sfn.get_execution_history(**arguments)
-        events.extend(page["events"])
-        if not page.get("nextToken"):
-            return events
-        arguments["nextToken"] = page["nextToken"]
-
-
 def plan_redrive(sfn: Any, execution_arn: str) -> Redrive:
     """What redriving ``execution_arn`` would run again, or ``NotRedrivableError`` (one line:
     AWS's reason, or why a redrive would be pointless). Reads only."""
@@ -137,7 +127,7 @@ def plan_redrive(sfn: Any, execution_arn: str) -> Redrive:
         sfn.describe_state_machine_for_execution(executionArn=execution_arn)["definition"]
     )
     states = definition.get("States", {})
-    point = unsuccessful_state(states, _history(sfn, execution_arn))
+    point = unsuccessful_state(states, execution_history(sfn, execution_arn))
     name = point.name if point else definition["StartAt"]
     if states.get(name, {}).get("Type") == "Fail":
         raise NotRedrivableError(
