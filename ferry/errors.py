@@ -159,6 +159,17 @@ class NotResumableError(FerryError):
     committed, deleted, past its grace period, still running, or its replica changed)."""
 
 
+class PromotedReplicaError(FerryError):
+    """The replica was promoted by ``ferry failover``: writers own it now, and Ferry will not
+    overwrite it until ``ferry failback`` brings it home."""
+
+
+class FailoverError(FerryError):
+    """``ferry failover`` or ``ferry failback`` cannot take a step as things are (a table never
+    replicated, no failover to fail back from, a primary still unreachable, changes on both
+    sides with no winner named); nothing was changed."""
+
+
 def _named_errors() -> list[type[FerryError]]:
     found, pending = [], [FerryError]
     while pending:
