@@ -393,6 +393,9 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--aws-port", type=port, default=5000)
     demo.set_defaults(handler=_demo)
     _add_status(commands)
+    from ferry.commands.failover_arguments import add_parsers as add_failover_parsers
+
+    add_failover_parsers(commands)
     return parser
 
 

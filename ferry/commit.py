@@ -44,7 +44,11 @@ from ferry.replica import (
     COMMIT_CLAIM,
     CREATED_BY_EVENT,
     REPLICATION_EVENT,
+    check_not_promoted,
 )
+
+#: What an adopted table (no event yet) is claimed on: the time the metastore last wrote it.
+ADOPTION_KEY = "transient_lastDdlTime"
 
 #: How long a claim of a commit that never finished (its process killed) blocks others.
 DEFAULT_CLAIM_LEASE = timedelta(hours=1)
@@ -104,6 +108,7 @@ def commit(
     owner: str | None = None,
     gone: Callable[[str], bool] = lambda owner: False,
     recorded: Mapping[str, str] | None = None,
+    adopt: bool = False,
 ) -> CommitResult:
     """Point the replica at this event's snapshot (see the module's steps).
 
@@ -112,9 +117,15 @@ def commit(
     claim of a process killed mid-commit is taken over at once rather than after
     ``claim_lease``. ``recorded``: parameters written on the replica table with the rest
     (what it replicated of the source: ``ferry.freshness.versions.recorded_parameters``).
+    ``adopt``: the replica may be a table that is no replica yet (``ferry failback``'s
+    original source table); it is claimed on the metastore's own change time.
+
+    A replica ``ferry failover`` promoted since the plan read it is refused, right before
+    anything is written (``PromotedReplicaError``).
     """
     now = now or datetime.now(UTC)
     current = replica.get_table(plan.replica_table.database, plan.replica_table.name)
+    check_not_promoted(current)
     check_unchanged_since_plan(plan, current)
     for schema in plan.schema_copies:
         copy_schema(schema.source_url, schema.target_url)  # the same bytes again on a retry
@@ -126,7 +137,7 @@ def commit(
         return CommitResult(False, 0, 0, dropped_table=True)
     mine = claim_value(plan.event_id, now, owner)
     if current is not None:
-        current = claim(replica, current, plan, mine, now, claim_lease, gone)
+        current = claim(replica, current, plan, mine, now, claim_lease, gone, adopt)
         mine = current.parameters[COMMIT_CLAIM]
         faults.point("commit.claimed")
     # The table as planned, carrying this event's claim (idle once its event is this one).
@@ -195,6 +206,7 @@ def claim(
     now: datetime,
     lease: timedelta,
     gone: Callable[[str], bool] = lambda owner: False,
+    adopt: bool = False,
 ) -> Table:
     """Make the replica this event's to write, before writing any of it; the table as claimed.
 
@@ -228,15 +240,21 @@ def claim(
         key = (
             REPLICATION_EVENT if REPLICATION_EVENT in parameters else CIRCUS_TRAIN_REPLICATION_EVENT
         )
+        if adopt and key not in parameters:
+            # A table adopted by ferry failback carries no event yet: the metastore's own
+            # change time is the condition (Glue's condition is its VersionId anyway).
+            key = ADOPTION_KEY
         expected = parameters.get(key)
-        if expected is None:  # not a replica: the plan's guard refused it already
+        if expected is None and key != ADOPTION_KEY:  # the plan's guard refused it already
             raise ReplicaChangedError(
                 f"replica table {current.qualified_name} has no {REPLICATION_EVENT}; not committing"
             )
-        moved = {COMMIT_CLAIM: mine, key: plan.event_id, REPLICATION_EVENT: plan.event_id}
+        moved = {COMMIT_CLAIM: mine, REPLICATION_EVENT: plan.event_id}
+        if key != ADOPTION_KEY:
+            moved[key] = plan.event_id
     claimed = replace(current, parameters={**parameters, **moved})
     try:
-        replica.alter_table_if(claimed, key, expected)
+        replica.alter_table_if(claimed, key, expected)  # type: ignore[arg-type]
     except ConcurrentChangeError as error:
         raise _lost(plan, error) from None
     return claimed

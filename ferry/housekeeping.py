@@ -49,6 +49,7 @@ from ferry.catalog.locations import DatabaseReferences, Paths, locations_of
 from ferry.config import Housekeeping, ReplicationConfig, ReplicationMode, TableReplication
 from ferry.duration import format_duration
 from ferry.errors import FerryError
+from ferry.failover import PROMOTED
 from ferry.iceberg.pipeline import CurrentReferences
 from ferry.iceberg.recognise import is_iceberg, metadata_location
 from ferry.ledger import LedgerEntry
@@ -253,6 +254,13 @@ def _housekeep_table(
         return outcome
     # The catalog, asked right before deleting: nothing it references is ever deleted.
     table = replica.get_table(replication.replica_database, replication.replica_table_name)
+    if table is not None and PROMOTED in table.parameters:
+        # Writers own it since the failover, and may be using any of its snapshot folders.
+        outcome.skipped = (
+            f"promoted by ferry failover ({table.parameters[PROMOTED]}): nothing of it is "
+            "deleted until ferry failback"
+        )
+        return outcome
     intents = [e for e in entries if e.intent]
     entries = [e for e in entries if not e.intent]
     if (table is not None and is_iceberg(table)) or (table is None and intents):

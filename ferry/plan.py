@@ -58,6 +58,7 @@ from ferry.replica import (
     SOURCE_METASTORE_URIS,
     SOURCE_TABLE,
     TABLE_FINGERPRINT,
+    check_not_promoted,
     check_replica_guard,
     check_replica_location,
     replica_parameters,
@@ -149,8 +150,14 @@ def plan_replication(
     list_threads: int = 8,
     manifest: ManifestWriter | None = None,
     intend: Callable[[IcebergIntent], None] | None = None,
+    *,
+    adopt: bool = False,
 ) -> ReplicationPlan:
     """Decide what one replication does: the diff of source and replica.
+
+    A replica ``ferry failover`` promoted is refused (``PromotedReplicaError``). ``adopt``:
+    an existing table that is no replica is taken as this one's (``ferry failback``, and
+    only it, says so of the original source table; ``check_replica_guard``).
 
     ``intend``: told, for an Iceberg table, what the run will write at the replica before
     Plan writes any of it (its metadata files; ``ferry.lifecycle`` ledgers it).
@@ -163,7 +170,9 @@ def plan_replication(
     """
     writer = manifest or ManifestWriter(None, event_id, 1000)
     try:
-        return _plan(replication, source, replica, event_id, clock, list_threads, writer, intend)
+        return _plan(
+            replication, source, replica, event_id, clock, list_threads, writer, intend, adopt
+        )
     except BaseException:
         writer.abandon()
         raise
@@ -178,10 +187,12 @@ def _plan(
     list_threads: int,
     writer: ManifestWriter,
     intend: Callable[[IcebergIntent], None] | None = None,
+    adopt: bool = False,
 ) -> ReplicationPlan:
     source_config = replication.source_table
     mode, strategy = replication.replication_mode, replication.replication_strategy
     replica_before = replica.get_table(replication.replica_database, replication.replica_table_name)
+    check_not_promoted(replica_before)
     source_table = source.get_table(source_config.database_name, source_config.table_name)
     if source_table is None:
         missing = (
@@ -193,7 +204,7 @@ def _plan(
             check_source_dropped(replica_before, replication, source, missing)
             return _drop_replica_table(replication, replica_before, event_id, writer)
         raise SourceTableNotFoundError(missing)
-    check_replica_guard(replica_before, replication)
+    check_replica_guard(replica_before, replication, adopt=adopt)
     if replica_before is not None and is_iceberg(replica_before) and not is_iceberg(source_table):
         raise ReplicaGuardError(
             f"replica {replica_before.qualified_name} is an Iceberg table, and its source "

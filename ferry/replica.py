@@ -11,7 +11,13 @@ from datetime import datetime
 
 from ferry import fs
 from ferry.config import ReplicationMode, TableReplication
-from ferry.errors import ReplicaGuardError, ReplicaLocationError, ReplicationModeError
+from ferry.errors import (
+    PromotedReplicaError,
+    ReplicaGuardError,
+    ReplicaLocationError,
+    ReplicationModeError,
+)
+from ferry.failover import PROMOTED
 from ferry.model import Partition, Table, TableType, partition_name
 
 SOURCE_TABLE = "ferry.source.table"
@@ -45,14 +51,18 @@ CIRCUS_TRAIN_SOURCE_METASTORE_URIS = "com.hotels.bdp.circustrain.source.metastor
 SERVER_MANAGED_PARAMETERS = frozenset({"transient_lastDdlTime"})
 
 
-def check_replica_guard(replica: Table | None, replication: TableReplication) -> None:
+def check_replica_guard(
+    replica: Table | None, replication: TableReplication, *, adopt: bool = False
+) -> None:
     """Refuse to touch an existing table that is not this source's replica, or switch its kind.
 
     A table with Ferry's event parameter is Ferry's; one with Circus Train's is adopted.
     A replica of another source table (its ``ferry.source.table``, or Circus Train's
     equivalent, names that table) belongs to another replication: overwriting it would
     silently swap its data under its readers. Hive names are case-insensitive, so is the
-    comparison.
+    comparison. ``adopt``: a table with neither is taken as this replication's replica —
+    only ``ferry failback`` says so, of the original source table it brings DR's changes
+    home to (never a config key).
     Switching an existing replica between METADATA_MIRROR and FULL is refused: the first
     points at the source's data, the second owns copies, and mixing them leaves partitions
     of both kinds in one table.
@@ -66,6 +76,8 @@ def check_replica_guard(replica: Table | None, replication: TableReplication) ->
     elif CIRCUS_TRAIN_REPLICATION_EVENT in parameters:
         previous_mode = parameters.get(CIRCUS_TRAIN_REPLICATION_MODE)
         replicated_from = parameters.get(CIRCUS_TRAIN_SOURCE_TABLE)
+    elif adopt:
+        return
     else:
         raise ReplicaGuardError(
             f"replica table {replica.qualified_name} exists but is not a replica "
@@ -82,6 +94,17 @@ def check_replica_guard(replica: Table | None, replication: TableReplication) ->
         raise ReplicationModeError(
             f"replica table {replica.qualified_name} was replicated with {previous_mode}; "
             f"switching it to {mode.value} is not allowed"
+        )
+
+
+def check_not_promoted(replica: Table | None) -> None:
+    """Refuse to write a replica ``ferry failover`` promoted: writers own it until
+    ``ferry failback`` brings what they wrote home and hands it back."""
+    if replica is not None and PROMOTED in replica.parameters:
+        raise PromotedReplicaError(
+            f"replica table {replica.qualified_name} was promoted by ferry failover "
+            f"({PROMOTED}={replica.parameters[PROMOTED]}); Ferry will not overwrite it until "
+            "ferry failback"
         )
 
 
@@ -145,8 +168,13 @@ def replica_parameters(
     replicated_at: datetime,
     extra: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """The source's parameters, without server-managed ones, plus Ferry's own."""
-    parameters = {k: v for k, v in source.items() if k not in SERVER_MANAGED_PARAMETERS}
+    """The source's parameters, without server-managed ones, plus Ferry's own.
+
+    A promoted source (``ferry failback`` replicating a promoted replica home) does not pass
+    its promotion on: only ``ferry failover`` promotes a table."""
+    parameters = {
+        k: v for k, v in source.items() if k not in SERVER_MANAGED_PARAMETERS and k != PROMOTED
+    }
     parameters.update(extra or {})
     parameters.update(
         {

@@ -45,6 +45,7 @@ from ferry.config import (
 from ferry.copier import Progress
 from ferry.errors import CopyIncompleteError, FerryError, NotificationError
 from ferry.event_id import new_event_id
+from ferry.failover.promotion import promoted_replicas
 from ferry.freshness import TableFreshness, measure
 from ferry.iceberg.pipeline import IcebergIntent, commit_metadata
 from ferry.ledger import Lease
@@ -112,6 +113,7 @@ class Steps:
         state: lifecycle.ReplicaState | None = None,
         config_environment: Mapping[str, str] | None = None,
         budget: EnvironmentBudget | None = None,
+        adopt: frozenset[str] = frozenset(),
     ):
         self.work_uri = work_uri.rstrip("/")
         #: What the configs' ``${NAME}`` placeholders resolve from (None: this process's
@@ -125,6 +127,9 @@ class Steps:
         self.catalogs = catalogs
         #: The environment's copy slots (``ferry.budget``); None: every claim granted at once.
         self.budget = budget
+        #: Replica tables (``database.table``, lower case) taken as replicas though they are
+        #: none yet: ``ferry failback``'s original source tables, and only those.
+        self.adopt = frozenset(name.lower() for name in adopt)
 
     # -- shared pieces --------------------------------------------------------------------
 
@@ -173,6 +178,7 @@ class Steps:
         items = []
         triggered = trigger_time(payload.trigger)
         replications = self.select_tables(config, payload.tables or [], payload.config_uri)
+        replications = self.leave_out_promoted(config, replications)
         # Critical tables first, then normal, then bulk: the Map starts them in this order.
         for replication in sorted(replications, key=lambda r: r.priority.rank):
             started = self.clock()
@@ -198,6 +204,25 @@ class Steps:
             count=len(items),
             max_concurrency=max_concurrency,
         )
+
+    def leave_out_promoted(
+        self, config: ReplicationConfig, replications: list[TableReplication]
+    ) -> list[TableReplication]:
+        """The replications whose replica ``ferry failover`` did not promote; each promoted one
+        is left out of the run with a note (writers own it; the run neither fails nor alarms
+        for it). A replica catalog that cannot be read leaves nothing out: Plan refuses a
+        promoted replica anyway."""
+        if not replications:
+            return replications
+        try:
+            with self._open(config.replica_catalog) as replica:
+                promoted = promoted_replicas(replica, replications)
+        except Exception as error:  # noqa: BLE001 - Plan checks each table again
+            logger.info("promoted replicas not checked: %s", error)
+            return replications
+        for name, value in promoted.items():
+            logger.warning("%s: left out of the run: promoted by ferry failover (%s)", name, value)
+        return [r for r in replications if r.replica_qualified_name.lower() not in promoted]
 
     def select_tables(
         self, config: ReplicationConfig, tables: Sequence[str] = (), source: str = "config"
@@ -305,6 +330,7 @@ class Steps:
                     reusable,
                 ),
                 intend,
+                adopt=replication.replica_qualified_name.lower() in self.adopt,
             )
         lifecycle.snapshot_created(self.state, key, plan, self.clock())
         for notice in plan.notices:
@@ -464,6 +490,7 @@ class Steps:
                 self.state.owner if self.state is not None else None,
                 lifecycle.process_is_gone,
                 recorded_parameters(plan.source_version, document.source_read_at),
+                adopt=plan.replica_table.qualified_name.lower() in self.adopt,
             )
             key = self._replica_key(config, plan.replication)
             lifecycle.committed(self.state, key, plan, replica, before, self.clock(), where.root)

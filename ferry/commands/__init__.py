@@ -16,7 +16,7 @@ from urllib.parse import urlparse
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ferry.errors import ConfigError, FerryError, StateStoreError
+from ferry.errors import ConfigError, FailoverError, FerryError, StateStoreError
 
 if TYPE_CHECKING:
     from ferry.aws import AwsClients
@@ -121,7 +121,7 @@ def run_command(command: Callable[[], int]) -> int:
     """Run ``command``; a mistake or a failure becomes one line on stderr and an exit code."""
     try:
         return command()
-    except (ConfigError, UsageError, StateStoreError) as error:
+    except (ConfigError, UsageError, StateStoreError, FailoverError) as error:
         _error_line(error)
         return EXIT_USAGE
     except FerryError as error:

@@ -1,0 +1,149 @@
+"""``ferry failback``: bring DR's changes home and restore the original direction."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+
+from ferry import fs
+from ferry.aws import AwsClients
+from ferry.commands import EXIT_OK, load_selected
+from ferry.commands.failover import open_replica, selected_replications, switch_for
+from ferry.failover import Prefer
+
+
+def run_failback(
+    config_path: Path,
+    tables: Sequence[str] = (),
+    *,
+    prefer: Prefer | None = None,
+    dry_run: bool = False,
+    home: Path = Path(".ferry"),
+    state_table: str | None = None,
+    work_uri: str | None = None,
+    environment: str | None = None,
+    as_json: bool = False,
+) -> int:
+    """Fail the config's promoted replicas back (``ferry.failover.failback``)."""
+    from ferry import lifecycle
+    from ferry.commands.replicate import _spark_runner, open_state
+    from ferry.failover.failback import fail_back
+    from ferry.ledger import replica_key
+
+    config = load_selected(config_path, tables)
+    replications = selected_replications(config, tables)
+    home = home.resolve()
+    work = work_uri or fs.local_uri(home / "work")
+    aws = AwsClients()
+    state = open_state(home, state_table, aws)
+    switch = switch_for(environment, home, state_table, aws, state)
+
+    def run_reverse(config_uri: str, names: Sequence[str], adopt: frozenset[str]) -> list:
+        from ferry.replicate import InProcessDriver
+        from ferry.steps import Steps
+
+        collected = _Outcomes()
+        steps = Steps(work, aws, state=state, adopt=adopt)
+        driver = InProcessDriver(steps, _spark_runner(config, aws, home), observer=collected)
+        driver.run({"configUri": config_uri, "tables": list(names)})
+        return collected.outcomes
+
+    def forget_reverse(replication) -> None:
+        """The reverse replica's (the original table's) ledger entries are forgotten."""
+        reverse_key = replica_key(
+            lifecycle.catalog_identity(config.source_catalog, aws.region),
+            replication.source_table.qualified_name,
+        )
+        for entry in state.store.entries(reverse_key):
+            state.store.forget(reverse_key, entry.path)
+
+    with (
+        open_replica(config, aws, replications) as replica,
+        open_replica(config, aws, replications, side="source") as source,
+    ):
+        report = fail_back(
+            config,
+            config_path,
+            replications,
+            source,
+            replica,
+            switch,
+            work,
+            lambda r: lifecycle.replica_of(config.replica_catalog, r, aws.region),
+            run_reverse,
+            prefer=prefer,
+            dry_run=dry_run,
+            forget_reverse=forget_reverse,
+        )
+    if as_json:
+        print(
+            json.dumps(
+                {
+                    "dryRun": dry_run,
+                    "reverseConfig": report.reverse_config,
+                    "tables": [t.to_dict() for t in report.tables],
+                    "switch": report.switch.__dict__,
+                },
+                indent=2,
+                default=list,
+            )
+        )
+        return EXIT_OK
+    out = Console(highlight=False, soft_wrap=True, emoji=False)
+    for table in report.tables:
+        changes = table.changes
+        head = f"{table.replica_table} → {table.source_table}"
+        if table.status == "ALREADY_FAILED_BACK":
+            out.print(escape(f"= {head}  already failed back"))
+            continue
+        verb = "would bring" if dry_run else "brought"
+        both = len(changes.get("onBoth", []))
+        out.print(
+            escape(
+                f"{'•' if dry_run else '✓'} {head}  {verb} {table.partitions_home} partitions "
+                f"home; changed in DR {len(changes.get('changedInDr', []))}, at the source "
+                f"{len(changes.get('changedAtSource', []))}, on both {both}"
+            )
+        )
+        if changes.get("droppedInDr"):
+            out.print(
+                escape(
+                    f"    dropped in DR: {', '.join(changes['droppedInDr'])} "
+                    f"({table.partitions_dropped_at_source} dropped at the source)"
+                )
+            )
+    if report.reverse_config:
+        where = "would be written to" if dry_run else "written to"
+        out.print(escape(f"reverse config {where} {report.reverse_config}"))
+        if dry_run and report.reverse_text:
+            out.print(escape(report.reverse_text))
+    if not dry_run:
+        out.print(escape(f"triggers: {len(report.switch.triggers)} started again"))
+        for note in report.switch.notes:
+            out.print(escape(f"    {note}"))
+    return EXIT_OK
+
+
+class _Outcomes:
+    """Collects each table's outcome of the reverse run."""
+
+    def __init__(self) -> None:
+        self.outcomes: list = []
+
+    def state_entered(self, table, state) -> None:
+        pass
+
+    def copy_progress(self, table, payload):
+        return None
+
+    def copy_finished(self, table) -> None:
+        pass
+
+    def table_finished(self, table, result, states, seconds) -> None:
+        from ferry.replicate import outcome_of
+
+        self.outcomes.append(outcome_of(result, states, seconds, "FULL"))

@@ -1,0 +1,475 @@
+"""``ferry failback``: bring what DR wrote home, then restore the original direction.
+
+Every check comes first, for every table, and refuses with one line before anything is
+written: a table not promoted (no failover to fail back from), no baseline, a primary that
+does not answer, a table changed on both sides with no ``--prefer``. Then, per table, each
+step recorded in the table's failback journal (next to its baseline) once it is done, so a
+run killed anywhere and run again converges to the same end state:
+
+1. **planned**: the changes (``ferry.failover.changes``) and the original source table as it
+   was are written to the journal; a run again uses them rather than reading the sides anew
+   (once DR's partitions are home, the source would look changed);
+2. **copied**: the reverse config (``ferry.failover.reverse``) is written to the work area and
+   replicated with Ferry's own steps (``ferry replicate``'s driver), the original source
+   table adopted as the reverse replica because this command says so: only DR's changed
+   partitions, into a new snapshot folder below the original table's location. A killed
+   copy resumes; a partition already committed at the source is unchanged and not copied
+   again;
+3. **restored**: the forward replica's partitions that came home record the source's new
+   fingerprint (the next forward run copies nothing of them); the original table gets its
+   own type, location and parameters back and its partitions lose Ferry's bookkeeping;
+   partitions dropped in DR are dropped at the source under PROPAGATE_DELETES (metadata
+   only: the source's files stay); the reverse replica's ledger is forgotten, so nothing
+   of the source's data is ever a candidate for housekeeping;
+4. **done**: ``ferry.promoted`` is removed from the replica and the switch resumes the
+   config's triggers.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ferry import faults, fingerprint, fs
+from ferry.catalog import Catalog
+from ferry.config import ReplicationConfig, ReplicationStrategy, TableReplication
+from ferry.errors import FailoverError, FerryError
+from ferry.failover import PROMOTED, Prefer, ReplicationSwitch, SwitchReport
+from ferry.failover import baseline as baselines
+from ferry.failover.changes import Side, TableChanges, compare
+from ferry.failover.promotion import failover_id_of, unpromote
+from ferry.failover.reverse import ReverseTable, reverse_document
+from ferry.iceberg.recognise import is_iceberg
+from ferry.model import Table, TableType, partition_name
+from ferry.replica import PARTITION_FINGERPRINT, TABLE_FINGERPRINT
+
+PLANNED, COPIED, RESTORED, DONE = "planned", "copied", "restored", "done"
+#: Ferry's parameters all start so: the reverse's bookkeeping on the original table.
+FERRY_PREFIX = "ferry."
+
+#: Runs the reverse config: (config URI, source tables, tables to adopt) → each table's
+#: outcome (``ferry.replicate.TableOutcome``).
+ReverseRun = Callable[[str, Sequence[str], frozenset[str]], list[Any]]
+
+
+@dataclass
+class Journal:
+    """One table's failback: what it decided, and the steps done."""
+
+    failover_id: str
+    home: list[list[str]]
+    drop: list[list[str]]
+    changes: dict[str, Any]
+    original: dict[str, Any]
+    steps: list[str] = field(default_factory=list)
+
+    @classmethod
+    def load(cls, uri: str) -> Journal | None:
+        if not fs.exists(uri):
+            return None
+        return cls(**json.loads(fs.read_bytes(uri)))
+
+    def save(self, uri: str) -> None:
+        fs.write_bytes(uri, json.dumps(asdict(self)).encode())
+
+    def did(self, step: str, uri: str) -> None:
+        if step not in self.steps:
+            self.steps.append(step)
+            self.save(uri)
+
+
+@dataclass
+class TableFailback:
+    """What failback did (or would do) for one table."""
+
+    source_table: str
+    replica_table: str
+    status: str  # FAILED_BACK | ALREADY_FAILED_BACK | PLANNED | ICEBERG
+    changes: dict[str, Any] = field(default_factory=dict)
+    partitions_home: int = 0
+    partitions_dropped_at_source: int = 0
+    reverse_config: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class FailbackReport:
+    tables: list[TableFailback]
+    reverse_config: str | None = None
+    reverse_text: str | None = None
+    switch: SwitchReport = field(default_factory=SwitchReport)
+
+
+@dataclass
+class _Table:
+    replication: TableReplication
+    replica_table: Table
+    source_table: Table
+    baseline_uri: str
+    journal_uri: str
+    journal: Journal | None = None
+    changes: TableChanges | None = None
+    done: bool = False
+
+
+def journal_uri(baseline_uri: str) -> str:
+    return baseline_uri.removesuffix(".json") + ".failback.json"
+
+
+def fail_back(
+    config: ReplicationConfig,
+    config_path: Path,
+    replications: Sequence[TableReplication],
+    source: Catalog,
+    replica: Catalog,
+    switch: ReplicationSwitch,
+    work_uri: str,
+    key_of: Callable[[TableReplication], str],
+    run_reverse: ReverseRun,
+    *,
+    prefer: Prefer | None = None,
+    dry_run: bool = False,
+    threads: int = 8,
+    forget_reverse: Callable[[TableReplication], None] = lambda replication: None,
+) -> FailbackReport:
+    """Fail the tables of ``replications`` back (see the module's steps).
+
+    ``forget_reverse``: forgets what the reverse run recorded of the original table (its
+    ledger entries), so that nothing of the source's data is ever housekeeping's.
+    """
+    tables, icebergs = _check(replications, source, replica, work_uri, key_of, threads)
+    conflicts = [
+        t.changes.described()
+        for t in tables
+        if t.journal is None and t.changes is not None and t.changes.on_both and prefer is None
+    ]
+    if conflicts:
+        raise FailoverError(
+            "changed on both sides since the failover, nothing changed; name the winner with "
+            "--prefer replica|source: " + " | ".join(conflicts)
+        )
+    iceberg = [
+        _iceberg_failback(replication, kept, source, replica, work_uri, prefer, dry_run)
+        for replication, kept in icebergs
+    ]
+    for table in tables:
+        if table.journal is None and table.changes is not None:
+            table.journal = _journal(table, prefer)
+    report = FailbackReport([])
+    pending = [t for t in tables if not t.done]
+    coming = [t for t in pending if t.journal and t.journal.home and COPIED not in t.journal.steps]
+    reverse_uri = fs.join(
+        work_uri, baselines.FAILOVER_FOLDER, f"{_failover_id(pending)}-reverse.yml"
+    )
+    reverse = [_reverse_table(t) for t in coming]
+    text = yaml.safe_dump(reverse_document(config_path, reverse), sort_keys=False)
+    report.reverse_text = text if coming else None
+    report.reverse_config = reverse_uri if coming else None
+    if dry_run:
+        report.tables = [_outcome(t, "PLANNED") for t in tables] + iceberg
+        return report
+    for table in pending:
+        if PLANNED not in table.journal.steps:  # type: ignore[union-attr]
+            table.journal.did(PLANNED, table.journal_uri)  # type: ignore[union-attr]
+    if coming:
+        fs.write_bytes(reverse_uri, text.encode())
+        faults.point("failback.reverse-config")
+        adopt = frozenset(t.replication.source_table.qualified_name.lower() for t in coming)
+        names = [f"{t.replication.replica_qualified_name}" for t in coming]
+        outcomes = run_reverse(reverse_uri, names, adopt)
+        failed = [o for o in outcomes if not o.ok]
+        if failed or len(outcomes) < len(coming):
+            first = failed[0] if failed else None
+            raise FerryError(
+                "bringing DR's changes home failed"
+                + (f" for {first.source_table}: {first.error_type}: {first.error}" if first else "")
+                + "; run ferry failback again to continue"
+            )
+        faults.point("failback.reverse-run")
+        for table in coming:
+            table.journal.did(COPIED, table.journal_uri)  # type: ignore[union-attr]
+    for table in pending:
+        journal = table.journal
+        assert journal is not None
+        if RESTORED not in journal.steps:
+            _restore(table, source, replica, threads)
+            forget_reverse(table.replication)
+            journal.did(RESTORED, table.journal_uri)
+        faults.point("failback.restored")
+        current = replica.get_table(table.replica_table.database, table.replica_table.name)
+        if current is not None:
+            unpromote(replica, current)
+        journal.did(DONE, table.journal_uri)
+    names = [t.replication.source_table.qualified_name for t in tables if not t.done]
+    if names:
+        report.switch = switch.resume(config, names)
+    report.tables = [
+        _outcome(t, "ALREADY_FAILED_BACK" if t.done else "FAILED_BACK") for t in tables
+    ] + iceberg
+    for entry in report.tables:
+        if entry.status == "FAILED_BACK" and coming:
+            entry.reverse_config = reverse_uri
+    return report
+
+
+# -- the checks ------------------------------------------------------------------------------
+
+
+def _check(
+    replications: Sequence[TableReplication],
+    source: Catalog,
+    replica: Catalog,
+    work_uri: str,
+    key_of: Callable[[TableReplication], str],
+    threads: int,
+) -> tuple[list[_Table], list[tuple[TableReplication, baselines.Baseline]]]:
+    tables, iceberg = [], []
+    for replication in replications:
+        name = replication.source_table.qualified_name
+        replica_name = replication.replica_qualified_name
+        found = replica.get_table(replication.replica_database, replication.replica_table_name)
+        if found is None:
+            raise FailoverError(f"{name}: its replica {replica_name} does not exist")
+        uri = baselines.baseline_uri(work_uri, key_of(replication))
+        journal = Journal.load(journal_uri(uri))
+        promoted = failover_id_of(found)
+        if promoted is None:
+            if journal is not None and DONE in journal.steps:
+                original = source.get_table(
+                    replication.source_table.database_name, replication.source_table.table_name
+                )
+                tables.append(
+                    _Table(replication, found, original or found, uri, journal_uri(uri),
+                           journal, done=True)
+                )  # fmt: skip
+                continue
+            raise FailoverError(
+                f"{name}: replica {replica_name} is not promoted: no failover to fail back from"
+            )
+        kept = baselines.load(uri)
+        if kept is None:
+            raise FailoverError(
+                f"{name}: replica {replica_name} is promoted ({found.parameters[PROMOTED]}) but "
+                f"its baseline {uri} is missing: run ferry failover for it again"
+            )
+        original = source.get_table(
+            replication.source_table.database_name, replication.source_table.table_name
+        )
+        if original is None:
+            raise FailoverError(
+                f"{name}: the original source table is gone from the primary catalog; "
+                "nothing to fail back to"
+            )
+        if is_iceberg(found):
+            if importlib.util.find_spec("ferry.iceberg.failback") is None:
+                raise FailoverError(f"{name}: Iceberg failback is not available")
+            iceberg.append((replication, kept))
+            continue
+        if journal is not None and journal.failover_id != kept.failover_id:
+            journal = None  # a journal of an earlier failover
+        table = _Table(replication, found, original, uri, journal_uri(uri), journal)
+        if journal is None:
+            table.changes = compare(
+                kept,
+                _replica_side(replica, found, threads),
+                _source_side(source, original, threads),
+            )
+        tables.append(table)
+    return tables, iceberg
+
+
+def _iceberg_failback(
+    replication: TableReplication,
+    kept: baselines.Baseline,
+    source: Catalog,
+    replica: Catalog,
+    work_uri: str,
+    prefer: Prefer | None,
+    dry_run: bool,
+) -> TableFailback:
+    """An Iceberg replica: its failback is ``ferry.iceberg.failback.fail_back_iceberg``'s,
+    given the snapshot id the replica held at the failover and the winner of a conflict."""
+    module = importlib.import_module("ferry.iceberg.failback")
+    result = module.fail_back_iceberg(
+        replication=replication,
+        source=source,
+        replica=replica,
+        baseline_snapshot_id=kept.iceberg_snapshot_id,
+        prefer=prefer,
+        work_uri=work_uri,
+        dry_run=dry_run,
+    )
+    return TableFailback(
+        replication.source_table.qualified_name,
+        replication.replica_qualified_name,
+        "ICEBERG",
+        changes={
+            "baselineSnapshotId": kept.iceberg_snapshot_id,
+            "result": result if isinstance(result, dict) else str(result),
+        },
+    )
+
+
+def _replica_side(replica: Catalog, table: Table, threads: int) -> Side:
+    if not table.is_partitioned:
+        printed = baselines.fingerprints_of([table.location] if table.location else [], threads)
+        return Side({"": ((), printed.get(table.location or ""))})
+    partitions = replica.list_partitions(table)
+    printed = baselines.fingerprints_of([p.location for p in partitions if p.location], threads)
+    return Side(
+        {
+            partition_name(table.partition_keys, p.values): (
+                p.values,
+                printed.get(p.location or ""),
+            )
+            for p in partitions
+        }
+    )
+
+
+def _source_side(source: Catalog, table: Table, threads: int) -> Side:
+    if not table.is_partitioned:
+        printed = baselines.fingerprints_of([table.location] if table.location else [], threads)
+        return Side({"": ((), printed.get(table.location or ""))})
+    partitions = source.list_partitions(table)
+    locations = [p.location for p in partitions if p.location]
+    printed = {
+        k: str(v)
+        for k, v in fingerprint.of_locations(locations, threads, root=table.location).items()
+    }
+    return Side(
+        {
+            partition_name(table.partition_keys, p.values): (
+                p.values,
+                printed.get(p.location or ""),
+            )
+            for p in partitions
+        }
+    )
+
+
+# -- the steps -------------------------------------------------------------------------------
+
+
+def _journal(table: _Table, prefer: Prefer | None) -> Journal:
+    changes = table.changes
+    assert changes is not None
+    original = table.source_table
+    return Journal(
+        failover_id=failover_id_of(table.replica_table) or "",
+        home=[list(changes.values[n]) for n in changes.to_bring_home(prefer)],
+        drop=[list(changes.values[n]) for n in changes.to_drop_at_source(prefer)],
+        changes={**changes.to_dict(), "prefer": prefer.value if prefer else None},
+        original={
+            "location": original.location,
+            "tableType": original.table_type.value,
+            "parameters": {
+                k: v for k, v in original.parameters.items() if k.startswith(FERRY_PREFIX)
+            },
+            "external": original.parameters.get("EXTERNAL"),
+        },
+    )
+
+
+def _failover_id(tables: Sequence[_Table]) -> str:
+    ids = sorted({t.journal.failover_id for t in tables if t.journal is not None})
+    return ids[0] if ids else "none"
+
+
+def _reverse_table(table: _Table) -> ReverseTable:
+    journal = table.journal
+    assert journal is not None
+    replication, original = table.replication, table.source_table
+    return ReverseTable(
+        replica_database=replication.replica_database,
+        replica_table=replication.replica_table_name,
+        source_database=original.database,
+        source_table=original.name,
+        source_location=journal.original["location"],
+        partition_keys=table.replica_table.partition_keys,
+        partitions=tuple(tuple(v) for v in journal.home) if original.is_partitioned else (),
+    )
+
+
+def _restore(table: _Table, source: Catalog, replica: Catalog, threads: int) -> None:
+    """Step 3 (see the module): both sides equal, the original table Ferry's no more."""
+    journal = table.journal
+    assert journal is not None
+    replication = table.replication
+    original = source.get_table(table.source_table.database, table.source_table.name)
+    forward = replica.get_table(table.replica_table.database, table.replica_table.name)
+    if original is None or forward is None:
+        raise FailoverError(f"{replication.source_table.qualified_name}: a side disappeared")
+    home = {tuple(v) for v in journal.home}
+    if original.is_partitioned and home:
+        came = [p for p in source.list_partitions(original) if p.values in home]
+        printed = baselines.fingerprints_of([p.location for p in came if p.location], threads)
+        by_values = {p.values: printed.get(p.location or "") for p in came}
+        updated = [
+            replace(p, parameters={**p.parameters, PARTITION_FINGERPRINT: by_values[p.values]})
+            for p in replica.list_partitions(forward)
+            if p.values in by_values and by_values[p.values] is not None
+        ]
+        if updated:
+            replica.alter_partitions(forward, updated)
+        stripped = [replace(p, parameters=_without_ferry(p.parameters, {})) for p in came]
+        if stripped:
+            source.alter_partitions(original, stripped)
+    elif not original.is_partitioned and home:
+        printed = baselines.fingerprints_of([original.location] if original.location else [])
+        value = printed.get(original.location or "")
+        if value is not None:
+            forward = replace(forward, parameters={**forward.parameters, TABLE_FINGERPRINT: value})
+            replica.alter_table(forward)
+    drop = [tuple(v) for v in journal.drop]
+    if drop and replication.replication_strategy is ReplicationStrategy.PROPAGATE_DELETES:
+        source.drop_partitions(original, drop)
+    kept = journal.original
+    parameters = _without_ferry(original.parameters, kept["parameters"])
+    if kept.get("external") is None:
+        parameters.pop("EXTERNAL", None)
+    else:
+        parameters["EXTERNAL"] = kept["external"]
+    location = kept["location"] if original.is_partitioned else original.location
+    source.alter_table(
+        replace(
+            original,
+            table_type=TableType(kept["tableType"]),
+            storage=original.storage.with_location(location),
+            parameters=parameters,
+        )
+    )
+
+
+def _without_ferry(parameters, kept: dict[str, str]) -> dict[str, str]:
+    """The parameters without Ferry's own (those ``kept`` had before excepted)."""
+    return {
+        **{k: v for k, v in parameters.items() if not k.startswith(FERRY_PREFIX)},
+        **kept,
+    }
+
+
+def _outcome(table: _Table, status: str) -> TableFailback:
+    journal = table.journal
+    return TableFailback(
+        source_table=table.replication.source_table.qualified_name,
+        replica_table=table.replication.replica_qualified_name,
+        status=status,
+        changes=journal.changes if journal else {},
+        partitions_home=len(journal.home) if journal else 0,
+        partitions_dropped_at_source=(
+            len(journal.drop)
+            if journal
+            and table.replication.replication_strategy is ReplicationStrategy.PROPAGATE_DELETES
+            else 0
+        ),
+    )

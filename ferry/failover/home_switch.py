@@ -1,0 +1,77 @@
+"""The switch of ``ferry replicate``'s own state: its locks and copy slots.
+
+``ferry replicate`` has no triggers of its own (a cron or a person starts it), so suspending
+its replications means: no run may hold a table's lock or a copy slot any more. A lock whose
+holder no longer runs (its process is gone, or its lease expired) is released with the copy
+slot of its event; a lock held by a live run is refused (``FailoverError``) unless
+``cancel_runs``, which releases it anyway: that run then fails at Commit, which re-checks
+the replica and finds it promoted. Resuming has nothing to start again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from ferry.budget import Slots
+from ferry.config import ReplicationConfig, TableReplication
+from ferry.errors import FailoverError
+from ferry.failover import SwitchReport
+from ferry.ledger import Lease
+from ferry.lifecycle import ReplicaState
+
+
+@dataclass
+class HomeSwitch:
+    """``ReplicationSwitch`` for ``--home`` (SQLite) or ``--state-table`` (DynamoDB)."""
+
+    state: ReplicaState
+    slots: Slots | None
+    #: The replica key (``ferry.lifecycle.replica_of``) of a config's replication.
+    key_of: Callable[[ReplicationConfig, TableReplication], str]
+    now: Callable[[], datetime]
+    gone: Callable[[Lease], bool]
+
+    def suspend(
+        self,
+        config: ReplicationConfig,
+        tables: Sequence[str],
+        *,
+        cancel_runs: bool,
+        wait: timedelta,
+    ) -> SwitchReport:
+        """Release the tables' locks and copy slots (see the module); all or nothing: a live
+        holder without ``cancel_runs`` is refused before any is released."""
+        leases = []
+        for name in tables:
+            replication = config.replication_of(name)
+            lease = self.state.store.lease(self.key_of(config, replication))
+            if lease is None or lease.holder is None:
+                continue
+            leases.append((name, lease))
+        now = self.now()
+        live = [
+            (n, lease) for n, lease in leases if not lease.expired(now) and not self.gone(lease)
+        ]
+        if live and not cancel_runs:
+            name, lease = live[0]
+            raise FailoverError(
+                f"{name} is being replicated by event {lease.holder} (lock held until "
+                f"{lease.expires_at:%Y-%m-%dT%H:%M:%SZ}); wait for it, or give --cancel-runs"
+            )
+        released = 0
+        for _, lease in leases:
+            released += bool(self.state.store.release(lease.replica, lease.holder))
+            if self.slots is not None:
+                released += bool(self.slots.release(lease.holder))
+        return SwitchReport(
+            stopped_runs=tuple(lease.holder for _, lease in live),
+            released_claims=released,
+            notes=("ferry replicate has no triggers: stop the cron or schedule that starts it",),
+        )
+
+    def resume(self, config: ReplicationConfig, tables: Sequence[str]) -> SwitchReport:
+        return SwitchReport(
+            notes=("ferry replicate has no triggers: start the cron or schedule that runs it",)
+        )
