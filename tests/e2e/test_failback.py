@@ -8,6 +8,7 @@ with and without ``--prefer``; every step killed part-way and run again converge
 from __future__ import annotations
 
 import json
+
 import pytest
 import yaml
 
@@ -62,7 +63,9 @@ def dr(local_runtime, source_catalog, replica_catalog, sample, tmp_path, capsys)
 
         def rows(self, catalog, table) -> list[tuple]:
             data = read_rows(catalog, table)
-            return sorted(zip(*(data.column(c).to_pylist() for c in data.column_names)))
+            return sorted(
+                zip(*(data.column(c).to_pylist() for c in data.column_names), strict=True)
+            )
 
         def add_in_dr(self, day: str, count: int = 4) -> None:
             """A writer in DR adds a partition below the replica's location."""
@@ -112,9 +115,7 @@ def test_failover_failback_and_forward_again_lose_and_duplicate_nothing(
     dr.add_in_dr("2026-12-01")
     dr.append_in_dr(dr.days[0])
     in_dr = dr.rows(replica_catalog, dr.replica())
-    source_partitions = {
-        p.values: p.location for p in source_catalog.list_partitions(dr.source())
-    }
+    source_partitions = {p.values: p.location for p in source_catalog.list_partitions(dr.source())}
 
     code, out, err = dr.ferry("failback", "--dry-run")
     assert code == 0, err

@@ -1,0 +1,215 @@
+"""Promotion on real metastores: what ``ferry failover`` refuses, what it keeps, and how
+Plan, Commit, Resolve tables and housekeeping treat a promoted replica."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import pytest
+import yaml
+
+from ferry import fs, lifecycle
+from ferry.cli import main
+from ferry.commit import commit
+from ferry.errors import PromotedReplicaError
+from ferry.failover import PROMOTED
+from ferry.failover.baseline import Baseline, PartitionBaseline
+from ferry.failover.promotion import promote
+from ferry.ledger import SqliteStateStore
+from ferry.local import processes
+from ferry.plan import plan_replication
+from tests.conftest import fixed_clock
+from tests.helpers import catalog_state, config_document
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def setup(local_runtime, source_catalog, replica_catalog, sample, tmp_path, capsys):
+    """A config replicating orders, written, replicated once; a runner of ferry."""
+    target = (tmp_path / "replica-data").as_uri()
+    home = tmp_path / "home"
+    replica_db = f"{sample.database}_dr"
+
+    def replication(table: str) -> dict:
+        return {
+            "source-table": {"database-name": sample.database, "table-name": table},
+            "replica-table": {
+                "database-name": replica_db,
+                "table-name": table,
+                "table-location": f"{target}/{table}",
+            },
+        }
+
+    def write(name: str, **catalogs) -> str:
+        document = config_document(
+            local_runtime, [replication("orders"), replication("customers")], **catalogs
+        )
+        if "source" in catalogs:
+            document = {**document, "source-catalog": catalogs["source"]}
+            document.pop("source", None)
+        path = tmp_path / name
+        path.write_text(yaml.safe_dump(document, sort_keys=False))
+        return str(path)
+
+    config = write("replication.yml")
+
+    class Setup:
+        database, replica_database, home_dir = sample.database, replica_db, home
+        config_path = config
+
+        def ferry(self, *args: str, config: str | None = None) -> tuple[int, str, str]:
+            capsys.readouterr()
+            code = main([*args, config or self.config_path, "--home", str(home)])
+            captured = capsys.readouterr()
+            return code, captured.out, captured.err
+
+        def write(self, name: str, **catalogs) -> str:
+            return write(name, **catalogs)
+
+        def state(self):
+            return catalog_state(replica_catalog, replica_db, ["orders", "customers"])
+
+    return Setup()
+
+
+def test_failover_of_a_table_never_replicated_is_refused_and_changes_nothing(setup):
+    before = setup.state()
+    code, _, err = setup.ferry("failover")
+    assert code == 2
+    assert err.count("\n") == 1
+    assert "does not exist; nothing to fail over to" in err
+    assert setup.state() == before
+    assert not (setup.home_dir / "work" / "failover").exists()
+
+
+def test_failover_of_a_table_ferry_did_not_replicate_is_refused(
+    setup, replica_catalog, source_catalog
+):
+    assert setup.ferry("replicate")[0] == 0
+    customers = replica_catalog.get_table(setup.replica_database, "customers")
+    bare = {k: v for k, v in customers.parameters.items() if not k.startswith("ferry.")}
+    replica_catalog.alter_table(replace(customers, parameters=bare))
+    before = setup.state()
+    code, _, err = setup.ferry("failover")
+    assert code == 2 and err.count("\n") == 1
+    assert "was never replicated by Ferry" in err
+    assert setup.state() == before
+
+
+def test_unknown_table_and_unreachable_replica_are_one_line(setup, local_runtime):
+    code, _, err = setup.ferry("failover", "--table", "nope.nothing")
+    assert code == 2 and err.count("\n") == 1 and "nope.nothing" in err
+    dead = f"thrift://127.0.0.1:{processes.free_port()}"
+    config = setup.write("dead.yml", replica={"name": "dr", "hive-metastore-uris": dead})
+    code, _, err = setup.ferry("failover", config=config)
+    assert code == 2 and err.count("\n") == 1
+    assert "the replica catalog dr cannot be reached" in err
+
+
+def test_failover_promotes_with_a_baseline_and_prints_what_the_replica_holds(
+    setup, replica_catalog
+):
+    assert setup.ferry("replicate")[0] == 0
+    code, out, err = setup.ferry("failover", "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    tables = {t["replicaTable"] if "replicaTable" in t else t["replica_table"]: t
+              for t in report["tables"]}  # fmt: skip
+    orders = tables[f"{setup.replica_database}.orders"]
+    replica = replica_catalog.get_table(setup.replica_database, "orders")
+    assert replica.parameters[PROMOTED].startswith(report["failoverId"] + "@")
+    assert orders["source_version"] == replica.parameters["ferry.source.version"]
+    assert orders["rpo_seconds"] is not None
+    baseline = Baseline.from_json(fs.read_bytes(orders["baseline_uri"]))
+    partitions = replica_catalog.list_partitions(replica)
+    assert {p.values for p in baseline.partitions} == {p.values for p in partitions}
+    for entry in baseline.partitions:
+        [partition] = [p for p in partitions if p.values == entry.values]
+        assert entry.location == partition.location
+        assert entry.source_fingerprint == partition.parameters["ferry.partition.fingerprint"]
+        assert entry.replica_fingerprint.startswith("v1:1:")
+
+
+def test_a_live_run_holding_a_lock_is_refused_unless_cancelled(setup, replica_catalog):
+    assert setup.ferry("replicate")[0] == 0
+    from ferry.config import load_config
+
+    config = load_config(setup.config_path)
+    store = SqliteStateStore(setup.home_dir / lifecycle.LOCAL_STATE_FILE)
+    key = lifecycle.replica_of(
+        config.replica_catalog, config.replication_of(f"{setup.database}.orders"), None
+    )
+    store.acquire(
+        key, "ferry-20261121t083000000z-0000beef", datetime.now(UTC), timedelta(hours=1),
+        owner=lifecycle.this_process(),
+    )  # fmt: skip
+    before = setup.state()
+    code, _, err = setup.ferry("failover")
+    assert code == 2 and "being replicated by event ferry-20261121t083000000z-0000beef" in err
+    assert setup.state() == before
+    code, out, err = setup.ferry("failover", "--cancel-runs")
+    assert code == 0, err
+    assert store.lease(key) is None
+
+
+def test_plan_commit_resolve_and_housekeeping_leave_a_promoted_replica_alone(
+    setup, local_runtime, source_catalog, replica_catalog
+):
+    from ferry.config import load_config
+
+    assert setup.ferry("replicate")[0] == 0
+    replication = load_config(setup.config_path).replication_of(f"{setup.database}.orders")
+    # Commit re-checks: a plan made before the promotion is not committed after it.
+    plan = plan_replication(replication, source_catalog, replica_catalog, "ferry-x", fixed_clock)
+    replica = replica_catalog.get_table(setup.replica_database, "orders")
+    promote(
+        replica_catalog, replica, "ferry-20261121t083000000z-00000001@2026-11-21T08:30:00+00:00"
+    )
+    with pytest.raises(PromotedReplicaError, match="promoted by ferry failover"):
+        commit(plan, replica_catalog, 100)
+    with pytest.raises(PromotedReplicaError):
+        plan_replication(replication, source_catalog, replica_catalog, "ferry-y", fixed_clock)
+    before = setup.state()
+    # Resolve tables leaves it out: the run succeeds and replicates the other table only.
+    code, out, err = setup.ferry("replicate", "--json")
+    assert code == 0, err
+    assert [t["replica_table"] for t in json.loads(out)["tables"]] == [
+        f"{setup.replica_database}.customers"
+    ]
+    assert setup.state()["orders"] == before["orders"]
+    code, out, err = setup.ferry("housekeeping", "--json")
+    assert code == 0, err
+    assert "promoted by ferry failover" in out
+
+
+def test_failback_refuses_with_the_primary_unreachable(setup, replica_catalog):
+    assert setup.ferry("replicate")[0] == 0
+    assert setup.ferry("failover")[0] == 0
+    before = setup.state()
+    dead = f"thrift://127.0.0.1:{processes.free_port()}"
+    config = setup.write("dead-source.yml", source={"name": "onprem", "hive-metastore-uris": dead})
+    code, _, err = setup.ferry("failback", config=config)
+    assert code == 2 and err.count("\n") == 1
+    assert "the primary (source) catalog onprem cannot be reached" in err
+    assert setup.state() == before
+
+
+def test_a_baseline_of_ten_thousand_partitions_fits_in_one_document():
+    partitions = tuple(
+        PartitionBaseline(
+            f"dt=2026-01-01/hour={i:05d}",
+            ("2026-01-01", f"{i:05d}"),
+            f"s3://dr-bucket/warehouse/sales.db/orders/ferry-20261121t083000000z-0000beef/"
+            f"dt=2026-01-01/hour={i:05d}",
+            f"v1:3:123456:{'a' * 64}",
+            f"v1:3:123456:{'b' * 64}",
+        )  # fmt: skip
+        for i in range(10_000)
+    )
+    baseline = Baseline("ferry-x", "sales.orders", "sales_dr.orders", True, partitions=partitions)
+    data = baseline.to_json()
+    assert len(data) < 5 * 1024**2
+    assert Baseline.from_json(data) == baseline
