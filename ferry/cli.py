@@ -395,7 +395,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_status(commands)
     from ferry.commands.failover_arguments import add_parsers as add_failover_parsers
 
-    add_failover_parsers(commands)
+    add_failover_parsers(commands, (home_folder, work_location, dynamodb_table))
     return parser
 
 

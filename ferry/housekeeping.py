@@ -49,12 +49,12 @@ from ferry.catalog.locations import DatabaseReferences, Paths, locations_of
 from ferry.config import Housekeeping, ReplicationConfig, ReplicationMode, TableReplication
 from ferry.duration import format_duration
 from ferry.errors import FerryError
-from ferry.failover import PROMOTED
 from ferry.iceberg.pipeline import CurrentReferences
 from ferry.iceberg.recognise import is_iceberg, metadata_location
 from ferry.ledger import LedgerEntry
 from ferry.lifecycle import ReplicaState
 from ferry.ownership import IcebergOwnership, Ownership, event_time, is_snapshot_name
+from ferry.replica import PROMOTED
 
 #: The event id of ledger entries the vacuum recorded (folders it found unknown).
 VACUUM_EVENT = "vacuum"

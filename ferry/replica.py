@@ -17,7 +17,6 @@ from ferry.errors import (
     ReplicaLocationError,
     ReplicationModeError,
 )
-from ferry.failover import PROMOTED
 from ferry.model import Partition, Table, TableType, partition_name
 
 SOURCE_TABLE = "ferry.source.table"
@@ -39,6 +38,9 @@ CREATED_BY_EVENT = "ferry.created.by.event"
 #: What Commit records of the source it replicated (``ferry.freshness.versions``): the
 #: source's version as Plan read it (opaque, per catalog kind), and when Plan read it.
 SOURCE_VERSION = "ferry.source.version"
+#: On a promoted replica table: ``<failover id>@<ISO-8601 time>``. Set by ``ferry failover``,
+#: removed by ``ferry failback`` once both sides are equal (``ferry.failover``).
+PROMOTED = "ferry.promoted"
 SOURCE_READ_AT = "ferry.source.read-at"
 
 # A table replicated by Circus Train carries this; Ferry adopts such a replica.

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
+
+#: ``ferry.cli``'s types: a home folder, a work location, a DynamoDB table name.
+Types = tuple[Callable[[str], Any], Callable[[str], Any], Callable[[str], Any]]
 
 
 def wait_duration(text: str) -> timedelta:
@@ -20,9 +25,8 @@ def wait_duration(text: str) -> timedelta:
     return length
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
-    from ferry.cli import dynamodb_table, home_folder, work_location
-
+def _common(parser: argparse.ArgumentParser, types: Types) -> None:
+    home_folder, work_location, dynamodb_table = types
     parser.add_argument("config", type=Path, help="the replication config (YAML)")
     parser.add_argument(
         "--table", action="append", default=[], metavar="DB.TABLE",
@@ -44,12 +48,13 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-v", "--verbose", action="store_true", help="log what happens")
 
 
-def add_parsers(commands: argparse._SubParsersAction) -> None:
-    """``failover`` and ``failback``."""
+def add_parsers(commands: argparse._SubParsersAction, types: Types) -> None:
+    """``failover`` and ``failback``; ``types``: ``ferry.cli``'s argument types of a home
+    folder, a work location and a DynamoDB table, as the other commands check them."""
     failover = commands.add_parser(
         "failover", help="promote the replicas of a config: writers may write to them"
     )
-    _common(failover)
+    _common(failover, types)
     failover.add_argument(
         "--cancel-runs", action="store_true", help="stop running replications of the tables"
     )
@@ -66,7 +71,7 @@ def add_parsers(commands: argparse._SubParsersAction) -> None:
     failback = commands.add_parser(
         "failback", help="bring what DR wrote home, then restore the original direction"
     )
-    _common(failback)
+    _common(failback, types)
     failback.add_argument(
         "--prefer", choices=("replica", "source"),
         help="the winner of a table changed on both sides since the failover",

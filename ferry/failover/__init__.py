@@ -21,12 +21,16 @@ from datetime import timedelta
 from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
 
+# On a promoted replica table: ``<failover id>@<ISO-8601 time>``. Set by ``ferry failover``,
+# removed by ``ferry failback`` once both sides are equal. Defined with the other replica
+# parameter keys (``ferry.replica``), which Plan and Commit check without importing this
+# package, which imports them.
+from ferry.replica import PROMOTED
+
 if TYPE_CHECKING:
     from ferry.config import ReplicationConfig
 
-#: On a promoted replica table: ``<failover id>@<ISO-8601 time>``. Set by ``ferry failover``,
-#: removed by ``ferry failback`` once both sides are equal.
-PROMOTED = "ferry.promoted"
+__all__ = ["PROMOTED", "Prefer", "ReplicationSwitch", "SwitchReport"]
 
 
 class Prefer(StrEnum):
