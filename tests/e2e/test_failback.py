@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 
+import pyarrow as pa
 import pytest
 import yaml
 
@@ -24,30 +25,33 @@ pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture
-def dr(local_runtime, source_catalog, replica_catalog, sample, tmp_path, capsys):
-    """The orders table replicated once with ``ferry replicate --home``; a runner of ferry."""
+def dr(local_runtime, source_catalog, replica_catalog, sample, tmp_path, capsys, request):
+    """One table (``orders`` unless the test's parameter names ``table``; with its
+    ``strategy``) replicated once with ``ferry replicate --home``; a runner of ferry."""
+    options = getattr(request, "param", {})
+    name = options.get("table", "orders")
     target = (tmp_path / "replica-data").as_uri()
     home = tmp_path / "home"
     replica_db = f"{sample.database}_dr"
-    document = config_document(
-        local_runtime,
-        [
-            {
-                "source-table": {"database-name": sample.database, "table-name": "orders"},
-                "replica-table": {
-                    "database-name": replica_db,
-                    "table-name": "orders",
-                    "table-location": f"{target}/orders",
-                },
-            }
-        ],
-    )
+    replication = {
+        "source-table": {"database-name": sample.database, "table-name": name},
+        "replica-table": {
+            "database-name": replica_db,
+            "table-name": name,
+            "table-location": f"{target}/{name}",
+        },
+    }
+    if "strategy" in options:
+        replication["replication-strategy"] = options["strategy"]
+    document = config_document(local_runtime, [replication])
     config = tmp_path / "replication.yml"
     config.write_text(yaml.safe_dump(document, sort_keys=False))
 
     class Dr:
         source_db, replica_db_name = sample.database, replica_db
         days = sample.days
+        home_dir = home
+        config_path = config
 
         def ferry(self, *args: str) -> tuple[int, str, str]:
             capsys.readouterr()
@@ -56,10 +60,10 @@ def dr(local_runtime, source_catalog, replica_catalog, sample, tmp_path, capsys)
             return code, captured.out, captured.err
 
         def replica(self):
-            return replica_catalog.get_table(replica_db, "orders")
+            return replica_catalog.get_table(replica_db, name)
 
         def source(self):
-            return source_catalog.get_table(sample.database, "orders")
+            return source_catalog.get_table(sample.database, name)
 
         def rows(self, catalog, table) -> list[tuple]:
             data = read_rows(catalog, table)
@@ -241,3 +245,63 @@ def test_failback_refuses_without_a_failover_and_with_the_primary_unreachable(
     assert code == 2 and "not promoted: no failover to fail back from" in err
     assert len(err.strip().splitlines()) == 1
     assert catalog_state(replica_catalog, dr.replica_db_name, ["orders"]) == state
+
+
+@pytest.mark.parametrize("dr", [{"table": "customers"}], indirect=True)
+def test_an_unpartitioned_table_changed_in_dr_comes_home_whole(dr, source_catalog, replica_catalog):
+    before = dr.source().location
+    assert dr.ferry("failover")[0] == 0
+    written = pa.table({"customer_id": pa.array([7, 8], pa.int64()), "name": ["Dr", "Rev"]})
+    write_parquet(dr.replica().location, "part-dr.parquet", written)
+    in_dr = dr.rows(replica_catalog, dr.replica())
+    code, out, err = dr.ferry("failback")
+    assert code == 0, err
+    source = dr.source()
+    assert fs.relative_path(source.location, before).startswith("ferry-")
+    assert dr.rows(source_catalog, source) == in_dr
+    assert not [k for k in source.parameters if k.startswith("ferry.")]
+    code, out, err = dr.ferry("replicate", "--json")
+    assert code == 0, err
+    assert json.loads(out)["tables"][0]["files"] == 0
+
+
+@pytest.mark.parametrize(
+    ("dr", "dropped_at_source"),
+    [({"strategy": "PROPAGATE_DELETES"}, True), ({}, False)],
+    indirect=["dr"],
+)
+def test_a_partition_dropped_in_dr_is_dropped_at_the_source_only_under_propagate_deletes(
+    dr, source_catalog, replica_catalog, dropped_at_source
+):
+    assert dr.ferry("failover")[0] == 0
+    day = dr.days[0]
+    replica_catalog.drop_partitions(dr.replica(), [(day,)])
+    code, out, err = dr.ferry("failback")
+    assert code == 0, err
+    assert f"dropped in DR: dt={day}" in out
+    at_source = {p.values for p in source_catalog.list_partitions(dr.source())}
+    assert ((day,) not in at_source) is dropped_at_source
+    # The source's files stay either way: a drop is the catalog's only.
+    assert fs.list_files(fs.join(dr.source().location, f"dt={day}"))
+
+
+def test_the_source_data_stays_the_source_s_and_housekeeping_deletes_none_of_it(
+    dr, source_catalog, replica_catalog
+):
+    from ferry import lifecycle
+    from ferry.config import load_config
+    from ferry.ledger import SqliteStateStore, replica_key
+
+    source_files = {e.uri for e in fs.list_files(dr.source().location)}
+    assert dr.ferry("failover")[0] == 0
+    dr.append_in_dr(dr.days[0])
+    assert dr.ferry("failback")[0] == 0
+    config = load_config(dr.config_path)
+    reverse = replica_key(
+        lifecycle.catalog_identity(config.source_catalog, None), f"{dr.source_db}.orders"
+    )
+    store = SqliteStateStore(dr.home_dir / lifecycle.LOCAL_STATE_FILE)
+    assert store.entries(reverse) == []
+    code, out, err = dr.ferry("housekeeping", "--vacuum", "--delete-orphans")
+    assert code == 0, err
+    assert source_files <= {e.uri for e in fs.list_files(dr.source().location)}
