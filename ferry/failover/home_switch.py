@@ -5,11 +5,14 @@ its replications means: no run may hold a table's lock or a copy slot any more. 
 holder no longer runs (its process is gone, or its lease expired) is released with the copy
 slot of its event; a lock held by a live run is refused (``FailoverError``) unless
 ``cancel_runs``, which releases it anyway: that run then fails at Commit, which re-checks
-the replica and finds it promoted. Resuming has nothing to start again.
+the replica and finds it promoted. With ``wait``, live holders are first waited for (their
+lock asked again each second) until they release it or the wait is over. Resuming has
+nothing to start again.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -32,6 +35,7 @@ class HomeSwitch:
     key_of: Callable[[ReplicationConfig, TableReplication], str]
     now: Callable[[], datetime]
     gone: Callable[[Lease], bool]
+    sleep: Callable[[float], None] = time.sleep
 
     def suspend(
         self,
@@ -43,17 +47,15 @@ class HomeSwitch:
     ) -> SwitchReport:
         """Release the tables' locks and copy slots (see the module); all or nothing: a live
         holder without ``cancel_runs`` is refused before any is released."""
-        leases = []
-        for name in tables:
-            replication = config.replication_of(name)
-            lease = self.state.store.lease(self.key_of(config, replication))
-            if lease is None or lease.holder is None:
-                continue
-            leases.append((name, lease))
-        now = self.now()
-        live = [
-            (n, lease) for n, lease in leases if not lease.expired(now) and not self.gone(lease)
-        ]
+        keys = {name: self.key_of(config, config.replication_of(name)) for name in tables}
+        leases, live = self._leases(keys)
+        awaited: list[str] = []
+        deadline = time.monotonic() + wait.total_seconds()
+        while live and not cancel_runs and time.monotonic() < deadline:
+            self.sleep(min(1.0, max(deadline - time.monotonic(), 0.0)))
+            still = {lease.holder for _, lease in self._leases(keys)[1]}
+            awaited += [lease.holder for _, lease in live if lease.holder not in still]
+            leases, live = self._leases(keys)
         if live and not cancel_runs:
             name, lease = live[0]
             raise FailoverError(
@@ -67,9 +69,23 @@ class HomeSwitch:
                 released += bool(self.slots.release(lease.holder))
         return SwitchReport(
             stopped_runs=tuple(lease.holder for _, lease in live),
+            awaited_runs=tuple(awaited),
             released_claims=released,
             notes=("ferry replicate has no triggers: stop the cron or schedule that starts it",),
         )
+
+    def _leases(self, keys: dict[str, str]) -> tuple[list, list]:
+        """The tables' held locks, and those of them whose holder still runs."""
+        leases = []
+        for name, key in keys.items():
+            lease = self.state.store.lease(key)
+            if lease is not None and lease.holder is not None:
+                leases.append((name, lease))
+        now = self.now()
+        live = [
+            (n, lease) for n, lease in leases if not lease.expired(now) and not self.gone(lease)
+        ]
+        return leases, live
 
     def resume(self, config: ReplicationConfig, tables: Sequence[str]) -> SwitchReport:
         return SwitchReport(

@@ -213,3 +213,26 @@ def test_a_baseline_of_ten_thousand_partitions_fits_in_one_document():
     data = baseline.to_json()
     assert len(data) < 5 * 1024**2
     assert Baseline.from_json(data) == baseline
+
+
+def test_failover_waits_for_a_live_run_when_told_to(setup):
+    import socket
+    import subprocess
+
+    from ferry.config import load_config
+
+    assert setup.ferry("replicate")[0] == 0
+    config = load_config(setup.config_path)
+    store = SqliteStateStore(setup.home_dir / lifecycle.LOCAL_STATE_FILE)
+    key = lifecycle.replica_of(
+        config.replica_catalog, config.replication_of(f"{setup.database}.orders"), None
+    )
+    run = subprocess.Popen(["sleep", "2"])  # a run of another process, which ends soon
+    owner = f"{socket.gethostname()}/{run.pid}/{lifecycle._start_ticks(run.pid)}"
+    holder = "ferry-20261121t083000000z-0000cafe"
+    store.acquire(key, holder, datetime.now(UTC), timedelta(hours=1), owner=owner)
+    code, out, err = setup.ferry("failover", "--wait", "PT30S", "--json")
+    run.wait()
+    assert code == 0, err
+    assert json.loads(out)["switch"]["awaited_runs"] == [holder]
+    assert store.lease(key) is None
