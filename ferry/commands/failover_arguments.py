@@ -37,13 +37,13 @@ def _common(parser: argparse.ArgumentParser, types: Types) -> None:
         "--work-uri", type=work_location,
         help="the work location, where baselines are kept (default: file://<home>/work)",
     )  # fmt: skip
-    where = parser.add_mutually_exclusive_group()
-    where.add_argument(
+    parser.add_argument(
         "--home", type=home_folder, default=Path(".ferry"), help="local state (default .ferry)"
     )
-    where.add_argument(
+    parser.add_argument(
         "--state-table", type=dynamodb_table, metavar="NAME",
-        help="DynamoDB table of replica locks and the snapshot ledger",
+        help="DynamoDB table of replica locks and the snapshot ledger "
+        "(default: a local file, <home>/state.sqlite3)",
     )  # fmt: skip
     parser.add_argument("-v", "--verbose", action="store_true", help="log what happens")
 

@@ -305,3 +305,25 @@ def test_the_source_data_stays_the_source_s_and_housekeeping_deletes_none_of_it(
     code, out, err = dr.ferry("housekeeping", "--vacuum", "--delete-orphans")
     assert code == 0, err
     assert source_files <= {e.uri for e in fs.list_files(dr.source().location)}
+
+
+def test_failover_and_failback_with_the_dynamodb_state_table(
+    dr, source_catalog, replica_catalog, unique
+):
+    import boto3
+
+    from ferry.ledger import DynamoDbStateStore
+
+    table = f"ferry-state-{unique}"
+    DynamoDbStateStore.create_table(boto3.client("dynamodb", region_name="us-east-1"), table)
+    assert dr.ferry("replicate", "--state-table", table)[0] == 0
+    code, out, err = dr.ferry("failover", "--state-table", table)
+    assert code == 0, err
+    dr.add_in_dr("2026-12-05")
+    in_dr = dr.rows(replica_catalog, dr.replica())
+    code, out, err = dr.ferry("failback", "--state-table", table)
+    assert code == 0, err
+    assert dr.rows(source_catalog, dr.source()) == in_dr
+    code, out, err = dr.ferry("replicate", "--state-table", table, "--json")
+    assert code == 0, err
+    assert json.loads(out)["tables"][0]["files"] == 0
