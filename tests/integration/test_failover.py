@@ -3,6 +3,7 @@ Plan, Commit, Resolve tables and housekeeping treat a promoted replica."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -236,3 +237,47 @@ def test_failover_waits_for_a_live_run_when_told_to(setup):
     assert code == 0, err
     assert json.loads(out)["switch"]["awaited_runs"] == [holder]
     assert store.lease(key) is None
+
+
+def test_an_iceberg_replica_keeps_its_snapshot_id_and_its_failback_waits_for_its_module(
+    local_runtime, replica_catalog, tmp_path, unique, capsys
+):
+    from pyiceberg.catalog.hive import HiveCatalog
+
+    from ferry.iceberg.recognise import metadata_location
+    from tests.iceberg_tables import create_history_table
+
+    database = f"iceberg_{unique}"
+    source_hive = HiveCatalog("source", uri=local_runtime.source_uri, warehouse=tmp_path.as_uri())
+    source_hive.create_namespace(database)
+    create_history_table(source_hive, f"{database}.history")
+    replication = {
+        "source-table": {"database-name": database, "table-name": "history"},
+        "replica-table": {
+            "database-name": f"{database}_dr",
+            "table-name": "history",
+            "table-location": (tmp_path / "replica" / "history").as_uri(),
+        },
+    }
+    config = tmp_path / "iceberg.yml"
+    config.write_text(yaml.safe_dump(config_document(local_runtime, [replication])))
+    home = str(tmp_path / "home")
+
+    def ferry(*args: str) -> tuple[int, str, str]:
+        capsys.readouterr()
+        code = main([*args, str(config), "--home", home])
+        captured = capsys.readouterr()
+        return code, captured.out, captured.err
+
+    assert ferry("replicate")[0] == 0
+    code, out, err = ferry("failover", "--json")
+    assert code == 0, err
+    [table] = json.loads(out)["tables"]
+    replica = replica_catalog.get_table(f"{database}_dr", "history")
+    current = json.loads(fs.read_bytes(metadata_location(replica)))["current-snapshot-id"]
+    assert Baseline.from_json(fs.read_bytes(table["baseline_uri"])).iceberg_snapshot_id == current
+    code, _, err = ferry("failback")
+    if importlib.util.find_spec("ferry.iceberg.failback") is None:
+        assert code == 2 and err.count("\n") == 1
+        assert "Iceberg failback is not available" in err
+        assert PROMOTED in replica_catalog.get_table(f"{database}_dr", "history").parameters
