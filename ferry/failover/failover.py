@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ferry import faults
+from ferry import faults, fs
 from ferry.catalog import Catalog
 from ferry.config import ReplicationConfig, TableReplication
 from ferry.errors import FailoverError
-from ferry.failover import ReplicationSwitch, SwitchReport
+from ferry.failover import PROMOTED, ReplicationSwitch, SwitchReport
 from ferry.failover import baseline as baselines
 from ferry.failover.promotion import failover_id_of, promote, promotion_value
 from ferry.model import Table
@@ -114,7 +114,7 @@ def fail_over(
             kept = baselines.load(uri) or baselines.capture(
                 replica, table, source, existing, threads
             )
-            if not baselines.fs.exists(uri):
+            if not fs.exists(uri):
                 baselines.save(uri, kept)
         results.append(_outcome(replication, table, kept, existing is not None, uri, now()))
     return FailoverReport(failover_id, results, report)
@@ -141,7 +141,7 @@ def _outcome(
         source_table=replication.source_table.qualified_name,
         replica_table=replication.replica_qualified_name,
         failover_id=failover_id_of(table) or kept.failover_id,
-        promoted=table.parameters.get("ferry.promoted", ""),
+        promoted=table.parameters.get(PROMOTED, ""),
         already_promoted=already,
         source_version=table.parameters.get(SOURCE_VERSION),
         source_read_at=read_at,

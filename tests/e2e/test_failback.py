@@ -121,10 +121,17 @@ def test_failover_failback_and_forward_again_lose_and_duplicate_nothing(
     in_dr = dr.rows(replica_catalog, dr.replica())
     source_partitions = {p.values: p.location for p in source_catalog.list_partitions(dr.source())}
 
+    sides = (
+        catalog_state(source_catalog, dr.source_db, ["orders"]),
+        catalog_state(replica_catalog, dr.replica_db_name, ["orders"]),
+    )
     code, out, err = dr.ferry("failback", "--dry-run")
     assert code == 0, err
-    assert "would bring 2 partitions home" in out
-    assert PROMOTED in dr.replica().parameters
+    assert "would bring 2 partitions home" in out and "partition-filter" in out
+    assert sides == (
+        catalog_state(source_catalog, dr.source_db, ["orders"]),
+        catalog_state(replica_catalog, dr.replica_db_name, ["orders"]),
+    )
 
     code, out, err = dr.ferry("failback")
     assert code == 0, err

@@ -157,7 +157,7 @@ def test_a_live_run_holding_a_lock_is_refused_unless_cancelled(setup, replica_ca
 
 
 def test_plan_commit_resolve_and_housekeeping_leave_a_promoted_replica_alone(
-    setup, local_runtime, source_catalog, replica_catalog
+    setup, local_runtime, source_catalog, replica_catalog, caplog
 ):
     from ferry.config import load_config
 
@@ -177,6 +177,7 @@ def test_plan_commit_resolve_and_housekeeping_leave_a_promoted_replica_alone(
     # Resolve tables leaves it out: the run succeeds and replicates the other table only.
     code, out, err = setup.ferry("replicate", "--json")
     assert code == 0, err
+    assert "orders: left out of the run: promoted by ferry failover" in caplog.text
     assert [t["replica_table"] for t in json.loads(out)["tables"]] == [
         f"{setup.replica_database}.customers"
     ]
