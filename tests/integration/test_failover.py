@@ -282,3 +282,24 @@ def test_an_iceberg_replica_keeps_its_snapshot_id_and_its_failback_waits_for_its
         assert code == 2 and err.count("\n") == 1
         assert "Iceberg failback is not available" in err
         assert PROMOTED in replica_catalog.get_table(f"{database}_dr", "history").parameters
+
+
+@pytest.mark.parametrize("point", ["failover.suspended", "failover.baseline"])
+def test_failover_killed_part_way_converges_when_run_again(setup, replica_catalog, point):
+    from ferry import faults
+
+    assert setup.ferry("replicate")[0] == 0
+    with faults.armed(faults.Fault(point)), pytest.raises(faults.InjectedFault):
+        setup.ferry("failover")
+    code, out, err = setup.ferry("failover", "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    for table in report["tables"]:
+        replica = replica_catalog.get_table(*table["replica_table"].split("."))
+        assert replica.parameters[PROMOTED] == table["promoted"]
+        kept = Baseline.from_json(fs.read_bytes(table["baseline_uri"]))
+        assert kept.failover_id == table["failover_id"]
+    # And once more: nothing changes, the same failover ids.
+    again = json.loads(setup.ferry("failover", "--json")[1])
+    assert [t["promoted"] for t in again["tables"]] == [t["promoted"] for t in report["tables"]]
+    assert all(t["already_promoted"] for t in again["tables"])
