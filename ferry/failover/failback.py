@@ -22,7 +22,10 @@ run killed anywhere and run again converges to the same end state:
    only: the source's files stay); the reverse replica's ledger is forgotten, so nothing
    of the source's data is ever a candidate for housekeeping;
 4. **done**: ``ferry.promoted`` is removed from the replica and the switch resumes the
-   config's triggers.
+   config's triggers (every run: resuming what runs changes nothing).
+
+An Iceberg replica's failback is ``ferry.iceberg.failback``'s (its snapshot ids kept); once
+it returns, its promotion is removed here too.
 """
 
 from __future__ import annotations
@@ -209,9 +212,12 @@ def fail_back(
         if current is not None:
             unpromote(replica, current)
         journal.did(DONE, table.journal_uri)
-    names = [t.replication.source_table.qualified_name for t in tables if not t.done]
-    if names:
-        report.switch = switch.resume(config, names)
+    for replication, _ in icebergs:  # its failback returned: both sides are equal
+        current = replica.get_table(replication.replica_database, replication.replica_table_name)
+        if current is not None:
+            unpromote(replica, current)
+    # Always: a run killed after the last table was done but before this still resumes.
+    report.switch = switch.resume(config, [r.source_table.qualified_name for r in replications])
     report.tables = [
         _outcome(t, "ALREADY_FAILED_BACK" if t.done else "FAILED_BACK") for t in tables
     ] + iceberg

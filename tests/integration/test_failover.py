@@ -303,3 +303,12 @@ def test_failover_killed_part_way_converges_when_run_again(setup, replica_catalo
     again = json.loads(setup.ferry("failover", "--json")[1])
     assert [t["promoted"] for t in again["tables"]] == [t["promoted"] for t in report["tables"]]
     assert all(t["already_promoted"] for t in again["tables"])
+
+
+def test_failover_never_reads_the_lost_primary(setup, replica_catalog):
+    assert setup.ferry("replicate")[0] == 0
+    dead = f"thrift://127.0.0.1:{processes.free_port()}"
+    config = setup.write("lost.yml", source={"name": "onprem", "hive-metastore-uris": dead})
+    code, out, err = setup.ferry("failover", config=config)
+    assert code == 0, err
+    assert PROMOTED in replica_catalog.get_table(setup.replica_database, "orders").parameters
