@@ -43,7 +43,7 @@ import yaml
 from ferry import faults, fingerprint, fs
 from ferry.catalog import Catalog
 from ferry.config import ReplicationConfig, ReplicationStrategy, TableReplication
-from ferry.errors import FailoverError, FerryError
+from ferry.errors import ConfigError, FailoverError, FerryError
 from ferry.failover import PROMOTED, Prefer, ReplicationSwitch, SwitchReport
 from ferry.failover import baseline as baselines
 from ferry.failover.changes import Side, TableChanges, compare
@@ -175,6 +175,8 @@ def fail_back(
     )
     reverse = [_reverse_table(t) for t in coming]
     text = yaml.safe_dump(reverse_document(config_path, reverse), sort_keys=False)
+    if coming:
+        _check_reverse(text, reverse_uri)
     report.reverse_text = text if coming else None
     report.reverse_config = reverse_uri if coming else None
     if dry_run:
@@ -384,6 +386,16 @@ def _journal(table: _Table, prefer: Prefer | None) -> Journal:
             "external": original.parameters.get("EXTERNAL"),
         },
     )
+
+
+def _check_reverse(text: str, uri: str) -> None:
+    """The reverse config passes the checks every config passes, before anything is written."""
+    from ferry.config.loading import parse_config_text
+
+    try:
+        parse_config_text(text, uri)
+    except ConfigError as error:
+        raise FailoverError(f"the reverse config is not valid: {error}") from None
 
 
 def _failover_id(tables: Sequence[_Table]) -> str:
