@@ -27,10 +27,16 @@ pytestmark = pytest.mark.e2e
 @pytest.fixture
 def dr(local_runtime, source_catalog, replica_catalog, sample, tmp_path, capsys, request):
     """One table (``orders`` unless the test's parameter names ``table``; with its
-    ``strategy``) replicated once with ``ferry replicate --home``; a runner of ferry."""
+    ``strategy``; to Glue and S3 with ``glue``) replicated once with ``ferry replicate
+    --home``; a runner of ferry."""
     options = getattr(request, "param", {})
     name = options.get("table", "orders")
     target = (tmp_path / "replica-data").as_uri()
+    replica_section = None
+    if options.get("glue"):
+        replica_catalog = request.getfixturevalue("glue_catalog")
+        target = f"s3://{request.getfixturevalue('bucket')}/warehouse"
+        replica_section = {"name": "aws", "glue": {"region": "us-east-1"}}
     home = tmp_path / "home"
     replica_db = f"{sample.database}_dr"
     replication = {
@@ -43,7 +49,7 @@ def dr(local_runtime, source_catalog, replica_catalog, sample, tmp_path, capsys,
     }
     if "strategy" in options:
         replication["replication-strategy"] = options["strategy"]
-    document = config_document(local_runtime, [replication])
+    document = config_document(local_runtime, [replication], replica_section)
     config = tmp_path / "replication.yml"
     config.write_text(yaml.safe_dump(document, sort_keys=False))
 
@@ -52,6 +58,7 @@ def dr(local_runtime, source_catalog, replica_catalog, sample, tmp_path, capsys,
         days = sample.days
         home_dir = home
         config_path = config
+        catalog = replica_catalog
 
         def ferry(self, *args: str) -> tuple[int, str, str]:
             capsys.readouterr()
@@ -334,3 +341,21 @@ def test_failover_and_failback_with_the_dynamodb_state_table(
     code, out, err = dr.ferry("replicate", "--state-table", table, "--json")
     assert code == 0, err
     assert json.loads(out)["tables"][0]["files"] == 0
+
+
+@pytest.mark.parametrize("dr", [{"glue": True}], indirect=True)
+def test_a_glue_replica_on_s3_fails_over_and_back(dr, source_catalog):
+    assert dr.ferry("failover")[0] == 0
+    assert PROMOTED in dr.replica().parameters
+    dr.add_in_dr("2026-12-07")
+    dr.append_in_dr(dr.days[1])
+    in_dr = dr.rows(dr.catalog, dr.replica())
+    code, out, err = dr.ferry("failback")
+    assert code == 0, err
+    assert "brought 2 partitions home" in out
+    assert PROMOTED not in dr.replica().parameters
+    assert dr.rows(source_catalog, dr.source()) == in_dr
+    code, out, err = dr.ferry("replicate", "--json")
+    assert code == 0, err
+    assert json.loads(out)["tables"][0]["files"] == 0
+    assert dr.rows(dr.catalog, dr.replica()) == in_dr
