@@ -55,7 +55,8 @@ def unpromote(catalog: Catalog, table: Table) -> Table:
 
 def promoted_replicas(catalog: Catalog, replications: Iterable[TableReplication]) -> dict[str, str]:
     """The promoted replicas among ``replications``' (``database.table`` in lower case →
-    their ``ferry.promoted``), read with one call per replica database."""
+    their ``ferry.promoted``), read in batches per replica database (none for a database
+    that does not exist yet)."""
     by_database: dict[str, list[str]] = {}
     for replication in replications:
         by_database.setdefault(replication.replica_database, []).append(
@@ -63,8 +64,6 @@ def promoted_replicas(catalog: Catalog, replications: Iterable[TableReplication]
         )
     promoted = {}
     for database, names in by_database.items():
-        if catalog.get_database(database) is None:
-            continue
         for table in catalog.get_tables(database, names).values():
             if PROMOTED in table.parameters:
                 promoted[table.qualified_name.lower()] = table.parameters[PROMOTED]
