@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -40,52 +39,27 @@ from typing import Any
 
 import yaml
 
-from ferry import faults, fingerprint, fs
+from ferry import faults, fs
 from ferry.catalog import Catalog
 from ferry.config import ReplicationConfig, ReplicationStrategy, TableReplication
 from ferry.errors import ConfigError, FailoverError, FerryError
 from ferry.failover import PROMOTED, Prefer, ReplicationSwitch, SwitchReport
 from ferry.failover import baseline as baselines
-from ferry.failover.changes import Side, TableChanges, compare
+from ferry.failover.changes import TableChanges, compare
+from ferry.failover.journal import COPIED, DONE, PLANNED, RESTORED, Journal, journal_uri
 from ferry.failover.promotion import failover_id_of, unpromote
 from ferry.failover.reverse import ReverseTable, reverse_document
+from ferry.failover.sides import replica_side, source_side
 from ferry.iceberg.recognise import is_iceberg
-from ferry.model import Table, TableType, partition_name
+from ferry.model import Table, TableType
 from ferry.replica import PARTITION_FINGERPRINT, TABLE_FINGERPRINT
 
-PLANNED, COPIED, RESTORED, DONE = "planned", "copied", "restored", "done"
 #: Ferry's parameters all start so: the reverse's bookkeeping on the original table.
 FERRY_PREFIX = "ferry."
 
 #: Runs the reverse config: (config URI, source tables, tables to adopt) → each table's
 #: outcome (``ferry.replicate.TableOutcome``).
 ReverseRun = Callable[[str, Sequence[str], frozenset[str]], list[Any]]
-
-
-@dataclass
-class Journal:
-    """One table's failback: what it decided, and the steps done."""
-
-    failover_id: str
-    home: list[list[str]]
-    drop: list[list[str]]
-    changes: dict[str, Any]
-    original: dict[str, Any]
-    steps: list[str] = field(default_factory=list)
-
-    @classmethod
-    def load(cls, uri: str) -> Journal | None:
-        if not fs.exists(uri):
-            return None
-        return cls(**json.loads(fs.read_bytes(uri)))
-
-    def save(self, uri: str) -> None:
-        fs.write_bytes(uri, json.dumps(asdict(self)).encode())
-
-    def did(self, step: str, uri: str) -> None:
-        if step not in self.steps:
-            self.steps.append(step)
-            self.save(uri)
 
 
 @dataclass
@@ -122,10 +96,6 @@ class _Table:
     journal: Journal | None = None
     changes: TableChanges | None = None
     done: bool = False
-
-
-def journal_uri(baseline_uri: str) -> str:
-    return baseline_uri.removesuffix(".json") + ".failback.json"
 
 
 def fail_back(
@@ -288,8 +258,8 @@ def _check(
         if journal is None:
             table.changes = compare(
                 kept,
-                _replica_side(replica, found, threads),
-                _source_side(source, original, threads),
+                replica_side(replica, found, threads),
+                source_side(source, original, threads),
             )
         tables.append(table)
     return tables, iceberg
@@ -324,44 +294,6 @@ def _iceberg_failback(
             "baselineSnapshotId": kept.iceberg_snapshot_id,
             "result": result if isinstance(result, dict) else str(result),
         },
-    )
-
-
-def _replica_side(replica: Catalog, table: Table, threads: int) -> Side:
-    if not table.is_partitioned:
-        printed = baselines.fingerprints_of([table.location] if table.location else [], threads)
-        return Side({"": ((), printed.get(table.location or ""))})
-    partitions = replica.list_partitions(table)
-    printed = baselines.fingerprints_of([p.location for p in partitions if p.location], threads)
-    return Side(
-        {
-            partition_name(table.partition_keys, p.values): (
-                p.values,
-                printed.get(p.location or ""),
-            )
-            for p in partitions
-        }
-    )
-
-
-def _source_side(source: Catalog, table: Table, threads: int) -> Side:
-    if not table.is_partitioned:
-        printed = baselines.fingerprints_of([table.location] if table.location else [], threads)
-        return Side({"": ((), printed.get(table.location or ""))})
-    partitions = source.list_partitions(table)
-    locations = [p.location for p in partitions if p.location]
-    printed = {
-        k: str(v)
-        for k, v in fingerprint.of_locations(locations, threads, root=table.location).items()
-    }
-    return Side(
-        {
-            partition_name(table.partition_keys, p.values): (
-                p.values,
-                printed.get(p.location or ""),
-            )
-            for p in partitions
-        }
     )
 
 
