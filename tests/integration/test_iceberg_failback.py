@@ -1,0 +1,285 @@
+"""Failback of an Iceberg table on the real local Hive metastores: a table replicated by
+``ferry replicate``'s driver, writers appending to the promoted replica with pyiceberg's
+``HiveCatalog`` (as an engine in DR would), and ``fail_back_iceberg`` bringing those
+snapshots home with their ids; afterwards the forward replication has nothing to do.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+from pyiceberg.catalog.hive import HiveCatalog
+
+from ferry import faults
+from ferry.config import load_config
+from ferry.errors import FailoverError
+from ferry.failover import Prefer
+from ferry.iceberg.failback import fail_back_iceberg
+from ferry.iceberg.lineage import lineage
+from ferry.iceberg.recognise import COMMITTED_METADATA_LOCATION, metadata_location
+from tests.helpers import Replicator, config_document
+from tests.iceberg_tables import create_history_table, metadata_files_below, read_rows, rows
+
+pytestmark = pytest.mark.integration
+
+
+class Sides:
+    """A source Iceberg table replicated once, and pyiceberg's writers on both sides."""
+
+    def __init__(self, runtime, source_catalog, replica_catalog, tmp_path, unique, history):
+        self.database = f"iceberg_{unique}"
+        self.source_catalog, self.replica_catalog = source_catalog, replica_catalog
+        self.source_writer = HiveCatalog(
+            "source", uri=runtime.source_uri, warehouse=(tmp_path / "source").as_uri()
+        )
+        self.source_writer.create_namespace(self.database)
+        if history:
+            create_history_table(self.source_writer, self.source_id)
+        else:
+            table = self.source_writer.create_table(self.source_id, schema=rows([1], ["eu"]).schema)
+            table.append(rows([1, 2], ["eu", "us"]))
+            table.append(rows([3], ["ap"]))
+        self.target = (tmp_path / "replica" / "history").as_uri()
+        document = config_document(
+            runtime,
+            [
+                {
+                    "source-table": {"database-name": self.database, "table-name": "history"},
+                    "replica-table": {
+                        "database-name": f"{self.database}_dr",
+                        "table-location": self.target,
+                    },
+                }
+            ],
+        )
+        self.replicator = Replicator(document)
+        (self.replication,) = load_config(self.replicator.config_path).table_replications
+        self.replica_writer = HiveCatalog("replica", uri=runtime.replica_uri)
+        (outcome,) = self.replicator.run()
+        assert outcome.status == "SUCCEEDED", outcome
+        #: What ``ferry failover`` records: the replica's current snapshot.
+        self.held = self.replica().current_snapshot().snapshot_id
+
+    @property
+    def source_id(self) -> str:
+        return f"{self.database}.history"
+
+    def source(self):
+        return self.source_writer.load_table(self.source_id)
+
+    def replica(self):
+        return self.replica_writer.load_table(f"{self.database}_dr.history")
+
+    def entries(self) -> tuple[dict, dict]:
+        """Both catalog entries' parameters (without what the metastore maintains)."""
+        return tuple(
+            {k: v for k, v in t.parameters.items() if k != "transient_lastDdlTime"}
+            for t in (
+                self.source_catalog.get_table(self.database, "history"),
+                self.replica_catalog.get_table(f"{self.database}_dr", "history"),
+            )
+        )
+
+    def fail_back(self, prefer=None, dry_run=False):
+        return fail_back_iceberg(
+            self.replication,
+            self.held,
+            prefer=prefer,
+            dry_run=dry_run,
+            source_catalog=self.source_catalog,
+            replica_catalog=self.replica_catalog,
+            event_id="ferry-20261126t200000000z-failback",
+        )
+
+
+@pytest.fixture
+def sides(local_runtime, source_catalog, replica_catalog, tmp_path, unique):
+    return Sides(local_runtime, source_catalog, replica_catalog, tmp_path, unique, history=False)
+
+
+def append_in_dr(
+    sides: Sides, ids: list[int], regions: list[str], amounts: list[float] | None = None
+) -> int:
+    """A writer's append to the promoted replica; its snapshot id."""
+    table = sides.replica()
+    data = rows(ids, regions)
+    if amounts is not None:  # the history table's schema has an amount
+        data = data.append_column("amount", pa.array(amounts, pa.float64()))
+    table.append(data)
+    return table.current_snapshot().snapshot_id
+
+
+def test_dr_appends_come_home_with_their_snapshot_ids_and_the_forward_run_has_nothing_to_do(
+    local_runtime, source_catalog, replica_catalog, tmp_path, unique
+):
+    sides = Sides(local_runtime, source_catalog, replica_catalog, tmp_path, unique, history=True)
+    first_id = append_in_dr(sides, [20, 21], ["eu", "us"], amounts=[1.0, 2.0])
+    second_id = append_in_dr(sides, [22], ["ap"], amounts=[3.0])
+
+    result = sides.fail_back()
+
+    assert result.written_home == (first_id, second_id)
+    assert result.replica_snapshots == (first_id, second_id)
+    assert (result.source_snapshots, result.conflict) == ((), False)
+    assert result.files_copied == 3  # the appends' data files (eu, us; ap), nothing else
+    source, replica = sides.source(), sides.replica()
+    assert lineage(source.metadata) == lineage(replica.metadata)
+    assert source.current_snapshot().snapshot_id == second_id
+    assert read_rows(source) == read_rows(replica)
+    assert {20, 21, 22} <= {row["id"] for row in read_rows(source)}
+    for snapshot in (sides.held, first_id, second_id):  # time travel by id, on both sides
+        assert read_rows(source, snapshot) == read_rows(replica, snapshot)
+    for snapshot in replica.metadata.snapshots:
+        home = source.metadata.snapshot_by_id(snapshot.snapshot_id)
+        assert (home.sequence_number, home.timestamp_ms) == (
+            snapshot.sequence_number,
+            snapshot.timestamp_ms,
+        )
+    # Every file the source names is its own: nothing under the replica's location.
+    replica_path = sides.target.removeprefix("file://")
+    assert all(
+        replica_path.encode() not in p.read_bytes()
+        for p in metadata_files_below(tmp_path / "source")
+    )
+    home_entry, replica_entry = sides.entries()
+    assert not [k for k in home_entry if k.startswith("ferry.")]  # it stays a source
+    assert replica_entry[COMMITTED_METADATA_LOCATION] == metadata_location(
+        replica_catalog.get_table(f"{sides.database}_dr", "history")
+    )
+
+    # The forward replication finds the sides equal.
+    (forward,) = sides.replicator.run()
+
+    assert forward.status == "UNCHANGED", forward
+
+    # Run again, the failback writes nothing.
+    before = metadata_files_below(tmp_path / "source")
+    again = sides.fail_back()
+
+    assert (again.written_home, again.files_copied) == ((), 0)
+    assert again.metadata_location == result.metadata_location
+    assert metadata_files_below(tmp_path / "source") == before
+    assert "home already" in again.summary
+
+
+def test_nothing_changed_or_only_the_source_changed_writes_nothing_home(sides):
+    entries = sides.entries()
+
+    nothing = sides.fail_back()
+
+    assert (nothing.written_home, nothing.conflict, nothing.files_copied) == ((), False, 0)
+    assert "neither side changed" in nothing.summary
+    assert sides.entries() == entries
+
+    sides.source().append(rows([30], ["eu"]))
+    source_new = sides.source().current_snapshot().snapshot_id
+    entries = sides.entries()
+
+    only_source = sides.fail_back()
+
+    assert only_source.source_snapshots == (source_new,)
+    assert (only_source.written_home, only_source.conflict) == ((), False)
+    assert "only the source changed" in only_source.summary
+    assert sides.entries() == entries
+    (forward,) = sides.replicator.run()  # the forward direction brings it
+    assert forward.status == "SUCCEEDED", forward
+    assert read_rows(sides.replica()) == read_rows(sides.source())
+
+
+def test_a_dry_run_says_what_would_go_home_and_changes_nothing(sides, tmp_path):
+    dr = append_in_dr(sides, [40, 41], ["eu", "us"])
+    entries, files = sides.entries(), metadata_files_below(tmp_path / "source")
+
+    planned = sides.fail_back(dry_run=True)
+
+    assert (planned.dry_run, planned.written_home, planned.files_copied) == (True, (dr,), 1)
+    assert planned.bytes_copied > 0
+    assert "would write 1 snapshot(s) home" in planned.summary
+    assert sides.entries() == entries
+    assert metadata_files_below(tmp_path / "source") == files
+
+
+def test_changes_on_both_sides_are_refused_in_one_line_and_nothing_changes(sides, tmp_path):
+    dr = append_in_dr(sides, [50], ["eu"])
+    sides.source().append(rows([51], ["us"]))
+    source_new = sides.source().current_snapshot().snapshot_id
+    entries, files = sides.entries(), metadata_files_below(tmp_path / "source")
+
+    with pytest.raises(FailoverError) as refused:
+        sides.fail_back()
+
+    message = str(refused.value)
+    assert "\n" not in message
+    assert f"{sides.database}.history" in message
+    assert str(dr) in message and str(source_new) in message
+    assert "--prefer" in message
+    assert sides.entries() == entries
+    assert metadata_files_below(tmp_path / "source") == files
+
+
+def test_prefer_replica_writes_dr_home_over_the_source_own_changes(sides):
+    dr = append_in_dr(sides, [60, 61], ["eu", "us"])
+    sides.source().append(rows([62], ["ap"]))
+    source_new = sides.source().current_snapshot().snapshot_id
+    held_rows = read_rows(sides.source(), sides.held)
+
+    result = sides.fail_back(prefer=Prefer.REPLICA)
+
+    assert (result.conflict, result.written_home) == (True, (dr,))
+    assert "replica wins" in result.summary
+    source, replica = sides.source(), sides.replica()
+    assert source.current_snapshot().snapshot_id == dr
+    assert (
+        read_rows(source)
+        == read_rows(replica)
+        == sorted(
+            held_rows + [{"id": 60, "region": "eu"}, {"id": 61, "region": "us"}],
+            key=lambda row: row["id"],
+        )
+    )
+    # The source's own snapshot is no longer current; its metadata log keeps the file.
+    assert source.metadata.snapshot_by_id(source_new) is None
+    assert len(source.metadata.metadata_log) >= 1
+    (forward,) = sides.replicator.run()
+    assert forward.status == "UNCHANGED", forward
+
+
+def test_prefer_source_drops_dr_changes_and_the_forward_run_brings_the_source(sides):
+    dr = append_in_dr(sides, [70], ["eu"])
+    sides.source().append(rows([71], ["us"]))
+    source_entry, _ = sides.entries()
+
+    result = sides.fail_back(prefer=Prefer.SOURCE)
+
+    assert (result.conflict, result.dropped, result.written_home) == (True, (dr,), ())
+    assert "dropped" in result.summary
+    assert sides.entries()[0] == source_entry  # nothing written home
+    assert sides.replica().current_snapshot().snapshot_id == sides.held
+    (forward,) = sides.replicator.run()
+    assert forward.status == "SUCCEEDED", forward
+    assert read_rows(sides.replica()) == read_rows(sides.source())
+    assert 70 not in {row["id"] for row in read_rows(sides.replica())}
+
+
+def test_a_failback_killed_between_its_copies_and_its_commit_converges_when_run_again(
+    sides, tmp_path
+):
+    dr = append_in_dr(sides, [80, 81], ["eu", "us"])
+    entries = sides.entries()
+
+    with faults.armed(faults.Fault("failback.iceberg.commit")), pytest.raises(faults.InjectedFault):
+        sides.fail_back()
+
+    assert sides.entries() == entries  # the catalog did not move
+    written = metadata_files_below(tmp_path / "source")
+
+    result = sides.fail_back()
+
+    assert result.written_home == (dr,)
+    assert result.files_copied == 0  # the killed run's copies are complete: reused
+    # The re-run reused every name: only the files it wrote are new, none twice.
+    assert metadata_files_below(tmp_path / "source") == written
+    assert sides.source().current_snapshot().snapshot_id == dr
+    assert read_rows(sides.source()) == read_rows(sides.replica())
+    (forward,) = sides.replicator.run()
+    assert forward.status == "UNCHANGED", forward
