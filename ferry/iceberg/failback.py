@@ -20,9 +20,9 @@ catalog's own optimistic check (its ``metadata_location`` must still be the one 
   equal and has nothing to do.
 - Both sides changed (the source's current snapshot is not in the replica's lineage):
   ``FailoverError`` naming both sides' new snapshots, unless the caller names the winner.
-  ``Prefer.REPLICA``: the replica's snapshots are written home on top of the source's
+  ``prefer`` replica: the replica's snapshots are written home on top of the source's
   state at the failover; the source's own later snapshots leave its current metadata (its
-  metadata log still names the metadata.json that has them). ``Prefer.SOURCE``: nothing
+  metadata log still names the metadata.json that has them). ``prefer`` source: nothing
   goes home; the replica's catalog entry returns to the metadata Ferry last committed
   there, so the forward replication brings the source's snapshots (the replica's dropped
   snapshots stay in its metadata log, their files in place).
@@ -31,6 +31,7 @@ catalog's own optimistic check (its ``metadata_location`` must still be the one 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -40,7 +41,6 @@ from ferry import faults
 from ferry.catalog import Catalog
 from ferry.config import TableReplication
 from ferry.errors import ConcurrentChangeError, FailoverError, FerryError
-from ferry.failover import Prefer
 from ferry.iceberg.fileio import FerryFileIO
 from ferry.iceberg.lineage import Divergence, diverge, lineage
 from ferry.iceberg.plan import plan_replication
@@ -81,26 +81,43 @@ class IcebergFailback:
     summary: str = ""
 
 
+#: ``ferry.failover.Prefer``'s values (a ``StrEnum``: its members compare equal to them).
+#: Not imported: ``ferry.failover`` reads Iceberg tables (``ferry.iceberg.recognise``), and
+#: the packages of ``ferry`` import each other in one direction only.
+PREFER_REPLICA, PREFER_SOURCE = "replica", "source"
+
+#: What a forward Commit records on the replica of a source at a snapshot (its id and its
+#: time in milliseconds): ``ferry.source_versions``' parameters, passed in by the caller
+#: (``ferry.source_versions`` reads ``ferry.replica``'s keys; see ``PREFER_REPLICA``).
+RecordSource = Callable[[int | None, int | None], Mapping[str, str]]
+
+
 def fail_back_iceberg(
     replication: TableReplication,
     held_at_failover: int | None,
     *,
-    prefer: Prefer | None,
+    prefer: str | None,
     dry_run: bool,
     source_catalog: Catalog,
     replica_catalog: Catalog,
     aws: Any = None,
     event_id: str,
+    record_source: RecordSource | None = None,
 ) -> IcebergFailback:
     """Bring home what writers committed to the promoted replica of ``replication`` since
     the failover (the replica then held snapshot ``held_at_failover``); see the module.
 
-    ``aws`` is unused: every file goes through Ferry's file systems, configured once per
-    process. ``event_id`` names the failback in the summary. ``FailoverError`` (one line,
-    nothing changed) when it cannot: a table that is not Iceberg on either side, a history
-    that no longer reaches the failover, changes on both sides with no winner named, a
-    source or replica committed to while the failback ran."""
+    ``prefer``: a ``ferry.failover.Prefer`` (``"replica"``, ``"source"``) or None.
+    ``record_source``: what the replica then records of the source it equals (see
+    ``RecordSource``; None records only Ferry's last commit). ``aws`` is unused: every file
+    goes through Ferry's file systems, configured once per process. ``event_id`` names the
+    failback in the summary. ``FailoverError`` (one line, nothing changed) when it cannot:
+    a table that is not Iceberg on either side, a history that no longer reaches the
+    failover, changes on both sides with no winner named, a source or replica committed to
+    while the failback ran."""
     del aws
+    if prefer not in (None, PREFER_REPLICA, PREFER_SOURCE):
+        raise FailoverError(f"prefer must be {PREFER_REPLICA} or {PREFER_SOURCE}, not {prefer!r}")
     name = replication.source_table.qualified_name
     home = _entry(
         source_catalog,
@@ -136,15 +153,18 @@ def fail_back_iceberg(
             f"{_ids(found.source_new)}, replica snapshots {_ids(found.replica_new)}; nothing "
             "changed (name the winner with --prefer replica|source)"
         )
-    if found.conflict and prefer is Prefer.SOURCE:
+    if found.conflict and prefer == PREFER_SOURCE:
         return _drop_replica_changes(result, found, replica, replica_catalog, event_id)
     if not found.to_write:
-        if not dry_run:
-            _record_committed(replica_catalog, replica, replica_location)
+        if (
+            not dry_run
+            and home_metadata.current_snapshot_id == replica_metadata.current_snapshot_id
+        ):
+            _record_home(replica_catalog, replica, replica_location, home_metadata, record_source)
         return replace(result, summary=_nothing_summary(name, found, event_id))
     return _write_home(
         result, found, home, home_metadata, replica_location, source_catalog, replica_catalog,
-        replica, event_id,
+        replica, event_id, record_source,
     )  # fmt: skip
 
 
@@ -158,6 +178,7 @@ def _write_home(
     replica_catalog: Catalog,
     replica: Table,
     event_id: str,
+    record_source: RecordSource | None,
 ) -> IcebergFailback:
     """Copy the replica's new snapshots' files home, write the source's metadata, commit it."""
     home_location = metadata_location(home)
@@ -207,7 +228,7 @@ def _write_home(
             f"{METADATA_LOCATION} is no longer {home_location}); the source is unchanged: "
             "run the failback again"
         ) from None
-    _record_committed(replica_catalog, replica, replica_location)
+    _record_home(replica_catalog, replica, replica_location, plan.metadata, record_source)
     copied = replace(
         planned,
         files_copied=len(done.copied),
@@ -249,12 +270,28 @@ def _drop_replica_changes(
     return replace(dropped, summary=summary)
 
 
-def _record_committed(catalog: Catalog, replica: Table, location: str) -> None:
-    """Mark ``location`` (the replica's metadata the source now equals) as Ferry's last
-    commit on the replica, so the forward replication takes the two sides as equal."""
+def _record_home(
+    catalog: Catalog,
+    replica: Table,
+    location: str,
+    home_metadata: TableMetadata,
+    record_source: RecordSource | None,
+) -> None:
+    """Record on the replica what a forward run would have: ``location`` (the replica's
+    metadata the source now equals) as Ferry's last commit, so the forward replication
+    takes the two sides as equal, and (``record_source``) the source's version it holds,
+    which freshness and ``ferry status`` read."""
     if replica.parameters.get(COMMITTED_METADATA_LOCATION) == location:
-        return
-    parameters = {**replica.parameters, COMMITTED_METADATA_LOCATION: location}
+        return  # recorded with it by an earlier failback, or by the forward Commit
+    recorded = {COMMITTED_METADATA_LOCATION: location}
+    if record_source is not None:
+        current = home_metadata.current_snapshot()
+        recorded.update(
+            record_source(
+                home_metadata.current_snapshot_id, current.timestamp_ms if current else None
+            )
+        )
+    parameters = {**replica.parameters, **recorded}
     _alter_if(catalog, replace(replica, parameters=parameters), location)
 
 

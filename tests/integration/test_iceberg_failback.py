@@ -10,17 +10,27 @@ import pyarrow as pa
 import pytest
 from pyiceberg.catalog.hive import HiveCatalog
 
-from ferry import faults
+from ferry import faults, source_versions
 from ferry.config import load_config
 from ferry.errors import FailoverError
 from ferry.failover import Prefer
 from ferry.iceberg.failback import fail_back_iceberg
 from ferry.iceberg.lineage import lineage
 from ferry.iceberg.recognise import COMMITTED_METADATA_LOCATION, metadata_location
+from ferry.replica import SOURCE_VERSION
+from ferry.source_versions import SourceVersion
+from tests.conftest import NOW
 from tests.helpers import Replicator, config_document
+from tests.iceberg_catalogs import files_naming, glue_to_hive, hive_to_glue
 from tests.iceberg_tables import create_history_table, metadata_files_below, read_rows, rows
 
 pytestmark = pytest.mark.integration
+
+
+def record_source(snapshot_id: int | None, snapshot_ms: int | None) -> dict[str, str]:
+    """What a forward Commit records of a source at this snapshot (the failback command's)."""
+    version = str(source_versions.of_iceberg(snapshot_id, snapshot_ms))
+    return source_versions.recorded_parameters(version, NOW)
 
 
 class Sides:
@@ -89,6 +99,7 @@ class Sides:
             source_catalog=self.source_catalog,
             replica_catalog=self.replica_catalog,
             event_id="ferry-20261126t200000000z-failback",
+            record_source=record_source,
         )
 
 
@@ -146,6 +157,8 @@ def test_dr_appends_come_home_with_their_snapshot_ids_and_the_forward_run_has_no
     assert replica_entry[COMMITTED_METADATA_LOCATION] == metadata_location(
         replica_catalog.get_table(f"{sides.database}_dr", "history")
     )
+    # What the replica says it holds of the source (freshness, ``ferry status``).
+    assert SourceVersion.parse(replica_entry[SOURCE_VERSION]).snapshot_id == second_id
 
     # The forward replication finds the sides equal.
     (forward,) = sides.replicator.run()
@@ -283,3 +296,51 @@ def test_a_failback_killed_between_its_copies_and_its_commit_converges_when_run_
     assert read_rows(sides.source()) == read_rows(sides.replica())
     (forward,) = sides.replicator.run()
     assert forward.status == "UNCHANGED", forward
+
+
+@pytest.mark.parametrize(
+    "build", [hive_to_glue, glue_to_hive], ids=["hive-home-glue-dr", "glue-home-hive-dr"]
+)
+def test_dr_appends_come_home_across_catalog_kinds_and_s3(
+    local_runtime, aws, s3_properties, tmp_path, unique, build
+):
+    case = build(local_runtime, aws, s3_properties, tmp_path, unique)
+    replicator = Replicator(case.document)
+    (outcome,) = replicator.run()
+    assert outcome.status == "SUCCEEDED", outcome
+    (replication,) = load_config(replicator.config_path).table_replications
+    dr = case.reader.load_table(case.replica_identifier)
+    held = dr.current_snapshot().snapshot_id
+    dr.append(rows([90, 91], ["eu", "us"]).append_column("amount", pa.array([1.0, 2.0])))
+    appended = case.reader.load_table(case.replica_identifier).current_snapshot().snapshot_id
+
+    result = fail_back_iceberg(
+        replication,
+        held,
+        prefer=None,
+        dry_run=False,
+        source_catalog=case.source,
+        replica_catalog=case.replica,
+        event_id="ferry-20261126t200000000z-failback",
+        record_source=record_source,
+    )
+
+    assert (result.written_home, result.files_copied) == ((appended,), 2)
+    home = case.writer.load_table(case.source_identifier)
+    dr = case.reader.load_table(case.replica_identifier)
+    assert home.current_snapshot().snapshot_id == appended
+    for snapshot in (None, held, appended):
+        assert read_rows(home, snapshot) == read_rows(dr, snapshot)
+    assert files_naming(case.source_location, case.target) == []
+    entry = case.source.get_table(case.source_database, "history")
+    assert not [k for k in entry.parameters if k.startswith("ferry.")]
+    registered = case.replica.get_table(case.replica_database, "history")
+    assert SourceVersion.parse(registered.parameters[SOURCE_VERSION]).snapshot_id == appended
+
+    (forward,) = replicator.run()
+
+    # Nothing to copy. (pyiceberg's GlueCatalog drops a table's Owner and Description when
+    # it commits: a forward run after a writer's commit to a Glue replica puts them back.)
+    assert forward.status != "FAILED" and (forward.files, forward.bytes) == (0, 0), forward
+    after = case.replica.get_table(case.replica_database, "history")
+    assert metadata_location(after) == metadata_location(registered)
