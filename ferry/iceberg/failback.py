@@ -9,6 +9,7 @@ added are copied below the source's location with their paths moved, new manifes
 manifest lists and a metadata.json are written for the source with the same snapshot ids,
 sequence numbers and timestamps, and the source catalog's entry moves to it with the
 catalog's own optimistic check (its ``metadata_location`` must still be the one read).
+The source keeps its own path properties (a ``write.data.path`` outside its location).
 
 - Names are derived from the two metadata files the failback reads, not from its event id,
   so a failback killed after its copies writes the same names when run again (a complete
@@ -43,6 +44,7 @@ from ferry.config import TableReplication
 from ferry.errors import ConcurrentChangeError, FailoverError, FerryError
 from ferry.iceberg.fileio import FerryFileIO
 from ferry.iceberg.lineage import Divergence, diverge, lineage
+from ferry.iceberg.paths import PATH_PROPERTIES
 from ferry.iceberg.plan import plan_replication
 from ferry.iceberg.reading import read_table_metadata
 from ferry.iceberg.recognise import (
@@ -192,6 +194,7 @@ def _write_home(
     except FerryError as error:
         raise FailoverError(f"Iceberg table {result.table}: {error}") from None
     assert plan.metadata is not None and plan.metadata_target is not None
+    plan = replace(plan, metadata=_home_paths(plan.metadata, home_metadata))
     written = tuple(s.snapshot.snapshot_id for s in plan.snapshots)
     planned = replace(
         result,
@@ -235,6 +238,16 @@ def _write_home(
         bytes_copied=sum(c.size for c in done.copied),
     )
     return replace(copied, summary=_home_summary(copied, found, event_id))
+
+
+def _home_paths(metadata: TableMetadata, home: TableMetadata) -> TableMetadata:
+    """The source's own path properties kept: where its writers put data and metadata
+    (``write.data.path`` outside its location, ...) stays as it was, not the replica's
+    folders moved back below the source's location."""
+    kept = {k: home.properties[k] for k in PATH_PROPERTIES if k in home.properties}
+    if not kept:
+        return metadata
+    return metadata.model_copy(update={"properties": {**metadata.properties, **kept}})
 
 
 def _drop_replica_changes(

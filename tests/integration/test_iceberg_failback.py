@@ -344,3 +344,63 @@ def test_dr_appends_come_home_across_catalog_kinds_and_s3(
     assert forward.status != "FAILED" and (forward.files, forward.bytes) == (0, 0), forward
     after = case.replica.get_table(case.replica_database, "history")
     assert metadata_location(after) == metadata_location(registered)
+
+
+def test_a_source_writing_outside_its_location_keeps_its_folders_after_a_failback(
+    local_runtime, source_catalog, replica_catalog, tmp_path, unique
+):
+    location, data, meta = (tmp_path / name for name in ("table", "lake-data", "lake-meta"))
+    database = f"layout_{unique}"
+    writer = HiveCatalog("source", uri=local_runtime.source_uri)
+    writer.create_namespace(database)
+    properties = {"write.data.path": data.as_uri(), "write.metadata.path": meta.as_uri()}
+    table = writer.create_table(
+        f"{database}.history",
+        schema=rows([1], ["eu"]).schema,
+        location=location.as_uri(),
+        properties=properties,
+    )
+    table.append(rows([1, 2], ["eu", "us"]))
+    target = (tmp_path / "replica" / "history").as_uri()
+    replicator = Replicator(
+        config_document(
+            local_runtime,
+            [
+                {
+                    "source-table": {"database-name": database, "table-name": "history"},
+                    "replica-table": {"database-name": f"{database}_dr", "table-location": target},
+                }
+            ],
+        )
+    )
+    (outcome,) = replicator.run()
+    assert outcome.status == "SUCCEEDED", outcome
+    (replication,) = load_config(replicator.config_path).table_replications
+    dr = HiveCatalog("replica", uri=local_runtime.replica_uri).load_table(f"{database}_dr.history")
+    held = dr.current_snapshot().snapshot_id
+    dr.append(rows([3], ["ap"]))
+
+    result = fail_back_iceberg(
+        replication,
+        held,
+        prefer=None,
+        dry_run=False,
+        source_catalog=source_catalog,
+        replica_catalog=replica_catalog,
+        event_id="ferry-20261126t200000000z-failback",
+    )
+
+    assert len(result.written_home) == 1
+    home = writer.load_table(f"{database}.history")
+    assert {k: home.properties.get(k) for k in properties} == properties
+    assert read_rows(home) == [
+        {"id": 1, "region": "eu"},
+        {"id": 2, "region": "us"},
+        {"id": 3, "region": "ap"},
+    ]
+    (forward,) = replicator.run()
+    assert forward.status == "UNCHANGED", forward
+    # The source's writers still write to its own folders.
+    home.append(rows([4], ["us"]))
+    added = writer.load_table(f"{database}.history").current_snapshot()
+    assert str(meta) in added.manifest_list
