@@ -6,6 +6,9 @@ snapshots home with their ids; afterwards the forward replication has nothing to
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pyarrow as pa
 import pytest
 from pyiceberg.catalog.hive import HiveCatalog
@@ -404,3 +407,50 @@ def test_a_source_writing_outside_its_location_keeps_its_folders_after_a_failbac
     home.append(rows([4], ["us"]))
     added = writer.load_table(f"{database}.history").current_snapshot()
     assert str(meta) in added.manifest_list
+
+
+def test_a_source_commit_while_the_failback_runs_is_not_overwritten(sides):
+    append_in_dr(sides, [100], ["eu"])
+    replica_entry = sides.entries()[1]
+    pause = faults.Fault("failback.iceberg.commit", action="hang", seconds=8)
+    failed: list[BaseException] = []
+
+    def fail_back() -> None:
+        try:
+            sides.fail_back()
+        except BaseException as error:  # noqa: BLE001 - the test reads it
+            failed.append(error)
+
+    with faults.armed(pause):
+        running = threading.Thread(target=fail_back)
+        running.start()
+        deadline = time.monotonic() + 120
+        while pause.hits == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert pause.hits == 1
+        sides.source().append(rows([101], ["us"]))  # a writer at the source, meanwhile
+        mine = sides.source().current_snapshot().snapshot_id
+        running.join()
+
+    (error,) = failed
+    assert isinstance(error, FailoverError) and "\n" not in str(error)
+    assert "committed to while the failback ran" in str(error)
+    assert sides.source().current_snapshot().snapshot_id == mine
+    assert {row["id"] for row in read_rows(sides.source())} >= {101}
+    assert 100 not in {row["id"] for row in read_rows(sides.source())}
+    assert sides.entries()[1] == replica_entry
+
+
+def test_a_failover_snapshot_neither_history_reaches_is_refused_and_changes_nothing(sides):
+    append_in_dr(sides, [110], ["eu"])
+    entries = sides.entries()
+    sides.held = 1234567890123
+
+    with pytest.raises(FailoverError) as refused:
+        sides.fail_back()
+
+    assert str(refused.value) == (
+        f"Iceberg table {sides.database}.history: cannot fail back: the replica's history no "
+        "longer contains snapshot 1234567890123, held at the failover"
+    )
+    assert sides.entries() == entries
