@@ -127,21 +127,26 @@ def test_dr_appends_come_home_with_their_snapshot_ids_and_the_forward_run_has_no
     local_runtime, source_catalog, replica_catalog, tmp_path, unique
 ):
     sides = Sides(local_runtime, source_catalog, replica_catalog, tmp_path, unique, history=True)
-    first_id = append_in_dr(sides, [20, 21], ["eu", "us"], amounts=[1.0, 2.0])
+    first_id = append_in_dr(sides, [20, 21, 23], ["eu", "us", "eu"], amounts=[1.0, 2.0, 4.0])
     second_id = append_in_dr(sides, [22], ["ap"], amounts=[3.0])
+    dr = sides.replica()
+    dr.delete("id = 23")  # copy-on-write: the eu file is rewritten with 20 alone
+    third_id = sides.replica().current_snapshot().snapshot_id
 
     result = sides.fail_back()
 
-    assert result.written_home == (first_id, second_id)
-    assert result.replica_snapshots == (first_id, second_id)
+    assert result.written_home == (first_id, second_id, third_id)
+    assert result.replica_snapshots == (first_id, second_id, third_id)
     assert (result.source_snapshots, result.conflict) == ((), False)
-    assert result.files_copied == 3  # the appends' data files (eu, us; ap), nothing else
+    # The appends' data files (eu, us; ap) and the delete's rewritten eu file, nothing else.
+    assert result.files_copied == 4
     source, replica = sides.source(), sides.replica()
     assert lineage(source.metadata) == lineage(replica.metadata)
-    assert source.current_snapshot().snapshot_id == second_id
+    assert source.current_snapshot().snapshot_id == third_id
     assert read_rows(source) == read_rows(replica)
-    assert {20, 21, 22} <= {row["id"] for row in read_rows(source)}
-    for snapshot in (sides.held, first_id, second_id):  # time travel by id, on both sides
+    ids = {row["id"] for row in read_rows(source)}
+    assert {20, 21, 22} <= ids and 23 not in ids
+    for snapshot in (sides.held, first_id, second_id, third_id):  # time travel by id, on both sides
         assert read_rows(source, snapshot) == read_rows(replica, snapshot)
     for snapshot in replica.metadata.snapshots:
         home = source.metadata.snapshot_by_id(snapshot.snapshot_id)
@@ -161,7 +166,7 @@ def test_dr_appends_come_home_with_their_snapshot_ids_and_the_forward_run_has_no
         replica_catalog.get_table(f"{sides.database}_dr", "history")
     )
     # What the replica says it holds of the source (freshness, ``ferry status``).
-    assert SourceVersion.parse(replica_entry[SOURCE_VERSION]).snapshot_id == second_id
+    assert SourceVersion.parse(replica_entry[SOURCE_VERSION]).snapshot_id == third_id
 
     # The forward replication finds the sides equal.
     (forward,) = sides.replicator.run()
