@@ -231,6 +231,9 @@ def _write_home(
             f"{METADATA_LOCATION} is no longer {home_location}); the source is unchanged: "
             "run the failback again"
         ) from None
+    # The source moved, the replica's record not yet: a re-run finds the snapshots home and
+    # only records it.
+    faults.point("failback.iceberg.recorded")
     _record_home(replica_catalog, replica, replica_location, plan.metadata, record_source)
     copied = replace(
         planned,

@@ -6,6 +6,9 @@ snapshots home with their ids; afterwards the forward replication has nothing to
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -19,6 +22,7 @@ from ferry.errors import FailoverError
 from ferry.failover import Prefer
 from ferry.iceberg.failback import fail_back_iceberg
 from ferry.iceberg.lineage import lineage
+from ferry.iceberg.pipeline import CurrentReferences
 from ferry.iceberg.recognise import COMMITTED_METADATA_LOCATION, metadata_location
 from ferry.replica import SOURCE_VERSION
 from ferry.source_versions import SourceVersion
@@ -45,7 +49,9 @@ class Sides:
         self.source_writer = HiveCatalog(
             "source", uri=runtime.source_uri, warehouse=(tmp_path / "source").as_uri()
         )
-        self.source_writer.create_namespace(self.database)
+        self.source_writer.create_namespace(
+            self.database, {"location": (tmp_path / "source" / self.database).as_uri()}
+        )
         if history:
             create_history_table(self.source_writer, self.source_id)
         else:
@@ -175,6 +181,7 @@ def test_dr_appends_come_home_with_their_snapshot_ids_and_the_forward_run_has_no
 
     # Run again, the failback writes nothing.
     before = metadata_files_below(tmp_path / "source")
+    assert before
     again = sides.fail_back()
 
     assert (again.written_home, again.files_copied) == ((), 0)
@@ -210,6 +217,7 @@ def test_nothing_changed_or_only_the_source_changed_writes_nothing_home(sides):
 def test_a_dry_run_says_what_would_go_home_and_changes_nothing(sides, tmp_path):
     dr = append_in_dr(sides, [40, 41], ["eu", "us"])
     entries, files = sides.entries(), metadata_files_below(tmp_path / "source")
+    assert files
 
     planned = sides.fail_back(dry_run=True)
 
@@ -225,6 +233,7 @@ def test_changes_on_both_sides_are_refused_in_one_line_and_nothing_changes(sides
     sides.source().append(rows([51], ["us"]))
     source_new = sides.source().current_snapshot().snapshot_id
     entries, files = sides.entries(), metadata_files_below(tmp_path / "source")
+    assert files
 
     with pytest.raises(FailoverError) as refused:
         sides.fail_back()
@@ -293,6 +302,7 @@ def test_a_failback_killed_between_its_copies_and_its_commit_converges_when_run_
 
     assert sides.entries() == entries  # the catalog did not move
     written = metadata_files_below(tmp_path / "source")
+    assert written
 
     result = sides.fail_back()
 
@@ -459,3 +469,66 @@ def test_a_failover_snapshot_neither_history_reaches_is_refused_and_changes_noth
         "longer contains snapshot 1234567890123, held at the failover"
     )
     assert sides.entries() == entries
+
+
+KILLED_FAILBACK = """
+from ferry import faults
+from ferry.catalog.hive import HiveMetastoreCatalog
+from ferry.config import load_config
+from ferry.iceberg.failback import fail_back_iceberg
+
+faults.arm(faults.Fault({point!r}, action="kill"))
+(replication,) = load_config({config!r}).table_replications
+fail_back_iceberg(
+    replication,
+    {held},
+    prefer=None,
+    dry_run=False,
+    source_catalog=HiveMetastoreCatalog("onprem", [{source!r}]),
+    replica_catalog=HiveMetastoreCatalog("dr", [{replica!r}]),
+    event_id="ferry-20261126t200000000z-failback",
+)
+"""
+
+
+@pytest.mark.parametrize(
+    "point",
+    [
+        "commit.metadata",  # manifests and lists written, the metadata.json not
+        "failback.iceberg.commit",  # every file written, the source catalog not moved
+        "failback.iceberg.recorded",  # the source moved, the replica's record not
+    ],
+)
+def test_a_failback_process_killed_part_way_converges_when_run_again(
+    sides, local_runtime, tmp_path, point
+):
+    dr = append_in_dr(sides, [120, 121], ["eu", "us"])
+    script = KILLED_FAILBACK.format(
+        point=point,
+        config=str(sides.replicator.config_path),
+        held=sides.held,
+        source=local_runtime.source_uri,
+        replica=local_runtime.replica_uri,
+    )
+
+    killed = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300
+    )
+
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+
+    result = sides.fail_back()
+
+    assert sides.source().current_snapshot().snapshot_id == dr
+    if point == "failback.iceberg.recorded":
+        assert result.written_home == ()  # home already: only the record was missing
+    else:
+        assert result.written_home == (dr,)
+    assert read_rows(sides.source()) == read_rows(sides.replica())
+    # No orphan: every file below the source's location is one its metadata references.
+    current = metadata_location(sides.source_catalog.get_table(sides.database, "history"))
+    references = CurrentReferences(current)
+    below = [p.as_uri() for p in (tmp_path / "source").rglob("*") if p.is_file()]
+    assert below and [p for p in below if p not in references] == []
+    (forward,) = sides.replicator.run()
+    assert forward.status == "UNCHANGED", forward
