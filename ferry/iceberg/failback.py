@@ -127,9 +127,12 @@ def fail_back_iceberg(
         replication.source_table.table_name,
         f"source table {name}",
     )
-    replica = _entry(replica_catalog, replication.replica_database,
-                     replication.replica_table_name,
-                     f"replica table {replication.replica_qualified_name}")  # fmt: skip
+    replica = _entry(
+        replica_catalog,
+        replication.replica_database,
+        replication.replica_table_name,
+        f"replica table {replication.replica_qualified_name}",
+    )
     io = FerryFileIO()
     home_location, replica_location = metadata_location(home), metadata_location(replica)
     assert home_location is not None and replica_location is not None  # _entry
@@ -164,33 +167,44 @@ def fail_back_iceberg(
         ):
             _record_home(replica_catalog, replica, replica_location, home_metadata, record_source)
         return replace(result, summary=_nothing_summary(name, found, event_id))
-    return _write_home(
-        result, found, home, home_metadata, replica_location, source_catalog, replica_catalog,
-        replica, event_id, record_source,
-    )  # fmt: skip
+    sides = _Sides(home, home_metadata, source_catalog, replica, replica_location, replica_catalog)
+    return _write_home(result, found, sides, event_id, record_source)
+
+
+@dataclass(frozen=True)
+class _Sides:
+    """Both tables as the failback read them: catalog entries, metadata, catalogs."""
+
+    home: Table
+    home_metadata: TableMetadata
+    source_catalog: Catalog
+    replica: Table
+    replica_location: str
+    replica_catalog: Catalog
 
 
 def _write_home(
     result: IcebergFailback,
     found: Divergence,
-    home: Table,
-    home_metadata: TableMetadata,
-    replica_location: str,
-    source_catalog: Catalog,
-    replica_catalog: Catalog,
-    replica: Table,
+    sides: _Sides,
     event_id: str,
     record_source: RecordSource | None,
 ) -> IcebergFailback:
     """Copy the replica's new snapshots' files home, write the source's metadata, commit it."""
+    home, home_metadata, source_catalog = sides.home, sides.home_metadata, sides.source_catalog
+    replica, replica_location = sides.replica, sides.replica_location
     home_location = metadata_location(home)
     assert home_location is not None
     io = FerryFileIO()
     try:
         plan = plan_replication(
-            io, replica_location, home_metadata.location, io, home_location,
+            io,
+            replica_location,
+            home_metadata.location,
+            io,
+            home_location,
             _run_id(replica_location, home_location),
-        )  # fmt: skip
+        )
     except FerryError as error:
         raise FailoverError(f"Iceberg table {result.table}: {error}") from None
     assert plan.metadata is not None and plan.metadata_target is not None
@@ -234,7 +248,7 @@ def _write_home(
     # The source moved, the replica's record not yet: a re-run finds the snapshots home and
     # only records it.
     faults.point("failback.iceberg.recorded")
-    _record_home(replica_catalog, replica, replica_location, plan.metadata, record_source)
+    _record_home(sides.replica_catalog, replica, replica_location, plan.metadata, record_source)
     copied = replace(
         planned,
         files_copied=len(done.copied),
