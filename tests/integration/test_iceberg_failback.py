@@ -29,7 +29,13 @@ from ferry.source_versions import SourceVersion
 from tests.conftest import NOW
 from tests.helpers import Replicator, config_document
 from tests.iceberg_catalogs import files_naming, glue_to_hive, hive_to_glue
-from tests.iceberg_tables import create_history_table, metadata_files_below, read_rows, rows
+from tests.iceberg_tables import (
+    add_position_delete,
+    create_history_table,
+    metadata_files_below,
+    read_rows,
+    rows,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -138,21 +144,25 @@ def test_dr_appends_come_home_with_their_snapshot_ids_and_the_forward_run_has_no
     dr = sides.replica()
     dr.delete("id = 23")  # copy-on-write: the eu file is rewritten with 20 alone
     third_id = sides.replica().current_snapshot().snapshot_id
+    fourth_id = append_in_dr(sides, [24], ["sa"], amounts=[5.0])
+    # Merge-on-read: a position delete file naming the replica's data file.
+    fifth_id = add_position_delete(sides.replica(), "sa", [0]).current_snapshot().snapshot_id
+    new = (first_id, second_id, third_id, fourth_id, fifth_id)
 
     result = sides.fail_back()
 
-    assert result.written_home == (first_id, second_id, third_id)
-    assert result.replica_snapshots == (first_id, second_id, third_id)
+    assert result.written_home == result.replica_snapshots == new
     assert (result.source_snapshots, result.conflict) == ((), False)
-    # The appends' data files (eu, us; ap) and the delete's rewritten eu file, nothing else.
-    assert result.files_copied == 4
+    # The appends' data files (eu, us; ap; sa) and the delete's rewritten eu file, nothing
+    # else (the position delete file is rewritten, its rows naming the source's file).
+    assert result.files_copied == 5
     source, replica = sides.source(), sides.replica()
     assert lineage(source.metadata) == lineage(replica.metadata)
-    assert source.current_snapshot().snapshot_id == third_id
+    assert source.current_snapshot().snapshot_id == fifth_id
     assert read_rows(source) == read_rows(replica)
     ids = {row["id"] for row in read_rows(source)}
-    assert {20, 21, 22} <= ids and 23 not in ids
-    for snapshot in (sides.held, first_id, second_id, third_id):  # time travel by id, on both sides
+    assert {20, 21, 22} <= ids and not {23, 24} & ids
+    for snapshot in (sides.held, *new):  # time travel by id, on both sides
         assert read_rows(source, snapshot) == read_rows(replica, snapshot)
     for snapshot in replica.metadata.snapshots:
         home = source.metadata.snapshot_by_id(snapshot.snapshot_id)
@@ -172,7 +182,7 @@ def test_dr_appends_come_home_with_their_snapshot_ids_and_the_forward_run_has_no
         replica_catalog.get_table(f"{sides.database}_dr", "history")
     )
     # What the replica says it holds of the source (freshness, ``ferry status``).
-    assert SourceVersion.parse(replica_entry[SOURCE_VERSION]).snapshot_id == third_id
+    assert SourceVersion.parse(replica_entry[SOURCE_VERSION]).snapshot_id == fifth_id
 
     # The forward replication finds the sides equal.
     (forward,) = sides.replicator.run()
