@@ -15,6 +15,7 @@ import time
 import pyarrow as pa
 import pytest
 from pyiceberg.catalog.hive import HiveCatalog
+from pyiceberg.types import StringType
 
 from ferry import faults, source_versions
 from ferry.config import load_config
@@ -540,5 +541,23 @@ def test_a_failback_process_killed_part_way_converges_when_run_again(
     references = CurrentReferences(current)
     below = [p.as_uri() for p in (tmp_path / "source").rglob("*") if p.is_file()]
     assert below and [p for p in below if p not in references] == []
+    (forward,) = sides.replicator.run()
+    assert forward.status == "UNCHANGED", forward
+
+
+def test_a_column_added_in_dr_comes_home_in_the_source_entry(sides):
+    table = sides.replica()
+    with table.update_schema() as update:
+        update.add_column("note", StringType())
+    table = sides.replica()
+    table.append(rows([130], ["eu"]).append_column("note", pa.array(["from dr"])))
+
+    sides.fail_back()
+
+    source = sides.source()
+    assert "note" in source.schema().column_names
+    assert read_rows(source) == read_rows(sides.replica())
+    entry = sides.source_catalog.get_table(sides.database, "history")
+    assert "note" in [column.name for column in entry.storage.columns]
     (forward,) = sides.replicator.run()
     assert forward.status == "UNCHANGED", forward
