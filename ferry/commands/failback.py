@@ -102,6 +102,16 @@ def run_failback(
             continue
         verb = "would bring" if dry_run else "brought"
         both = len(changes.get("onBoth", []))
+        if "snapshotsHome" in changes:  # an Iceberg table: its snapshots, ids kept
+            out.print(
+                escape(
+                    f"{'•' if dry_run else '✓'} {head}  {verb} "
+                    f"{len(changes['snapshotsHome'])} snapshots home (ids kept: "
+                    f"{', '.join(map(str, changes['snapshotsHome'])) or 'none'}); "
+                    f"{changes['filesCopied']} files copied"
+                )
+            )
+            continue
         out.print(
             escape(
                 f"{'•' if dry_run else '✓'} {head}  {verb} {table.partitions_home} partitions "

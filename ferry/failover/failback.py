@@ -30,8 +30,6 @@ it returns, its promotion is removed here too.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -39,10 +37,12 @@ from typing import Any
 
 import yaml
 
-from ferry import faults, fs
+from ferry import faults, fs, source_versions
 from ferry.catalog import Catalog
+from ferry.clock import utc_now
 from ferry.config import ReplicationConfig, ReplicationStrategy, TableReplication
 from ferry.errors import ConfigError, FailoverError, FerryError
+from ferry.event_id import new_event_id
 from ferry.failover import PROMOTED, Prefer, ReplicationSwitch, SwitchReport
 from ferry.failover import baseline as baselines
 from ferry.failover.changes import TableChanges, compare
@@ -50,6 +50,7 @@ from ferry.failover.journal import COPIED, DONE, PLANNED, RESTORED, Journal, jou
 from ferry.failover.promotion import failover_id_of, unpromote
 from ferry.failover.reverse import ReverseTable, reverse_document
 from ferry.failover.sides import replica_side, source_side
+from ferry.iceberg.failback import fail_back_iceberg
 from ferry.iceberg.recognise import is_iceberg
 from ferry.model import Table, TableType
 from ferry.replica import PARTITION_FINGERPRINT, TABLE_FINGERPRINT
@@ -130,8 +131,12 @@ def fail_back(
             "changed on both sides since the failover, nothing changed; name the winner with "
             "--prefer replica|source: " + " | ".join(conflicts)
         )
+    event_id = new_event_id()
+    for replication, kept in icebergs if not dry_run else ():
+        # Every Iceberg table's conflicts are found before any is written home.
+        _iceberg_failback(replication, kept, source, replica, prefer, True, event_id)
     iceberg = [
-        _iceberg_failback(replication, kept, source, replica, work_uri, prefer, dry_run)
+        _iceberg_failback(replication, kept, source, replica, prefer, dry_run, event_id)
         for replication, kept in icebergs
     ]
     for table in tables:
@@ -248,8 +253,6 @@ def _check(
                 "nothing to fail back to"
             )
         if is_iceberg(found):
-            if importlib.util.find_spec("ferry.iceberg.failback") is None:
-                raise FailoverError(f"{name}: Iceberg failback is not available")
             iceberg.append((replication, kept))
             continue
         if journal is not None and journal.failover_id != kept.failover_id:
@@ -270,29 +273,43 @@ def _iceberg_failback(
     kept: baselines.Baseline,
     source: Catalog,
     replica: Catalog,
-    work_uri: str,
     prefer: Prefer | None,
     dry_run: bool,
+    event_id: str,
 ) -> TableFailback:
-    """An Iceberg replica: its failback is ``ferry.iceberg.failback.fail_back_iceberg``'s,
-    given the snapshot id the replica held at the failover and the winner of a conflict."""
-    module = importlib.import_module("ferry.iceberg.failback")
-    result = module.fail_back_iceberg(
-        replication=replication,
-        source=source,
-        replica=replica,
-        baseline_snapshot_id=kept.iceberg_snapshot_id,
+    """An Iceberg replica: ``ferry.iceberg.failback`` writes DR's snapshots home with their
+    ids, from the snapshot the replica held at the failover; the replica then records the
+    source version it equals, as a forward Commit would."""
+    read_at = utc_now()
+
+    def record_source(snapshot_id: int | None, snapshot_ms: int | None) -> dict[str, str]:
+        version = str(source_versions.of_iceberg(snapshot_id, snapshot_ms))
+        return source_versions.recorded_parameters(version, read_at)
+
+    result = fail_back_iceberg(
+        replication,
+        kept.iceberg_snapshot_id,
         prefer=prefer,
-        work_uri=work_uri,
         dry_run=dry_run,
+        source_catalog=source,
+        replica_catalog=replica,
+        event_id=event_id,
+        record_source=record_source,
     )
     return TableFailback(
         replication.source_table.qualified_name,
         replication.replica_qualified_name,
-        "ICEBERG",
+        "PLANNED" if dry_run else "FAILED_BACK",
         changes={
             "baselineSnapshotId": kept.iceberg_snapshot_id,
-            "result": result if isinstance(result, dict) else str(result),
+            "changedInDr": [str(i) for i in result.replica_snapshots],
+            "changedAtSource": [str(i) for i in result.source_snapshots],
+            "onBoth": [str(i) for i in result.replica_snapshots] if result.conflict else [],
+            "snapshotsHome": list(result.written_home),
+            "snapshotsDropped": list(result.dropped),
+            "filesCopied": result.files_copied,
+            "bytesCopied": result.bytes_copied,
+            "summary": result.summary,
         },
     )
 

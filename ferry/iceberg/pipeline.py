@@ -133,7 +133,7 @@ def plan_iceberg(
     plan = plan_replication(
         io, source_metadata_location, replica_prefix, io, replica_metadata_location, event_id
     )
-    foreign = foreign_snapshots(plan.replica) if plan.replica is not None else []
+    foreign = foreign_snapshots(plan.replica, plan.source) if plan.replica is not None else []
     if foreign:
         # Replicating over it would drop that writer's snapshots, and ledger their files.
         raise ReplicaGuardError(

@@ -263,13 +263,20 @@ def _same_table(a: TableMetadata, b: TableMetadata) -> bool:
 FERRY_NAME_MARK = "-ferry-"
 
 
-def foreign_snapshots(metadata: TableMetadata) -> list[Snapshot]:
+def foreign_snapshots(
+    metadata: TableMetadata, source: TableMetadata | None = None
+) -> list[Snapshot]:
     """The replica's snapshots whose manifest list Ferry did not write (another writer's
-    commit: Ferry names every list it writes with ``FERRY_NAME_MARK``)."""
+    commit: Ferry names every list it writes with ``FERRY_NAME_MARK``) and that the
+    ``source`` does not have either: a snapshot written in DR that a failback brought home
+    (``ferry.iceberg.failback``) is the source's own now, and replicating keeps it."""
+    home = {s.snapshot_id for s in source.snapshots} if source is not None else set()
     return [
         s
         for s in metadata.snapshots
-        if s.manifest_list and FERRY_NAME_MARK not in posixpath.basename(s.manifest_list)
+        if s.manifest_list
+        and FERRY_NAME_MARK not in posixpath.basename(s.manifest_list)
+        and s.snapshot_id not in home
     ]
 
 

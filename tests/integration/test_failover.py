@@ -3,7 +3,6 @@ Plan, Commit, Resolve tables and housekeeping treat a promoted replica."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -240,9 +239,10 @@ def test_failover_waits_for_a_live_run_when_told_to(setup):
     assert store.lease(key) is None
 
 
-def test_an_iceberg_replica_keeps_its_snapshot_id_and_its_failback_waits_for_its_module(
+def test_an_iceberg_replica_fails_over_and_its_dr_appends_come_home_with_their_snapshot_ids(
     local_runtime, replica_catalog, tmp_path, unique, capsys
 ):
+    import pyarrow as pa
     from pyiceberg.catalog.hive import HiveCatalog
 
     from ferry.iceberg.recognise import metadata_location
@@ -277,11 +277,31 @@ def test_an_iceberg_replica_keeps_its_snapshot_id_and_its_failback_waits_for_its
     replica = replica_catalog.get_table(f"{database}_dr", "history")
     current = json.loads(fs.read_bytes(metadata_location(replica)))["current-snapshot-id"]
     assert Baseline.from_json(fs.read_bytes(table["baseline_uri"])).iceberg_snapshot_id == current
-    code, _, err = ferry("failback")
-    if importlib.util.find_spec("ferry.iceberg.failback") is None:
-        assert code == 2 and err.count("\n") == 1
-        assert "Iceberg failback is not available" in err
-        assert PROMOTED in replica_catalog.get_table(f"{database}_dr", "history").parameters
+
+    # A writer appends to the promoted replica in DR.
+    replica_hive = HiveCatalog("dr", uri=local_runtime.replica_uri)
+    dr_table = replica_hive.load_table(f"{database}_dr.history")
+    dr_table.append(
+        pa.table({"id": pa.array([10], pa.int64()), "region": ["eu"], "amount": [10.0]})
+    )
+    written_in_dr = dr_table.current_snapshot().snapshot_id
+
+    code, out, err = ferry("failback", "--json")
+    assert code == 0, err
+    [back] = json.loads(out)["tables"]
+    assert back["status"] == "FAILED_BACK"
+    assert back["changes"]["snapshotsHome"] == [written_in_dr]
+    source = source_hive.load_table(f"{database}.history")
+    assert source.current_snapshot().snapshot_id == written_in_dr
+    rows = sorted(source.scan(snapshot_id=written_in_dr).to_arrow()["id"].to_pylist())
+    assert rows == sorted(dr_table.scan(snapshot_id=written_in_dr).to_arrow()["id"].to_pylist())
+    assert 10 in rows
+    assert PROMOTED not in replica_catalog.get_table(f"{database}_dr", "history").parameters
+    # The original direction resumes with nothing to copy.
+    code, out, err = ferry("replicate", "--json")
+    assert code == 0, err
+    [forward] = json.loads(out)["tables"]
+    assert (forward["status"], forward["files"], forward["bytes"]) == ("UNCHANGED", 0, 0)
 
 
 @pytest.mark.parametrize("point", ["failover.suspended", "failover.baseline"])
