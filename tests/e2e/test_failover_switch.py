@@ -1,0 +1,198 @@
+"""The deployed failover switch, end to end on the local runtime: ``switch_for("local")``
+invokes the FailoverSwitch function the stack deployed into the emulator, which runs under
+its own role (IAM enforced).
+
+The local environment's own config (``ferry/local/replications/landing-dr.yml``) has an S3
+trigger (a rule of the default bus) and a schedule: suspended, both are disabled, a
+``_SUCCESS`` under the trigger's prefix starts no run, a running execution of the config is
+stopped and the lock it held on its replica table is released; suspended again, nothing
+changes; resumed, both are enabled and the next ``_SUCCESS`` starts a run. The function's
+role may not touch another environment's rule (the emulator's IAM denies it), and a rule that
+does not exist is one line naming it; either way nothing was changed.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+from datetime import timedelta
+
+import boto3
+import pytest
+
+from ferry.catalog.glue import GlueCatalog
+from ferry.config import load_config
+from ferry.errors import FailoverError
+from ferry.execute import start
+from ferry.failover.deployed import switch_for
+from ferry.failover.triggers import config_triggers
+from ferry.ledger import DynamoDbStateStore
+from ferry.local import deploy
+from ferry.local.samples import create_sample_tables, last_days
+from tests.conftest import NOW
+from tests.e2e.test_catalog_events import wait_for
+
+pytestmark = pytest.mark.e2e
+
+LANDING = deploy.ROOT / "ferry" / "local" / "replications" / "landing-dr.yml"
+BUCKET = "ferry-demo-landing"
+RULE = "ferry-local-landing-dr-s3-0"
+SCHEDULE = "ferry-local-landing-dr"
+GROUP = "ferry-local"
+TABLE = "landing.orders"
+REPLICA = "glue:us-west-2/landing_dr.orders"
+
+
+@pytest.fixture
+def landing(pipeline, aws):
+    """The deployed landing config, its source table in Glue and its bucket's events on."""
+    config = load_config(LANDING, {"FERRY_EVENTS_TOPIC_ARN": pipeline.topic_arn})
+    try:
+        aws["s3"].create_bucket(Bucket=BUCKET)
+    except aws["s3"].exceptions.BucketAlreadyOwnedByYou:
+        pass
+    glue = GlueCatalog("landing", aws["glue"])
+    if glue.get_table("landing", "orders") is None:
+        create_sample_tables(glue, "landing", f"s3://{BUCKET}/warehouse", last_days(NOW.date(), 2))
+    aws["s3"].put_bucket_notification_configuration(
+        Bucket=BUCKET, NotificationConfiguration={"EventBridgeConfiguration": {}}
+    )
+    return config
+
+
+def rule_state(name: str = RULE) -> str:
+    return boto3.client("events", region_name=deploy.REGION).describe_rule(Name=name)["State"]
+
+
+def schedule_state() -> str:
+    scheduler = boto3.client("scheduler", region_name=deploy.REGION)
+    return scheduler.get_schedule(Name=SCHEDULE, GroupName=GROUP)["State"]
+
+
+def runs_of(sfn, pipeline, config_uri: str) -> list[dict]:
+    """The replication state machine's executions of the landing config, newest first."""
+    found = []
+    pages = sfn.get_paginator("list_executions").paginate(
+        stateMachineArn=pipeline.state_machine_arn
+    )
+    for page in pages:
+        for execution in page["executions"]:
+            described = sfn.describe_execution(executionArn=execution["executionArn"])
+            if json.loads(described["input"]).get("configUri") == config_uri:
+                found.append(described)
+    return found
+
+
+def marker(aws, name: str) -> None:
+    """A ``_SUCCESS`` marker under the trigger's prefix."""
+    aws["s3"].put_object(Bucket=BUCKET, Key=f"warehouse/landing.db/{name}/_SUCCESS", Body=b"")
+
+
+def denials(local_runtime) -> list[dict]:
+    with urllib.request.urlopen(f"{local_runtime.endpoint}/ferry-api/denials") as answer:
+        return json.loads(answer.read())
+
+
+def test_suspend_turns_off_the_configs_triggers_stops_its_run_and_releases_its_lock(
+    pipeline, local_runtime, landing, aws, sfn, arm
+):
+    switch = switch_for("local", home=local_runtime.state_dir)
+    config_uri = pipeline.outputs["ConfigUriLandingDr"]
+    assert config_triggers("local", "landing-dr", landing).rules == (RULE,)
+    assert (rule_state(), schedule_state()) == ("ENABLED", "ENABLED")
+    locks = DynamoDbStateStore(boto3.client("dynamodb"), pipeline.state_table)
+
+    # A run of the config that holds its replica's lock and goes on (it hangs after Plan).
+    arm({"point": "plan.planned", "action": "hang", "seconds": 60, "times": 100})
+    running = start(
+        sfn, pipeline.state_machine_arn, deploy.execution_name("landing"),
+        {"configUri": config_uri},
+    )  # fmt: skip
+    wait_for(lambda: locks.lease(REPLICA) is not None, "the run's lock on its replica", 60)
+
+    report = switch.suspend(landing, [TABLE], cancel_runs=True, wait=timedelta(0))
+
+    assert report.triggers == (f"rule {RULE}", f"schedule {GROUP}/{SCHEDULE}")
+    assert (rule_state(), schedule_state()) == ("DISABLED", "DISABLED")
+    assert running in report.stopped_runs
+    assert sfn.describe_execution(executionArn=running)["status"] == "ABORTED"
+    assert locks.lease(REPLICA) is None
+    assert report.released_claims >= 1
+    # The disabled rule starts nothing.
+    before = len(runs_of(sfn, pipeline, config_uri))
+    marker(aws, "suspended")
+    time.sleep(3)
+    assert len(runs_of(sfn, pipeline, config_uri)) == before
+
+    # Again: nothing left to stop or release, the triggers stay off.
+    again = switch.suspend(landing, [TABLE], cancel_runs=True, wait=timedelta(0))
+    assert again.triggers == report.triggers
+    assert (again.stopped_runs, again.released_claims) == ((), 0)
+    assert (rule_state(), schedule_state()) == ("DISABLED", "DISABLED")
+
+    resumed = switch.resume(landing, [TABLE])
+
+    assert resumed.triggers == report.triggers
+    assert (rule_state(), schedule_state()) == ("ENABLED", "ENABLED")
+    # The rule starts a run again.
+    marker(aws, "resumed")
+    wait_for(
+        lambda: len(runs_of(sfn, pipeline, config_uri)) > before, "a run started by the rule", 30
+    )
+    # Leave nothing running: that run is stopped the same way, the triggers left on.
+    switch.suspend(landing, [TABLE], cancel_runs=True, wait=timedelta(0))
+    switch.resume(landing, [TABLE])
+    assert [r["status"] for r in runs_of(sfn, pipeline, config_uri)].count("RUNNING") == 0
+
+
+def test_some_tables_fail_over_with_the_triggers_left_on(pipeline, local_runtime, landing):
+    """What the switch is sent when only some of a config's tables fail over (no rules, no
+    schedules): the triggers stay on, and the report says why."""
+    switch = switch_for("local", home=local_runtime.state_dir)
+    request = switch.request("suspend", landing, [TABLE]).model_copy(
+        update={"rules": [], "schedules": [], "replicas": []}
+    )
+
+    report = switch.invoke(request)
+
+    assert report.triggers == ()
+    assert "stay on" in report.notes[0]
+    assert (rule_state(), schedule_state()) == ("ENABLED", "ENABLED")
+
+
+def test_the_switch_may_not_turn_off_another_environments_rule(
+    pipeline, local_runtime, landing, unique
+):
+    events = boto3.client("events", region_name=deploy.REGION)
+    other = f"ferry-other{unique}-landing-dr-s3-0"
+    events.put_rule(Name=other, EventPattern=json.dumps({"source": ["aws.s3"]}), State="ENABLED")
+    switch = switch_for("local", home=local_runtime.state_dir)
+    request = switch.request("suspend", landing, [TABLE]).model_copy(update={"rules": [other]})
+
+    with pytest.raises(FailoverError) as refused:
+        switch.invoke(request)
+
+    message = str(refused.value)
+    assert message.startswith(f"rule {other}: not this environment's to change")
+    assert "\n" not in message
+    [denial] = [d for d in denials(local_runtime) if d["resource"].endswith(f"rule/{other}")]
+    assert denial["action"] == "events:DescribeRule"
+    assert "failover-switch" in denial["caller"]
+    # Nothing was changed: neither that rule nor the config's own schedule.
+    assert rule_state(other) == "ENABLED"
+    assert schedule_state() == "ENABLED"
+    events.delete_rule(Name=other)
+
+
+def test_a_rule_that_does_not_exist_is_one_line_naming_it(pipeline, local_runtime, landing):
+    switch = switch_for("local", home=local_runtime.state_dir)
+    missing = "ferry-local-landing-dr-s3-7"
+    request = switch.request("suspend", landing, [TABLE]).model_copy(
+        update={"rules": [RULE, missing]}
+    )
+
+    with pytest.raises(FailoverError, match=f"^rule {missing}: does not exist"):
+        switch.invoke(request)
+
+    assert (rule_state(), schedule_state()) == ("ENABLED", "ENABLED")
