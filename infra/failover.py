@@ -23,7 +23,7 @@ dead-letter queue, no retries.
 
 from __future__ import annotations
 
-from aws_cdk import ArnFormat, Stack
+from aws_cdk import ArnFormat, Fn, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_stepfunctions as sfn
@@ -71,10 +71,11 @@ class FailoverSwitch(Construct):
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
         self.function = function
+        # The state machines whose runs of a config it stops or waits for.
         function.add_environment(
-            "FERRY_REPLICATION_STATE_MACHINE_ARN", replication.state_machine_arn
+            "FERRY_FAILOVER_STATE_MACHINES",
+            Fn.join(",", [replication.state_machine_arn, changes.state_machine_arn]),
         )
-        function.add_environment("FERRY_CHANGES_STATE_MACHINE_ARN", changes.state_machine_arn)
         function.add_environment("FERRY_SCHEDULE_GROUP", schedule_group(settings.name))
         # Its environment, the state table's items and the schedules are encrypted with it.
         encryption.grant_use(function)

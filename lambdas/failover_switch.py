@@ -24,8 +24,8 @@ class SwitchSettings(BaseModel):
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
-    replication_state_machine: str = Field(alias="FERRY_REPLICATION_STATE_MACHINE_ARN")
-    changes_state_machine: str = Field(alias="FERRY_CHANGES_STATE_MACHINE_ARN")
+    #: The replication and change window state machines, comma-separated: their runs.
+    state_machines: str = Field(alias="FERRY_FAILOVER_STATE_MACHINES")
     schedule_group: str = Field(alias="FERRY_SCHEDULE_GROUP")
     state_table: str | None = Field(default=None, alias="FERRY_STATE_TABLE")
 
@@ -39,7 +39,7 @@ def stack() -> StackClients:
         scheduler=aws.client("scheduler"),
         stepfunctions=aws.client("stepfunctions"),
         dynamodb=aws.client("dynamodb"),
-        state_machines=(settings.replication_state_machine, settings.changes_state_machine),
+        state_machines=tuple(arn for arn in settings.state_machines.split(",") if arn),
         state_table=settings.state_table,
         schedule_group=settings.schedule_group,
     )

@@ -37,6 +37,7 @@ pytestmark = pytest.mark.e2e
 
 LANDING = deploy.ROOT / "ferry" / "local" / "replications" / "landing-dr.yml"
 BUCKET = "ferry-demo-landing"
+WEST, WEST_BUCKET = "us-west-2", "ferry-demo-dr-west"
 RULE = "ferry-local-landing-dr-s3-0"
 SCHEDULE = "ferry-local-landing-dr"
 GROUP = "ferry-local"
@@ -46,12 +47,16 @@ REPLICA = "glue:us-west-2/landing_dr.orders"
 
 @pytest.fixture
 def landing(pipeline, aws):
-    """The deployed landing config, its source table in Glue and its bucket's events on."""
+    """The deployed landing config, its source table in Glue, its bucket's events on and its
+    replica bucket in us-west-2 (a run of it succeeds)."""
     config = load_config(LANDING, {"FERRY_EVENTS_TOPIC_ARN": pipeline.topic_arn})
-    try:
+    existing = {b["Name"] for b in aws["s3"].list_buckets()["Buckets"]}
+    if BUCKET not in existing:
         aws["s3"].create_bucket(Bucket=BUCKET)
-    except aws["s3"].exceptions.BucketAlreadyOwnedByYou:
-        pass
+    if WEST_BUCKET not in existing:
+        boto3.client("s3", region_name=WEST).create_bucket(
+            Bucket=WEST_BUCKET, CreateBucketConfiguration={"LocationConstraint": WEST}
+        )
     glue = GlueCatalog("landing", aws["glue"])
     if glue.get_table("landing", "orders") is None:
         create_sample_tables(glue, "landing", f"s3://{BUCKET}/warehouse", last_days(NOW.date(), 2))
@@ -144,6 +149,49 @@ def test_suspend_turns_off_the_configs_triggers_stops_its_run_and_releases_its_l
     switch.suspend(landing, [TABLE], cancel_runs=True, wait=timedelta(0))
     switch.resume(landing, [TABLE])
     assert [r["status"] for r in runs_of(sfn, pipeline, config_uri)].count("RUNNING") == 0
+
+
+def test_without_cancel_a_run_is_waited_for_and_one_still_running_keeps_its_lock(
+    pipeline, local_runtime, landing, sfn, arm
+):
+    switch = switch_for("local", home=local_runtime.state_dir)
+    config_uri = pipeline.outputs["ConfigUriLandingDr"]
+    locks = DynamoDbStateStore(boto3.client("dynamodb"), pipeline.state_table)
+
+    def run(hang_seconds: int) -> str:
+        arm({"point": "plan.planned", "action": "hang", "seconds": hang_seconds, "times": 1})
+        arn = start(
+            sfn, pipeline.state_machine_arn, deploy.execution_name("landing"),
+            {"configUri": config_uri},
+        )  # fmt: skip
+        wait_for(lambda: locks.lease(REPLICA) is not None, "the run's lock", 60)
+        return arn
+
+    try:
+        # A run that ends within the wait: waited for; it released its own lock.
+        short = run(3)
+        report = switch.suspend(landing, [TABLE], cancel_runs=False, wait=timedelta(seconds=120))
+        assert report.awaited_runs == (short,)
+        assert report.stopped_runs == ()
+        assert sfn.describe_execution(executionArn=short)["status"] == "SUCCEEDED"
+        assert locks.lease(REPLICA) is None
+        assert (rule_state(), schedule_state()) == ("DISABLED", "DISABLED")
+
+        # A run that outlasts the wait: left running, and its lock kept (it is still
+        # writing); the report says so.
+        long = run(60)
+        report = switch.suspend(landing, [TABLE], cancel_runs=False, wait=timedelta(seconds=2))
+        assert report.awaited_runs == ()
+        assert any(long in note and "still runs" in note for note in report.notes)
+        assert sfn.describe_execution(executionArn=long)["status"] == "RUNNING"
+        assert locks.lease(REPLICA) is not None
+        assert report.released_claims == 0
+        # Cancelled, it is stopped and its lock released.
+        cancelled = switch.suspend(landing, [TABLE], cancel_runs=True, wait=timedelta(0))
+        assert cancelled.stopped_runs == (long,)
+        assert locks.lease(REPLICA) is None
+    finally:
+        switch.resume(landing, [TABLE])
 
 
 def test_some_tables_fail_over_with_the_triggers_left_on(pipeline, local_runtime, landing):
