@@ -48,22 +48,46 @@ REPLICA = "glue:us-west-2/landing_dr.orders"
 @pytest.fixture
 def landing(pipeline, aws):
     """The deployed landing config, its source table in Glue, its bucket's events on and its
-    replica bucket in us-west-2 (a run of it succeeds)."""
+    replica bucket in us-west-2 (a run of it succeeds); all of it removed afterwards, as a
+    fresh runtime has none of it (``ferry demo`` creates it)."""
     config = load_config(LANDING, {"FERRY_EVENTS_TOPIC_ARN": pipeline.topic_arn})
+    west = boto3.client("s3", region_name=WEST)
     existing = {b["Name"] for b in aws["s3"].list_buckets()["Buckets"]}
     if BUCKET not in existing:
         aws["s3"].create_bucket(Bucket=BUCKET)
     if WEST_BUCKET not in existing:
-        boto3.client("s3", region_name=WEST).create_bucket(
+        west.create_bucket(
             Bucket=WEST_BUCKET, CreateBucketConfiguration={"LocationConstraint": WEST}
         )
+    notifications = aws["s3"].get_bucket_notification_configuration(Bucket=BUCKET)
+    notifications.pop("ResponseMetadata", None)
     glue = GlueCatalog("landing", aws["glue"])
-    if glue.get_table("landing", "orders") is None:
+    created = glue.get_table("landing", "orders") is None
+    if created:
         create_sample_tables(glue, "landing", f"s3://{BUCKET}/warehouse", last_days(NOW.date(), 2))
     aws["s3"].put_bucket_notification_configuration(
         Bucket=BUCKET, NotificationConfiguration={"EventBridgeConfiguration": {}}
     )
-    return config
+    yield config
+    aws["s3"].put_bucket_notification_configuration(
+        Bucket=BUCKET, NotificationConfiguration=notifications
+    )
+    if created:
+        for glue_client, database in (
+            (aws["glue"], "landing"),
+            (boto3.client("glue", region_name=WEST), "landing_dr"),
+        ):
+            try:
+                glue_client.delete_database(Name=database)
+            except glue_client.exceptions.EntityNotFoundException:
+                pass
+    for s3, bucket in ((aws["s3"], BUCKET), (west, WEST_BUCKET)):
+        if bucket in existing:
+            continue
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+            for found in page.get("Contents", []):
+                s3.delete_object(Bucket=bucket, Key=found["Key"])
+        s3.delete_bucket(Bucket=bucket)
 
 
 def rule_state(name: str = RULE) -> str:
