@@ -118,6 +118,8 @@ SIZING = {
     # Every table of every config, a few catalog calls each (16 at once): seconds for a
     # thousand tables. A check that overlaps the next one only reads.
     "FreshnessCheck": Sizing(1024, Duration.minutes(5)),
+    # Waits up to 14 minutes for a config's runs to end (``ferry failover --wait``).
+    "FailoverSwitch": Sizing(512, Duration.minutes(15)),
 }
 DEFAULT_SIZING = Sizing(512, Duration.minutes(5))
 

@@ -268,3 +268,21 @@ def test_a_rule_that_does_not_exist_is_one_line_naming_it(pipeline, local_runtim
         switch.invoke(request)
 
     assert (rule_state(), schedule_state()) == ("ENABLED", "ENABLED")
+
+
+def test_a_config_the_environment_does_not_deploy_is_one_line(
+    pipeline, local_runtime, sample, write_config
+):
+    from tests.e2e.test_pipeline import table_entry
+    from tests.helpers import config_document
+
+    entry = table_entry(sample, "orders", "file:///tmp/nowhere/orders")
+    config = load_config(write_config(config_document(local_runtime, [entry])))
+    switch = switch_for("local", home=local_runtime.state_dir)
+
+    with pytest.raises(FailoverError) as refused:
+        switch.suspend(config, [f"{sample.database}.orders"], cancel_runs=True, wait=timedelta(0))
+
+    assert str(refused.value).startswith("environment local deploys no config of these tables")
+    assert "ferry/local/replications/landing-dr.yml" in str(refused.value)
+    assert (rule_state(), schedule_state()) == ("ENABLED", "ENABLED")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from ferry.failover.deployed import LONGEST_WAIT
 from ferry.failover.triggers import config_triggers
 from infra.functions import kebab
 from tests.infra.test_dead_letters import actions_of, of_type
@@ -28,6 +29,8 @@ def test_the_function_is_deployed_with_the_stacks_resources_and_its_output(deplo
         if f["Properties"]["FunctionName"] == f"ferry-{name}-failover-switch"
     ]
     assert function["Handler"] == "lambdas.failover_switch.handler"
+    # Long enough for the longest wait the command asks (ferry.failover.deployed.LONGEST_WAIT).
+    assert function["Timeout"] >= LONGEST_WAIT.total_seconds() + 60
     variables = resolved.value(function["Environment"]["Variables"])
     assert variables["FERRY_SCHEDULE_GROUP"] == f"ferry-{name}"
     replication, changes = variables["FERRY_FAILOVER_STATE_MACHINES"].split(",")
