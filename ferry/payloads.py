@@ -478,6 +478,8 @@ class FailoverSwitchInput(Input):
     #: some of its tables fail over (their promotion leaves them out of each run).
     rules: list[str] = Field(default_factory=list)
     schedules: list[str] = Field(default_factory=list)
+    #: False when only some of its tables fail over: its triggers stay on.
+    every_table: bool = True
     #: The source tables that fail over (``database.table``); empty: every table of the config.
     tables: list[str] = Field(default_factory=list)
     #: Their replica keys (``<catalog>/<database>.<table>``), whose claims are released.

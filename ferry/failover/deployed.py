@@ -72,8 +72,10 @@ class DeployedSwitch:
         request = request.model_copy(
             update={"cancel_runs": cancel_runs, "wait_seconds": int(wait.total_seconds())}
         )
-        if not _every_table(config, tables):
-            request = request.model_copy(update={"rules": [], "schedules": []})
+        if not every_table(config, tables):
+            request = request.model_copy(
+                update={"rules": [], "schedules": [], "every_table": False}
+            )
         return self.invoke(request)
 
     def resume(self, config: ReplicationConfig, tables: Sequence[str]) -> SwitchReport:
@@ -254,7 +256,7 @@ def _deployed_name(settings: Any, config: ReplicationConfig, environment: str) -
     return found[0].stem, found[0]
 
 
-def _every_table(config: ReplicationConfig, tables: Sequence[str]) -> bool:
+def every_table(config: ReplicationConfig, tables: Sequence[str]) -> bool:
     """Every table of the config fails over: then, and only then, its triggers go off. A
     ``table-name-pattern``'s tables cannot be known here: its config keeps its triggers."""
     if not tables:

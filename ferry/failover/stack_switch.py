@@ -72,7 +72,7 @@ def switch(request: FailoverSwitchInput, stack: StackClients) -> SwitchReport:
     if enabled:
         return SwitchReport(triggers=tuple(triggers))
     notes = []
-    if not request.rules and not request.schedules:
+    if not request.every_table:
         notes.append(
             f"the triggers of {request.config_name} stay on: only {', '.join(request.tables)} "
             "fail over, and each run leaves a promoted replica out"

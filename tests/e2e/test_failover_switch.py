@@ -223,7 +223,7 @@ def test_some_tables_fail_over_with_the_triggers_left_on(pipeline, local_runtime
     schedules): the triggers stay on, and the report says why."""
     switch = switch_for("local", home=local_runtime.state_dir)
     request = switch.request("suspend", landing, [TABLE]).model_copy(
-        update={"rules": [], "schedules": [], "replicas": []}
+        update={"rules": [], "schedules": [], "replicas": [], "every_table": False}
     )
 
     report = switch.invoke(request)

@@ -122,3 +122,21 @@ def test_its_role_stops_this_pipelines_runs_and_touches_no_data(deployed, simula
         "dynamodb:GetItem", "dynamodb:Query", "dynamodb:DeleteItem",
     }  # fmt: skip
     assert not {a for a in actions if a.startswith(("s3:", "glue:", "sns:", "secretsmanager:"))}
+
+
+def test_the_triggers_it_is_asked_to_turn_off_are_the_ones_the_stack_deploys(deployed):
+    stack, template, _ = deployed
+    settings = stack.settings
+    resources = template["Resources"]
+    rules = {r["Properties"]["Name"] for r in of_type(resources, "AWS::Events::Rule").values()}
+    schedules = {
+        (s["Properties"]["GroupName"], s["Properties"]["Name"])
+        for s in of_type(resources, "AWS::Scheduler::Schedule").values()
+    }
+    asked = 0
+    for path, config in settings.configs.items():
+        triggers = config_triggers(settings.name, path.stem, config)
+        assert set(triggers.rules) <= rules
+        assert {(triggers.group, s) for s in triggers.schedules} <= schedules
+        asked += len(triggers.rules) + len(triggers.schedules)
+    assert asked, "the example environments' configs declare triggers"
