@@ -5,7 +5,7 @@ its own role (IAM enforced).
 The local environment's own config (``ferry/local/replications/landing-dr.yml``) has an S3
 trigger (a rule of the default bus) and a schedule: suspended, both are disabled, a
 ``_SUCCESS`` under the trigger's prefix starts no run, a running execution of the config is
-stopped and the lock it held on its replica table is released; suspended again, nothing
+stopped and the lock and copy slot it held are released; suspended again, nothing
 changes; resumed, both are enabled and the next ``_SUCCESS`` starts a run. The function's
 role may not touch another environment's rule (the emulator's IAM denies it), and a rule that
 does not exist is one line naming it; either way nothing was changed.
@@ -21,6 +21,7 @@ from datetime import timedelta
 import boto3
 import pytest
 
+from ferry.budget.dynamodb import DynamoDbSlots
 from ferry.catalog.glue import GlueCatalog
 from ferry.config import load_config
 from ferry.errors import FailoverError
@@ -123,7 +124,7 @@ def denials(local_runtime) -> list[dict]:
         return json.loads(answer.read())
 
 
-def test_suspend_turns_off_the_configs_triggers_stops_its_run_and_releases_its_lock(
+def test_suspend_turns_off_the_configs_triggers_stops_its_run_and_releases_its_claims(
     pipeline, local_runtime, landing, aws, sfn, arm
 ):
     switch = switch_for("local", home=local_runtime.state_dir)
@@ -132,13 +133,18 @@ def test_suspend_turns_off_the_configs_triggers_stops_its_run_and_releases_its_l
     assert (rule_state(), schedule_state()) == ("ENABLED", "ENABLED")
     locks = DynamoDbStateStore(boto3.client("dynamodb"), pipeline.state_table)
 
-    # A run of the config that holds its replica's lock and goes on (it hangs after Plan).
-    arm({"point": "plan.planned", "action": "hang", "seconds": 60, "times": 100})
+    slots = DynamoDbSlots(boto3.client("dynamodb"), pipeline.state_table)
+
+    # A run of the config that holds its replica's lock and a copy slot, and goes on (it
+    # hangs in its copy).
+    arm({"point": "copy.batch", "action": "hang", "seconds": 60, "times": 100})
     running = start(
         sfn, pipeline.state_machine_arn, deploy.execution_name("landing"),
         {"configUri": config_uri},
     )  # fmt: skip
     wait_for(lambda: locks.lease(REPLICA) is not None, "the run's lock on its replica", 60)
+    holder = locks.lease(REPLICA).holder
+    wait_for(lambda: holder in {h.event_id for h in slots.holders()}, "the run's copy slot", 60)
 
     report = switch.suspend(landing, [TABLE], cancel_runs=True, wait=timedelta(0))
 
@@ -147,7 +153,8 @@ def test_suspend_turns_off_the_configs_triggers_stops_its_run_and_releases_its_l
     assert running in report.stopped_runs
     assert sfn.describe_execution(executionArn=running)["status"] == "ABORTED"
     assert locks.lease(REPLICA) is None
-    assert report.released_claims >= 1
+    assert holder not in {h.event_id for h in slots.holders()}
+    assert report.released_claims == 2  # the lock and the copy slot
     # The disabled rule starts nothing.
     before = len(runs_of(sfn, pipeline, config_uri))
     marker(aws, "suspended")
