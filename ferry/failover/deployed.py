@@ -125,6 +125,7 @@ class DeployedSwitch:
                 "environment again (its failover switch is newer than the deployment)"
             )
         from botocore.config import Config
+        from botocore.exceptions import BotoCoreError, ClientError
 
         region = arn.split(":")[3]
         # The function may wait up to 14 minutes for runs: the SDK's 60 s would give up; an
@@ -135,11 +136,16 @@ class DeployedSwitch:
             endpoint_url=aws.endpoint,
             config=Config(read_timeout=960, retries={"total_max_attempts": 1}),
         )
-        answer = client.invoke(
-            FunctionName=arn,
-            InvocationType="RequestResponse",
-            Payload=json.dumps(request.model_dump(mode="json")).encode(),
-        )
+        try:
+            answer = client.invoke(
+                FunctionName=arn,
+                InvocationType="RequestResponse",
+                Payload=json.dumps(request.model_dump(mode="json")).encode(),
+            )
+        except (BotoCoreError, ClientError) as error:  # not invoked: nothing was changed
+            raise FailoverError(
+                f"the failover switch {arn} could not be invoked: {' '.join(str(error).split())}"
+            ) from None
         payload = json.loads(answer["Payload"].read() or b"{}")
         if answer.get("FunctionError"):
             message = payload.get("errorMessage") if isinstance(payload, dict) else None

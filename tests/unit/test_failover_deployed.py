@@ -60,7 +60,9 @@ def test_a_wait_longer_than_the_function_may_run_is_refused_first():
         )
 
 
-def test_a_stack_deployed_before_the_switch_existed_is_told_to_deploy_again(aws):
+def deployed_dev(outputs: dict[str, str]):
+    """A stack ``Ferry-dev`` with these outputs; the dev environment's ``sales-dr`` config and
+    its tables."""
     import json
 
     import boto3
@@ -68,15 +70,19 @@ def test_a_stack_deployed_before_the_switch_existed_is_told_to_deploy_again(aws)
     from infra.settings import load_environment
 
     settings = load_environment("dev")
-    [(path, config)] = [(p, c) for p, c in settings.configs.items() if p.stem == "sales-dr"]
+    [config] = [c for p, c in settings.configs.items() if p.stem == "sales-dr"]
     template = {
         "Resources": {"Topic": {"Type": "AWS::SNS::Topic"}},
-        "Outputs": {"ConfigUriSalesDr": {"Value": "s3://assets/0123.yml"}},
+        "Outputs": {key: {"Value": value} for key, value in outputs.items()},
     }
     boto3.client("cloudformation", region_name=settings.region).create_stack(
         StackName="Ferry-dev", TemplateBody=json.dumps(template)
     )
-    tables = [r.source_table.qualified_name for r in config.table_replications]
+    return config, [r.source_table.qualified_name for r in config.table_replications]
+
+
+def test_a_stack_deployed_before_the_switch_existed_is_told_to_deploy_again(aws):
+    config, tables = deployed_dev({"ConfigUriSalesDr": "s3://assets/0123.yml"})
 
     with pytest.raises(FailoverError) as refused:
         switch_for("dev").suspend(config, tables, cancel_runs=False, wait=timedelta(0))
@@ -84,3 +90,16 @@ def test_a_stack_deployed_before_the_switch_existed_is_told_to_deploy_again(aws)
     assert str(refused.value).startswith(
         "the stack Ferry-dev has no FailoverSwitchFunctionArn: deploy the environment again"
     )
+
+
+def test_a_switch_that_cannot_be_invoked_is_one_line(aws):
+    gone = "arn:aws:lambda:eu-west-1:123456789012:function:ferry-dev-failover-switch"
+    config, tables = deployed_dev(
+        {"ConfigUriSalesDr": "s3://assets/0123.yml", "FailoverSwitchFunctionArn": gone}
+    )
+
+    with pytest.raises(FailoverError) as refused:
+        switch_for("dev").resume(config, tables)
+
+    assert str(refused.value).startswith(f"the failover switch {gone} could not be invoked: ")
+    assert "\n" not in str(refused.value)
