@@ -460,3 +460,39 @@ class CopySlotResult(Result):
     queued_critical: int
     queued_normal: int
     queued_bulk: int
+
+
+# -- Failover switch (invoked by ``ferry failover`` / ``ferry failback``, outside the definitions)
+
+
+class FailoverSwitchInput(Input):
+    """What ``ferry failover`` (``suspend``) or ``ferry failback`` (``resume``) asks of the
+    deployed FailoverSwitch function for one config (``events/failover_switch.json``)."""
+
+    action: str = Field(pattern="^(suspend|resume)$")
+    #: The config's file name without ``.yml``: its triggers are ``ferry-<env>-<config>…``.
+    config_name: str = Field(min_length=1)
+    #: The deployed config object (the stack's ``ConfigUri…`` output): its runs are found by it.
+    config_uri: str = Field(min_length=1)
+    #: Its rules and schedules (``ferry.failover.triggers.config_triggers``); empty when only
+    #: some of its tables fail over (their promotion leaves them out of each run).
+    rules: list[str] = Field(default_factory=list)
+    schedules: list[str] = Field(default_factory=list)
+    #: False when only some of its tables fail over: its triggers stay on.
+    every_table: bool = True
+    #: The source tables that fail over (``database.table``); empty: every table of the config.
+    tables: list[str] = Field(default_factory=list)
+    #: Their replica keys (``<catalog>/<database>.<table>``), whose claims are released.
+    replicas: list[str] = Field(default_factory=list)
+    cancel_runs: bool = False
+    wait_seconds: int = Field(default=0, ge=0, le=840)
+
+
+class FailoverSwitchResult(Result):
+    """What the switch did (``ferry.failover.SwitchReport``, as names)."""
+
+    triggers: list[str]
+    stopped_runs: list[str]
+    awaited_runs: list[str]
+    released_claims: int
+    notes: list[str]

@@ -190,6 +190,19 @@ def _wildcard_reason(resource: str, path: str, stack: Stack) -> str | None:
             "(a change window runs the replication state machine and watches its execution)",
         ),
         (
+            lambda r: (
+                settings is not None
+                and r
+                in (
+                    f"arn:aws:events:{settings.region}:{settings.account}:rule/ferry-{settings.name}-*",
+                    f"arn:aws:scheduler:{settings.region}:{settings.account}:schedule/"
+                    f"ferry-{settings.name}/*",
+                )
+            ),
+            "The environment's own rules (ferry-<environment>-...) and the schedules of its own "
+            "group, one or more per config: the failover switch turns a config's off and on",
+        ),
+        (
             lambda r: r == "*" and _only_service_wide_actions(path, stack),
             "X-Ray tracing, CloudWatch Logs delivery, a VPC function's network interfaces "
             "(created by Lambda with the function's role) and CloudWatch metric data (one "

@@ -81,6 +81,9 @@ NEEDS: dict[str, frozenset[str]] = {
     # Measures every table's freshness from both catalogs and the state table (no data, no
     # copy, no lock) and publishes it (ferry.freshness_metrics).
     "FreshnessCheck": frozenset({CATALOGS, READ_STATE, PUT_METRICS}),
+    # Turns a config's rules and schedules off and on, stops its runs, releases its claims:
+    # nothing of the data, the catalogs or the configs (infra/failover.py grants it all).
+    "FailoverSwitch": frozenset(),
 }
 
 #: The state table's actions each feed function calls (``ferry.feeds.FeedState``): notes and
@@ -115,6 +118,8 @@ SIZING = {
     # Every table of every config, a few catalog calls each (16 at once): seconds for a
     # thousand tables. A check that overlaps the next one only reads.
     "FreshnessCheck": Sizing(1024, Duration.minutes(5)),
+    # Waits up to 14 minutes for a config's runs to end (``ferry failover --wait``).
+    "FailoverSwitch": Sizing(512, Duration.minutes(15)),
 }
 DEFAULT_SIZING = Sizing(512, Duration.minutes(5))
 
@@ -193,10 +198,11 @@ class Functions(Construct):
             log_group.grant_write(role)
             if in_vpc:
                 allow_network_interfaces(role)
-            self._grant(
-                function, needs, work, state, secret, access, encryption, configs,
-                runs=name not in statemachine.CHECK_FUNCTIONS,  # a check has no run's files
-            )  # fmt: skip
+            if name not in statemachine.OPERATOR_FUNCTIONS:  # infra/failover.py grants it
+                self._grant(
+                    function, needs, work, state, secret, access, encryption, configs,
+                    runs=name not in statemachine.CHECK_FUNCTIONS,  # a check has no run's files
+                )  # fmt: skip
             if FEED_STATE in needs:
                 state.grant_feed_state(function, FEED_STATE_ACTIONS[name])
             if BUDGET_STATE in needs:

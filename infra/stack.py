@@ -10,6 +10,7 @@ from constructs import Construct
 from infra.access import DataAccess
 from infra.configs import ReplicationConfigs
 from infra.encryption import Encryption
+from infra.failover import FailoverSwitch
 from infra.freshness import FreshnessCheck
 from infra.functions import Functions
 from infra.notifications import OperationsTopic, ReplicationEvents
@@ -111,6 +112,17 @@ class FerryStack(Stack):
             self.operations, environment=name, topic=self.operations_topic.topic,
             check_minutes=settings.freshness_check_minutes,
         )  # fmt: skip
+        self.failover = FailoverSwitch(
+            self,
+            "FailoverSwitch",
+            settings=settings,
+            function=self.functions.by_name["FailoverSwitch"],
+            replication=self.pipeline.replication,
+            changes=self.pipeline.changes,
+            state=self.state,
+            triggers=self.triggers,
+            encryption=self.encryption,
+        )
         outputs = {
             "ReplicationStateMachineArn": self.pipeline.replication.state_machine_arn,
             "HousekeepingStateMachineArn": self.pipeline.housekeeping.state_machine_arn,
@@ -138,6 +150,8 @@ class FerryStack(Stack):
             "FreshnessCheck"
         ].function_arn
         outputs["FreshnessScheduleRoleArn"] = self.freshness.role.role_arn
+        # What `ferry failover` / `ferry failback --environment NAME` invoke.
+        outputs["FailoverSwitchFunctionArn"] = self.failover.function.function_arn
         if self.secret.names:
             # What the secret must hold (its template value names none: a redeploy never
             # writes over the operator's values).

@@ -36,7 +36,7 @@ from constructs import Construct
 
 from ferry import triggers
 from ferry.config import ReplicationConfig
-from ferry.resource_names import fitted
+from ferry.failover import triggers as names
 from infra.access import allow, trusted_service
 from infra.alarms import failure_alarm
 from infra.configs import ReplicationConfigs
@@ -61,13 +61,14 @@ def housekeeping_input(config_uri: str) -> dict[str, Any]:
 
 
 #: EventBridge rules and Scheduler schedules: at most 64 characters.
-LONGEST_TRIGGER_NAME = 64
+LONGEST_TRIGGER_NAME = names.LONGEST_TRIGGER_NAME
 
 
 def config_resource_name(settings: EnvironmentSettings, config_name: str, suffix: str) -> str:
     """``ferry-<environment>-<config>[suffix]``, the config's part shortened (with a digest)
-    when the whole would not fit a rule's or a schedule's name."""
-    return fitted(f"ferry-{settings.name}-", config_name, suffix, LONGEST_TRIGGER_NAME)
+    when the whole would not fit a rule's or a schedule's name (``ferry.failover.triggers``:
+    a failover finds them by the same names)."""
+    return names.trigger_name(settings.name, config_name, suffix)
 
 
 class Triggers(Construct):
@@ -93,7 +94,7 @@ class Triggers(Construct):
         self.schedule_group = scheduler.ScheduleGroup(
             self,
             "Schedules",
-            schedule_group_name=f"ferry-{settings.name}",
+            schedule_group_name=names.schedule_group(settings.name),
             removal_policy=RemovalPolicy.DESTROY,
         )
         # What a rule or a schedule could not deliver: EventBridge sends it on the queue's
@@ -158,7 +159,7 @@ class Triggers(Construct):
             if declared.schedule is not None:
                 self._schedule(
                     f"Schedule{index}",
-                    name=config_resource_name(settings, name, ""),
+                    name=config_resource_name(settings, name, names.SCHEDULE_SUFFIX),
                     description=f"Replicate {path}",
                     expression=declared.schedule.expression,
                     time_zone=declared.schedule.time_zone,
@@ -171,7 +172,7 @@ class Triggers(Construct):
                     events.CfnRule(
                         self,
                         f"S3Trigger{index}x{number}",
-                        name=config_resource_name(settings, name, f"-s3-{number}"),
+                        name=config_resource_name(settings, name, names.s3_rule_suffix(number)),
                         description=f"{triggers.describe_s3_trigger(trigger)} "
                         f"starts a replication of {path}",
                         event_pattern=triggers.s3_event_pattern(trigger),
@@ -200,7 +201,7 @@ class Triggers(Construct):
                     self._poller_schedule(index, name, path.name, uri, catalog_poller, settings)
             self._schedule(
                 f"Housekeeping{index}",
-                name=config_resource_name(settings, name, "-housekeeping"),
+                name=config_resource_name(settings, name, names.HOUSEKEEPING_SUFFIX),
                 description=f"Delete the expired snapshots of {path}",
                 expression=settings.housekeeping_schedule,
                 time_zone=None,
@@ -237,7 +238,7 @@ class Triggers(Construct):
         rule = events.CfnRule(
             self,
             f"CatalogEvents{index}",
-            name=config_resource_name(settings, name, "-catalog-events"),
+            name=config_resource_name(settings, name, names.CATALOG_EVENTS_SUFFIX),
             description=f"Changes of the Glue tables of {file_name} start their replications",
             event_pattern=triggers.glue_event_pattern(config),
             state="ENABLED",
@@ -279,7 +280,7 @@ class Triggers(Construct):
         schedule = scheduler.CfnSchedule(
             self,
             f"CatalogPoller{index}",
-            name=config_resource_name(settings, name, "-catalog-poller"),
+            name=config_resource_name(settings, name, names.CATALOG_POLLER_SUFFIX),
             description=f"Read the source notification log of {file_name}",
             group_name=self.schedule_group.schedule_group_name,
             schedule_expression=triggers.POLLER_SCHEDULE,

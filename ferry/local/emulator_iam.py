@@ -97,7 +97,14 @@ def _refusal(authorizer: Authorizer, environ: dict[str, Any]) -> tuple[int, list
     if wants_body:
         length = environ.get("CONTENT_LENGTH")
         stream = environ["wsgi.input"]
-        body = stream.read(int(length)) if length else stream.read()
+        if length:
+            body = stream.read(int(length))
+        elif "chunked" in environ.get("HTTP_TRANSFER_ENCODING", ""):
+            body = stream.read()
+        else:
+            # A request without a body (a REST GET: Scheduler's GetSchedule): reading the
+            # stream to its end would wait for the client to close the connection.
+            body = b""
         environ["wsgi.input"] = io.BytesIO(body)
         environ["CONTENT_LENGTH"] = str(len(body))
     request = request_of(environ, body, signed, caller.account)

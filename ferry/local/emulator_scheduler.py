@@ -3,7 +3,8 @@
 A schedule with a ``rate(N minutes|hours|days)`` expression and a Lambda or Step Functions
 target fires in the emulator: first at its ``StartDate`` or, without one, right after it is
 created ("your schedule starts invoking the target immediately", AWS's schedule-types
-guide), then every period until its ``EndDate``; a disabled schedule does not fire. A
+guide), then every period until its ``EndDate``; a disabled schedule does not fire, nor
+makes up for the periods it missed once enabled again (it fires at its next period). A
 firing is authorized as AWS's: EventBridge Scheduler assumes the target's role (its trust
 policy must allow ``scheduler.amazonaws.com``, with the schedule group as ``aws:SourceArn``),
 which must allow ``lambda:InvokeFunction`` or ``states:StartExecution`` on the target. The
@@ -103,7 +104,13 @@ class Scheduler:
         timing = self._timings.get(schedule.arn)
         if timing is None or timing.definition != definition:
             timing = self._timings[schedule.arn] = _Timing(definition, start or now)
-        if schedule.state != "ENABLED" or now < timing.due:
+        if not _enabled(schedule):
+            # A disabled schedule does not fire, and does not make up on its re-enabling for
+            # the periods it missed: it fires next at its next period.
+            while timing.due <= now:
+                timing.due += period
+            return
+        if now < timing.due:
             return
         end = _epoch(schedule.end_date)
         if end is not None and now > end:
@@ -187,6 +194,12 @@ class Scheduler:
         if (arn, what) not in self._told:
             self._told.add((arn, what))
             logger.info("schedule %s: %s", arn, what)
+
+
+def _enabled(schedule: Any) -> bool:
+    """The schedule's state is ENABLED; an ``UpdateSchedule`` without ``State`` leaves it
+    ENABLED (Scheduler's default: moto keeps no state at all then)."""
+    return (schedule.state or "ENABLED") == "ENABLED"
 
 
 def _authorize(

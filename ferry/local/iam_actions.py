@@ -450,6 +450,66 @@ def _emr_serverless(request: HttpRequest) -> list[Check] | Unmodelled:
     return Unmodelled(f"emr-serverless {method} {path}")
 
 
+# EventBridge and EventBridge Scheduler (the failover switch turns rules and schedules off) --
+
+#: EventBridge operations on one rule, named in the body (``Name``, or ``Rule`` for targets).
+_EVENTS_RULE_OPERATIONS = {
+    "DescribeRule", "DisableRule", "EnableRule", "PutRule", "DeleteRule", "PutTargets",
+    "RemoveTargets", "ListTargetsByRule",
+}  # fmt: skip
+
+
+def _events(request: HttpRequest) -> list[Check] | Unmodelled:
+    """A rule's operations on the rule (``rule/<name>`` on the default bus,
+    ``rule/<bus>/<name>`` on another); ``PutEvents`` on each bus it puts on."""
+    operation = _target(request)
+    body = request.json()
+    action = f"events:{operation}"
+    if operation in _EVENTS_RULE_OPERATIONS:
+        name = body.get("Name") or body.get("Rule")
+        if not name:
+            return Unmodelled(f"events {operation}")
+        bus = str(body.get("EventBusName") or "default").rsplit("/", 1)[-1]
+        rule = f"rule/{name}" if bus == "default" else f"rule/{bus}/{name}"
+        return [Check(action, _arn("events", request, rule))]
+    if operation == "PutEvents":
+        buses = {str(entry.get("EventBusName") or "default") for entry in body.get("Entries", [])}
+        return [
+            Check(
+                action,
+                bus if bus.startswith("arn:") else _arn("events", request, f"event-bus/{bus}"),
+            )
+            for bus in sorted(buses)
+        ]
+    return Unmodelled(f"events {operation}")
+
+
+def _scheduler(request: HttpRequest) -> list[Check] | Unmodelled:
+    """A schedule's operations on ``schedule/<group>/<name>`` (the group ``default`` when none
+    is named); creating or updating one also passes its target's role to Scheduler
+    (``iam:PassRole``, ``iam:PassedToService``): ``UpdateSchedule`` replaces the whole
+    schedule, its role included."""
+    found = re.fullmatch(r"/schedules/([^/]+)", request.path)
+    if found is None:
+        return Unmodelled(f"scheduler {request.method} {request.path}")
+    name = unquote(found.group(1))
+    body = request.json() if request.method in ("POST", "PUT") else {}
+    group = body.get("GroupName") or request.query.get("groupName", ["default"])[0]
+    schedule = _arn("scheduler", request, f"schedule/{group}/{name}")
+    operation = {
+        "GET": "GetSchedule", "PUT": "UpdateSchedule", "POST": "CreateSchedule",
+        "DELETE": "DeleteSchedule",
+    }.get(request.method)  # fmt: skip
+    if operation is None:
+        return Unmodelled(f"scheduler {request.method} {request.path}")
+    checks = [Check(f"scheduler:{operation}", schedule)]
+    role = (body.get("Target") or {}).get("RoleArn")
+    if role:
+        passed = {"iam:PassedToService": "scheduler.amazonaws.com"}
+        checks.append(Check("iam:PassRole", role, passed, account=role.split(":")[4]))
+    return checks
+
+
 _MAPPERS = {
     "s3": _s3,
     "glue": _glue,
@@ -462,6 +522,8 @@ _MAPPERS = {
     "monitoring": _monitoring,
     "lambda": _lambda,
     "emr-serverless": _emr_serverless,
+    "events": _events,
+    "scheduler": _scheduler,
 }
 
 

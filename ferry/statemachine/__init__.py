@@ -86,6 +86,10 @@ CHECK_FUNCTIONS = {"FreshnessCheck": "lambdas.freshness_check.handler"}
 #: What a rule or a schedule invokes, outside every execution: their failures go to a
 #: dead-letter queue of their own and are alarmed on (``infra/functions.py``).
 OUT_OF_BAND_FUNCTIONS = {**FEED_FUNCTIONS, **CHECK_FUNCTIONS}
+#: The functions a person's command invokes, synchronously (``ferry failover`` and
+#: ``ferry failback``: the failover switch, ``ferry.failover.stack_switch``). No definition,
+#: rule or schedule invokes them: their caller reads their error.
+OPERATOR_FUNCTIONS = {"FailoverSwitch": "lambdas.failover_switch.handler"}
 
 #: The input and result model of each function's step (what travels in and out of its state).
 PAYLOADS: dict[str, tuple[type[BaseModel], type[BaseModel]]] = {
@@ -104,11 +108,16 @@ PAYLOADS: dict[str, tuple[type[BaseModel], type[BaseModel]]] = {
     "CatalogEvents": (payloads.CatalogEventInput, payloads.IntakeResult),
     "CatalogPoller": (payloads.PollInput, payloads.PollResult),
     "FreshnessCheck": (payloads.FreshnessCheckInput, payloads.FreshnessCheckResult),
+    "FailoverSwitch": (payloads.FailoverSwitchInput, payloads.FailoverSwitchResult),
 }
 
 #: Every function (what a deployment creates), and the definitions.
 ALL_FUNCTIONS = {
-    **FUNCTIONS, **HOUSEKEEPING_FUNCTIONS, **CHANGES_FUNCTIONS, **OUT_OF_BAND_FUNCTIONS
+    **FUNCTIONS,
+    **HOUSEKEEPING_FUNCTIONS,
+    **CHANGES_FUNCTIONS,
+    **OUT_OF_BAND_FUNCTIONS,
+    **OPERATOR_FUNCTIONS,
 }
 #: The ``ferry.steps.Steps`` method of each function of the replication and housekeeping
 #: definitions (``ferry replicate`` walks them).

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import re
 from pathlib import Path
 
@@ -125,6 +126,9 @@ def trail(unique, sample, local_runtime, tmp_path, monkeypatch):
         roleArn="arn:aws:iam::123456789012:role/changes",
     )["stateMachineArn"]
     monkeypatch.setenv("FERRY_CHANGES_STATE_MACHINE_ARN", changes)
+    # The failover switch's: the runs it looks at, its schedules' group.
+    monkeypatch.setenv("FERRY_FAILOVER_STATE_MACHINES", changes)
+    monkeypatch.setenv("FERRY_SCHEDULE_GROUP", f"ferry-trail-{unique}")
     monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "true")
     for cached in (runtime.settings, runtime.steps, runtime.feeds):
         cached.cache_clear()
@@ -143,6 +147,21 @@ def before(trail: Trail, state: str) -> None:
         trail.run("commit")
     if state == "housekeeping":
         trail.run("notify_success")
+    if state == "failover_switch":
+        # The sample event's config has a rule and a schedule (of the trail's own group).
+        boto3.client("events").put_rule(
+            Name="ferry-prod-sales-s3-0", EventPattern=json.dumps({"source": ["aws.s3"]})
+        )
+        scheduler = boto3.client("scheduler")
+        group = os.environ["FERRY_SCHEDULE_GROUP"]
+        scheduler.create_schedule_group(Name=group)
+        scheduler.create_schedule(
+            Name="ferry-prod-sales", GroupName=group, ScheduleExpression="cron(0 3 * * ? *)",
+            FlexibleTimeWindow={"Mode": "OFF"},
+            Target={"Arn": os.environ["FERRY_FAILOVER_STATE_MACHINES"],
+                    "RoleArn": "arn:aws:iam::123456789012:role/schedules"},
+        )  # fmt: skip
+        importlib.import_module("lambdas.failover_switch").stack.cache_clear()
     if state == "summarize":
         # The Map over the tables wrote one table that succeeded and one whose iteration
         # failed where no Catch took it, at the key the sample event names.
@@ -239,6 +258,19 @@ def check_outcome(trail: Trail, state: str, result: dict) -> None:
         # The trail's orders, never replicated and without an RPO: measured, not over it; its
         # metrics in one PutMetricData request.
         assert result == {"tables": 1, "overRpo": [], "requests": 1, "skipped": None}
+    elif state == "failover_switch":
+        # Its rule and schedule turned off; no run of its config, no lock of its table.
+        group = os.environ["FERRY_SCHEDULE_GROUP"]
+        assert result == {
+            "triggers": ["rule ferry-prod-sales-s3-0", f"schedule {group}/ferry-prod-sales"],
+            "stoppedRuns": [], "awaitedRuns": [], "releasedClaims": 0, "notes": [],
+        }  # fmt: skip
+        assert boto3.client("events").describe_rule(Name="ferry-prod-sales-s3-0")["State"] == (
+            "DISABLED"
+        )
+        schedule = boto3.client("scheduler").get_schedule(Name="ferry-prod-sales", GroupName=group)
+        assert schedule["State"] == "DISABLED"
+        assert schedule["ScheduleExpression"] == "cron(0 3 * * ? *)"  # the rest kept
     elif state == "summarize":
         assert (result["succeeded"], result["failed"]) == (1, 1)
         assert result["error"] == "StepFunctionsError"

@@ -74,6 +74,7 @@ def test_both_definitions_functions_are_deployed_and_driven():
         | set(definition.CHANGES_FUNCTIONS)
         | set(definition.FEED_FUNCTIONS)
         | set(definition.CHECK_FUNCTIONS)
+        | set(definition.OPERATOR_FUNCTIONS)
     )
     values = substitutions()
     for path in (definition.DEFINITION_PATH, definition.HOUSEKEEPING_PATH):

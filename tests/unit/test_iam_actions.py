@@ -130,3 +130,84 @@ def test_put_metric_data_is_authorized_on_every_resource_with_its_namespace():
 
     assert (check.action, check.resource) == ("cloudwatch:PutMetricData", "*")
     assert check.context == {"cloudwatch:namespace": "Ferry"}
+
+
+def _sent(service: str, operation: str, call) -> HttpRequest:
+    """What botocore sends for ``call(client)``, taken before it leaves, as the emulator's
+    front door reads it."""
+    from urllib.parse import parse_qs, urlsplit
+
+    client = boto3.client(
+        service, region_name="eu-west-1", endpoint_url="http://127.0.0.1:9",
+        aws_access_key_id="AKIDEXAMPLE", aws_secret_access_key="secret",
+    )  # fmt: skip
+    sent = []
+
+    def capture(request, **_):
+        sent.append(request)
+        raise _Sent
+
+    client.meta.events.register(f"before-send.{service}.{operation}", capture)
+    with pytest.raises(_Sent):
+        call(client)
+    url = urlsplit(sent[0].url)
+    body = sent[0].body or b""
+    return HttpRequest(
+        method=sent[0].method, path=url.path, query=parse_qs(url.query),
+        headers={k.lower(): v.decode() if isinstance(v, bytes) else v
+                 for k, v in sent[0].headers.items()},
+        body=body.encode() if isinstance(body, str) else body,
+        signed=Signed("AKIDEXAMPLE", "eu-west-1", service), account="123456789012",
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("operation", ["DisableRule", "EnableRule", "DescribeRule"])
+def test_turning_a_rule_off_or_on_is_authorized_on_the_rule(operation):
+    method = "".join(f"_{c.lower()}" if c.isupper() else c for c in operation).lstrip("_")
+    request = _sent("events", operation, lambda c: getattr(c, method)(Name="ferry-dev-sales-s3-0"))
+
+    assert [(c.action, c.resource) for c in checks_of(request)] == [
+        (f"events:{operation}", "arn:aws:events:eu-west-1:123456789012:rule/ferry-dev-sales-s3-0")
+    ]
+
+
+def test_a_rule_of_another_bus_is_named_with_its_bus():
+    request = _sent(
+        "events", "DisableRule", lambda c: c.disable_rule(Name="r", EventBusName="forwarded")
+    )
+
+    [check] = checks_of(request)
+    assert check.resource == "arn:aws:events:eu-west-1:123456789012:rule/forwarded/r"
+
+
+def test_reading_a_schedule_is_authorized_on_the_schedule_of_its_group():
+    request = _sent(
+        "scheduler", "GetSchedule",
+        lambda c: c.get_schedule(Name="ferry-dev-sales", GroupName="ferry-dev"),
+    )  # fmt: skip
+
+    assert [(c.action, c.resource) for c in checks_of(request)] == [
+        ("scheduler:GetSchedule", "arn:aws:scheduler:eu-west-1:123456789012:schedule/ferry-dev/ferry-dev-sales")
+    ]
+
+
+def test_updating_a_schedule_passes_its_targets_role_to_scheduler():
+    """UpdateSchedule replaces the whole schedule, its target's role too: AWS checks that the
+    caller may pass that role to Scheduler."""
+    role = "arn:aws:iam::123456789012:role/ferry-dev-schedules"
+    request = _sent(
+        "scheduler", "UpdateSchedule",
+        lambda c: c.update_schedule(
+            Name="ferry-dev-sales", GroupName="ferry-dev", ScheduleExpression="rate(1 hour)",
+            FlexibleTimeWindow={"Mode": "OFF"}, State="DISABLED",
+            Target={"Arn": "arn:aws:states:eu-west-1:123456789012:stateMachine:m", "RoleArn": role},
+        ),
+    )  # fmt: skip
+
+    update, passing = checks_of(request)
+    assert (update.action, update.resource) == (
+        "scheduler:UpdateSchedule",
+        "arn:aws:scheduler:eu-west-1:123456789012:schedule/ferry-dev/ferry-dev-sales",
+    )
+    assert (passing.action, passing.resource) == ("iam:PassRole", role)
+    assert passing.context == {"iam:PassedToService": "scheduler.amazonaws.com"}

@@ -1,0 +1,273 @@
+"""The switch of a deployed environment: ``ferry failover`` / ``ferry failback --environment``.
+
+``switch_for(environment)`` finds the environment's stack and its FailoverSwitch function
+(``infra/failover.py``, ``lambdas/failover_switch.py``) and invokes it synchronously
+(RequestResponse) with the operator's credentials; the function does the work under its own
+least-privilege role (``ferry.failover.stack_switch``). ``local`` is the local runtime's
+deployment (``ferry local up``, in ``home``): the same template deployed into the emulator,
+the function run under its role there, IAM enforced.
+
+What the function is asked is worked out here, from the environment's settings
+(``infra/environments/<name>.yml``, the local runtime's ``ferry/local/environment.yml``):
+which deployed config the operator's config is (the one replicating the same tables between
+the same catalogs), its file name (its triggers' names, ``ferry.failover.triggers``), its
+deployed object (the stack's ``ConfigUri…`` output: its runs are found by it) and the
+replica keys of the tables (their locks). A config's triggers are turned off only when
+every table of it fails over; they are turned on again whenever it fails back (a table
+still promoted is left out of each run).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from ferry import lifecycle
+from ferry.aws import AwsClients, new_session
+from ferry.config import ReplicationConfig
+from ferry.errors import FailoverError
+from ferry.failover import SwitchReport
+from ferry.failover.triggers import config_triggers
+from ferry.payloads import FailoverSwitchInput, FailoverSwitchResult
+
+LOCAL = "local"
+#: The stack output naming the function.
+FUNCTION_OUTPUT = "FailoverSwitchFunctionArn"
+#: The most a run is waited for inside one invocation (a function runs 15 minutes at most).
+LONGEST_WAIT = timedelta(minutes=14)
+
+
+def switch_for(environment: str, *, home: Path = Path(".ferry")) -> DeployedSwitch:
+    """The switch of ``environment``'s deployed stack (``local``: the local runtime's in
+    ``home``)."""
+    return DeployedSwitch(environment, home)
+
+
+class DeployedSwitch:
+    """``ReplicationSwitch`` through the deployed FailoverSwitch function."""
+
+    def __init__(self, environment: str, home: Path = Path(".ferry")):
+        self.environment = environment
+        self.home = home
+        self._found: tuple[Any, dict[str, str], _Reach] | None = None
+
+    def suspend(
+        self,
+        config: ReplicationConfig,
+        tables: Sequence[str],
+        *,
+        cancel_runs: bool,
+        wait: timedelta,
+    ) -> SwitchReport:
+        if wait > LONGEST_WAIT:
+            raise FailoverError(
+                f"--wait {wait}: the switch waits {LONGEST_WAIT} at most; cancel the runs "
+                "(--cancel-runs) or wait for them first"
+            )
+        request = self.request("suspend", config, tables)
+        request = request.model_copy(
+            update={"cancel_runs": cancel_runs, "wait_seconds": int(wait.total_seconds())}
+        )
+        if not every_table(config, tables):
+            request = request.model_copy(
+                update={"rules": [], "schedules": [], "every_table": False}
+            )
+        return self.invoke(request)
+
+    def resume(self, config: ReplicationConfig, tables: Sequence[str]) -> SwitchReport:
+        return self.invoke(self.request("resume", config, tables))
+
+    # -- what the function is asked
+
+    def request(
+        self, action: str, config: ReplicationConfig, tables: Sequence[str]
+    ) -> FailoverSwitchInput:
+        """The function's input for ``config`` (``tables``: source ``database.table``)."""
+        settings, outputs, _ = self._deployment()
+        name, path = _deployed_name(settings, config, self.environment)
+        uri = outputs.get(_config_output(path))
+        if not uri:
+            raise FailoverError(
+                f"{path}: the stack Ferry-{self.environment} has no output "
+                f"{_config_output(path)}; deploy the environment again"
+            )
+        found = config_triggers(settings.name, name, config)
+        replicas = []
+        for table in tables:
+            try:
+                replication = config.replication_of(table)
+            except Exception as error:  # noqa: BLE001 - the config's own one line
+                raise FailoverError(str(error)) from None
+            replicas.append(
+                lifecycle.replica_of(config.replica_catalog, replication, settings.region)
+            )
+        return FailoverSwitchInput(
+            action=action,
+            config_name=name,
+            config_uri=uri,
+            rules=list(found.rules),
+            schedules=list(found.schedules),
+            tables=list(tables),
+            replicas=replicas,
+        )
+
+    def invoke(self, request: FailoverSwitchInput) -> SwitchReport:
+        """Invoke the function (RequestResponse); its report, or its error as one line."""
+        _, outputs, aws = self._deployment()
+        arn = outputs.get(FUNCTION_OUTPUT)
+        if not arn:
+            raise FailoverError(
+                f"the stack Ferry-{self.environment} has no {FUNCTION_OUTPUT}: deploy the "
+                "environment again (its failover switch is newer than the deployment)"
+            )
+        from botocore.config import Config
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        region = arn.split(":")[3]
+        # The function may wait up to 14 minutes for runs: the SDK's 60 s would give up; an
+        # invocation is not sent twice.
+        client = aws.session.client(
+            "lambda",
+            region_name=region,
+            endpoint_url=aws.endpoint,
+            config=Config(read_timeout=960, retries={"total_max_attempts": 1}),
+        )
+        try:
+            answer = client.invoke(
+                FunctionName=arn,
+                InvocationType="RequestResponse",
+                Payload=json.dumps(request.model_dump(mode="json")).encode(),
+            )
+        except (BotoCoreError, ClientError) as error:  # not invoked: nothing was changed
+            raise FailoverError(
+                f"the failover switch {arn} could not be invoked: {' '.join(str(error).split())}"
+            ) from None
+        payload = json.loads(answer["Payload"].read() or b"{}")
+        if answer.get("FunctionError"):
+            message = payload.get("errorMessage") if isinstance(payload, dict) else None
+            raise FailoverError(
+                " ".join(str(message or payload).split())
+                if message
+                else f"the failover switch failed: {payload}"
+            )
+        result = FailoverSwitchResult.model_validate(payload)
+        return SwitchReport(
+            triggers=tuple(result.triggers),
+            stopped_runs=tuple(result.stopped_runs),
+            awaited_runs=tuple(result.awaited_runs),
+            released_claims=result.released_claims,
+            notes=tuple(result.notes),
+        )
+
+    # -- where the stack is
+
+    def _deployment(self) -> tuple[Any, dict[str, str], _Reach]:
+        """The environment's settings, its stack's outputs and the clients that reach it."""
+        if self._found is None:
+            self._found = self._local() if self.environment == LOCAL else self._deployed()
+        return self._found
+
+    def _local(self) -> tuple[Any, dict[str, str], _Reach]:
+        from ferry.local import deploy, emulator, processes
+        from infra.settings import load_settings
+
+        process = processes.read_process(self.home, "aws")
+        pipeline = deploy.Pipeline.load(self.home)
+        if process is None or not process.is_running() or pipeline is None:
+            raise FailoverError(
+                f"--environment local: the local runtime is not running in {self.home}; "
+                "start it with `ferry local up`"
+            )
+        session = new_session(
+            aws_access_key_id=emulator.EMULATOR_ENVIRONMENT["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=emulator.EMULATOR_ENVIRONMENT["AWS_SECRET_ACCESS_KEY"],
+            region_name=deploy.REGION,
+        )
+        reach = _Reach(session, emulator.endpoint_url(process.port))
+        return load_settings(deploy.SETTINGS, deploy.ENVIRONMENT), pipeline.outputs, reach
+
+    def _deployed(self) -> tuple[Any, dict[str, str], _Reach]:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        from infra.settings import SettingsError, load_environment
+
+        try:
+            settings = load_environment(self.environment)
+        except SettingsError as error:
+            raise FailoverError(f"--environment {self.environment}: {error}") from None
+        reach = _Reach(new_session(region_name=settings.region), None)
+        cloudformation = AwsClients(session=reach.session).probe_client(
+            "cloudformation", settings.region
+        )
+        try:
+            [stack] = cloudformation.describe_stacks(StackName=settings.stack_name)["Stacks"]
+        except ClientError as error:
+            if "does not exist" in str(error):
+                raise FailoverError(
+                    f"--environment {self.environment}: not deployed (no stack "
+                    f"{settings.stack_name} in {settings.region})"
+                ) from None
+            raise FailoverError(f"--environment {self.environment}: {error}") from None
+        except BotoCoreError as error:
+            raise FailoverError(
+                f"--environment {self.environment}: CloudFormation: {error}"
+            ) from None
+        outputs = {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])}
+        return settings, outputs, reach
+
+
+@dataclass(frozen=True)
+class _Reach:
+    """How the stack is reached: the operator's session, the emulator's endpoint (local)."""
+
+    session: Any
+    endpoint: str | None
+
+
+def _config_output(path: Path) -> str:
+    """The stack's output of a deployed config's object (``infra/stack.py``)."""
+    return f"ConfigUri{path.stem.title().replace('-', '')}"
+
+
+def _tables_of(config: ReplicationConfig) -> list[tuple[str, ...]]:
+    """What identifies a config whatever its placeholders resolve to: its catalogs' names
+    and each replication's source and replica tables."""
+    return sorted(
+        (
+            config.source_catalog.name,
+            config.replica_catalog.name,
+            r.source_table.database_name.lower(),
+            str(r.source_table.table_name or r.source_table.table_name_pattern).lower(),
+            r.replica_database.lower(),
+            r.replica_table_name.lower(),
+        )
+        for r in config.table_replications
+    )
+
+
+def _deployed_name(settings: Any, config: ReplicationConfig, environment: str) -> tuple[str, Path]:
+    """The deployed config ``config`` is (its file name without ``.yml``, and its path)."""
+    wanted = _tables_of(config)
+    found = [path for path, deployed in settings.configs.items() if _tables_of(deployed) == wanted]
+    if not found:
+        deployed = ", ".join(str(path) for path in settings.configs) or "none"
+        raise FailoverError(
+            f"environment {environment} deploys no config of these tables (its configs: "
+            f"{deployed}); give the config the environment deploys"
+        )
+    return found[0].stem, found[0]
+
+
+def every_table(config: ReplicationConfig, tables: Sequence[str]) -> bool:
+    """Every table of the config fails over: then, and only then, its triggers go off. A
+    ``table-name-pattern``'s tables cannot be known here: its config keeps its triggers."""
+    if not tables:
+        return True
+    if any(r.source_table.is_pattern for r in config.table_replications):
+        return False
+    named = {t.lower() for t in tables}
+    return all(r.source_table.qualified_name.lower() in named for r in config.table_replications)
