@@ -65,15 +65,9 @@ def switch_for(
 ) -> ReplicationSwitch:
     """The deployed stack's switch for ``--environment``, else the state store's own."""
     if environment:
-        import importlib.util
-
-        if importlib.util.find_spec("ferry.failover.deployed") is None:
-            raise UsageError(
-                f"--environment {environment}: this Ferry has no switch for a deployed stack"
-            )
         from ferry.failover.deployed import switch_for as deployed_switch
 
-        return deployed_switch(environment)
+        return deployed_switch(environment, home=home)
     from ferry import lifecycle
     from ferry.budget.dynamodb import DynamoDbSlots
     from ferry.budget.sqlite import SqliteSlots

@@ -189,12 +189,13 @@ def fail_back(
         if current is not None:
             unpromote(replica, current)
         journal.did(DONE, table.journal_uri)
+    # Always: a run killed after the last table was done but before this still resumes. A
+    # replica still promoted is left out of the runs the triggers start.
+    report.switch = switch.resume(config, [r.source_table.qualified_name for r in replications])
     for replication, _ in icebergs:  # its failback returned: both sides are equal
         current = replica.get_table(replication.replica_database, replication.replica_table_name)
         if current is not None:
             unpromote(replica, current)
-    # Always: a run killed after the last table was done but before this still resumes.
-    report.switch = switch.resume(config, [r.source_table.qualified_name for r in replications])
     report.tables = [
         _outcome(t, "ALREADY_FAILED_BACK" if t.done else "FAILED_BACK") for t in tables
     ] + iceberg

@@ -293,3 +293,50 @@ def test_a_config_the_environment_does_not_deploy_is_one_line(
     assert str(refused.value).startswith("environment local deploys no config of these tables")
     assert "ferry/local/replications/landing-dr.yml" in str(refused.value)
     assert (rule_state(), schedule_state()) == ("ENABLED", "ENABLED")
+
+
+def test_ferry_failover_and_failback_of_a_deployed_config_switch_its_triggers_through_the_stack(
+    pipeline, local_runtime, landing, aws, sfn, tmp_path, monkeypatch, capsys
+):
+    """The commands as an operator types them: ``--environment local`` promotes the replica
+    the deployed pipeline wrote and turns the config's rule and schedule off through the
+    deployed switch; failback (nothing changed in DR) turns them on and un-promotes it."""
+    from ferry.cli import main
+    from ferry.failover import PROMOTED
+
+    monkeypatch.setenv("FERRY_EVENTS_TOPIC_ARN", pipeline.topic_arn)
+    config_uri = pipeline.outputs["ConfigUriLandingDr"]
+    run = start(
+        sfn, pipeline.state_machine_arn, deploy.execution_name("landing"),
+        {"configUri": config_uri},
+    )  # fmt: skip
+    wait_for(
+        lambda: sfn.describe_execution(executionArn=run)["status"] != "RUNNING", "the run", 240
+    )
+    assert sfn.describe_execution(executionArn=run)["status"] == "SUCCEEDED"
+    west = GlueCatalog("dr", boto3.client("glue", region_name=WEST))
+    common = [
+        str(LANDING), "--environment", "local", "--home", str(local_runtime.state_dir),
+        "--work-uri", (tmp_path / "work").as_uri(), "--json",
+    ]  # fmt: skip
+
+    def ferry(command: str) -> dict:
+        capsys.readouterr()
+        code = main([command, *common])
+        captured = capsys.readouterr()
+        assert code == 0, captured.err
+        return json.loads(captured.out)
+
+    try:
+        failed_over = ferry("failover")
+        assert failed_over["switch"]["triggers"] == [f"rule {RULE}", f"schedule {GROUP}/{SCHEDULE}"]
+        assert (rule_state(), schedule_state()) == ("DISABLED", "DISABLED")
+        [table] = failed_over["tables"]
+        assert west.get_table("landing_dr", "orders").parameters[PROMOTED] == table["promoted"]
+
+        failed_back = ferry("failback")
+        assert [t["status"] for t in failed_back["tables"]] == ["FAILED_BACK"]
+        assert (rule_state(), schedule_state()) == ("ENABLED", "ENABLED")
+        assert PROMOTED not in west.get_table("landing_dr", "orders").parameters
+    finally:
+        switch_for("local", home=local_runtime.state_dir).resume(landing, [TABLE])

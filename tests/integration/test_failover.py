@@ -332,16 +332,3 @@ def test_failover_never_reads_the_lost_primary(setup, replica_catalog):
     code, out, err = setup.ferry("failover", config=config)
     assert code == 0, err
     assert PROMOTED in replica_catalog.get_table(setup.replica_database, "orders").parameters
-
-
-def test_an_environment_is_switched_by_the_deployed_stack_s_switch_only(setup):
-    import importlib.util
-
-    if importlib.util.find_spec("ferry.failover.deployed") is not None:
-        pytest.skip("the deployed switch is tested with the stack")
-    assert setup.ferry("replicate")[0] == 0
-    before = setup.state()
-    code, _, err = setup.ferry("failover", "--environment", "prod")
-    assert code == 2 and err.count("\n") == 1
-    assert "--environment prod: this Ferry has no switch for a deployed stack" in err
-    assert setup.state() == before
