@@ -5,9 +5,10 @@ The parameter keys are named constants: consumers, housekeeping and the guard re
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from ferry import fs
 from ferry.config import ReplicationMode, TableReplication
@@ -18,6 +19,9 @@ from ferry.errors import (
     ReplicationModeError,
 )
 from ferry.model import Partition, Table, TableType, partition_name
+
+if TYPE_CHECKING:
+    from ferry.catalog import Catalog
 
 SOURCE_TABLE = "ferry.source.table"
 SOURCE_CATALOG = "ferry.source.catalog"
@@ -227,3 +231,20 @@ def shape_replica_partition(
     source: Partition, location: str | None, parameters: dict[str, str]
 ) -> Partition:
     return replace(source, storage=source.storage.with_location(location), parameters=parameters)
+
+
+def promoted_replicas(catalog: Catalog, replications: Iterable[TableReplication]) -> dict[str, str]:
+    """The promoted replicas among ``replications``' (``database.table`` in lower case →
+    their ``ferry.promoted``), read in batches per replica database (none for a database
+    that does not exist yet)."""
+    by_database: dict[str, list[str]] = {}
+    for replication in replications:
+        by_database.setdefault(replication.replica_database, []).append(
+            replication.replica_table_name
+        )
+    promoted = {}
+    for database, names in by_database.items():
+        for table in catalog.get_tables(database, names).values():
+            if PROMOTED in table.parameters:
+                promoted[table.qualified_name.lower()] = table.parameters[PROMOTED]
+    return promoted

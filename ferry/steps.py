@@ -45,7 +45,6 @@ from ferry.config import (
 from ferry.copier import Progress
 from ferry.errors import CopyIncompleteError, FerryError, NotificationError
 from ferry.event_id import new_event_id
-from ferry.failover.promotion import promoted_replicas
 from ferry.freshness import TableFreshness, measure
 from ferry.iceberg.pipeline import IcebergIntent, commit_metadata
 from ferry.ledger import Lease
@@ -91,6 +90,7 @@ from ferry.payloads import (
 from ferry.plan import ReplicationPlan, plan_replication
 from ferry.preflight import check_writable
 from ferry.preview import preview_of
+from ferry.replica import promoted_replicas
 from ferry.runs import CopierKind, PlanDocument, RunLocations, choose_copier, read_plan, write_plan
 from ferry.source_versions import recorded_parameters
 

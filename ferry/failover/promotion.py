@@ -6,12 +6,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import replace
 from datetime import UTC, datetime
 
 from ferry.catalog import Catalog
-from ferry.config import TableReplication
 from ferry.failover import PROMOTED
 from ferry.model import Table
 
@@ -51,20 +49,3 @@ def unpromote(catalog: Catalog, table: Table) -> Table:
     table = replace(table, parameters=parameters)
     catalog.alter_table(table)
     return table
-
-
-def promoted_replicas(catalog: Catalog, replications: Iterable[TableReplication]) -> dict[str, str]:
-    """The promoted replicas among ``replications``' (``database.table`` in lower case →
-    their ``ferry.promoted``), read in batches per replica database (none for a database
-    that does not exist yet)."""
-    by_database: dict[str, list[str]] = {}
-    for replication in replications:
-        by_database.setdefault(replication.replica_database, []).append(
-            replication.replica_table_name
-        )
-    promoted = {}
-    for database, names in by_database.items():
-        for table in catalog.get_tables(database, names).values():
-            if PROMOTED in table.parameters:
-                promoted[table.qualified_name.lower()] = table.parameters[PROMOTED]
-    return promoted
