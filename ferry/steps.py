@@ -91,6 +91,7 @@ from ferry.plan import ReplicationPlan, plan_replication
 from ferry.preflight import check_writable
 from ferry.preview import preview_of
 from ferry.runs import CopierKind, PlanDocument, RunLocations, choose_copier, read_plan, write_plan
+from ferry.sides import reach_sides
 from ferry.source_versions import recorded_parameters
 
 logger = logging.getLogger(__name__)
@@ -152,7 +153,12 @@ class Steps:
         return catalog_description(catalog, self.aws.region)
 
     def _open(self, catalog: CatalogConfig) -> Catalog:
-        return self.catalogs(catalog, self.aws)
+        # A side in another account is read and written with the role assumed there.
+        return self.catalogs(catalog, self.aws.for_side(catalog))
+
+    def _load(self, config_uri: str, environment: Mapping[str, str] | None) -> ReplicationConfig:
+        """The config at ``config_uri``, its sides in other accounts reached with their roles."""
+        return reach_sides(load_config_uri(config_uri, environment), self.aws)
 
     def _replica_key(self, config: ReplicationConfig, replication: TableReplication) -> str:
         """The replica table's key in the locks and the ledger (``ferry.ledger``)."""
@@ -169,7 +175,7 @@ class Steps:
         it matches is an item of its own (``ferry.selection``).
         """
         payload = ResolveTablesInput.model_validate(payload)
-        config = load_config_uri(payload.config_uri, self.config_environment)
+        config = self._load(payload.config_uri, self.config_environment)
         items = []
         triggered = trigger_time(payload.trigger)
         replications = self.select_tables(config, payload.tables or [], payload.config_uri)
@@ -213,7 +219,7 @@ class Steps:
         invokes the deployed Plan function with ``{"check": "catalogs"}``): a cheap read of a
         database the config names, which the function's role may read."""
         payload = CatalogCheckInput.model_validate(payload)
-        config = load_config_uri(payload.config_uri, self.config_environment)
+        config = self._load(payload.config_uri, self.config_environment)
         first = config.table_replications[0] if config.table_replications else None
         # A housekeeping-only config names no database; every Hive metastore has "default".
         source_database = first.source_table.database_name if first else "default"
@@ -254,7 +260,7 @@ class Steps:
         """
         payload = PlanInput.model_validate(payload)
         config_uri, event_id = payload.config_uri, payload.event_id
-        config = load_config_uri(config_uri, self.config_environment)
+        config = self._load(config_uri, self.config_environment)
         replication = config.replication_of(payload.source_table, payload.replica_table)
         # A failed attempt of this table is continued, not restarted (``ferry.attempts``).
         attempt = self._resumable(config, replication)
@@ -385,7 +391,7 @@ class Steps:
         ``ferry plan`` shows it; ``ferry replicate --dry-run`` also checks (``probe``) that
         the replica location is writable, with a probe file written and deleted.
         """
-        config = load_config_uri(config_uri, self.config_environment)
+        config = self._load(config_uri, self.config_environment)
         replication = config.replication_of(source_table, replica_table)
         options = config.copier_options_for(replication)
         with (
@@ -399,7 +405,7 @@ class Steps:
         if probe and plan.snapshot_location and location:
             s3 = None
             if fs.scheme_of(location) in fs.S3_SCHEMES:
-                s3 = self.aws.client("s3", fs.bucket_region(location))
+                s3 = fs.default().s3_client(fs.object_location(location)[0])
             check_writable(location, s3)
         return preview_of(plan, choose_copier(plan, options))
 
@@ -410,7 +416,7 @@ class Steps:
     ) -> InlineCopyResult:
         """Copy the manifest here, batch by batch; a retry skips batches already recorded."""
         document = read_plan(PlannedRun.model_validate(payload).plan_uri)
-        config = load_config_uri(document.config_uri, self.config_environment)
+        config = self._load(document.config_uri, self.config_environment)
         options = config.copier_options_for(document.plan.replication)
         where = RunLocations.for_event(self.work_uri, document.plan.event_id)
         return copies.copy_inline(where.manifest, options, progress)
@@ -437,7 +443,7 @@ class Steps:
         """Check every batch was copied and verified, then point the replica at the snapshot."""
         document = read_plan(PlannedRun.model_validate(payload).plan_uri)
         plan = document.plan
-        config = load_config_uri(document.config_uri, self.config_environment)
+        config = self._load(document.config_uri, self.config_environment)
         if document.copier is CopierKind.NONE:
             raise FerryError(f"event {plan.event_id} has nothing to commit")
         where = RunLocations.for_event(self.work_uri, plan.event_id)
@@ -486,7 +492,7 @@ class Steps:
         """
         document = read_plan(PlannedRun.model_validate(payload).plan_uri)
         plan = document.plan
-        config = load_config_uri(document.config_uri, self.config_environment)
+        config = self._load(document.config_uri, self.config_environment)
         unchanged = document.copier is CopierKind.NONE
         event = self._event(
             config, plan.replication, SUCCESS, plan.event_id, document.started, plan,
@@ -546,7 +552,7 @@ class Steps:
             payload.error.model_dump(), payload.failed_state, document, planned.report_uri
         )
         try:
-            config: ReplicationConfig | None = load_config_uri(
+            config: ReplicationConfig | None = self._load(
                 payload.config_uri, self.config_environment
             )
             replication = config.replication_of(source_table, payload.replica_table)
@@ -655,7 +661,7 @@ class Steps:
         paths and the report's URI (``ferry/housekeeping.py``).
         """
         payload = HousekeepingInput.model_validate(payload)
-        config = load_config_uri(payload.config_uri, self.config_environment)
+        config = self._load(payload.config_uri, self.config_environment)
         replications = self.select_tables(config, payload.tables or [], payload.config_uri)
         now = self.clock()
         # No table to ask about (a housekeeping-only config, a pattern that matched
@@ -677,7 +683,7 @@ class Steps:
     ) -> list[TableFreshness]:
         """Each table's freshness of the config at ``config_uri`` (``tables``: some of them),
         from both catalogs and the state store (``ferry.freshness``)."""
-        config = load_config_uri(config_uri, self.config_environment)
+        config = self._load(config_uri, self.config_environment)
         store = self.state.store if self.state is not None else None
         with (
             self._open(config.source_catalog) as source,

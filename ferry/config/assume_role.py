@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import field_validator
 
 from ferry.config.base import _Model
+from ferry.config.checks import check_bucket_name
 from ferry.duration import format_duration, parse_duration
 
 #: STS's limits on a role session (AssumeRole's ``DurationSeconds``): 15 minutes to 12 hours
@@ -70,6 +71,19 @@ class AssumeRole(_Model):
     session_duration: timedelta = DEFAULT_SESSION
     #: What CloudTrail shows as the session (``<role>/<session-name>``).
     session_name: str = "ferry"
+    #: Buckets reached with the role besides those of the side's table locations written in
+    #: the config (``replica-table.table-location``): a source side's, say.
+    buckets: tuple[str, ...] = ()
+
+    @field_validator("buckets", mode="before")
+    @classmethod
+    def _buckets(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = [value]
+        if isinstance(value, list | tuple):
+            for bucket in value:
+                check_bucket_name(bucket)
+        return value
 
     @field_validator("role_arn", mode="before")
     @classmethod

@@ -1,0 +1,217 @@
+"""The replica side in another AWS account, reached through a role Ferry assumes there.
+
+Two accounts of the emulator: the primary (``123456789012``), where Ferry runs as a role
+of its own (``ferry-operator``), and the DR account (``210987654321``), with the DR role of
+``infra/dr_account.py`` (its trust and its permissions) and the replica's bucket and Glue
+catalog. Every request of either role is authorized by the emulator under that account's
+policies (``ferry.local.authorization``): the operator's identity policy and the DR role's
+trust for ``sts:AssumeRole``, then the DR role's own policies for Glue and S3.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import urllib.request
+
+import boto3
+import pytest
+
+from infra.dr_account import permission_statements, trust_statement
+
+pytestmark = pytest.mark.e2e
+
+PRIMARY = "123456789012"
+DR = "210987654321"
+REGION = "us-east-1"
+
+
+def in_account(service: str, account: str):
+    """A client of the test (not a role: the emulator serves it as moto does) in ``account``."""
+    client = boto3.client(service, region_name=REGION)
+
+    def header(request, **_):
+        request.headers["x-moto-account-id"] = account
+
+    client.meta.events.register("before-sign", header)
+    return client
+
+
+def denials(local_runtime) -> list[dict]:
+    with urllib.request.urlopen(f"{local_runtime.endpoint}/ferry-api/denials") as reply:
+        return json.loads(reply.read())
+
+
+@pytest.fixture
+def accounts(local_runtime, unique):
+    """The DR account's bucket and role, and the primary account's operator role."""
+    operator_name = f"ferry-operator-{unique}"
+    operator_arn = f"arn:aws:iam::{PRIMARY}:role/{operator_name}"
+    bucket = f"dr-account-{unique}"
+    database = f"sales_{unique}_dr"
+    external_id = f"ferry-{unique}"
+    dr_iam = in_account("iam", DR)
+    in_account("s3", DR).create_bucket(Bucket=bucket)
+
+    def dr_role(name: str, trusted: str) -> str:
+        dr_iam.create_role(
+            RoleName=name,
+            AssumeRolePolicyDocument=json.dumps(
+                {
+                    "Version": "2012-10-17",
+                    "Statement": [trust_statement(PRIMARY, [trusted], external_id)],
+                }
+            ),
+        )
+        dr_iam.put_role_policy(
+            RoleName=name,
+            PolicyName="replica-side",
+            PolicyDocument=json.dumps(
+                {
+                    "Version": "2012-10-17",
+                    "Statement": permission_statements(REGION, DR, [bucket], [database]),
+                }
+            ),
+        )
+        return f"arn:aws:iam::{DR}:role/{name}"
+
+    good = dr_role(f"ferry-dr-{unique}", operator_arn)
+    # Trusts the primary account, but for another role than Ferry's.
+    other = dr_role(f"ferry-dr-other-{unique}", f"arn:aws:iam::{PRIMARY}:role/someone-else")
+    iam = in_account("iam", PRIMARY)
+    iam.create_role(
+        RoleName=operator_name,
+        AssumeRolePolicyDocument=json.dumps(
+            {
+                "Version": "2012-10-17",
+                "Statement": [
+                    {
+                        "Effect": "Allow",
+                        "Principal": {"AWS": f"arn:aws:iam::{PRIMARY}:root"},
+                        "Action": "sts:AssumeRole",
+                    }
+                ],
+            }
+        ),
+    )
+    iam.put_role_policy(
+        RoleName=operator_name,
+        PolicyName="assume-dr",
+        PolicyDocument=json.dumps(
+            {
+                "Version": "2012-10-17",
+                "Statement": [
+                    {"Effect": "Allow", "Action": "sts:AssumeRole", "Resource": [good, other]}
+                ],
+            }
+        ),
+    )
+    credentials = in_account("sts", PRIMARY).assume_role(
+        RoleArn=operator_arn, RoleSessionName="operator"
+    )["Credentials"]
+    return {
+        "bucket": bucket,
+        "database": database,
+        "good": good,
+        "other": other,
+        "external_id": external_id,
+        "operator": operator_arn,
+        "environment": {
+            "AWS_ACCESS_KEY_ID": credentials["AccessKeyId"],
+            "AWS_SECRET_ACCESS_KEY": credentials["SecretAccessKey"],
+            "AWS_SESSION_TOKEN": credentials["SessionToken"],
+        },
+    }
+
+
+def replicate(local_runtime, sample, accounts, write_config, tmp_path, role_arn):
+    document = {
+        "source-catalog": {"name": "onprem", "hive-metastore-uris": local_runtime.source_uri},
+        "replica-catalog": {
+            "name": "dr",
+            "glue": {"region": REGION, "catalog-id": DR},
+            "assume-role": {"role-arn": role_arn, "external-id": accounts["external_id"]},
+        },
+        "table-replications": [
+            {
+                "source-table": {"database-name": sample.database, "table-name": "orders"},
+                "replica-table": {
+                    "database-name": accounts["database"],
+                    "table-location": f"s3://{accounts['bucket']}/orders",
+                },
+            }
+        ],
+    }
+    return subprocess.run(
+        [
+            sys.executable, "-m", "ferry.cli", "replicate", str(write_config(document)),
+            "--home", str(tmp_path / "home"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **accounts["environment"]},
+    )  # fmt: skip
+
+
+def dr_objects(bucket: str) -> dict[str, int]:
+    listed = in_account("s3", DR).list_objects_v2(Bucket=bucket).get("Contents", [])
+    return {item["Key"]: item["Size"] for item in listed}
+
+
+def test_the_replica_lands_in_the_dr_accounts_bucket_and_catalog_through_the_role(
+    local_runtime, sample, accounts, write_config, tmp_path, source_catalog
+):
+    seen = len(denials(local_runtime))
+    result = replicate(local_runtime, sample, accounts, write_config, tmp_path, accounts["good"])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.splitlines()[0].startswith(f"✓ {sample.database}.orders → ")
+
+    # The replica is in the DR account's catalog, pointing at the DR account's bucket...
+    glue = in_account("glue", DR)
+    table = glue.get_table(DatabaseName=accounts["database"], Name="orders")["Table"]
+    location = table["StorageDescriptor"]["Location"]
+    assert location.startswith(f"s3://{accounts['bucket']}/orders/")
+    partitions = glue.get_partitions(DatabaseName=accounts["database"], TableName="orders")
+    assert len(partitions["Partitions"]) == 3
+    # ... with every file of the source, byte for byte in size.
+    source = sample.orders
+    source_sizes = sorted(
+        size
+        for partition in source_catalog.list_partitions(source)
+        for size in _sizes(partition.location)
+    )
+    assert sorted(dr_objects(accounts["bucket"]).values()) == source_sizes
+    # Nothing went to the primary account's catalog, and nothing was refused on the way.
+    primary = in_account("glue", PRIMARY)
+    with pytest.raises(primary.exceptions.EntityNotFoundException):
+        primary.get_database(Name=accounts["database"])
+    assert denials(local_runtime)[seen:] == []
+
+
+def test_a_role_whose_trust_does_not_name_ferrys_role_is_one_line_and_nothing_is_written(
+    local_runtime, sample, accounts, write_config, tmp_path
+):
+    seen = len(denials(local_runtime))
+    result = replicate(local_runtime, sample, accounts, write_config, tmp_path, accounts["other"])
+    assert result.returncode != 0
+    [line] = [line for line in result.stdout.splitlines() if accounts["other"] in line]
+    assert f"Ferry may not assume {accounts['other']}" in line
+    assert "AccessDenied" in line
+    assert result.stderr == ""
+    assert dr_objects(accounts["bucket"]) == {}
+    glue = in_account("glue", DR)
+    with pytest.raises(glue.exceptions.EntityNotFoundException):
+        glue.get_database(Name=accounts["database"])
+    refused = [d for d in denials(local_runtime)[seen:] if d["action"] == "sts:AssumeRole"]
+    assert refused and refused[0]["caller"].startswith(
+        accounts["operator"].replace(":iam::", ":sts::").replace(":role/", ":assumed-role/")
+    )
+
+
+def _sizes(location: str) -> list[int]:
+    from ferry import fs
+
+    return [entry.size for entry in fs.list_files(location)]
