@@ -11,7 +11,8 @@ the SDK's profiles with ``role_arn`` use, fed by ``AssumeRole`` with Ferry's set
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+from datetime import datetime
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 import boto3
@@ -57,13 +58,22 @@ class RoleCredentials(DeferredRefreshableCredentials):
             "access_key": credentials["AccessKeyId"],
             "secret_key": credentials["SecretAccessKey"],
             "token": credentials["SessionToken"],
-            "expiry_time": credentials["Expiration"].isoformat(),
+            "expiry_time": self._expiry(reply).isoformat(),
         }
 
-    @property
-    def lifetime(self) -> timedelta:
-        """How long one set of credentials is asked for."""
-        return self.role.session_duration
+    def _expiry(self, reply: dict[str, Any]) -> datetime:
+        """When the credentials expire, on this process's clock: their lifetime as STS
+        answered it (``Expiration`` less the answer's ``Date``) from now. A host whose clock
+        is off still renews them in time (botocore compares ``Expiration`` with its own)."""
+        expiration = reply["Credentials"]["Expiration"]
+        answered = reply.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get("date")
+        if not answered:
+            return expiration
+        try:
+            lifetime = expiration - parsedate_to_datetime(answered)
+        except (TypeError, ValueError):
+            return expiration
+        return self._time_fetcher() + lifetime
 
 
 class _Given(CredentialProvider):

@@ -15,10 +15,16 @@ import os
 import subprocess
 import sys
 import urllib.request
+from datetime import UTC, datetime, timedelta
 
 import boto3
 import pytest
 
+from ferry import fs
+from ferry.aws import AwsClients
+from ferry.aws_roles import credentials_of
+from ferry.config import AssumeRole, CatalogConfig
+from ferry.config.catalogs import GlueSettings
 from infra.dr_account import permission_statements, trust_statement
 
 pytestmark = pytest.mark.e2e
@@ -215,3 +221,56 @@ def _sizes(location: str) -> list[int]:
     from ferry import fs
 
     return [entry.size for entry in fs.list_files(location)]
+
+
+def test_a_copy_that_outlives_one_sessions_credentials_keeps_working(local_runtime, accounts):
+    """The role's credentials expire mid-copy (a clock the test moves): the next requests,
+    boto3's and pyarrow's, sign with renewed ones, and every object lands."""
+    now = [datetime.now(UTC)]
+    operator = boto3.session.Session(
+        aws_access_key_id=accounts["environment"]["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=accounts["environment"]["AWS_SECRET_ACCESS_KEY"],
+        aws_session_token=accounts["environment"]["AWS_SESSION_TOKEN"],
+        region_name=REGION,
+    )
+    aws = AwsClients(session=operator, clock=lambda: now[0])
+    role = AssumeRole(
+        role_arn=accounts["good"],
+        external_id=accounts["external_id"],
+        session_duration=timedelta(minutes=15),  # STS's shortest
+    )
+    dr = aws.for_side(CatalogConfig(name="dr", glue=GlueSettings(catalog_id=DR), assume_role=role))
+    files = fs.FileSystems(fs.S3Settings(endpoint=local_runtime.endpoint, region=REGION))
+    bucket = accounts["bucket"]
+    files.reach_bucket_with(bucket, dr.session)
+    signed_with: list[str] = []
+    client = files.s3_client(bucket)
+    client.meta.events.register(
+        "before-send.s3",
+        lambda request, **_: signed_with.append(
+            request.headers["Authorization"].decode().split("Credential=")[1].split("/")[0]
+        ),
+    )
+
+    def copy_part(number: int) -> None:
+        files.write_bytes(f"s3://{bucket}/copy/streamed-{number}", b"x" * (1000 + number))
+        client.put_object(Bucket=bucket, Key=f"copy/put-{number}", Body=b"y" * number)
+
+    copy_part(1)
+    streamed_before = files.s3(bucket)
+    credentials = credentials_of(dr.session)
+    first_key = credentials.get_frozen_credentials().access_key
+    now[0] += timedelta(minutes=20)  # the first credentials expired five minutes ago
+    copy_part(2)
+    assert credentials.sessions == 2
+    renewed = credentials.get_frozen_credentials().access_key
+    assert renewed != first_key
+    assert signed_with == [first_key, renewed]
+    assert files.s3(bucket) is not streamed_before  # pyarrow's file system was made again
+    assert dr.client("glue", REGION).get_databases(CatalogId=DR) is not None
+    assert dr_objects(bucket) == {
+        "copy/streamed-1": 1001,
+        "copy/put-1": 1,
+        "copy/streamed-2": 1002,
+        "copy/put-2": 2,
+    }
