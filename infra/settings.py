@@ -27,6 +27,7 @@ from pydantic import (
 
 from ferry import budget, config_text, fs, triggers
 from ferry.config import (
+    AssumeRole,
     ReplicationConfig,
     WholeNumber,
     check_bucket_name,
@@ -199,6 +200,50 @@ KmsKey = Annotated[
 ]
 
 
+class DrAccount(_Model):
+    """The disaster-recovery account (``infra/dr_account.py``): the role Ferry's roles assume
+    there, and the buckets and Glue databases of the replica side it may use."""
+
+    account: str = Field(pattern=_ACCOUNT.pattern)
+    region: str = Field(pattern=_REGION.pattern)
+    role_name: str = Field(pattern=r"^[\w+=,.@-]{1,64}$")
+    buckets: list[str] = Field(min_length=1)
+    glue_databases: list[GlueDatabase] = Field(default_factory=list)
+    #: The KMS keys the DR buckets encrypt with (SSE-KMS), used through S3 only.
+    kms_keys: list[KmsKey] = Field(default_factory=list)
+    #: What the configs' ``assume-role.external-id`` gives; the role's trust asks for it.
+    external_id: str | None = None
+    #: The longest session the role grants (STS: 1 to 12 hours); the configs'
+    #: ``assume-role.session-duration`` must fit in it.
+    max_session_duration: timedelta = timedelta(hours=1)
+
+    @field_validator("buckets")
+    @classmethod
+    def _buckets(cls, buckets: list[str]) -> list[str]:
+        for bucket in buckets:
+            check_bucket_name(bucket)
+        return buckets
+
+    @field_validator("external_id")
+    @classmethod
+    def _external_id(cls, value: str | None) -> str | None:
+        if value is not None:
+            AssumeRole(role_arn=f"arn:aws:iam::{'0' * 12}:role/x", external_id=value)
+        return value
+
+    @field_validator("max_session_duration", mode="before")
+    @classmethod
+    def _session(cls, value: object) -> timedelta:
+        duration = parse_rpo(value)
+        if not timedelta(hours=1) <= duration <= timedelta(hours=12):
+            raise ValueError(f"{value!r}: IAM allows a role's sessions of PT1H to PT12H")
+        return duration
+
+    @property
+    def role_arn(self) -> str:
+        return f"arn:aws:iam::{self.account}:role/{self.role_name}"
+
+
 class Replication(_Model):
     """One replication config this environment runs, and the data it may read."""
 
@@ -238,6 +283,8 @@ class EnvironmentSettings(_Model):
     tables_at_once: WholeNumber = Field(default=4, ge=1, le=40)
     copy_budget: CopyBudget = Field(default_factory=CopyBudget)
     ad_hoc_access: AdHocAccess = Field(default_factory=AdHocAccess)
+    #: The replica side in another account, reached through a role there (its own stack).
+    dr_account: DrAccount | None = None
 
     @field_validator("variables", "secret_variables")
     @classmethod
@@ -298,14 +345,22 @@ class EnvironmentSettings(_Model):
                 else ROOT / replication.config
             )
             config = load_config(path, {**self.secret_variables, **self.config_environment()})
+            # A replica side in the DR account is written by the DR role, in its buckets.
+            in_dr_account = config.replica_catalog.assume_role is not None and self.dr_account
+            allowed_locations = (
+                [f"s3://{bucket}/" for bucket in self.dr_account.buckets]
+                if in_dr_account and self.dr_account
+                else self.write_locations
+            )
+            allowed_key = "dr-account.buckets" if in_dr_account else "write-locations"
             for table in config.table_replications:
                 location = table.replica_table.table_location
                 if location and not any(
-                    _below(location, allowed) for allowed in self.write_locations
+                    _below(location, allowed) for allowed in allowed_locations
                 ):
                     raise SettingsError(
                         f"{self.name}: replica location {location} of {replication.config} is "
-                        f"outside write-locations {self.write_locations}"
+                        f"outside {allowed_key} {allowed_locations}"
                     )
             loaded[replication.config] = config
         return loaded

@@ -1,0 +1,148 @@
+"""The DR account's stack (``infra/dr_account.py``): its role trusts exactly the primary
+environment's Ferry roles (with the external id), may use exactly the DR buckets and Glue
+databases, and the primary roles may assume exactly that role. Read from the synthesized
+templates and evaluated by the IAM policy simulator the local runtime uses."""
+
+from __future__ import annotations
+
+import pytest
+from aws_cdk.assertions import Template
+
+from ferry.local.simulator import Request
+from ferry.local.template import resolved_statically
+from tests.infra.test_first_deploy import of_type, role_of_function, role_policies
+
+pytestmark = pytest.mark.infra
+
+PRIMARY, DR = "222222222222", "333333333333"
+DR_ROLE = f"arn:aws:iam::{DR}:role/ferry-prod-dr"
+BUCKET = "ferry-prod-dr-account-us-west-2"
+
+
+@pytest.fixture(scope="module")
+def dr_stack(app):
+    [stack] = [
+        s for s in app.node.children if getattr(s, "stack_name", "") == "Ferry-prod-dr-account"
+    ]
+    template = Template.from_stack(stack).to_json()
+    return stack, template, resolved_statically(template, stack.stack_name, DR, "us-west-2")
+
+
+@pytest.fixture(scope="module")
+def primary(stacks):
+    stack = stacks["prod"]
+    template = Template.from_stack(stack).to_json()
+    return template, resolved_statically(template, stack.stack_name, PRIMARY, "us-west-2")
+
+
+def assume(simulator, dr_stack, caller_role: str, identity=(), external_id="ferry-prod") -> str:
+    """May a session of ``caller_role`` (primary account) assume the DR role?"""
+    _, template, resolved = dr_stack
+    [role] = of_type(template, "AWS::IAM::Role").values()
+    trust = resolved.value(role["Properties"]["AssumeRolePolicyDocument"])
+    context = {"aws:PrincipalArn": caller_role, "aws:PrincipalAccount": PRIMARY}
+    if external_id:
+        context["sts:ExternalId"] = external_id
+    return simulator.decide(
+        Request(
+            principal=caller_role.replace(":iam::", ":sts::").replace(":role/", ":assumed-role/")
+            + "/session",
+            action="sts:AssumeRole",
+            resource=DR_ROLE,
+            resource_account=DR,
+            identity_policies=tuple(identity),
+            resource_policy=trust,
+            context={"aws:SecureTransport": "true", **context},
+        )
+    ).decision
+
+
+def test_the_dr_stack_is_deployed_in_the_dr_account_with_the_named_role(dr_stack):
+    stack, template, _ = dr_stack
+    assert (stack.account, stack.region) == (DR, "us-west-2")
+    [role] = of_type(template, "AWS::IAM::Role").values()
+    assert role["Properties"]["RoleName"] == "ferry-prod-dr"
+    assert role["Properties"]["MaxSessionDuration"] == 3600
+
+
+def test_only_the_primary_environments_ferry_roles_with_the_external_id_may_assume_it(
+    dr_stack, primary, simulator
+):
+    template, resolved = primary
+    plan = resolved.refs[role_of_function(template, "-plan")]
+    plan_arn = f"arn:aws:iam::{PRIMARY}:role/{plan}"
+    identity = role_policies(template, resolved, role_of_function(template, "-plan"))
+    assert assume(simulator, dr_stack, plan_arn, identity) == "Allowed"
+    # Another role of the primary account, even one allowed sts:AssumeRole on the role.
+    other = f"arn:aws:iam::{PRIMARY}:role/analytics"
+    assert assume(simulator, dr_stack, other, identity) != "Allowed"
+    # Ferry's role without the external id, or with another one.
+    assert assume(simulator, dr_stack, plan_arn, identity, external_id=None) != "Allowed"
+    assert assume(simulator, dr_stack, plan_arn, identity, external_id="guess") != "Allowed"
+    # Another account's role named like Ferry's.
+    stranger = f"arn:aws:iam::444444444444:role/{plan}"
+    assert assume(simulator, dr_stack, stranger, identity) != "Allowed"
+
+
+def test_the_dr_role_may_use_the_dr_bucket_and_glue_databases_and_nothing_else(dr_stack, simulator):
+    _, template, resolved = dr_stack
+    [logical] = of_type(template, "AWS::IAM::Role")
+    policies = tuple(role_policies(template, resolved, logical))
+
+    def decide(action: str, resource: str) -> str:
+        return simulator.decide(
+            Request(
+                principal=f"arn:aws:sts::{DR}:assumed-role/ferry-prod-dr/ferry",
+                action=action,
+                resource=resource,
+                resource_account=DR,
+                identity_policies=policies,
+                context={"aws:SecureTransport": "true"},
+            )
+        ).decision
+
+    glue = f"arn:aws:glue:us-west-2:{DR}"
+    for action, resource in [
+        ("s3:PutObject", f"arn:aws:s3:::{BUCKET}/warehouse/customers_dr/accounts/x/part-0"),
+        ("s3:DeleteObject", f"arn:aws:s3:::{BUCKET}/warehouse/customers_dr/accounts/x/part-0"),
+        ("s3:ListBucket", f"arn:aws:s3:::{BUCKET}"),
+        ("glue:CreateTable", f"{glue}:table/customers_dr/accounts"),
+        ("glue:BatchCreatePartition", f"{glue}:table/customers_dr/accounts"),
+        ("glue:CreateDatabase", f"{glue}:database/customers_dr"),
+    ]:
+        assert decide(action, resource) == "Allowed", (action, resource)
+    for action, resource in [
+        ("s3:PutObject", "arn:aws:s3:::another-bucket/x"),
+        ("glue:CreateTable", f"{glue}:table/finance/ledger"),
+        ("glue:CreateTable", f"arn:aws:glue:us-east-1:{DR}:table/customers_dr/accounts"),
+        ("iam:PassRole", f"arn:aws:iam::{DR}:role/ferry-prod-dr"),
+    ]:
+        assert decide(action, resource) != "Allowed", (action, resource)
+
+
+def test_the_primary_roles_may_assume_exactly_the_configured_role(primary):
+    template, resolved = primary
+
+    def assumable(role_logical: str) -> set[str]:
+        found = set()
+        for document in role_policies(template, resolved, role_logical):
+            for statement in document["Statement"]:
+                actions = statement["Action"]
+                if "sts:AssumeRole" in ([actions] if isinstance(actions, str) else actions):
+                    resources = statement["Resource"]
+                    found |= set([resources] if isinstance(resources, str) else resources)
+        return found
+
+    for function in ("-plan", "-inline-copy", "-s3-copy-batch", "-commit", "-abort"):
+        assert assumable(role_of_function(template, function)) == {DR_ROLE}, function
+    for function in ("-notify-success", "-copy-slot"):
+        assert assumable(role_of_function(template, function)) == set(), function
+    [job_role] = [k for k in of_type(template, "AWS::IAM::Role") if k.startswith("SparkJobRole")]
+    assert assumable(job_role) == {DR_ROLE}
+    # The DR account's catalog is the DR role's to write: no primary role is granted it.
+    for statement in (
+        s
+        for policy in of_type(template, "AWS::IAM::Policy").values()
+        for s in policy["Properties"]["PolicyDocument"]["Statement"]
+    ):
+        assert f":glue:us-west-2:{DR}:" not in str(statement)
