@@ -8,11 +8,17 @@ credentials: the source side, the work location, the state, notifications.
 
 from __future__ import annotations
 
+import json
+from typing import Any
 from urllib.parse import urlparse
 
 from ferry import fs
 from ferry.aws import AwsClients
-from ferry.config import CatalogConfig, ReplicationConfig
+from ferry.config import AssumeRole, CatalogConfig, ReplicationConfig
+
+#: Beside a run's manifest: the buckets reached with a role, and the role, for the Spark job
+#: (which reads the manifest, not the config).
+SIDES_FILE = "sides.json"
 
 
 def buckets_of(config: ReplicationConfig, catalog: CatalogConfig) -> set[str]:
@@ -38,3 +44,34 @@ def reach_sides(config: ReplicationConfig, aws: AwsClients) -> ReplicationConfig
             for bucket in sorted(buckets):
                 fs.reach_bucket_with(bucket, session)
     return config
+
+
+def write_sides(config: ReplicationConfig, manifest_uri: str) -> None:
+    """Write, beside the manifest, which buckets the copy reaches with which role (nothing
+    when no side is in another account)."""
+    sides = {}
+    for catalog in (config.source_catalog, config.replica_catalog):
+        for bucket in sorted(buckets_of(config, catalog)):
+            assert catalog.assume_role is not None
+            sides[bucket] = catalog.assume_role.model_dump(mode="json", by_alias=True)
+    if sides:
+        fs.write_bytes(_sides_uri(manifest_uri), json.dumps(sides, sort_keys=True).encode())
+
+
+def read_sides(manifest_uri: str) -> dict[str, AssumeRole]:
+    """The roles ``write_sides`` wrote beside the manifest, by bucket; none when it wrote none."""
+    uri = _sides_uri(manifest_uri)
+    if not fs.exists(uri):
+        return {}
+    written: dict[str, Any] = json.loads(fs.read_bytes(uri))
+    return {bucket: AssumeRole.model_validate(role) for bucket, role in written.items()}
+
+
+def reach_buckets(roles: dict[str, AssumeRole], aws: AwsClients) -> None:
+    """Reach each bucket with its role's session (the Spark job's driver and workers)."""
+    for bucket, role in sorted(roles.items()):
+        fs.reach_bucket_with(bucket, aws.assuming(role).session)
+
+
+def _sides_uri(manifest_uri: str) -> str:
+    return fs.join(manifest_uri.rsplit("/", 1)[0], SIDES_FILE)

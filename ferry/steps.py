@@ -91,7 +91,7 @@ from ferry.plan import ReplicationPlan, plan_replication
 from ferry.preflight import check_writable
 from ferry.preview import preview_of
 from ferry.runs import CopierKind, PlanDocument, RunLocations, choose_copier, read_plan, write_plan
-from ferry.sides import reach_sides
+from ferry.sides import reach_sides, write_sides
 from ferry.source_versions import recorded_parameters
 
 logger = logging.getLogger(__name__)
@@ -286,6 +286,7 @@ class Steps:
                 self.state, key, replication, event_id, intent, where.root, self.clock()
             )
 
+        write_sides(config, where.manifest)  # the Spark job's roles for other accounts
         read_at = self.clock()  # before the source is read: no later change is claimed
         reusable = {}
         if attempt is not None and self.state is not None:

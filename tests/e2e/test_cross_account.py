@@ -274,3 +274,77 @@ def test_a_copy_that_outlives_one_sessions_credentials_keeps_working(local_runti
         "copy/streamed-2": 1002,
         "copy/put-2": 2,
     }
+
+
+@pytest.fixture
+def reader_role(accounts, unique):
+    """A DR role, trusted like the DR role, that may only read the DR bucket."""
+    name = f"ferry-dr-reader-{unique}"
+    dr_iam = in_account("iam", DR)
+    dr_iam.create_role(
+        RoleName=name,
+        AssumeRolePolicyDocument=json.dumps(
+            {"Version": "2012-10-17", "Statement": [trust_statement(PRIMARY, ["*"])]}
+        ),
+    )
+    bucket = accounts["bucket"]
+    dr_iam.put_role_policy(
+        RoleName=name,
+        PolicyName="read-only",
+        PolicyDocument=json.dumps(
+            {
+                "Version": "2012-10-17",
+                "Statement": [
+                    {
+                        "Effect": "Allow",
+                        "Action": ["s3:GetObject", "s3:ListBucket"],
+                        "Resource": [f"arn:aws:s3:::{bucket}", f"arn:aws:s3:::{bucket}/*"],
+                    }
+                ],
+            }
+        ),
+    )
+    return f"arn:aws:iam::{DR}:role/{name}"
+
+
+def spark_copy(tmp_path, bucket: str, role: AssumeRole, name: str) -> tuple[int, dict]:
+    """The Spark job on a manifest of two local files into the DR bucket, with the role
+    written beside the manifest as Plan writes it; its exit code and report."""
+    from emr_jobs.copy_files import main
+    from ferry.copier import CopyTask, Manifest
+    from ferry.manifest import write_manifest
+    from ferry.sides import SIDES_FILE
+
+    run = tmp_path / name
+    tasks = []
+    for number in (1, 2):
+        source = run / "source" / f"part-{number}"
+        source.parent.mkdir(parents=True, exist_ok=True)
+        source.write_bytes(b"z" * (100 * number))
+        tasks.append(CopyTask(source.as_uri(), f"s3://{bucket}/{name}/part-{number}", 100 * number))
+    manifest = run / "manifest.json"
+    write_manifest(manifest.as_uri(), Manifest(f"event-{name}", tuple(tasks)))
+    (run / SIDES_FILE).write_text(json.dumps({bucket: role.model_dump(mode="json", by_alias=True)}))
+    try:
+        code = main(["--manifest", manifest.as_uri(), "--retries", "1"])
+    except SystemExit as exit_:
+        code = exit_.code
+    return code, json.loads((run / "copy-report.json").read_text())
+
+
+def test_the_spark_copy_writes_the_dr_bucket_with_the_role_written_beside_the_manifest(
+    local_runtime, accounts, reader_role, spark, tmp_path
+):
+    bucket = accounts["bucket"]
+    good = AssumeRole(role_arn=accounts["good"], external_id=accounts["external_id"])
+    code, report = spark_copy(tmp_path, bucket, good, "spark")
+    assert (code, report["failed"]) == (0, [])
+    assert dr_objects(bucket) == {"spark/part-1": 100, "spark/part-2": 200}
+
+    # The same job with a role that may not write: its writes are refused, as the role's.
+    seen = len(denials(local_runtime))
+    code, report = spark_copy(tmp_path, bucket, AssumeRole(role_arn=reader_role), "refused")
+    assert code == 1 and len(report["failed"]) == 2
+    refused = {d["caller"] for d in denials(local_runtime)[seen:] if d["action"] == "s3:PutObject"}
+    assert refused and all(":assumed-role/ferry-dr-reader-" in caller for caller in refused)
+    assert "refused/part-1" not in dr_objects(bucket)
