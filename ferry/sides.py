@@ -73,5 +73,22 @@ def reach_buckets(roles: dict[str, AssumeRole], aws: AwsClients) -> None:
         fs.reach_bucket_with(bucket, aws.assuming(role).session)
 
 
+def side_of_batch(batch: dict[str, Any], manifest_uri: str, aws: AwsClients) -> AwsClients:
+    """The clients an S3 server-side copy of ``batch`` signs with: its target bucket's role
+    when ``write_sides`` named one (S3 copies into the bucket the request goes to, so the
+    role reads the source too: the source bucket's policy must allow it), else ``aws``."""
+    from ferry.manifest import batch_tasks
+
+    roles = read_sides(manifest_uri)
+    if not roles:
+        return aws
+    reach_buckets(roles, aws)
+    for task in batch_tasks(dict(batch))[:1]:
+        role = roles.get(urlparse(task.target).netloc)
+        if role is not None:
+            return aws.assuming(role)
+    return aws
+
+
 def _sides_uri(manifest_uri: str) -> str:
     return fs.join(manifest_uri.rsplit("/", 1)[0], SIDES_FILE)

@@ -91,7 +91,7 @@ from ferry.plan import ReplicationPlan, plan_replication
 from ferry.preflight import check_writable
 from ferry.preview import preview_of
 from ferry.runs import CopierKind, PlanDocument, RunLocations, choose_copier, read_plan, write_plan
-from ferry.sides import reach_sides, write_sides
+from ferry.sides import reach_sides, side_of_batch, write_sides
 from ferry.source_versions import recorded_parameters
 
 logger = logging.getLogger(__name__)
@@ -427,12 +427,14 @@ class Steps:
     ) -> CopyBatchResult:
         """Server-side copy of one batch of the manifest (one item of the S3 copy Map)."""
         payload = CopyBatchInput.model_validate(payload)
+        # A target bucket of another account is written (and the source read) as its role.
+        aws = side_of_batch(payload.batch, payload.manifest_uri, self.aws)
         return copies.copy_batch_server_side(
             payload.batch,
             payload.manifest_uri,
             CopierOptions.model_validate(payload.copier_options),
             resume=bool(payload.attempt),
-            s3_client=lambda region, connections: self.aws.client(
+            s3_client=lambda region, connections: aws.client(
                 "s3", region, connections=connections
             ),
             progress=progress,

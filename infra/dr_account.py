@@ -69,9 +69,25 @@ def permission_statements(
     buckets: list[str],
     glue_databases: list[str],
     kms_keys: list[str] = (),  # type: ignore[assignment]
+    read_locations: list[str] = (),  # type: ignore[assignment]
 ) -> list[dict[str, Any]]:
-    """What the DR role may do: the named buckets and Glue databases, nothing else."""
+    """What the DR role may do: the named buckets and Glue databases, and read the source
+    locations (``s3://bucket/prefix/``) an S3 → S3 copy reads as the role (their buckets'
+    policies must allow it too: another account's); nothing else."""
     statements: list[dict[str, Any]] = []
+    if read_locations:
+        statements.append(
+            {
+                "Effect": "Allow",
+                "Action": list(S3_READ),
+                "Resource": sorted(
+                    {
+                        "arn:aws:s3:::" + location.removeprefix("s3://").rstrip("/") + "/*"
+                        for location in read_locations
+                    }
+                ),
+            }
+        )
     if buckets:
         statements.append(
             {
@@ -133,8 +149,18 @@ class DrAccountStack(cdk.Stack):
             max_session_duration=cdk.Duration.seconds(int(dr.max_session_duration.total_seconds())),
             description=f"Ferry {settings.name}: the replica side in this account",
         )
+        # An S3 → S3 copy into a DR bucket reads its source as the role: the read locations
+        # of the configs whose replica side is reached through a role.
+        read_locations = sorted(
+            {
+                location
+                for replication in settings.replications
+                if settings.configs[replication.config].replica_catalog.assume_role is not None
+                for location in replication.read_locations
+            }
+        )
         statements = permission_statements(
-            dr.region, dr.account, dr.buckets, dr.glue_databases, dr.kms_keys
+            dr.region, dr.account, dr.buckets, dr.glue_databases, dr.kms_keys, read_locations
         )
         policy = iam.Policy(
             self,

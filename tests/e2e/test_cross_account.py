@@ -348,3 +348,85 @@ def test_the_spark_copy_writes_the_dr_bucket_with_the_role_written_beside_the_ma
     refused = {d["caller"] for d in denials(local_runtime)[seen:] if d["action"] == "s3:PutObject"}
     assert refused and all(":assumed-role/ferry-dr-reader-" in caller for caller in refused)
     assert "refused/part-1" not in dr_objects(bucket)
+
+
+def test_an_s3_copy_into_the_dr_bucket_reads_the_source_as_the_role_its_policy_allows(
+    local_runtime, accounts, tmp_path, unique
+):
+    """S3 copies into the bucket the request goes to: the DR role writes, and reads the
+    primary account's source, which only that bucket's policy can allow (cross-account)."""
+    from ferry.copier import CopyTask, Manifest
+    from ferry.errors import CopyError
+    from ferry.manifest import read_batches, write_manifest
+    from ferry.payloads import CopyBatchInput
+    from ferry.sides import SIDES_FILE
+    from ferry.steps import Steps
+
+    source_bucket = f"primary-{unique}"
+    primary_s3 = in_account("s3", PRIMARY)
+    primary_s3.create_bucket(Bucket=source_bucket)
+    primary_s3.put_object(Bucket=source_bucket, Key="sales/part-0", Body=b"s" * 300)
+    manifest = tmp_path / "run" / "manifest.json"
+    manifest.parent.mkdir()
+    target = f"s3://{accounts['bucket']}/server-side/part-0"
+    write_manifest(
+        manifest.as_uri(),
+        Manifest("event-s3", (CopyTask(f"s3://{source_bucket}/sales/part-0", target, 300),)),
+    )
+    role = AssumeRole(role_arn=accounts["good"], external_id=accounts["external_id"])
+    (manifest.parent / SIDES_FILE).write_text(
+        json.dumps({accounts["bucket"]: role.model_dump(mode="json", by_alias=True)})
+    )
+    operator = boto3.session.Session(
+        aws_access_key_id=accounts["environment"]["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=accounts["environment"]["AWS_SECRET_ACCESS_KEY"],
+        aws_session_token=accounts["environment"]["AWS_SESSION_TOKEN"],
+        region_name=REGION,
+    )
+    steps = Steps(fs.local_uri(tmp_path / "work"), AwsClients(session=operator))
+    payload = CopyBatchInput(
+        event_id="event-s3",
+        manifest_uri=manifest.as_uri(),
+        batch=read_batches(manifest.as_uri())[0],
+    )
+
+    # The role may read the source (its identity policy, as the DR stack grants the read
+    # locations); across accounts, the source bucket's policy must allow it too.
+    in_account("iam", DR).put_role_policy(
+        RoleName=accounts["good"].rsplit("/", 1)[1],
+        PolicyName="read-sources",
+        PolicyDocument=json.dumps(
+            {
+                "Version": "2012-10-17",
+                "Statement": permission_statements(
+                    REGION, DR, [], [], read_locations=[f"s3://{source_bucket}/sales/"]
+                ),
+            }
+        ),
+    )
+    seen = len(denials(local_runtime))
+    with pytest.raises(CopyError, match="cannot read source file .*: 403"):
+        steps.copy_batch(payload)  # the source bucket's policy does not name the DR role
+    refused = [d for d in denials(local_runtime)[seen:] if d["action"] == "s3:GetObject"]
+    assert refused and ":assumed-role/ferry-dr-" in refused[0]["caller"]
+    assert "server-side/part-0" not in dr_objects(accounts["bucket"])
+
+    primary_s3.put_bucket_policy(
+        Bucket=source_bucket,
+        Policy=json.dumps(
+            {
+                "Version": "2012-10-17",
+                "Statement": [
+                    {
+                        "Effect": "Allow",
+                        "Principal": {"AWS": accounts["good"]},
+                        "Action": "s3:GetObject",
+                        "Resource": f"arn:aws:s3:::{source_bucket}/sales/*",
+                    }
+                ],
+            }
+        ),
+    )
+    result = steps.copy_batch(payload)
+    assert (result.files, result.bytes) == (1, 300)
+    assert dr_objects(accounts["bucket"])["server-side/part-0"] == 300

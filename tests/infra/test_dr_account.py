@@ -109,10 +109,14 @@ def test_the_dr_role_may_use_the_dr_bucket_and_glue_databases_and_nothing_else(d
         ("glue:CreateTable", f"{glue}:table/customers_dr/accounts"),
         ("glue:BatchCreatePartition", f"{glue}:table/customers_dr/accounts"),
         ("glue:CreateDatabase", f"{glue}:database/customers_dr"),
+        # An S3 → S3 copy reads the config's source as the role.
+        ("s3:GetObject", "arn:aws:s3:::ferry-prod-onprem-warehouse/customers.db/accounts/x"),
     ]:
         assert decide(action, resource) == "Allowed", (action, resource)
     for action, resource in [
         ("s3:PutObject", "arn:aws:s3:::another-bucket/x"),
+        ("s3:PutObject", "arn:aws:s3:::ferry-prod-onprem-warehouse/customers.db/accounts/x"),
+        ("s3:GetObject", "arn:aws:s3:::ferry-prod-onprem-warehouse/sales.db/orders/x"),
         ("glue:CreateTable", f"{glue}:table/finance/ledger"),
         ("glue:CreateTable", f"arn:aws:glue:us-east-1:{DR}:table/customers_dr/accounts"),
         ("iam:PassRole", f"arn:aws:iam::{DR}:role/ferry-prod-dr"),
