@@ -15,7 +15,7 @@ from __future__ import annotations
 import platform
 import threading
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import boto3
 import botocore
@@ -26,9 +26,6 @@ from botocore.config import Config
 from ferry import __version__
 from ferry.clock import Clock, utc_now
 from ferry.s3 import MiB
-
-if TYPE_CHECKING:
-    from ferry.config import AssumeRole, CatalogConfig
 
 #: Connections a client keeps open at least (botocore's own default is 10).
 MIN_POOL_CONNECTIONS = 10
@@ -168,20 +165,25 @@ class AwsClients:
         self._roles: dict[Any, AwsClients] = {}
         self._lock = threading.Lock()
 
-    def assuming(self, role: AssumeRole) -> AwsClients:
-        """The clients of ``role``'s account: one session per role (and external id, and
-        duration), whose credentials STS renews before they expire (``ferry.aws_roles``)."""
-        from ferry.aws_roles import role_session
+    def assuming(self, role: Any) -> AwsClients:
+        """The clients of ``role``'s account (a ``ferry.config.AssumeRole``): one session per
+        role (and external id, and duration), signed with the role's credentials, which STS
+        renews before they expire (``ferry.aws_roles``)."""
+        from ferry.aws_roles import role_credentials
 
         with self._lock:
             if role not in self._roles:
                 sts = self.client("sts", self.region)
-                session = role_session(self._session, sts, role, self._clock)
+                session = new_session(
+                    credential_resolver=role_credentials(role, sts, self._clock),
+                    region_name=self._session.region_name,
+                )
                 self._roles[role] = AwsClients(self._endpoint, session, self._clock)
             return self._roles[role]
 
-    def for_side(self, catalog: CatalogConfig) -> AwsClients:
-        """The clients that reach ``catalog``'s side: the role's when it names one, else these."""
+    def for_side(self, catalog: Any) -> AwsClients:
+        """The clients that reach ``catalog``'s side (a ``ferry.config.CatalogConfig``): the
+        role's when it names one, else these."""
         return self if catalog.assume_role is None else self.assuming(catalog.assume_role)
 
     @property

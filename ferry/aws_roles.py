@@ -15,7 +15,6 @@ from datetime import datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-import boto3
 from botocore.credentials import (
     CredentialProvider,
     CredentialResolver,
@@ -23,8 +22,11 @@ from botocore.credentials import (
 )
 
 from ferry.clock import Clock, utc_now
-from ferry.config.assume_role import AssumeRole
 from ferry.errors import AssumeRoleError
+
+#: ``ferry.config.AssumeRole`` (not imported: the clients' layer reads no config; it takes
+#: the role's ``role_arn``, ``session_duration`` and STS ``parameters()``).
+AssumeRole = Any
 
 
 class RoleCredentials(DeferredRefreshableCredentials):
@@ -101,24 +103,18 @@ class _RaisedAnyway(logging.Filter):
 _FILTER = _RaisedAnyway()
 
 
-def role_session(
-    source: boto3.session.Session, sts: Any, role: AssumeRole, clock: Clock = utc_now
-) -> boto3.session.Session:
-    """A session whose clients sign as ``role``, assumed through ``sts`` (a client of the
-    ``source`` session: Ferry's own credentials) and renewed before each set expires."""
-    from ferry.aws import new_session
-
+def role_credentials(role: AssumeRole, sts: Any, clock: Clock = utc_now) -> CredentialResolver:
+    """A credential chain of ``role``'s credentials, assumed through ``sts`` (a client of
+    Ferry's own session) and renewed before each set expires: for ``ferry.aws.new_session``."""
     botocore_log = logging.getLogger("botocore.credentials")
     if _FILTER not in botocore_log.filters:
         botocore_log.addFilter(_FILTER)
-    return new_session(
-        credential_resolver=CredentialResolver([_Given(RoleCredentials(role, sts, clock))]),
-        region_name=source.region_name,
-    )
+    return CredentialResolver([_Given(RoleCredentials(role, sts, clock))])
 
 
-def credentials_of(session: boto3.session.Session) -> RoleCredentials | None:
-    """The role's credentials of a ``role_session``; None for any other session."""
+def credentials_of(session: Any) -> RoleCredentials | None:
+    """The role's credentials of a session made with ``role_credentials``; None for any
+    other session."""
     found = session.get_credentials()
     return found if isinstance(found, RoleCredentials) else None
 
