@@ -1,9 +1,10 @@
 """The replica side in another AWS account, reached through a role Ferry assumes there.
 
 Two accounts of the emulator: the primary (``123456789012``), where Ferry runs as a role
-of its own (``ferry-operator``), and the DR account (``210987654321``), with the DR role of
-``infra/dr_account.py`` (its trust and its permissions) and the replica's bucket and Glue
-catalog. Every request of either role is authorized by the emulator under that account's
+of its environment (``Ferry-<env>-Operator``), and the DR account (``210987654321``), with
+the DR stack of ``infra/dr_account.py`` synthesized and deployed there
+(``ferry.local.accounts``: its role, trust and permissions) and the replica's bucket and
+Glue catalog. Every request of either role is authorized by the emulator under that account's
 policies (``ferry.local.authorization``): the operator's identity policy and the DR role's
 trust for ``sts:AssumeRole``, then the DR role's own policies for Glue and S3.
 """
@@ -19,13 +20,17 @@ from datetime import UTC, datetime, timedelta
 
 import boto3
 import pytest
+import yaml
 
 from ferry import fs
 from ferry.aws import AwsClients
 from ferry.aws_roles import credentials_of
 from ferry.config import AssumeRole, CatalogConfig
 from ferry.config.catalogs import GlueSettings
-from infra.dr_account import permission_statements, trust_statement
+from ferry.local import accounts as accounts_of_emulator
+from ferry.local.accounts import deploy_dr_account
+from infra.dr_account import trust_statement
+from infra.settings import load_settings
 
 pytestmark = pytest.mark.e2e
 
@@ -35,14 +40,9 @@ REGION = "us-east-1"
 
 
 def in_account(service: str, account: str):
-    """A client of the test (not a role: the emulator serves it as moto does) in ``account``."""
-    client = boto3.client(service, region_name=REGION)
-
-    def header(request, **_):
-        request.headers["x-moto-account-id"] = account
-
-    client.meta.events.register("before-sign", header)
-    return client
+    """A client of the emulator's administrator of ``account`` (not a role: served as moto
+    serves it)."""
+    return accounts_of_emulator.in_account(boto3.client(service, region_name=REGION), account)
 
 
 def denials(local_runtime) -> list[dict]:
@@ -50,42 +50,77 @@ def denials(local_runtime) -> list[dict]:
         return json.loads(reply.read())
 
 
+def deploy_dr_stack(local_runtime, tmp_path, environment: str, role_name: str, names) -> str:
+    """The DR stack of an environment named ``environment`` (``infra/dr_account.py``),
+    synthesized and deployed into the DR account of the emulator; its role's ARN."""
+    config = tmp_path / f"{environment}.yml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "source-catalog": {"name": "onprem", "hive-metastore-uris": "thrift://h:9083"},
+                "replica-catalog": {
+                    "name": "dr",
+                    "glue": {"region": REGION, "catalog-id": DR},
+                    "assume-role": {"role-arn": f"arn:aws:iam::{DR}:role/{role_name}"},
+                },
+                "table-replications": [
+                    {
+                        "source-table": {"database-name": "sales", "table-name": "orders"},
+                        "replica-table": {
+                            "database-name": names["database"],
+                            "table-location": f"s3://{names['bucket']}/orders",
+                        },
+                    }
+                ],
+            }
+        )
+    )
+    settings_file = tmp_path / f"{environment}-settings.yml"
+    settings_file.write_text(
+        yaml.safe_dump(
+            {
+                "account": PRIMARY,
+                "region": REGION,
+                "replications": [
+                    {"config": str(config), "read-locations": [names["read_location"]]}
+                ],
+                "write-locations": [f"s3://unused-{names['bucket']}/warehouse/"],
+                "dr-account": {
+                    "account": DR,
+                    "region": REGION,
+                    "role-name": role_name,
+                    "buckets": [names["bucket"]],
+                    "glue-databases": [names["database"]],
+                    "external-id": names["external_id"],
+                },
+            }
+        )
+    )
+    settings = load_settings(settings_file, environment)
+    outputs = deploy_dr_account(settings, tmp_path / f"{environment}.out", local_runtime.endpoint)
+    return outputs["RoleArn"]
+
+
 @pytest.fixture
-def accounts(local_runtime, unique):
-    """The DR account's bucket and role, and the primary account's operator role."""
-    operator_name = f"ferry-operator-{unique}"
+def accounts(local_runtime, unique, tmp_path):
+    """The DR account's bucket, and its role as the DR stack of environment ``t<unique>``
+    deploys it; the primary account's operator role, one of that environment's roles
+    (``Ferry-t<unique>-…``); and a DR role of another environment's stack, which trusts
+    only that environment's roles."""
+    environment = f"t{unique}"
+    operator_name = f"Ferry-{environment}-Operator"
     operator_arn = f"arn:aws:iam::{PRIMARY}:role/{operator_name}"
-    bucket = f"dr-account-{unique}"
-    database = f"sales_{unique}_dr"
-    external_id = f"ferry-{unique}"
-    dr_iam = in_account("iam", DR)
-    in_account("s3", DR).create_bucket(Bucket=bucket)
-
-    def dr_role(name: str, trusted: str) -> str:
-        dr_iam.create_role(
-            RoleName=name,
-            AssumeRolePolicyDocument=json.dumps(
-                {
-                    "Version": "2012-10-17",
-                    "Statement": [trust_statement(PRIMARY, [trusted], external_id)],
-                }
-            ),
-        )
-        dr_iam.put_role_policy(
-            RoleName=name,
-            PolicyName="replica-side",
-            PolicyDocument=json.dumps(
-                {
-                    "Version": "2012-10-17",
-                    "Statement": permission_statements(REGION, DR, [bucket], [database]),
-                }
-            ),
-        )
-        return f"arn:aws:iam::{DR}:role/{name}"
-
-    good = dr_role(f"ferry-dr-{unique}", operator_arn)
-    # Trusts the primary account, but for another role than Ferry's.
-    other = dr_role(f"ferry-dr-other-{unique}", f"arn:aws:iam::{PRIMARY}:role/someone-else")
+    names = {
+        "bucket": f"dr-account-{unique}",
+        "database": f"sales_{unique}_dr",
+        "external_id": f"ferry-{unique}",
+        "read_location": f"s3://primary-{unique}/sales/",
+    }
+    in_account("s3", DR).create_bucket(Bucket=names["bucket"])
+    good = deploy_dr_stack(local_runtime, tmp_path, environment, f"ferry-dr-{unique}", names)
+    other = deploy_dr_stack(
+        local_runtime, tmp_path, f"o{unique}", f"ferry-dr-other-{unique}", names
+    )
     iam = in_account("iam", PRIMARY)
     iam.create_role(
         RoleName=operator_name,
@@ -102,6 +137,7 @@ def accounts(local_runtime, unique):
             }
         ),
     )
+    # What the primary stack grants its roles (infra/access.py): exactly the configured roles.
     iam.put_role_policy(
         RoleName=operator_name,
         PolicyName="assume-dr",
@@ -118,11 +154,9 @@ def accounts(local_runtime, unique):
         RoleArn=operator_arn, RoleSessionName="operator"
     )["Credentials"]
     return {
-        "bucket": bucket,
-        "database": database,
+        **names,
         "good": good,
         "other": other,
-        "external_id": external_id,
         "operator": operator_arn,
         "environment": {
             "AWS_ACCESS_KEY_ID": credentials["AccessKeyId"],
@@ -362,7 +396,7 @@ def test_an_s3_copy_into_the_dr_bucket_reads_the_source_as_the_role_its_policy_a
     from ferry.sides import SIDES_FILE
     from ferry.steps import Steps
 
-    source_bucket = f"primary-{unique}"
+    source_bucket = f"primary-{unique}"  # the environment's read location
     primary_s3 = in_account("s3", PRIMARY)
     primary_s3.create_bucket(Bucket=source_bucket)
     primary_s3.put_object(Bucket=source_bucket, Key="sales/part-0", Body=b"s" * 300)
@@ -390,20 +424,8 @@ def test_an_s3_copy_into_the_dr_bucket_reads_the_source_as_the_role_its_policy_a
         batch=read_batches(manifest.as_uri())[0],
     )
 
-    # The role may read the source (its identity policy, as the DR stack grants the read
-    # locations); across accounts, the source bucket's policy must allow it too.
-    in_account("iam", DR).put_role_policy(
-        RoleName=accounts["good"].rsplit("/", 1)[1],
-        PolicyName="read-sources",
-        PolicyDocument=json.dumps(
-            {
-                "Version": "2012-10-17",
-                "Statement": permission_statements(
-                    REGION, DR, [], [], read_locations=[f"s3://{source_bucket}/sales/"]
-                ),
-            }
-        ),
-    )
+    # The DR stack lets the role read the source (the replication's read-locations);
+    # across accounts, the source bucket's policy must allow it too.
     seen = len(denials(local_runtime))
     with pytest.raises(CopyError, match="cannot read source file .*: 403"):
         steps.copy_batch(payload)  # the source bucket's policy does not name the DR role
