@@ -330,6 +330,27 @@ class EnvironmentSettings(_Model):
         """Known before deployment: configs name it as ``${FERRY_EVENTS_TOPIC_ARN}``."""
         return f"arn:aws:sns:{self.region}:{self.account}:{self.events_topic_name}"
 
+    def _check_dr_role(self, config: ReplicationConfig, path: Path) -> None:
+        """A config that assumes the DR stack's role asks what the role allows: the external
+        id its trust requires, a session no longer than its maximum (STS refuses either at
+        the first run; the synth says it first)."""
+        role = config.replica_catalog.assume_role
+        dr = self.dr_account
+        if role is None or dr is None or role.role_arn != dr.role_arn:
+            return
+        where = f"{self.name}: {path}: replica-catalog.assume-role"
+        if dr.external_id and role.external_id != dr.external_id:
+            raise SettingsError(
+                f"{where}.external-id: {role.external_id!r} is not dr-account.external-id "
+                f"{dr.external_id!r}, which the role's trust requires"
+            )
+        if role.session_duration > dr.max_session_duration:
+            raise SettingsError(
+                f"{where}.session-duration: {format_duration(role.session_duration)} is longer "
+                f"than the role's dr-account.max-session-duration "
+                f"{format_duration(dr.max_session_duration)}"
+            )
+
     def config_environment(self) -> dict[str, str]:
         """The functions' environment for the configs' placeholders (secrets aside)."""
         return {**self.variables, "FERRY_EVENTS_TOPIC_ARN": self.events_topic_arn}
@@ -346,6 +367,7 @@ class EnvironmentSettings(_Model):
             )
             config = load_config(path, {**self.secret_variables, **self.config_environment()})
             # A replica side in the DR account is written by the DR role, in its buckets.
+            self._check_dr_role(config, replication.config)
             in_dr_account = config.replica_catalog.assume_role is not None and self.dr_account
             allowed_locations = (
                 [f"s3://{bucket}/" for bucket in self.dr_account.buckets]

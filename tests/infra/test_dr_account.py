@@ -6,10 +6,12 @@ templates and evaluated by the IAM policy simulator the local runtime uses."""
 from __future__ import annotations
 
 import pytest
+import yaml
 from aws_cdk.assertions import Template
 
 from ferry.local.simulator import Request
 from ferry.local.template import resolved_statically
+from infra.settings import SettingsError
 from tests.infra.test_first_deploy import of_type, role_of_function, role_policies
 
 pytestmark = pytest.mark.infra
@@ -150,3 +152,90 @@ def test_the_primary_roles_may_assume_exactly_the_configured_role(primary):
         for s in policy["Properties"]["PolicyDocument"]["Statement"]
     ):
         assert f":glue:us-west-2:{DR}:" not in str(statement)
+
+
+DR_CONFIG = """
+source-catalog: {{name: onprem, glue: {{region: eu-west-1}}}}
+replica-catalog:
+  name: dr
+  glue: {{region: eu-west-1, catalog-id: "{dr}"}}
+  assume-role: {{role-arn: "arn:aws:iam::{dr}:role/ferry-qa-dr", {role}}}
+table-replications:
+  - source-table: {{database-name: sales, table-name: orders}}
+    replica-table: {{table-location: "s3://{bucket}/warehouse/orders"}}
+"""
+
+
+@pytest.fixture
+def dr_environment(tmp_path):
+    """Settings with a DR account, and one config whose replica side assumes its role."""
+    from infra.settings import load_settings
+
+    def load(role: str = "external-id: ferry-qa", bucket: str = "qa-dr-account", **dr):
+        config = tmp_path / "sales-dr-account.yml"
+        config.write_text(DR_CONFIG.format(dr=DR, role=role, bucket=bucket))
+        settings = tmp_path / "qa.yml"
+        settings.write_text(
+            yaml.safe_dump(
+                {
+                    "account": PRIMARY,
+                    "region": "eu-west-1",
+                    "replications": [
+                        {"config": str(config), "read-locations": ["s3://src-bucket/sales/"]}
+                    ],
+                    "write-locations": ["s3://primary-dr/warehouse/"],
+                    "dr-account": {
+                        "account": DR,
+                        "region": "eu-west-1",
+                        "role-name": "ferry-qa-dr",
+                        "buckets": ["qa-dr-account"],
+                        "glue-databases": ["sales"],
+                        "external-id": "ferry-qa",
+                        **dr,
+                    },
+                }
+            )
+        )
+        return load_settings(settings, "qa").configs
+
+    return load
+
+
+def test_a_config_in_the_dr_account_writes_its_buckets_not_the_write_locations(dr_environment):
+    assert len(dr_environment()) == 1
+    with pytest.raises(
+        SettingsError,
+        match=r"replica location s3://primary-dr/warehouse/orders of .* is outside "
+        r"dr-account.buckets \['s3://qa-dr-account/'\]",
+    ):
+        dr_environment(bucket="primary-dr")
+
+
+@pytest.mark.parametrize(
+    ("role", "dr", "message"),
+    [
+        (
+            "external-id: guess",
+            {},
+            r"qa: .*sales-dr-account.yml: replica-catalog.assume-role.external-id: 'guess' is "
+            r"not dr-account.external-id 'ferry-qa', which the role's trust requires",
+        ),
+        (
+            "external-id: ferry-qa, session-duration: PT2H",
+            {},
+            r"replica-catalog.assume-role.session-duration: PT2H is longer than the role's "
+            r"dr-account.max-session-duration PT1H",
+        ),
+        (
+            "external-id: ferry-qa",
+            {"max-session-duration": "PT13H"},
+            r"dr-account.max-session-duration: .*PT1H to PT12H",
+        ),
+    ],
+)
+def test_a_config_that_asks_the_dr_role_what_it_refuses_stops_the_synth_in_one_line(
+    dr_environment, role, dr, message
+):
+    with pytest.raises(SettingsError, match=message) as raised:
+        dr_environment(role, **dr)
+    assert "\n" not in str(raised.value)
