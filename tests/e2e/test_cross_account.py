@@ -61,7 +61,10 @@ def deploy_dr_stack(local_runtime, tmp_path, environment: str, role_name: str, n
                 "replica-catalog": {
                     "name": "dr",
                     "glue": {"region": REGION, "catalog-id": DR},
-                    "assume-role": {"role-arn": f"arn:aws:iam::{DR}:role/{role_name}"},
+                    "assume-role": {
+                        "role-arn": f"arn:aws:iam::{DR}:role/{role_name}",
+                        "external-id": names["external_id"],
+                    },
                 },
                 "table-replications": [
                     {
