@@ -47,6 +47,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 APP_NAME = "ferry-copy-files"
+#: Beside the manifest when a side is in another account (``ferry.sides.SIDES_FILE``).
+SIDES_FILE = "sides.json"
 REPORT_NAME = "copy-report.json"
 DEFAULT_ATTEMPTS = 3
 DEFAULT_CHUNK_SIZE_MIB = 8
@@ -145,22 +147,25 @@ def reach_with_roles(settings: fs.S3Settings, roles: tuple[tuple[str, str], ...]
     if not roles or all(role in _REACHED for role in roles):
         return
     from ferry.aws import AwsClients
-    from ferry.config import AssumeRole
-    from ferry.sides import reach_buckets
+    from ferry.aws_roles import RoleSession
 
     aws = _ROLE_CLIENTS.setdefault(settings, AwsClients(settings.endpoint))
-    reach_buckets({bucket: AssumeRole.model_validate_json(role) for bucket, role in roles}, aws)
+    for bucket, role in roles:
+        session = aws.assuming(RoleSession.from_json(json.loads(role))).session
+        fs.reach_bucket_with(bucket, session)
     _REACHED.update(roles)
 
 
 def roles_of(manifest_uri: str) -> tuple[tuple[str, str], ...]:
-    """The roles written beside the manifest (``ferry.sides.write_sides``), as JSON by bucket:
-    what the copy function carries to the workers."""
-    from ferry.sides import read_sides
-
+    """The roles Plan wrote beside the manifest (``ferry.sides.write_sides``: the job reads
+    no config, its environment has no YAML), as JSON by bucket: what the copy function
+    carries to the workers."""
+    try:
+        written = json.loads(fs.read_bytes(fs.join(manifest_uri.rsplit("/", 1)[0], SIDES_FILE)))
+    except FileNotFoundError:
+        return ()
     return tuple(
-        (bucket, role.model_dump_json(by_alias=True))
-        for bucket, role in sorted(read_sides(manifest_uri).items())
+        (bucket, json.dumps(role, sort_keys=True)) for bucket, role in sorted(written.items())
     )
 
 

@@ -11,7 +11,8 @@ the SDK's profiles with ``role_arn`` use, fed by ``AssumeRole`` with Ferry's set
 from __future__ import annotations
 
 import logging
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from email.utils import parsedate_to_datetime
 from typing import Any
 
@@ -22,11 +23,45 @@ from botocore.credentials import (
 )
 
 from ferry.clock import Clock, utc_now
+from ferry.duration import parse_duration
 from ferry.errors import AssumeRoleError
 
-#: ``ferry.config.AssumeRole`` (not imported: the clients' layer reads no config; it takes
-#: the role's ``role_arn``, ``session_duration`` and STS ``parameters()``).
+#: ``ferry.config.AssumeRole`` or ``RoleSession`` (the clients' layer reads no config: it
+#: takes the role's ``role_arn``, ``session_duration`` and STS ``parameters()``).
 AssumeRole = Any
+
+
+@dataclass(frozen=True)
+class RoleSession:
+    """A role as ``ferry.config.AssumeRole`` writes it to JSON (``model_dump(by_alias=True,
+    mode="json")``), read where the config's models are not (the Spark job's environment
+    has no YAML): the same ``role_arn``, ``session_duration`` and ``parameters()``."""
+
+    role_arn: str
+    external_id: str | None = None
+    session_duration: timedelta = timedelta(hours=1)
+    session_name: str = "ferry"
+
+    @classmethod
+    def from_json(cls, written: dict[str, Any]) -> RoleSession:
+        duration = written.get("session-duration")
+        return cls(
+            role_arn=written["role-arn"],
+            external_id=written.get("external-id"),
+            session_duration=parse_duration(duration) if duration else timedelta(hours=1),
+            session_name=written.get("session-name") or "ferry",
+        )
+
+    def parameters(self) -> dict[str, Any]:
+        """STS ``AssumeRole``'s parameters, as ``AssumeRole.parameters`` gives them."""
+        parameters: dict[str, Any] = {
+            "RoleArn": self.role_arn,
+            "RoleSessionName": self.session_name,
+            "DurationSeconds": int(self.session_duration.total_seconds()),
+        }
+        if self.external_id:
+            parameters["ExternalId"] = self.external_id
+        return parameters
 
 
 class RoleCredentials(DeferredRefreshableCredentials):
