@@ -130,3 +130,38 @@ def test_put_metric_data_is_authorized_on_every_resource_with_its_namespace():
 
     assert (check.action, check.resource) == ("cloudwatch:PutMetricData", "*")
     assert check.context == {"cloudwatch:namespace": "Ferry"}
+
+
+@pytest.mark.parametrize("external_id", ["ferry-prod", None])
+def test_assume_role_names_the_role_its_account_and_the_external_id_given(external_id):
+    """What botocore sends to STS for another account's role (``assume-role``), read as AWS
+    authorizes it: the role's trust policy may ask for ``sts:ExternalId``."""
+    client = boto3.client(
+        "sts", region_name="eu-west-1", endpoint_url="http://127.0.0.1:9",
+        aws_access_key_id="AKIDEXAMPLE", aws_secret_access_key="secret",
+    )  # fmt: skip
+    sent = []
+
+    def capture(request, **_):
+        sent.append(request)
+        raise _Sent
+
+    client.meta.events.register("before-send.sts.AssumeRole", capture)
+    role = "arn:aws:iam::333333333333:role/ferry-prod-dr"
+    extra = {"ExternalId": external_id} if external_id else {}
+    with pytest.raises(_Sent):
+        client.assume_role(RoleArn=role, RoleSessionName="ferry", **extra)
+    request = HttpRequest(
+        method="POST", path="/", query={},
+        headers={k.lower(): v.decode() if isinstance(v, bytes) else v
+                 for k, v in sent[0].headers.items()},
+        body=body.encode() if isinstance(body := sent[0].body, str) else body,
+        signed=Signed("AKIDEXAMPLE", "eu-west-1", "sts"),
+        account="123456789012",
+    )  # fmt: skip
+
+    [check] = checks_of(request)
+    assert (check.action, check.resource, check.account) == (
+        "sts:AssumeRole", role, "333333333333"
+    )
+    assert check.context == ({"sts:ExternalId": external_id} if external_id else {})
