@@ -88,6 +88,7 @@ class DataAccess:
                 for catalog in (config.source_catalog, config.replica_catalog)
                 if catalog.assume_role is not None
             }
+            | set(ad_hoc.assume_roles)
         )
         self.topics = sorted(
             {

@@ -180,6 +180,17 @@ class AdHocAccess(_Model):
     glue: list[GlueAccess] = Field(default_factory=list)
     #: SNS topics (ARNs, IAM wildcards allowed) such configs publish to.
     topics: list[str] = Field(default_factory=list)
+    #: Roles of other accounts (ARNs, IAM wildcards allowed) such configs assume
+    #: (``assume-role``): the DR roles of ``infra/dr_account.py``.
+    assume_roles: list[str] = Field(default_factory=list)
+
+    @field_validator("assume_roles")
+    @classmethod
+    def _role_arns(cls, roles: list[str]) -> list[str]:
+        for role in roles:
+            if not re.fullmatch(r"arn:aws[\w-]*:iam::\d{12}:role/[\w+=,.@/*?-]+", role):
+                raise ValueError(f"{role!r} is not an IAM role ARN")
+        return roles
 
     @field_validator("topics")
     @classmethod

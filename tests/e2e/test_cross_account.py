@@ -455,3 +455,50 @@ def test_an_s3_copy_into_the_dr_bucket_reads_the_source_as_the_role_its_policy_a
     result = steps.copy_batch(payload)
     assert (result.files, result.bytes) == (1, 300)
     assert dr_objects(accounts["bucket"])["server-side/part-0"] == 300
+
+
+def test_the_deployed_pipeline_replicates_into_the_dr_account_through_the_role(
+    run, local_runtime, sample, unique, tmp_path, source_catalog
+):
+    """The state machine of the local environment: its functions, each under its own role,
+    assume the DR role of the local environment's DR stack (trusting ``Ferry-local-*``)."""
+    names = {
+        # Not a write location of the local environment (s3://dr-*/): only the role writes it.
+        "bucket": f"dracct-{unique}",
+        "database": f"sales_{unique}_dr",
+        "external_id": f"ferry-{unique}",
+        "read_location": f"s3://src-{unique}/sales/",
+    }
+    in_account("s3", DR).create_bucket(Bucket=names["bucket"])
+    role = deploy_dr_stack(local_runtime, tmp_path, "local", f"ferry-dr-{unique}", names)
+    seen = len(denials(local_runtime))
+    outcome = run(
+        {
+            "source-catalog": {"name": "onprem", "hive-metastore-uris": local_runtime.source_uri},
+            "replica-catalog": {
+                "name": "dr",
+                "glue": {"region": REGION, "catalog-id": DR},
+                "assume-role": {"role-arn": role, "external-id": names["external_id"]},
+            },
+            "table-replications": [
+                {
+                    "source-table": {"database-name": sample.database, "table-name": "orders"},
+                    "replica-table": {
+                        "database-name": names["database"],
+                        "table-location": f"s3://{names['bucket']}/orders",
+                    },
+                }
+            ],
+        }
+    )
+    assert outcome.status == "SUCCEEDED", (outcome, denials(local_runtime)[seen:])
+    glue = in_account("glue", DR)
+    table = glue.get_table(DatabaseName=names["database"], Name="orders")["Table"]
+    assert table["StorageDescriptor"]["Location"].startswith(f"s3://{names['bucket']}/orders/")
+    sizes = sorted(
+        entry.size
+        for partition in source_catalog.list_partitions(sample.orders)
+        for entry in fs.list_files(partition.location)
+    )
+    assert sorted(dr_objects(names["bucket"]).values()) == sizes
+    assert [d for d in denials(local_runtime)[seen:] if "ferry-dr-" in d["resource"]] == []
