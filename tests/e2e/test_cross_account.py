@@ -457,22 +457,8 @@ def test_an_s3_copy_into_the_dr_bucket_reads_the_source_as_the_role_its_policy_a
     assert dr_objects(accounts["bucket"])["server-side/part-0"] == 300
 
 
-def test_the_deployed_pipeline_replicates_into_the_dr_account_through_the_role(
-    run, local_runtime, sample, unique, tmp_path, source_catalog
-):
-    """The state machine of the local environment: its functions, each under its own role,
-    assume the DR role of the local environment's DR stack (trusting ``Ferry-local-*``)."""
-    names = {
-        # Not a write location of the local environment (s3://dr-*/): only the role writes it.
-        "bucket": f"dracct-{unique}",
-        "database": f"sales_{unique}_dr",
-        "external_id": f"ferry-{unique}",
-        "read_location": f"s3://src-{unique}/sales/",
-    }
-    in_account("s3", DR).create_bucket(Bucket=names["bucket"])
-    role = deploy_dr_stack(local_runtime, tmp_path, "local", f"ferry-dr-{unique}", names)
-    seen = len(denials(local_runtime))
-    outcome = run(
+def deployed_run(run, local_runtime, sample, names, role):
+    return run(
         {
             "source-catalog": {"name": "onprem", "hive-metastore-uris": local_runtime.source_uri},
             "replica-catalog": {
@@ -491,6 +477,45 @@ def test_the_deployed_pipeline_replicates_into_the_dr_account_through_the_role(
             ],
         }
     )
+
+
+def test_the_deployed_pipeline_refuses_a_dr_role_of_another_environment_and_writes_nothing(
+    run, local_runtime, sample, unique, tmp_path
+):
+    names = {
+        "bucket": f"dracct-{unique}",
+        "database": f"sales_{unique}_dr",
+        "external_id": f"ferry-{unique}",
+        "read_location": f"s3://src-{unique}/sales/",
+    }
+    in_account("s3", DR).create_bucket(Bucket=names["bucket"])
+    # The DR stack of environment "prod": it trusts Ferry-prod-* only.
+    role = deploy_dr_stack(local_runtime, tmp_path, "prod", f"ferry-dr-{unique}", names)
+    outcome = deployed_run(run, local_runtime, sample, names, role)
+    assert outcome.status == "FAILED"
+    assert f"Ferry may not assume {role}" in json.dumps(outcome.cause)
+    assert dr_objects(names["bucket"]) == {}
+    glue = in_account("glue", DR)
+    with pytest.raises(glue.exceptions.EntityNotFoundException):
+        glue.get_database(Name=names["database"])
+
+
+def test_the_deployed_pipeline_replicates_into_the_dr_account_through_the_role(
+    run, local_runtime, sample, unique, tmp_path, source_catalog
+):
+    """The state machine of the local environment: its functions, each under its own role,
+    assume the DR role of the local environment's DR stack (trusting ``Ferry-local-*``)."""
+    names = {
+        # Not a write location of the local environment (s3://dr-*/): only the role writes it.
+        "bucket": f"dracct-{unique}",
+        "database": f"sales_{unique}_dr",
+        "external_id": f"ferry-{unique}",
+        "read_location": f"s3://src-{unique}/sales/",
+    }
+    in_account("s3", DR).create_bucket(Bucket=names["bucket"])
+    role = deploy_dr_stack(local_runtime, tmp_path, "local", f"ferry-dr-{unique}", names)
+    seen = len(denials(local_runtime))
+    outcome = deployed_run(run, local_runtime, sample, names, role)
     assert outcome.status == "SUCCEEDED", (outcome, denials(local_runtime)[seen:])
     glue = in_account("glue", DR)
     table = glue.get_table(DatabaseName=names["database"], Name="orders")["Table"]
