@@ -153,8 +153,7 @@ class Steps:
         return catalog_description(catalog, self.aws.region)
 
     def _open(self, catalog: CatalogConfig) -> Catalog:
-        # A side in another account is read and written with the role assumed there.
-        return self.catalogs(catalog, self.aws.for_side(catalog))
+        return self.catalogs(catalog, self.aws)
 
     def _load(self, config_uri: str, environment: Mapping[str, str] | None) -> ReplicationConfig:
         """The config at ``config_uri``, its sides in other accounts reached with their roles."""
