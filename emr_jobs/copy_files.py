@@ -47,6 +47,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 APP_NAME = "ferry-copy-files"
+#: Beside the manifest when a side is in another account (``ferry.sides.SIDES_FILE``).
+SIDES_FILE = "sides.json"
 REPORT_NAME = "copy-report.json"
 DEFAULT_ATTEMPTS = 3
 DEFAULT_CHUNK_SIZE_MIB = 8
@@ -108,20 +110,63 @@ class CopyWithSettings:
     threads: int = 1
     #: How files go to S3, chosen from the whole manifest (``ferry.concurrency.uploads``).
     uploads: concurrency.Uploads | None = None
+    #: Buckets of a side in another account, each with its role (``ferry.sides``), as JSON.
+    roles: tuple[tuple[str, str], ...] = ()
 
     def __call__(self, task: CopyTask, chunk_size: int) -> None:
         fs.configure(self.settings)
+        reach_with_roles(self.settings, self.roles)
         transfer = process_transfer(chunk_size, self.threads, self.uploads)
         copy_file(task, chunk_size, transfer=transfer)
 
 
 def copy_with_settings(
-    settings: fs.S3Settings, manifest: Manifest, chunk_size: int, threads: int | None = None
+    settings: fs.S3Settings,
+    manifest: Manifest,
+    chunk_size: int,
+    threads: int | None = None,
+    roles: tuple[tuple[str, str], ...] = (),
 ) -> CopyWithSettings:
     """The copy function for ``manifest``'s tasks: threads and uploads chosen from its sizes."""
     threads = task_threads(manifest, chunk_size, threads)
     sizes = [task.size for task in manifest.tasks]
-    return CopyWithSettings(settings, threads, concurrency.uploads(sizes, threads, chunk_size))
+    return CopyWithSettings(
+        settings, threads, concurrency.uploads(sizes, threads, chunk_size), roles
+    )
+
+
+#: The roles this process reaches buckets with, made once per process (driver or worker).
+_ROLE_CLIENTS: dict[fs.S3Settings, Any] = {}
+_REACHED: set[tuple[str, str]] = set()
+
+
+def reach_with_roles(settings: fs.S3Settings, roles: tuple[tuple[str, str], ...]) -> None:
+    """Reach each bucket of a side in another account with its role, as the steps do
+    (``ferry.sides``): a session of the role assumed with this process's credentials (the
+    job role's), renewed before it expires. Once per process and bucket."""
+    if not roles or all(role in _REACHED for role in roles):
+        return
+    from ferry.aws import AwsClients
+    from ferry.aws_roles import RoleSession
+
+    aws = _ROLE_CLIENTS.setdefault(settings, AwsClients(settings.endpoint))
+    for bucket, role in roles:
+        session = aws.assuming(RoleSession.from_json(json.loads(role))).session
+        fs.reach_bucket_with(bucket, session)
+    _REACHED.update(roles)
+
+
+def roles_of(manifest_uri: str) -> tuple[tuple[str, str], ...]:
+    """The roles Plan wrote beside the manifest (``ferry.sides.write_sides``: the job reads
+    no config, its environment has no YAML), as JSON by bucket: what the copy function
+    carries to the workers."""
+    try:
+        written = json.loads(fs.read_bytes(fs.join(manifest_uri.rsplit("/", 1)[0], SIDES_FILE)))
+    except FileNotFoundError:
+        return ()
+    return tuple(
+        (bucket, json.dumps(role, sort_keys=True)) for bucket, role in sorted(written.items())
+    )
 
 
 def copy_with_retries(
@@ -255,12 +300,14 @@ def rewrite_bin(
     settings: fs.S3Settings | None = None,
     attempts: int = DEFAULT_ATTEMPTS,
     backoff_seconds: float = DEFAULT_BACKOFF_SECONDS,
+    roles: tuple[tuple[str, str], ...] = (),
 ) -> Iterator[FileResult]:
     """Run one bin's rewrites (inside a Spark task), each retried on its own like a copy;
     one result per rewrite, in the bin's order. The bin's manifests share the rewrites of the
     position delete files they name."""
     if settings is not None:
         fs.configure(settings)
+        reach_with_roles(settings, roles)
     _arm_faults()
     rewriters: dict[str, ManifestRewriter] = {}
     for context, item in items:
@@ -285,6 +332,7 @@ def rewrite_manifests(
     settings: fs.S3Settings | None = None,
     attempts: int = DEFAULT_ATTEMPTS,
     backoff_seconds: float = DEFAULT_BACKOFF_SECONDS,
+    roles: tuple[tuple[str, str], ...] = (),
 ) -> list[FileResult]:
     """Run every rewrite, spread over Spark tasks (round robin: manifests weigh alike)."""
     if not items:
@@ -292,7 +340,11 @@ def rewrite_manifests(
     count = min(len(items), tasks or spark.sparkContext.defaultParallelism * 2)
     bins = [list(items[index::count]) for index in range(count)]
     run_bin = partial(
-        rewrite_bin, settings=settings, attempts=attempts, backoff_seconds=backoff_seconds
+        rewrite_bin,
+        settings=settings,
+        attempts=attempts,
+        backoff_seconds=backoff_seconds,
+        roles=roles,
     )
     rdd = spark.sparkContext.parallelize(bins, numSlices=len(bins))
     return rdd.flatMap(run_bin).collect()
@@ -416,7 +468,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     spark = SparkSession.builder.appName(APP_NAME).getOrCreate()
     chunk_size = arguments.chunk_size_mib * MiB
-    copy = copy_with_settings(settings, manifest, chunk_size, arguments.threads)
+    # A side in another account: its buckets are reached with its role, here and on workers.
+    roles = roles_of(arguments.manifest)
+    reach_with_roles(settings, roles)
+    copy = copy_with_settings(settings, manifest, chunk_size, arguments.threads, roles)
     report = copy_manifest(
         spark,
         manifest,
@@ -429,7 +484,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     rewrites = manifest_rewrites(batches)
     if rewrites:
         results = rewrite_manifests(
-            spark, rewrites, tasks=arguments.tasks, settings=settings, attempts=arguments.retries
+            spark,
+            rewrites,
+            tasks=arguments.tasks,
+            settings=settings,
+            attempts=arguments.retries,
+            roles=roles,
         )
         report = add_rewrites(report, results)
     write_report(report, report_uri)

@@ -13,6 +13,7 @@ and sent (``s3_client``). The copiers and the file systems all take their S3 cli
 from __future__ import annotations
 
 import platform
+import threading
 from datetime import datetime
 from typing import Any
 
@@ -23,6 +24,7 @@ import botocore.utils
 from botocore.config import Config
 
 from ferry import __version__
+from ferry.clock import Clock, utc_now
 from ferry.s3 import MiB
 
 #: Connections a client keeps open at least (botocore's own default is 10).
@@ -85,12 +87,18 @@ def parse_timestamp(value: Any) -> datetime:
     return botocore.utils.parse_timestamp(value)
 
 
-def new_session(**arguments: Any) -> boto3.session.Session:
-    """A boto3 session whose clients parse timestamps with ``parse_timestamp``."""
+def new_session(credential_resolver: Any | None = None, **arguments: Any) -> boto3.session.Session:
+    """A boto3 session whose clients parse timestamps with ``parse_timestamp``.
+
+    ``credential_resolver``: where its credentials come from instead of the SDK's chain (a
+    role assumed in another account, ``ferry.aws_roles``).
+    """
     core = botocore.session.get_session()
     core.get_component("response_parser_factory").set_parser_defaults(
         timestamp_parser=parse_timestamp
     )
+    if credential_resolver is not None:
+        core.register_component("credential_provider", credential_resolver)
     return boto3.session.Session(botocore_session=core, **arguments)
 
 
@@ -137,12 +145,51 @@ def _no_expect_for_small_bodies(request: Any, **_: Any) -> None:
 
 
 class AwsClients:
-    """Clients by service and region; ``endpoint`` overrides the environment's endpoint."""
+    """Clients by service and region; ``endpoint`` overrides the environment's endpoint.
 
-    def __init__(self, endpoint: str | None = None, session: boto3.session.Session | None = None):
+    A side of a replication in another account (its catalog's ``assume-role``) has clients
+    of its own (``for_side``): the same settings, signed as the role Ferry assumes there.
+    ``clock``: what those credentials' expiry is measured against.
+    """
+
+    def __init__(
+        self,
+        endpoint: str | None = None,
+        session: boto3.session.Session | None = None,
+        clock: Clock = utc_now,
+    ):
         self._session = session or new_session()
         self._endpoint = endpoint
+        self._clock = clock
         self._clients: dict[tuple[str, str | None, int], Any] = {}
+        self._roles: dict[Any, AwsClients] = {}
+        self._lock = threading.Lock()
+
+    def assuming(self, role: Any) -> AwsClients:
+        """The clients of ``role``'s account (a ``ferry.config.AssumeRole``): one session per
+        role (and external id, and duration), signed with the role's credentials, which STS
+        renews before they expire (``ferry.aws_roles``)."""
+        from ferry.aws_roles import role_credentials
+
+        with self._lock:
+            if role not in self._roles:
+                sts = self.client("sts", self.region)
+                session = new_session(
+                    credential_resolver=role_credentials(role, sts, self._clock),
+                    region_name=self._session.region_name,
+                )
+                self._roles[role] = AwsClients(self._endpoint, session, self._clock)
+            return self._roles[role]
+
+    def for_side(self, catalog: Any) -> AwsClients:
+        """The clients that reach ``catalog``'s side (a ``ferry.config.CatalogConfig``): the
+        role's when it names one, else these."""
+        return self if catalog.assume_role is None else self.assuming(catalog.assume_role)
+
+    @property
+    def session(self) -> boto3.session.Session:
+        """The session every client of these is made from (its credentials sign them)."""
+        return self._session
 
     def client(
         self, service: str, region: str | None = None, connections: int | None = None

@@ -170,6 +170,12 @@ class FailoverError(FerryError):
     sides with no winner named); nothing was changed."""
 
 
+class AssumeRoleError(FerryError):
+    """Ferry may not assume the role that reaches a side in another account (its trust
+    policy does not name Ferry's role, the external id differs, the role does not exist),
+    or Ferry's own role may not call ``sts:AssumeRole`` on it; nothing was written there."""
+
+
 def _named_errors() -> list[type[FerryError]]:
     found, pending = [], [FerryError]
     while pending:

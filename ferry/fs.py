@@ -229,8 +229,24 @@ class FileSystems:
         self._bucket_regions: dict[str, str] = {}
         self._s3_by_region: dict[str | None, pafs.S3FileSystem] = {}
         self._local: pafs.LocalFileSystem | None = None
-        self._s3_clients: dict[tuple[str | None, int], Any] = {}
+        self._s3_clients: dict[tuple[str | None, int, int], Any] = {}
         self._gcs: pafs.GcsFileSystem | None = None
+        #: Buckets reached with a session of their own (a role in another account), by name.
+        self._bucket_sessions: dict[str, Any] = {}
+        #: Their S3 file systems, by region and session, with the access key each was made with.
+        self._s3_by_session: dict[tuple[str | None, int], tuple[str, pafs.S3FileSystem]] = {}
+
+    def reach_bucket_with(self, bucket: str, session: Any) -> None:
+        """Reach ``bucket`` with ``session``'s credentials (a boto3 session): the bucket of a
+        side in another account, with the role Ferry assumes there (``ferry.aws_roles``).
+
+        Its boto3 clients sign with the session's credentials, renewed as they expire.
+        pyarrow's S3 file system takes fixed credentials: it is made again with the renewed
+        ones (botocore renews them at least ``RoleCredentials``' margin before they expire,
+        so a stream opened on the old ones has that long to finish).
+        """
+        with self._lock:
+            self._bucket_sessions[bucket] = session
 
     def resolve(self, uri: str) -> tuple[pafs.FileSystem, str]:
         """The file system and the path within it for ``uri``."""
@@ -271,8 +287,11 @@ class FileSystems:
         return self._local
 
     def s3(self, bucket: str) -> pafs.S3FileSystem:
-        """The S3 file system of ``bucket``'s region."""
+        """The S3 file system of ``bucket``'s region (and of its session, when it has one)."""
         region = self.region_of(bucket)
+        session = self._bucket_sessions.get(bucket)
+        if session is not None:
+            return self._s3_of_session(region, session)
         with self._lock:
             if region not in self._s3_by_region:
                 self._s3_by_region[region] = self._new_s3(region)
@@ -310,7 +329,21 @@ class FileSystems:
             self._s3_client = self._client_in(self.settings.region)
         return self._s3_client
 
-    def _new_s3(self, region: str | None) -> pafs.S3FileSystem:
+    def _s3_of_session(self, region: str | None, session: Any) -> pafs.S3FileSystem:
+        # Reading the frozen credentials renews them when they are about to expire.
+        frozen = session.get_credentials().get_frozen_credentials()
+        key = (region, id(session))
+        with self._lock:
+            made = self._s3_by_session.get(key)
+            if made is None or made[0] != frozen.access_key:
+                credentials = (frozen.access_key, frozen.secret_key, frozen.token)
+                made = (frozen.access_key, self._new_s3(region, credentials))
+                self._s3_by_session[key] = made
+            return made[1]
+
+    def _new_s3(
+        self, region: str | None, credentials: tuple[str, str, str | None] | None = None
+    ) -> pafs.S3FileSystem:
         options: dict[str, object] = {}
         if region:
             options["region"] = region
@@ -321,8 +354,9 @@ class FileSystems:
             # Emulators serve every bucket from one host; virtual-host addressing would not
             # resolve.
             options["force_virtual_addressing"] = False
-        if self.settings.credentials:
-            key, secret, token = self.settings.credentials
+        credentials = credentials or self.settings.credentials
+        if credentials:
+            key, secret, token = credentials
             options.update(access_key=key, secret_key=secret, session_token=token)
         # Open objects lazily: a small file becomes one PutObject instead of a multipart
         # upload's three requests (errors such as a missing bucket then surface on write or
@@ -426,7 +460,7 @@ class FileSystems:
         parsed = urlparse(location)
         bucket, prefix = parsed.netloc, parsed.path.lstrip("/").rstrip("/")
         base = location.rstrip("/")
-        client = self._client_in(self.region_of(bucket))
+        client = self.s3_client(bucket)
         pages = client.get_paginator("list_objects_v2").paginate(
             Bucket=bucket, Prefix=f"{prefix}/" if prefix else ""
         )
@@ -455,21 +489,25 @@ class FileSystems:
         The inline copier reads and writes S3 objects through it (one request per small
         object, with the checks pyarrow's streams cannot make: ``IfMatch``, ``Content-MD5``).
         """
-        return self._client_in(self.region_of(bucket), connections)
+        session = self._bucket_sessions.get(bucket)
+        return self._client_in(self.region_of(bucket), connections, session)
 
-    def _client_in(self, region: str | None, connections: int | None = None) -> Any:
+    def _client_in(
+        self, region: str | None, connections: int | None = None, session: Any | None = None
+    ) -> Any:
         # Imported here: reading file:// locations (the CLI's config) needs no boto3.
         from ferry.aws import new_session, pool_size, s3_client
 
-        key = (region, pool_size(max(connections or 0, LISTING_CONNECTIONS)))
+        key = (region, pool_size(max(connections or 0, LISTING_CONNECTIONS)), id(session))
         with self._lock:
             if key not in self._s3_clients:
-                credentials = self.settings.credentials or (None, None, None)
-                session = new_session(
-                    aws_access_key_id=credentials[0],
-                    aws_secret_access_key=credentials[1],
-                    aws_session_token=credentials[2],
-                )
+                if session is None:
+                    credentials = self.settings.credentials or (None, None, None)
+                    session = new_session(
+                        aws_access_key_id=credentials[0],
+                        aws_secret_access_key=credentials[1],
+                        aws_session_token=credentials[2],
+                    )
                 self._s3_clients[key] = s3_client(session, region, self.settings.endpoint, key[1])
             return self._s3_clients[key]
 
@@ -501,7 +539,7 @@ class FileSystems:
                     filesystem.delete_file(entry.path)
 
     def _delete_s3_tree(self, bucket: str, key: str) -> None:
-        client = self._client_in(self.region_of(bucket))
+        client = self.s3_client(bucket)
         key = key.rstrip("/")
         keys = []
         if key:
@@ -622,6 +660,12 @@ def configure(settings: S3Settings) -> FileSystems:
         if _default is None or _default.settings != settings:
             _default = FileSystems(settings)
         return _default
+
+
+def reach_bucket_with(bucket: str, session: Any) -> None:
+    """Reach ``bucket`` with ``session``'s credentials in the process default
+    (``FileSystems.reach_bucket_with``)."""
+    default().reach_bucket_with(bucket, session)
 
 
 def resolve(uri: str) -> tuple[pafs.FileSystem, str]:

@@ -92,6 +92,7 @@ from ferry.preflight import check_writable
 from ferry.preview import preview_of
 from ferry.replica import promoted_replicas
 from ferry.runs import CopierKind, PlanDocument, RunLocations, choose_copier, read_plan, write_plan
+from ferry.sides import reach_sides, side_of_batch, write_sides
 from ferry.source_versions import recorded_parameters
 
 logger = logging.getLogger(__name__)
@@ -159,6 +160,10 @@ class Steps:
     def _open(self, catalog: CatalogConfig) -> Catalog:
         return self.catalogs(catalog, self.aws)
 
+    def _load(self, config_uri: str, environment: Mapping[str, str] | None) -> ReplicationConfig:
+        """The config at ``config_uri``, its sides in other accounts reached with their roles."""
+        return reach_sides(load_config_uri(config_uri, environment), self.aws)
+
     def _replica_key(self, config: ReplicationConfig, replication: TableReplication) -> str:
         """The replica table's key in the locks and the ledger (``ferry.ledger``)."""
         return lifecycle.replica_of(config.replica_catalog, replication, self.aws.region)
@@ -174,7 +179,7 @@ class Steps:
         it matches is an item of its own (``ferry.selection``).
         """
         payload = ResolveTablesInput.model_validate(payload)
-        config = load_config_uri(payload.config_uri, self.config_environment)
+        config = self._load(payload.config_uri, self.config_environment)
         items = []
         triggered = trigger_time(payload.trigger)
         replications = self.select_tables(config, payload.tables or [], payload.config_uri)
@@ -238,7 +243,7 @@ class Steps:
         invokes the deployed Plan function with ``{"check": "catalogs"}``): a cheap read of a
         database the config names, which the function's role may read."""
         payload = CatalogCheckInput.model_validate(payload)
-        config = load_config_uri(payload.config_uri, self.config_environment)
+        config = self._load(payload.config_uri, self.config_environment)
         first = config.table_replications[0] if config.table_replications else None
         # A housekeeping-only config names no database; every Hive metastore has "default".
         source_database = first.source_table.database_name if first else "default"
@@ -279,7 +284,7 @@ class Steps:
         """
         payload = PlanInput.model_validate(payload)
         config_uri, event_id = payload.config_uri, payload.event_id
-        config = load_config_uri(config_uri, self.config_environment)
+        config = self._load(config_uri, self.config_environment)
         replication = config.replication_of(payload.source_table, payload.replica_table)
         # A failed attempt of this table is continued, not restarted (``ferry.attempts``).
         attempt = self._resumable(config, replication)
@@ -305,6 +310,7 @@ class Steps:
                 self.state, key, replication, event_id, intent, where.root, self.clock()
             )
 
+        write_sides(config, where.manifest)  # the Spark job's roles for other accounts
         read_at = self.clock()  # before the source is read: no later change is claimed
         reusable = {}
         if attempt is not None and self.state is not None:
@@ -411,7 +417,7 @@ class Steps:
         ``ferry plan`` shows it; ``ferry replicate --dry-run`` also checks (``probe``) that
         the replica location is writable, with a probe file written and deleted.
         """
-        config = load_config_uri(config_uri, self.config_environment)
+        config = self._load(config_uri, self.config_environment)
         replication = config.replication_of(source_table, replica_table)
         options = config.copier_options_for(replication)
         with (
@@ -425,7 +431,7 @@ class Steps:
         if probe and plan.snapshot_location and location:
             s3 = None
             if fs.scheme_of(location) in fs.S3_SCHEMES:
-                s3 = self.aws.client("s3", fs.bucket_region(location))
+                s3 = fs.default().s3_client(fs.object_location(location)[0])
             check_writable(location, s3)
         return preview_of(plan, choose_copier(plan, options))
 
@@ -436,7 +442,7 @@ class Steps:
     ) -> InlineCopyResult:
         """Copy the manifest here, batch by batch; a retry skips batches already recorded."""
         document = read_plan(PlannedRun.model_validate(payload).plan_uri)
-        config = load_config_uri(document.config_uri, self.config_environment)
+        config = self._load(document.config_uri, self.config_environment)
         options = config.copier_options_for(document.plan.replication)
         where = RunLocations.for_event(self.work_uri, document.plan.event_id)
         return copies.copy_inline(where.manifest, options, progress)
@@ -446,12 +452,14 @@ class Steps:
     ) -> CopyBatchResult:
         """Server-side copy of one batch of the manifest (one item of the S3 copy Map)."""
         payload = CopyBatchInput.model_validate(payload)
+        # A target bucket of another account is written (and the source read) as its role.
+        aws = side_of_batch(payload.batch, payload.manifest_uri, self.aws)
         return copies.copy_batch_server_side(
             payload.batch,
             payload.manifest_uri,
             CopierOptions.model_validate(payload.copier_options),
             resume=bool(payload.attempt),
-            s3_client=lambda region, connections: self.aws.client(
+            s3_client=lambda region, connections: aws.client(
                 "s3", region, connections=connections
             ),
             progress=progress,
@@ -463,7 +471,7 @@ class Steps:
         """Check every batch was copied and verified, then point the replica at the snapshot."""
         document = read_plan(PlannedRun.model_validate(payload).plan_uri)
         plan = document.plan
-        config = load_config_uri(document.config_uri, self.config_environment)
+        config = self._load(document.config_uri, self.config_environment)
         if document.copier is CopierKind.NONE:
             raise FerryError(f"event {plan.event_id} has nothing to commit")
         where = RunLocations.for_event(self.work_uri, plan.event_id)
@@ -513,7 +521,7 @@ class Steps:
         """
         document = read_plan(PlannedRun.model_validate(payload).plan_uri)
         plan = document.plan
-        config = load_config_uri(document.config_uri, self.config_environment)
+        config = self._load(document.config_uri, self.config_environment)
         unchanged = document.copier is CopierKind.NONE
         event = self._event(
             config, plan.replication, SUCCESS, plan.event_id, document.started, plan,
@@ -573,7 +581,7 @@ class Steps:
             payload.error.model_dump(), payload.failed_state, document, planned.report_uri
         )
         try:
-            config: ReplicationConfig | None = load_config_uri(
+            config: ReplicationConfig | None = self._load(
                 payload.config_uri, self.config_environment
             )
             replication = config.replication_of(source_table, payload.replica_table)
@@ -682,7 +690,7 @@ class Steps:
         paths and the report's URI (``ferry/housekeeping.py``).
         """
         payload = HousekeepingInput.model_validate(payload)
-        config = load_config_uri(payload.config_uri, self.config_environment)
+        config = self._load(payload.config_uri, self.config_environment)
         replications = self.select_tables(config, payload.tables or [], payload.config_uri)
         now = self.clock()
         # No table to ask about (a housekeeping-only config, a pattern that matched
@@ -704,7 +712,7 @@ class Steps:
     ) -> list[TableFreshness]:
         """Each table's freshness of the config at ``config_uri`` (``tables``: some of them),
         from both catalogs and the state store (``ferry.freshness``)."""
-        config = load_config_uri(config_uri, self.config_environment)
+        config = self._load(config_uri, self.config_environment)
         store = self.state.store if self.state is not None else None
         with (
             self._open(config.source_catalog) as source,

@@ -80,6 +80,16 @@ class DataAccess:
         self.write_keys = sorted(settings.write_kms_keys)
         self.source_glue = self._glue(configs, source=True)
         self.replica_glue = self._glue(configs, source=False)
+        #: The roles the configs' sides in other accounts are reached with (``assume-role``).
+        self.side_roles = sorted(
+            {
+                catalog.assume_role.role_arn
+                for config in configs
+                for catalog in (config.source_catalog, config.replica_catalog)
+                if catalog.assume_role is not None
+            }
+            | set(ad_hoc.assume_roles)
+        )
         self.topics = sorted(
             {
                 topic
@@ -127,6 +137,14 @@ class DataAccess:
         for catalog in self.replica_glue:
             allow(grantee, GLUE_WRITE, self._glue_arns(catalog))
 
+    # -- other accounts ------------------------------------------------------------------
+
+    def assume_side_roles(self, grantee: iam.IGrantable) -> None:
+        """Assume exactly the roles the configs name for a side in another account (the DR
+        role, ``infra/dr_account.py``): its catalog and buckets are reached with it."""
+        if self.side_roles:
+            allow(grantee, ("sts:AssumeRole",), self.side_roles)
+
     # -- SNS -----------------------------------------------------------------------------
 
     def publish(self, grantee: iam.IGrantable) -> None:
@@ -139,8 +157,8 @@ class DataAccess:
         catalogs: dict[tuple[str, str], _Catalog] = {}
         for config in configs:
             catalog: CatalogConfig = config.source_catalog if source else config.replica_catalog
-            if catalog.glue is None:
-                continue
+            if catalog.glue is None or catalog.assume_role is not None:
+                continue  # another account's catalog: its role is granted there
             region = catalog.glue.region or self.settings.region
             account = catalog.glue.catalog_id or self.settings.account
             entry = catalogs.setdefault((region, account), _Catalog(region, account))

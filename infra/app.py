@@ -1,7 +1,8 @@
 """``python -m infra.app`` (``make synth``, or ``cdk synth``): the CDK app of every environment.
 
 Each ``infra/environments/<name>.yml`` is one stack, ``Ferry-<name>`` (plus one small stack
-per other region whose buckets trigger it). ``-c environment=prod`` synthesizes one only, as
+per other region whose buckets trigger it, and ``Ferry-<name>-dr-account`` in the DR account
+when it names one, ``infra/dr_account.py``). ``-c environment=prod`` synthesizes one only, as
 ``cdk deploy -c environment=prod`` deploys it. The AWS Solutions checks (cdk-nag) run on
 every stack: a finding that is not acknowledged, with its reason, fails the synth.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 import aws_cdk as cdk
 
 from infra.checks import check
+from infra.dr_account import DrAccountStack
 from infra.settings import EnvironmentSettings, environment_names, load_environment
 from infra.stack import FerryStack
 from infra.triggers import EventForwarding, foreign_regions
@@ -35,8 +37,11 @@ def build_app(
 
 
 def build_environment(app: cdk.App, settings: EnvironmentSettings) -> None:
-    """The stacks of one environment: its pipeline, and a forwarder per other region."""
+    """The stacks of one environment: its pipeline, a forwarder per other region, and the
+    DR account's role when its settings name a DR account."""
     FerryStack(app, settings.stack_name, settings=settings)
+    if settings.dr_account is not None:
+        DrAccountStack(app, f"{settings.stack_name}-dr-account", settings=settings)
     for region, patterns in sorted(foreign_regions(settings).items()):
         EventForwarding(
             app,

@@ -134,6 +134,17 @@ def _wildcard_reason(resource: str, path: str, stack: Stack) -> str | None:
             )
     if resource in topics:
         return "Topics the environment's settings name by pattern (ad-hoc-access.topics)"
+    if settings is not None and resource in settings.ad_hoc_access.assume_roles:
+        return (
+            "Roles of another account the environment's settings name by pattern "
+            "(ad-hoc-access.assume-roles): the DR roles configs run by hand assume"
+        )
+    dr_account = getattr(settings, "dr_account", None)
+    if dr_account is not None and resource in {f"arn:aws:s3:::{b}/*" for b in dr_account.buckets}:
+        return (
+            "Objects of a DR bucket the environment's settings name (dr-account.buckets), "
+            "written by the DR role only; table data is many objects"
+        )
     if settings is not None:
         keys = {k for r in settings.replications for k in r.read_kms_keys}
         keys |= set(settings.write_kms_keys) | set(settings.ad_hoc_access.read_kms_keys)

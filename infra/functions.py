@@ -272,6 +272,8 @@ class Functions(Construct):
             state.grant_state(function)
         if PUBLISH in needs:
             access.publish(function)
+        if needs & {CATALOGS, READ_DATA, WRITE_REPLICAS, DELETE_REPLICAS}:
+            access.assume_side_roles(function)
         if HOUSEKEEPING_REPORTS in needs:
             allow_prefix(function, work.bucket.bucket_arn, HOUSEKEEPING_PREFIX, ("s3:PutObject",))
         if READ_STATE in needs:

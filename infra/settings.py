@@ -27,6 +27,7 @@ from pydantic import (
 
 from ferry import budget, config_text, fs, triggers
 from ferry.config import (
+    AssumeRole,
     ReplicationConfig,
     WholeNumber,
     check_bucket_name,
@@ -179,6 +180,17 @@ class AdHocAccess(_Model):
     glue: list[GlueAccess] = Field(default_factory=list)
     #: SNS topics (ARNs, IAM wildcards allowed) such configs publish to.
     topics: list[str] = Field(default_factory=list)
+    #: Roles of other accounts (ARNs, IAM wildcards allowed) such configs assume
+    #: (``assume-role``): the DR roles of ``infra/dr_account.py``.
+    assume_roles: list[str] = Field(default_factory=list)
+
+    @field_validator("assume_roles")
+    @classmethod
+    def _role_arns(cls, roles: list[str]) -> list[str]:
+        for role in roles:
+            if not re.fullmatch(r"arn:aws[\w-]*:iam::\d{12}:role/[\w+=,.@/*?-]+", role):
+                raise ValueError(f"{role!r} is not an IAM role ARN")
+        return roles
 
     @field_validator("topics")
     @classmethod
@@ -197,6 +209,50 @@ KmsKey = Annotated[
         "key itself)",
     ),
 ]
+
+
+class DrAccount(_Model):
+    """The disaster-recovery account (``infra/dr_account.py``): the role Ferry's roles assume
+    there, and the buckets and Glue databases of the replica side it may use."""
+
+    account: str = Field(pattern=_ACCOUNT.pattern)
+    region: str = Field(pattern=_REGION.pattern)
+    role_name: str = Field(pattern=r"^[\w+=,.@-]{1,64}$")
+    buckets: list[str] = Field(min_length=1)
+    glue_databases: list[GlueDatabase] = Field(default_factory=list)
+    #: The KMS keys the DR buckets encrypt with (SSE-KMS), used through S3 only.
+    kms_keys: list[KmsKey] = Field(default_factory=list)
+    #: What the configs' ``assume-role.external-id`` gives; the role's trust asks for it.
+    external_id: str | None = None
+    #: The longest session the role grants (STS: 1 to 12 hours); the configs'
+    #: ``assume-role.session-duration`` must fit in it.
+    max_session_duration: timedelta = timedelta(hours=1)
+
+    @field_validator("buckets")
+    @classmethod
+    def _buckets(cls, buckets: list[str]) -> list[str]:
+        for bucket in buckets:
+            check_bucket_name(bucket)
+        return buckets
+
+    @field_validator("external_id")
+    @classmethod
+    def _external_id(cls, value: str | None) -> str | None:
+        if value is not None:
+            AssumeRole(role_arn=f"arn:aws:iam::{'0' * 12}:role/x", external_id=value)
+        return value
+
+    @field_validator("max_session_duration", mode="before")
+    @classmethod
+    def _session(cls, value: object) -> timedelta:
+        duration = parse_rpo(value)
+        if not timedelta(hours=1) <= duration <= timedelta(hours=12):
+            raise ValueError(f"{value!r}: IAM allows a role's sessions of PT1H to PT12H")
+        return duration
+
+    @property
+    def role_arn(self) -> str:
+        return f"arn:aws:iam::{self.account}:role/{self.role_name}"
 
 
 class Replication(_Model):
@@ -238,6 +294,8 @@ class EnvironmentSettings(_Model):
     tables_at_once: WholeNumber = Field(default=4, ge=1, le=40)
     copy_budget: CopyBudget = Field(default_factory=CopyBudget)
     ad_hoc_access: AdHocAccess = Field(default_factory=AdHocAccess)
+    #: The replica side in another account, reached through a role there (its own stack).
+    dr_account: DrAccount | None = None
 
     @field_validator("variables", "secret_variables")
     @classmethod
@@ -283,6 +341,27 @@ class EnvironmentSettings(_Model):
         """Known before deployment: configs name it as ``${FERRY_EVENTS_TOPIC_ARN}``."""
         return f"arn:aws:sns:{self.region}:{self.account}:{self.events_topic_name}"
 
+    def _check_dr_role(self, config: ReplicationConfig, path: Path) -> None:
+        """A config that assumes the DR stack's role asks what the role allows: the external
+        id its trust requires, a session no longer than its maximum (STS refuses either at
+        the first run; the synth says it first)."""
+        role = config.replica_catalog.assume_role
+        dr = self.dr_account
+        if role is None or dr is None or role.role_arn != dr.role_arn:
+            return
+        where = f"{self.name}: {path}: replica-catalog.assume-role"
+        if dr.external_id and role.external_id != dr.external_id:
+            raise SettingsError(
+                f"{where}.external-id: {role.external_id!r} is not dr-account.external-id "
+                f"{dr.external_id!r}, which the role's trust requires"
+            )
+        if role.session_duration > dr.max_session_duration:
+            raise SettingsError(
+                f"{where}.session-duration: {format_duration(role.session_duration)} is longer "
+                f"than the role's dr-account.max-session-duration "
+                f"{format_duration(dr.max_session_duration)}"
+            )
+
     def config_environment(self) -> dict[str, str]:
         """The functions' environment for the configs' placeholders (secrets aside)."""
         return {**self.variables, "FERRY_EVENTS_TOPIC_ARN": self.events_topic_arn}
@@ -298,14 +377,23 @@ class EnvironmentSettings(_Model):
                 else ROOT / replication.config
             )
             config = load_config(path, {**self.secret_variables, **self.config_environment()})
+            # A replica side in the DR account is written by the DR role, in its buckets.
+            self._check_dr_role(config, replication.config)
+            in_dr_account = config.replica_catalog.assume_role is not None and self.dr_account
+            allowed_locations = (
+                [f"s3://{bucket}/" for bucket in self.dr_account.buckets]
+                if in_dr_account and self.dr_account
+                else self.write_locations
+            )
+            allowed_key = "dr-account.buckets" if in_dr_account else "write-locations"
             for table in config.table_replications:
                 location = table.replica_table.table_location
                 if location and not any(
-                    _below(location, allowed) for allowed in self.write_locations
+                    _below(location, allowed) for allowed in allowed_locations
                 ):
                     raise SettingsError(
                         f"{self.name}: replica location {location} of {replication.config} is "
-                        f"outside write-locations {self.write_locations}"
+                        f"outside {allowed_key} {allowed_locations}"
                     )
             loaded[replication.config] = config
         return loaded

@@ -81,6 +81,7 @@ class SparkCopy(Construct):
         access.read_data(self.job_role)
         access.write_replicas(self.job_role)
         access.delete_replicas(self.job_role)  # an object that fails verification is removed
+        access.assume_side_roles(self.job_role)  # a replica bucket in another account
         allow_prefix(
             self.job_role, work.bucket.bucket_arn, RUNS_PREFIX, ("s3:GetObject", "s3:PutObject")
         )

@@ -10,10 +10,12 @@ from ferry.config import CatalogConfig
 
 
 def open_catalog(config: CatalogConfig, aws: AwsClients) -> Catalog:
+    """The catalog ``config`` describes; a Glue catalog reached through ``assume-role`` is
+    read and written with the role's clients (``AwsClients.for_side``), whoever opens it."""
     if config.glue is not None:
         return GlueCatalog(
             config.name,
-            aws.client("glue", config.glue.region),
+            aws.for_side(config).client("glue", config.glue.region),
             catalog_id=config.glue.catalog_id,
             page_size=config.batch_size,
         )

@@ -15,11 +15,13 @@ One module per concept, each importing only the ones before it:
 - ``checks``: Hive names, locations, regions, buckets; ``schedules``: cron, rate, time zones;
 - ``circus_train``: what Ferry does instead of each Circus Train key, and reading
   locations as Hadoop does;
+- ``assume_role``: the role that reaches a side in another AWS account;
 - ``catalogs`` (and notifications), ``copier_options``, ``housekeeping``, ``tables``,
   ``triggers``: the sections of a file; ``replication``: the whole file;
 - ``error_text`` and ``loading``: from a file to a config, or to one line of error.
 """
 
+from ferry.config.assume_role import AssumeRole
 from ferry.config.base import ConfigWarning, WholeNumber
 
 # The base of every model: a test walks the models for their Circus Train keys.
@@ -68,6 +70,7 @@ from ferry.config.tables import (
 from ferry.config.triggers import CatalogEventsTrigger, S3Trigger, ScheduleTrigger, Triggers
 
 __all__ = [
+    "AssumeRole",
     "DEFAULT_EXPIRED_PATH_DURATION",
     "DEFAULT_PRIORITY",
     "LISTING_THREADS",

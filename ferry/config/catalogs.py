@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
+from ferry.config.assume_role import AssumeRole
 from ferry.config.base import WholeNumber, _Model
 from ferry.config.checks import check_region
 from ferry.config.circus_train import NO_HADOOP_CONFIGURATION, NO_SSH_TUNNEL
@@ -85,6 +86,9 @@ class CatalogConfig(_Model):
     glue: GlueSettings | None = None
     #: Most partitions read or written by one catalog call (Glue writes at most 100 a call).
     batch_size: WholeNumber = Field(default=1000, ge=1, le=1000)
+    #: The role Ferry assumes to reach this side in another account: its Glue catalog and
+    #: the buckets of the tables written there (``ferry.config.assume_role``).
+    assume_role: AssumeRole | None = None
 
     @field_validator("hive_metastore_uris")
     @classmethod

@@ -52,9 +52,8 @@ SDK_CREDENTIALS = (
     "secrets in AWS Secrets Manager"
 )
 ASSUME_ROLE = (
-    "Ferry copies with the credentials of the process that runs the copy (in the pipeline, the "
-    "Lambda's or Spark job's IAM role): grant that role the target bucket, e.g. with a bucket "
-    "policy for cross-account replicas"
+    "Ferry assumes one IAM role for the whole replica side, not one per table: give it in "
+    "the top-level copier-options, or as replica-catalog.assume-role"
 )
 S3_MULTIPART_UPLOAD = (
     "Ferry's uploads to S3 (inline and Spark copies) are multipart as the file layer decides; "

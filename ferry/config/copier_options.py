@@ -84,6 +84,7 @@ class CopierOptions(_Model):
         "upload-retry-delay-ms": RETRIES,
         "s3s3-retry-max-copy-attempts": RETRIES,
         "upload-buffer-size": "Ferry's streaming buffer is copier-options.chunk-size-mib",
+        # The top-level ones become replica-catalog.assume-role (ferry.config.assume_role).
         "assume-role": ASSUME_ROLE,
         "assume-role-session-duration-seconds": ASSUME_ROLE,
     }

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ferry import config_text
+from ferry.config.assume_role import translate_circus_train as translate_assume_role
 from ferry.config.base import ConfigWarning, path_of, path_text
 from ferry.config.circus_train import read_locations_as_hadoop, set_aside_circus_train_keys
 from ferry.config.error_text import describe_validation_error
@@ -102,6 +103,10 @@ def parse_config(
     environ = os.environ if environ is None else environ
     data, unresolved = config_text.resolve_placeholders(data, environ)
     warnings: list[ConfigWarning] = []
+    try:
+        data = translate_assume_role(data)
+    except ValueError as error:
+        raise ConfigError(f"{source}: {error}") from None
     data = set_aside_circus_train_keys(data, ReplicationConfig, (), source, warnings)
     ignored = [path_of(w.key) for w in warnings]
     for placeholder in unresolved:

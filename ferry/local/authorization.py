@@ -192,7 +192,7 @@ class Authorizer:
             account = caller.account
         else:
             principal, identity, account = caller, (), check.account or ""
-        resource_account = check.account or account
+        resource_account = check.account or _owner_of(check.resource) or account
         resource_policy = _resource_policy(check.resource, region)
         context = {**SECURE_TRANSPORT, **check.context}
         if isinstance(caller, Caller):
@@ -216,6 +216,15 @@ class Authorizer:
         with self._lock:
             self._cache[key] = decision
         return decision
+
+
+def _owner_of(resource: str) -> str | None:
+    """The account of a resource whose ARN names none: an S3 bucket's owner, so that a
+    request for another account's bucket is judged as cross-account (its bucket policy must
+    allow it too)."""
+    if resource.startswith("arn:aws:s3:::"):
+        return bucket_owner(resource.removeprefix("arn:aws:s3:::").split("/", 1)[0])
+    return None
 
 
 def _reason(decision: Decision) -> str:
@@ -262,7 +271,8 @@ def _resource_policy(resource: str, region: str) -> dict[str, Any] | None:
             from moto.s3.models import s3_backends
 
             bucket_name = rest.split("/", 1)[0]
-            bucket = s3_backends[account or _default_account()]["aws"].buckets.get(bucket_name)
+            owner = account or bucket_owner(bucket_name) or _default_account()
+            bucket = s3_backends[owner]["aws"].buckets.get(bucket_name)
             return json.loads(bucket.policy) if bucket is not None and bucket.policy else None
         if service == "sns":
             from moto.sns.models import sns_backends
@@ -293,6 +303,14 @@ def _resource_policy(resource: str, region: str) -> dict[str, Any] | None:
     except Exception:  # noqa: BLE001 - no such resource: no resource policy
         return None
     return None
+
+
+def bucket_owner(bucket: str) -> str | None:
+    """The account that owns ``bucket`` in the emulator (S3 ARNs name no account), or None."""
+    from moto.s3.models import s3_backends
+
+    owner = s3_backends.bucket_accounts.get(bucket)
+    return owner[1] if owner else None
 
 
 def _default_account() -> str:

@@ -390,7 +390,10 @@ def _sts(request: HttpRequest) -> list[Check] | Unmodelled:
         return []  # needs no permission
     if operation == "AssumeRole":
         role = form["RoleArn"]
-        return [Check("sts:AssumeRole", role, account=role.split(":")[4])]
+        # A trust policy may ask for the external id the caller gives (a role in another
+        # account, ``assume-role.external-id``).
+        context = {"sts:ExternalId": form["ExternalId"]} if form.get("ExternalId") else {}
+        return [Check("sts:AssumeRole", role, context, account=role.split(":")[4])]
     return Unmodelled(f"sts {operation}")
 
 

@@ -127,7 +127,9 @@ def test_every_copier_option_is_implemented_or_a_warning(tmp_path):
         "  multipart-upload-chunk-size: 5\n  multipart-upload-threshold: 16\n"
         "  num-of-workers-per-map: 20\n  s3-endpoint-uri: https://s3.amazonaws.com\n"
         "  upload-retry-count: 3\n  upload-retry-delay-ms: 300\n  upload-buffer-size: 0\n"
-        "  canned-acl: bucket-owner-full-control\n  assume-role: arn:aws:iam::1:role/ct\n"
+        "  canned-acl: bucket-owner-full-control\n"
+        # implemented: the role the replica's data is written with (replica-catalog.assume-role)
+        "  assume-role: arn:aws:iam::210987654321:role/ct\n"
         "  assume-role-session-duration-seconds: 43200\n  s3s3-retry-max-copy-attempts: 3\n"
         # implemented: Circus Train's S3 to S3 sizes (bytes) become Ferry's (MiB, rounded up)
         "  s3s3-max-thread-pool-size: 20\n"
@@ -142,12 +144,17 @@ def test_every_copier_option_is_implemented_or_a_warning(tmp_path):
     assert set(copier_warnings) == {
         f"copier-options.{line.strip().split(':')[0]}"
         for line in (distcp + s3).splitlines()
-        if line.strip() and not line.strip().startswith(("s3s3-max", "s3s3-multipart", "#"))
+        if line.strip()
+        and not line.strip().startswith(("s3s3-max", "s3s3-multipart", "assume-role", "#"))
     }
+    role = config.replica_catalog.assume_role
+    assert (role.role_arn, role.session_duration) == (
+        "arn:aws:iam::210987654321:role/ct",
+        timedelta(hours=12),
+    )
     assert (
         "bucket's default encryption" in copier_warnings["copier-options.s3-server-side-encryption"]
     )
-    assert "IAM role" in copier_warnings["copier-options.assume-role"]
     assert "lower copier-options.threads" in copier_warnings["copier-options.task-bandwidth"]
 
 

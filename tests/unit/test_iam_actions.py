@@ -211,3 +211,21 @@ def test_updating_a_schedule_passes_its_targets_role_to_scheduler():
     )
     assert (passing.action, passing.resource) == ("iam:PassRole", role)
     assert passing.context == {"iam:PassedToService": "scheduler.amazonaws.com"}
+
+
+@pytest.mark.parametrize("external_id", ["ferry-prod", None])
+def test_assume_role_names_the_role_its_account_and_the_external_id_given(external_id):
+    """What botocore sends to STS for another account's role (``assume-role``), read as AWS
+    authorizes it: the role's trust policy may ask for ``sts:ExternalId``."""
+    role = "arn:aws:iam::333333333333:role/ferry-prod-dr"
+    extra = {"ExternalId": external_id} if external_id else {}
+    request = _sent(
+        "sts", "AssumeRole",
+        lambda c: c.assume_role(RoleArn=role, RoleSessionName="ferry", **extra),
+    )  # fmt: skip
+
+    [check] = checks_of(request)
+    assert (check.action, check.resource, check.account) == (
+        "sts:AssumeRole", role, "333333333333"
+    )
+    assert check.context == ({"sts:ExternalId": external_id} if external_id else {})
