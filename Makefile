@@ -98,6 +98,7 @@ bench: setup
 	$(BIN)/python bench/diff_scale.py
 	$(BIN)/python bench/iceberg_scale.py
 	$(BIN)/python bench/priority_lag.py
+	$(BIN)/python bench/failover_scale.py
 	$(BIN)/python bench/status_scale.py
 
 # The CloudFormation template of each environment, into cdk.out/ (no AWS account, no Docker):

@@ -133,6 +133,10 @@ def run(base: Path, ports: dict[str, int], count: int, partitions: int) -> None:
     print(f"  failover           {failover:7.1f} s")
     print(f"  failback           {failback:7.1f} s  ({home_partitions} partitions home)")
     print(f"  replicate (after)  {forward:7.1f} s  ({copied} files copied)")
+    # Ratios against baselines of the same run: a failover reads the replicas as a no-op run
+    # reads both catalogs; a failback replicates one partition per table, as a run does.
+    print(f"  failover / no-op replicate      {failover / forward:5.2f}x")
+    print(f"  failback / first replicate      {failback / replicated:5.2f}x")
 
 
 if __name__ == "__main__":
