@@ -197,6 +197,8 @@ def test_failover_and_failback_across_accounts_bring_dr_s_partition_home(
     assert result.returncode == 0, result.stdout + result.stderr
     assert PROMOTED in dr_catalog().get_table(accounts["database"], "orders").parameters
 
+    source = catalog.get_table(sample.database, "orders")
+    before = {p.values: p.location for p in catalog.list_partitions(source)}
     size = write_in_dr(accounts)
     # The reverse config reaches DR's files through the DR role, in a process of its own.
     result = ferry("failback", "--dry-run")
@@ -228,7 +230,8 @@ def test_failover_and_failback_across_accounts_bring_dr_s_partition_home(
     # source table's location; the source's own partitions are untouched.
     source = catalog.get_table(sample.database, "orders")
     partitions = {p.values: p.location for p in catalog.list_partitions(source)}
-    assert set(partitions) == {(day,) for day in sample.days} | {(DR_DAY,)}
+    assert set(partitions) == {*before, (DR_DAY,)}
+    assert {values: partitions[values] for values in before} == before
     home = partitions[(DR_DAY,)]
     assert home.startswith(source.location.rstrip("/") + "/")
     prefix = home.removeprefix(f"s3://{bucket}/").rstrip("/") + "/"
