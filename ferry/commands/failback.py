@@ -14,6 +14,7 @@ from ferry.aws import AwsClients
 from ferry.commands import EXIT_OK, load_selected
 from ferry.commands.failover import open_replica, selected_replications, switch_for
 from ferry.failover import Prefer
+from ferry.sides import reach_sides
 
 
 def run_failback(
@@ -39,6 +40,9 @@ def run_failback(
     home = home.resolve()
     work = work_uri or fs.local_uri(home / "work")
     aws = AwsClients()
+    # A side in another account: its buckets are listed (the baseline, the changes, the
+    # restore) with the role its catalog section names, as the steps reach them.
+    reach_sides(config, aws)
     state = open_state(home, state_table, aws)
     switch = switch_for(environment, home, state_table, aws, state)
 

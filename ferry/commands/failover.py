@@ -16,6 +16,7 @@ from ferry.commands import EXIT_OK, UsageError, load_selected
 from ferry.config import ReplicationConfig, TableReplication
 from ferry.errors import FailoverError
 from ferry.failover import ReplicationSwitch
+from ferry.sides import reach_sides
 
 
 def selected_replications(
@@ -114,6 +115,9 @@ def run_failover(
     home = home.resolve()
     work = work_uri or fs.local_uri(home / "work")
     aws = AwsClients()
+    # A side in another account: its buckets are listed (the baseline, the changes, the
+    # restore) with the role its catalog section names, as the steps reach them.
+    reach_sides(config, aws)
     state = open_state(home, state_table, aws)
     switch = switch_for(environment, home, state_table, aws, state)
     with open_replica(config, aws, replications) as replica:

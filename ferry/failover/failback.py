@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import yaml
 
@@ -54,6 +55,7 @@ from ferry.iceberg.failback import fail_back_iceberg
 from ferry.iceberg.recognise import is_iceberg
 from ferry.model import Table, TableType
 from ferry.replica import PARTITION_FINGERPRINT, TABLE_FINGERPRINT
+from ferry.sides import buckets_of
 
 #: Ferry's parameters all start so: the reverse's bookkeeping on the original table.
 FERRY_PREFIX = "ferry."
@@ -149,7 +151,8 @@ def fail_back(
         work_uri, baselines.FAILOVER_FOLDER, f"{_failover_id(pending)}-reverse.yml"
     )
     reverse = [_reverse_table(t) for t in coming]
-    text = yaml.safe_dump(reverse_document(config_path, reverse), sort_keys=False)
+    document = reverse_document(config_path, reverse, _replica_buckets(config, coming))
+    text = yaml.safe_dump(document, sort_keys=False)
     if coming:
         _check_reverse(text, reverse_uri)
     report.reverse_text = text if coming else None
@@ -346,6 +349,17 @@ def _check_reverse(text: str, uri: str) -> None:
         parse_config_text(text, uri)
     except ConfigError as error:
         raise FailoverError(f"the reverse config is not valid: {error}") from None
+
+
+def _replica_buckets(config: ReplicationConfig, tables: Sequence[_Table]) -> list[str]:
+    """The buckets of the replica side: those its role reaches forward, and those of the
+    promoted replicas' locations (the reverse's source side reaches them through the role)."""
+    buckets = set(buckets_of(config, config.replica_catalog))
+    for table in tables:
+        location = table.replica_table.location
+        if location and fs.scheme_of(location) in fs.S3_SCHEMES:
+            buckets.add(urlparse(location).netloc)
+    return sorted(buckets)
 
 
 def _failover_id(tables: Sequence[_Table]) -> str:

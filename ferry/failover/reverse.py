@@ -5,6 +5,10 @@ the catalogs swapped, the copier options kept, and per table one FULL replicatio
 ``partition-filter`` selects only the partitions DR changed and whose ``table-location`` is
 the original source table's own location (a new snapshot folder below it). Triggers,
 notifications and housekeeping are left out: the reverse runs once, from ``ferry failback``.
+
+A replica side in another account (``replica-catalog.assume-role``) becomes the reverse's
+source side, reached through the same role: its ``buckets`` name the buckets of the replica
+locations, which a source side's role reaches only when they are listed.
 """
 
 from __future__ import annotations
@@ -59,8 +63,12 @@ def partition_filter(keys: Sequence[Column], partitions: Sequence[tuple[str, ...
     return " or ".join(terms)
 
 
-def reverse_document(config_path: Path, tables: Sequence[ReverseTable]) -> dict[str, Any]:
-    """The reverse config's document (see the module)."""
+def reverse_document(
+    config_path: Path, tables: Sequence[ReverseTable], role_buckets: Sequence[str] = ()
+) -> dict[str, Any]:
+    """The reverse config's document (see the module); ``role_buckets``: the buckets of the
+    replica locations, which the reverse's source side reaches through the replica side's
+    ``assume-role``, when it has one."""
     try:
         original: Mapping[str, Any] = yaml.safe_load(config_path.read_text()) or {}
     except (OSError, yaml.YAMLError) as error:
@@ -71,7 +79,7 @@ def reverse_document(config_path: Path, tables: Sequence[ReverseTable]) -> dict[
             "replica-catalog sections"
         )
     document: dict[str, Any] = {
-        "source-catalog": original["replica-catalog"],
+        "source-catalog": _source_side(original["replica-catalog"], role_buckets),
         "replica-catalog": original["source-catalog"],
     }
     if original.get("copier-options"):
@@ -97,3 +105,17 @@ def reverse_document(config_path: Path, tables: Sequence[ReverseTable]) -> dict[
         )
     document["table-replications"] = replications
     return document
+
+
+def _source_side(section: Any, role_buckets: Sequence[str]) -> Any:
+    """The original replica-catalog section as the reverse's source side: its
+    ``assume-role`` lists the buckets of the replica locations too."""
+    if not isinstance(section, Mapping) or not isinstance(section.get("assume-role"), Mapping):
+        return section
+    role = dict(section["assume-role"])
+    listed = role.get("buckets") or []
+    listed = [listed] if isinstance(listed, str) else list(listed)
+    role["buckets"] = sorted({*listed, *role_buckets})
+    if not role["buckets"]:
+        del role["buckets"]
+    return {**section, "assume-role": role}
