@@ -9,12 +9,9 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from ferry import fs
-from ferry.aws import AwsClients
-from ferry.commands import EXIT_OK, load_selected
-from ferry.commands.failover import open_replica, selected_replications, switch_for
+from ferry.commands import EXIT_OK
+from ferry.commands.failover import open_replica, prepare
 from ferry.failover import Prefer
-from ferry.sides import reach_sides
 
 
 def run_failback(
@@ -31,20 +28,16 @@ def run_failback(
 ) -> int:
     """Fail the config's promoted replicas back (``ferry.failover.failback``)."""
     from ferry import lifecycle
-    from ferry.commands.replicate import _spark_runner, open_state
+    from ferry.commands.replicate import _spark_runner
     from ferry.failover.failback import fail_back
     from ferry.ledger import replica_key
 
-    config = load_selected(config_path, tables)
-    replications = selected_replications(config, tables)
-    home = home.resolve()
-    work = work_uri or fs.local_uri(home / "work")
-    aws = AwsClients()
-    # A side in another account: its buckets are listed (the baseline, the changes, the
-    # restore) with the role its catalog section names, as the steps reach them.
-    reach_sides(config, aws)
-    state = open_state(home, state_table, aws)
-    switch = switch_for(environment, home, state_table, aws, state)
+    prepared = prepare(config_path, tables, home, state_table, work_uri, environment)
+    config, replications, work, aws, state, switch = (
+        prepared.config, prepared.replications, prepared.work, prepared.aws, prepared.state,
+        prepared.switch,
+    )  # fmt: skip
+    home = prepared.home
 
     def run_reverse(config_uri: str, names: Sequence[str], adopt: frozenset[str]) -> list:
         from ferry.replicate import InProcessDriver

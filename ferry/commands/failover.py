@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -106,20 +108,13 @@ def run_failover(
     """Promote the config's replicas (``ferry.failover.failover``) and say what each holds."""
     from ferry import lifecycle
     from ferry.clock import utc_now
-    from ferry.commands.replicate import open_state
     from ferry.event_id import new_event_id
     from ferry.failover.failover import fail_over
 
-    config = load_selected(config_path, tables)
-    replications = selected_replications(config, tables)
-    home = home.resolve()
-    work = work_uri or fs.local_uri(home / "work")
-    aws = AwsClients()
-    # A side in another account: its buckets are listed (the baseline, the changes, the
-    # restore) with the role its catalog section names, as the steps reach them.
-    reach_sides(config, aws)
-    state = open_state(home, state_table, aws)
-    switch = switch_for(environment, home, state_table, aws, state)
+    prepared = prepare(config_path, tables, home, state_table, work_uri, environment)
+    config, replications, work, aws, switch = (
+        prepared.config, prepared.replications, prepared.work, prepared.aws, prepared.switch
+    )
     with open_replica(config, aws, replications) as replica:
         report = fail_over(
             config,
@@ -173,3 +168,40 @@ def run_failover(
     for note in switch.notes:
         out.print(escape(f"    {note}"))
     return EXIT_OK
+
+
+@dataclass
+class Prepared:
+    """What both commands start from: the config, its selected tables, the work area, the
+    clients (a side in another account reached through its role) and the switch."""
+
+    config: ReplicationConfig
+    replications: list
+    home: Path
+    work: str
+    aws: AwsClients
+    state: Any
+    switch: ReplicationSwitch
+
+
+def prepare(
+    config_path: Path,
+    tables: Sequence[str],
+    home: Path,
+    state_table: str | None,
+    work_uri: str | None,
+    environment: str | None,
+) -> Prepared:
+    from ferry.commands.replicate import open_state
+
+    config = load_selected(config_path, tables)
+    replications = selected_replications(config, tables)
+    home = home.resolve()
+    aws = AwsClients()
+    # A side in another account: its buckets are listed (the baseline, the changes, the
+    # restore) with the role its catalog section names, as the steps reach them.
+    reach_sides(config, aws)
+    state = open_state(home, state_table, aws)
+    switch = switch_for(environment, home, state_table, aws, state)
+    work = work_uri or fs.local_uri(home / "work")
+    return Prepared(config, replications, home, work, aws, state, switch)
