@@ -140,7 +140,8 @@ def _wildcard_reason(resource: str, path: str, stack: Stack) -> str | None:
             "(ad-hoc-access.assume-roles): the DR roles configs run by hand assume"
         )
     dr_account = getattr(settings, "dr_account", None)
-    if dr_account is not None and resource in {f"arn:aws:s3:::{b}/*" for b in dr_account.buckets}:
+    dr_objects = {f"arn:aws:s3:::{b}/*" for b in dr_account.bucket_names} if dr_account else set()
+    if resource in dr_objects:
         return (
             "Objects of a DR bucket the environment's settings name (dr-account.buckets), "
             "written by the DR role only; table data is many objects"

@@ -1,4 +1,5 @@
-"""The stack of the disaster-recovery account: the role Ferry's roles assume there.
+"""The stack of the disaster-recovery account: the role Ferry's roles assume there, and the
+policies of its buckets (``infra/dr_buckets.py``).
 
 DR guidance keeps the replica in an account of its own. The environment's ``dr-account``
 settings name it; this stack, deployed in that account, holds one role
@@ -11,6 +12,10 @@ settings name it; this stack, deployed in that account, holds one role
 - may read and write the replica side as ``infra/access.py`` grants it in one account: the
   DR buckets' objects and listings, the Glue databases' tables (read and write), and the
   buckets' KMS keys through S3 only (``kms:ViaService``).
+
+The DR buckets the settings mark ``create: true`` are the stack's, with their policies and,
+with ``kms``, the stack's key; for the others the stack outputs the statements their
+policies need (``infra/dr_buckets.py``).
 
 Replication configs name the role as their ``replica-catalog.assume-role.role-arn``
 (``arn:aws:iam::<dr account>:role/<role-name>``); ``infra/access.py`` grants Ferry's roles
@@ -25,22 +30,14 @@ import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from infra.access import GLUE_READ, GLUE_WRITE, S3_READ, S3_WRITE
-
-#: Object actions of the replica side: read (compare, verify), write (new snapshots), delete
-#: (a failed copy's objects, retired snapshots).
-S3_OBJECTS = (*S3_READ, *S3_WRITE, "s3:DeleteObject")
-#: Bucket actions: listing (plans, verification), and the bucket's region (HeadBucket asks
-#: ``s3:ListBucket``).
-S3_BUCKETS = ("s3:ListBucket", "s3:GetBucketLocation")
-#: What S3 does with a bucket's KMS key for the role (SSE-KMS).
-KMS_THROUGH_S3 = ("kms:Decrypt", "kms:GenerateDataKey", "kms:DescribeKey")
-
-
-def primary_role_pattern(account: str, environment: str) -> str:
-    """The ARNs of an environment's roles in its account: the CDK names each role after its
-    stack (``Ferry-<environment>-<construct>-<suffix>``)."""
-    return f"arn:aws:iam::{account}:role/Ferry-{environment}-*"
+from infra.access import GLUE_READ, GLUE_WRITE, S3_READ
+from infra.dr_buckets import (
+    KMS_THROUGH_S3,
+    S3_BUCKETS,
+    S3_OBJECTS,
+    DrBuckets,
+    primary_role_pattern,
+)
 
 
 def trust_statement(
@@ -132,7 +129,7 @@ class DrAccountStack(cdk.Stack):
             scope,
             construct_id,
             env=cdk.Environment(account=dr.account, region=dr.region),
-            description=f"Ferry {settings.name}: the role Ferry assumes in the DR account",
+            description=f"Ferry {settings.name}: the DR account's role and buckets",
             **kwargs,
         )
         self.settings = settings
@@ -160,7 +157,7 @@ class DrAccountStack(cdk.Stack):
             }
         )
         statements = permission_statements(
-            dr.region, dr.account, dr.buckets, dr.glue_databases, dr.kms_keys, read_locations
+            dr.region, dr.account, dr.bucket_names, dr.glue_databases, dr.kms_keys, read_locations
         )
         policy = iam.Policy(
             self,
@@ -171,3 +168,6 @@ class DrAccountStack(cdk.Stack):
         )
         policy.attach_to_role(self.role)
         cdk.CfnOutput(self, "RoleArn", value=self.role.role_arn)
+        # The buckets' side: policies (and the key) of the buckets the stack creates, the
+        # statements to merge for the others.
+        self.buckets = DrBuckets(self, "DrBuckets", settings=settings, role=self.role)

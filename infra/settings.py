@@ -21,6 +21,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -211,6 +212,38 @@ KmsKey = Annotated[
 ]
 
 
+class DrBucket(_Model):
+    """A bucket of the DR account's replica side (``infra/dr_buckets.py``): one the DR stack
+    creates, with its policy (and its key), or one of the account's own, whose policy the
+    operator completes with the statements the stack outputs. A bare name is an existing one."""
+
+    name: str
+    #: The DR stack creates the bucket and owns its policy.
+    create: bool = False
+    #: Encrypted with the DR stack's KMS key (a created bucket only).
+    kms: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_name(cls, value: object) -> object:
+        return {"name": value} if isinstance(value, str) else value
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, name: str) -> str:
+        return check_bucket_name(name)
+
+    @field_validator("kms")
+    @classmethod
+    def _kms_of_created(cls, kms: bool, info: ValidationInfo) -> bool:
+        if kms and not info.data.get("create"):
+            raise ValueError(
+                "only a bucket the stack creates (create: true) gets its key; the key of an "
+                "existing bucket goes in dr-account.kms-keys"
+            )
+        return kms
+
+
 class DrAccount(_Model):
     """The disaster-recovery account (``infra/dr_account.py``): the role Ferry's roles assume
     there, and the buckets and Glue databases of the replica side it may use."""
@@ -218,7 +251,7 @@ class DrAccount(_Model):
     account: str = Field(pattern=_ACCOUNT.pattern)
     region: str = Field(pattern=_REGION.pattern)
     role_name: str = Field(pattern=r"^[\w+=,.@-]{1,64}$")
-    buckets: list[str] = Field(min_length=1)
+    buckets: list[DrBucket] = Field(min_length=1)
     glue_databases: list[GlueDatabase] = Field(default_factory=list)
     #: The KMS keys the DR buckets encrypt with (SSE-KMS), used through S3 only.
     kms_keys: list[KmsKey] = Field(default_factory=list)
@@ -230,10 +263,16 @@ class DrAccount(_Model):
 
     @field_validator("buckets")
     @classmethod
-    def _buckets(cls, buckets: list[str]) -> list[str]:
-        for bucket in buckets:
-            check_bucket_name(bucket)
+    def _each_bucket_once(cls, buckets: list[DrBucket]) -> list[DrBucket]:
+        names = [bucket.name for bucket in buckets]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise ValueError(f"bucket {twice[0]!r} is named twice")
         return buckets
+
+    @property
+    def bucket_names(self) -> list[str]:
+        return [bucket.name for bucket in self.buckets]
 
     @field_validator("external_id")
     @classmethod
@@ -381,7 +420,7 @@ class EnvironmentSettings(_Model):
             self._check_dr_role(config, replication.config)
             in_dr_account = config.replica_catalog.assume_role is not None and self.dr_account
             allowed_locations = (
-                [f"s3://{bucket}/" for bucket in self.dr_account.buckets]
+                [f"s3://{bucket}/" for bucket in self.dr_account.bucket_names]
                 if in_dr_account and self.dr_account
                 else self.write_locations
             )
