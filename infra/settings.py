@@ -253,7 +253,7 @@ class DrAccount(_Model):
     role_name: str = Field(pattern=r"^[\w+=,.@-]{1,64}$")
     buckets: list[DrBucket] = Field(min_length=1)
     glue_databases: list[GlueDatabase] = Field(default_factory=list)
-    #: The KMS keys the DR buckets encrypt with (SSE-KMS), used through S3 only.
+    #: The KMS keys the existing DR buckets encrypt with (SSE-KMS), used through S3 only.
     kms_keys: list[KmsKey] = Field(default_factory=list)
     #: What the configs' ``assume-role.external-id`` gives; the role's trust asks for it.
     external_id: str | None = None
@@ -272,6 +272,7 @@ class DrAccount(_Model):
 
     @property
     def bucket_names(self) -> list[str]:
+        """Every DR bucket's name, created by the stack or not."""
         return [bucket.name for bucket in self.buckets]
 
     @field_validator("external_id")
