@@ -27,8 +27,21 @@ from ferry.duration import parse_duration
 from ferry.errors import AssumeRoleError
 
 #: ``ferry.config.AssumeRole`` or ``RoleSession`` (the clients' layer reads no config: it
-#: takes the role's ``role_arn``, ``session_duration`` and STS ``parameters()``).
+#: takes the role's ``role_arn``, ``external_id``, ``session_duration`` and ``session_name``).
 AssumeRole = Any
+
+
+def assume_role_parameters(role: AssumeRole) -> dict[str, Any]:
+    """STS ``AssumeRole``'s parameters for one set of ``role``'s credentials (a
+    ``ferry.config.AssumeRole`` or a ``RoleSession``)."""
+    parameters: dict[str, Any] = {
+        "RoleArn": role.role_arn,
+        "RoleSessionName": role.session_name,
+        "DurationSeconds": int(role.session_duration.total_seconds()),
+    }
+    if role.external_id:
+        parameters["ExternalId"] = role.external_id
+    return parameters
 
 
 @dataclass(frozen=True)
@@ -53,15 +66,7 @@ class RoleSession:
         )
 
     def parameters(self) -> dict[str, Any]:
-        """STS ``AssumeRole``'s parameters, as ``AssumeRole.parameters`` gives them."""
-        parameters: dict[str, Any] = {
-            "RoleArn": self.role_arn,
-            "RoleSessionName": self.session_name,
-            "DurationSeconds": int(self.session_duration.total_seconds()),
-        }
-        if self.external_id:
-            parameters["ExternalId"] = self.external_id
-        return parameters
+        return assume_role_parameters(self)
 
 
 class RoleCredentials(DeferredRefreshableCredentials):

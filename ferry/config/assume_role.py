@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import field_validator
 
+from ferry.aws_roles import assume_role_parameters
 from ferry.config.base import _Model
 from ferry.config.checks import check_bucket_name
 from ferry.duration import format_duration, parse_duration
@@ -122,14 +123,7 @@ class AssumeRole(_Model):
 
     def parameters(self) -> dict[str, Any]:
         """STS ``AssumeRole``'s parameters for one set of credentials."""
-        parameters: dict[str, Any] = {
-            "RoleArn": self.role_arn,
-            "RoleSessionName": self.session_name,
-            "DurationSeconds": int(self.session_duration.total_seconds()),
-        }
-        if self.external_id:
-            parameters["ExternalId"] = self.external_id
-        return parameters
+        return assume_role_parameters(self)
 
 
 #: Circus Train's keys (top-level ``copier-options``) and the key of ``assume-role`` each sets.
