@@ -496,3 +496,43 @@ class FailoverSwitchResult(Result):
     awaited_runs: list[str]
     released_claims: int
     notes: list[str]
+
+
+# -- Failover (invoked by ``ferry failover --environment``, outside the definitions)
+
+
+class FailoverInput(Input):
+    """What ``ferry failover --environment`` asks of the deployed Failover function for one
+    config (``events/failover.json``): ``check`` its replicas before the switch stops
+    anything, then ``promote`` them (baseline, then ``ferry.promoted``)."""
+
+    action: str = Field(pattern="^(check|promote)$")
+    #: The deployed config object (the stack's ``ConfigUri…`` output).
+    config_uri: str = Field(min_length=1)
+    #: The source tables that fail over (``database.table``); empty: every table of the config.
+    tables: list[str] = Field(default_factory=list)
+    #: The failover's id (an event id), given by the command: a table promoted by it before
+    #: keeps it.
+    failover_id: str = Field(min_length=1)
+
+
+class TableFailoverResult(Result):
+    """One table's ``ferry.failover.failover.TableFailover``."""
+
+    source_table: str
+    replica_table: str
+    failover_id: str
+    promoted: str
+    already_promoted: bool
+    source_version: str | None
+    source_read_at: str | None
+    rpo_seconds: float | None
+    partitions: int
+    baseline_uri: str
+
+
+class FailoverResult(Result):
+    """What the function did (``check``: no tables)."""
+
+    failover_id: str
+    tables: list[TableFailoverResult]

@@ -40,6 +40,9 @@ GLUE_WRITE = (
     "glue:DeletePartition",
     "glue:BatchDeletePartition",
 )
+#: What a failover does in the replica catalog: read a replica table, its partitions (the
+#: baseline), and mark it promoted (``ferry.failover.promotion``).
+GLUE_PROMOTE = ("glue:GetDatabase", "glue:GetTable", "glue:GetPartitions", "glue:UpdateTable")
 S3_READ = ("s3:GetObject", "s3:GetObjectVersion")
 #: What using the environment's KMS key takes: S3 objects, SNS messages, DynamoDB items.
 KEY_USE = (
@@ -58,6 +61,14 @@ class _Catalog:
     region: str
     account: str
     databases: set[str] = field(default_factory=set)
+
+
+@dataclass
+class _Tables:
+    region: str
+    account: str
+    #: (database, table) pairs; ``*``: every table of the database (a pattern's).
+    tables: set[tuple[str, str]] = field(default_factory=set)
 
 
 class DataAccess:
@@ -80,6 +91,17 @@ class DataAccess:
         self.write_keys = sorted(settings.write_kms_keys)
         self.source_glue = self._glue(configs, source=True)
         self.replica_glue = self._glue(configs, source=False)
+        #: The deployed configs' replica tables in Glue (no ad-hoc access): what a failover
+        #: promotes.
+        self.replica_tables = self._replica_tables(configs)
+        #: The roles the configs' replica sides in other accounts are reached with.
+        self.replica_roles = sorted(
+            {
+                config.replica_catalog.assume_role.role_arn
+                for config in configs
+                if config.replica_catalog.assume_role is not None
+            }
+        )
         #: The roles the configs' sides in other accounts are reached with (``assume-role``).
         self.side_roles = sorted(
             {
@@ -137,6 +159,28 @@ class DataAccess:
         for catalog in self.replica_glue:
             allow(grantee, GLUE_WRITE, self._glue_arns(catalog))
 
+    # -- failover ------------------------------------------------------------------------
+
+    def promote_replicas(self, grantee: iam.IGrantable) -> None:
+        """What a failover of a deployed config does to its replicas: read them in the
+        replica catalog and alter exactly them (Glue: each configured replica table, a
+        ``table-name-pattern``'s database's tables; a Hive metastore is reached through the
+        VPC), list their locations (the baseline's fingerprints) and read an Iceberg
+        replica's metadata (its current snapshot), below the write locations only."""
+        for catalog in self.replica_tables:
+            prefix = f"arn:aws:glue:{catalog.region}:{catalog.account}"
+            databases = sorted({database for database, _ in catalog.tables})
+            tables = [f"{prefix}:table/{d}/{t}" for d, t in sorted(catalog.tables)]
+            parents = [f"{prefix}:catalog", *(f"{prefix}:database/{d}" for d in databases)]
+            allow(grantee, GLUE_PROMOTE, [*parents, *tables])
+        self._list(grantee, self.write_locations)
+        locations = map(_split, self.write_locations)
+        metadata = {f"arn:aws:s3:::{bucket}/{prefix}*/metadata/*" for bucket, prefix in locations}
+        allow(grantee, S3_READ, sorted(metadata))
+        _through_s3(grantee, ("kms:Decrypt",), self.write_keys)
+        if self.replica_roles:
+            allow(grantee, ("sts:AssumeRole",), self.replica_roles)
+
     # -- other accounts ------------------------------------------------------------------
 
     def assume_side_roles(self, grantee: iam.IGrantable) -> None:
@@ -179,6 +223,24 @@ class DataAccess:
                 else access.write_databases
             )
         return [catalog for catalog in catalogs.values() if catalog.databases]
+
+    def _replica_tables(self, configs: Iterable[ReplicationConfig]) -> list[_Tables]:
+        catalogs: dict[tuple[str, str], _Tables] = {}
+        for config in configs:
+            catalog = config.replica_catalog
+            if catalog.glue is None or catalog.assume_role is not None:
+                continue  # a Hive metastore (the VPC), or another account's (its role)
+            region = catalog.glue.region or self.settings.region
+            account = catalog.glue.catalog_id or self.settings.account
+            entry = catalogs.setdefault((region, account), _Tables(region, account))
+            for replication in config.table_replications:
+                entry.tables.add(
+                    (
+                        replication.replica_database.lower(),
+                        replication.replica_table_name.lower() or "*",
+                    )
+                )
+        return [catalogs[key] for key in sorted(catalogs)]
 
     @staticmethod
     def _glue_arns(catalog: _Catalog) -> list[str]:

@@ -127,6 +127,12 @@ def _wildcard_reason(resource: str, path: str, stack: Stack) -> str | None:
                 f"Objects below {location}, a location the environment's settings name "
                 "(read-locations or write-locations); table data is many objects"
             )
+        if resource == prefix.removesuffix("/*") + "/*/metadata/*":
+            return (
+                f"The metadata files of the Iceberg replicas below {location}, a location the "
+                "environment's settings name (write-locations): a failover reads the current "
+                "snapshot of each"
+            )
         if "*" in bucket and resource == f"arn:aws:s3:::{bucket}":
             return (
                 f"The buckets {bucket} of a location the environment's settings name by "
@@ -163,11 +169,13 @@ def _wildcard_reason(resource: str, path: str, stack: Stack) -> str | None:
     reasons: list[tuple[Callable[[str], bool], str]] = [
         (
             lambda r: (
-                re.fullmatch(r"<WorkBucket\w+\.Arn>/(runs|configs|spark-logs|housekeeping)/\*", r)
+                re.fullmatch(
+                    r"<WorkBucket\w+\.Arn>/(runs|configs|spark-logs|housekeeping|failover)/\*", r
+                )
                 is not None
             ),
             "One prefix of the work bucket (runs/<event-id>/..., configs/, spark-logs/, "
-            "housekeeping/): "
+            "housekeeping/, failover/): "
             "the names below it are made per run",
         ),
         (

@@ -47,6 +47,8 @@ READ_STATE = "read-state"
 PUT_METRICS = "put-metrics"
 #: The copy budget's slots and line in the state table (``ferry.budget.dynamodb``) only.
 BUDGET_STATE = "budget-state"
+#: Reads and alters the configured replica tables (``DataAccess.promote_replicas``).
+PROMOTE_REPLICAS = "promote-replicas"
 
 #: What each function's step does besides reading its config and its run's files.
 NEEDS: dict[str, frozenset[str]] = {
@@ -84,6 +86,9 @@ NEEDS: dict[str, frozenset[str]] = {
     # Turns a config's rules and schedules off and on, stops its runs, releases its claims:
     # nothing of the data, the catalogs or the configs (infra/failover.py grants it all).
     "FailoverSwitch": frozenset(),
+    # Checks, baselines and promotes a config's replicas (infra/failover_function.py grants
+    # it): the replica catalog only, reached through the VPC when it is a Hive metastore.
+    "Failover": frozenset({PROMOTE_REPLICAS}),
 }
 
 #: The state table's actions each feed function calls (``ferry.feeds.FeedState``): notes and
@@ -120,6 +125,8 @@ SIZING = {
     "FreshnessCheck": Sizing(1024, Duration.minutes(5)),
     # Waits up to 14 minutes for a config's runs to end (``ferry failover --wait``).
     "FailoverSwitch": Sizing(512, Duration.minutes(15)),
+    # Lists every partition's files of each failing-over replica (its baseline).
+    "Failover": Sizing(1024, Duration.minutes(15)),
 }
 DEFAULT_SIZING = Sizing(512, Duration.minutes(5))
 
@@ -176,7 +183,7 @@ class Functions(Construct):
                 encryption_key=encryption.key,
                 removal_policy=KEEP,
             )
-            in_vpc = network is not None and CATALOGS in needs
+            in_vpc = network is not None and bool(needs & {CATALOGS, PROMOTE_REPLICAS})
             function = lambda_.Function(
                 self,
                 name,

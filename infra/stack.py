@@ -11,6 +11,7 @@ from infra.access import DataAccess
 from infra.configs import ReplicationConfigs
 from infra.encryption import Encryption
 from infra.failover import FailoverSwitch
+from infra.failover_function import FailoverFunction
 from infra.freshness import FreshnessCheck
 from infra.functions import Functions
 from infra.notifications import OperationsTopic, ReplicationEvents
@@ -123,6 +124,16 @@ class FerryStack(Stack):
             triggers=self.triggers,
             encryption=self.encryption,
         )
+        self.failover_function = FailoverFunction(
+            self,
+            "Failover",
+            function=self.functions.by_name["Failover"],
+            access=self.access,
+            configs=self.configs,
+            secret=self.secret,
+            work=self.work,
+            encryption=self.encryption,
+        )
         outputs = {
             "ReplicationStateMachineArn": self.pipeline.replication.state_machine_arn,
             "HousekeepingStateMachineArn": self.pipeline.housekeeping.state_machine_arn,
@@ -152,6 +163,7 @@ class FerryStack(Stack):
         outputs["FreshnessScheduleRoleArn"] = self.freshness.role.role_arn
         # What `ferry failover` / `ferry failback --environment NAME` invoke.
         outputs["FailoverSwitchFunctionArn"] = self.failover.function.function_arn
+        outputs["FailoverFunctionArn"] = self.failover_function.function.function_arn
         if self.secret.names:
             # What the secret must hold (its template value names none: a redeploy never
             # writes over the operator's values).

@@ -115,19 +115,28 @@ def run_failover(
     config, replications, work, aws, switch = (
         prepared.config, prepared.replications, prepared.work, prepared.aws, prepared.switch
     )
-    with open_replica(config, aws, replications) as replica:
-        report = fail_over(
-            config,
-            replications,
-            replica,
-            switch,
-            work,
-            lambda r: lifecycle.replica_of(config.replica_catalog, r, aws.region),
-            new_event_id(),
-            utc_now,
-            cancel_runs=cancel_runs,
-            wait=wait,
+    if environment:
+        # Through the stack: its functions check, baseline and promote under their roles.
+        from ferry.failover import deployed_failover
+
+        names = [r.source_table.qualified_name for r in replications]
+        report = deployed_failover.fail_over(
+            switch, config, names, new_event_id(), cancel_runs=cancel_runs, wait=wait
         )
+    else:
+        with open_replica(config, aws, replications) as replica:
+            report = fail_over(
+                config,
+                replications,
+                replica,
+                switch,
+                work,
+                lambda r: lifecycle.replica_of(config.replica_catalog, r, aws.region),
+                new_event_id(),
+                utc_now,
+                cancel_runs=cancel_runs,
+                wait=wait,
+            )
     if as_json:
         print(
             json.dumps(
@@ -203,5 +212,16 @@ def prepare(
     reach_sides(config, aws)
     state = open_state(home, state_table, aws)
     switch = switch_for(environment, home, state_table, aws, state)
-    work = work_uri or fs.local_uri(home / "work")
+    if environment:
+        # The deployed failover keeps the baselines in the stack's work bucket: failback
+        # finds them there, and nowhere else.
+        stack_work = switch.work_uri()
+        if work_uri and work_uri.rstrip("/") != stack_work:
+            raise UsageError(
+                f"--work-uri {work_uri}: with --environment {environment} the work area is "
+                f"the stack's, {stack_work} (the baselines are kept there)"
+            )
+        work = stack_work
+    else:
+        work = work_uri or fs.local_uri(home / "work")
     return Prepared(config, replications, home, work, aws, state, switch)

@@ -117,19 +117,32 @@ class DeployedSwitch:
 
     def invoke(self, request: FailoverSwitchInput) -> SwitchReport:
         """Invoke the function (RequestResponse); its report, or its error as one line."""
+        payload = self.call(FUNCTION_OUTPUT, "failover switch", request.model_dump(mode="json"))
+        result = FailoverSwitchResult.model_validate(payload)
+        return SwitchReport(
+            triggers=tuple(result.triggers),
+            stopped_runs=tuple(result.stopped_runs),
+            awaited_runs=tuple(result.awaited_runs),
+            released_claims=result.released_claims,
+            notes=tuple(result.notes),
+        )
+
+    def call(self, output: str, what: str, payload: dict[str, Any]) -> Any:
+        """Invoke the stack's function named by ``output`` (RequestResponse) with
+        ``payload``; its answer, or its error as one ``FailoverError`` line."""
         _, outputs, aws = self._deployment()
-        arn = outputs.get(FUNCTION_OUTPUT)
+        arn = outputs.get(output)
         if not arn:
             raise FailoverError(
-                f"the stack Ferry-{self.environment} has no {FUNCTION_OUTPUT}: deploy the "
-                "environment again (its failover switch is newer than the deployment)"
+                f"the stack Ferry-{self.environment} has no {output}: deploy the "
+                f"environment again (its {what} is newer than the deployment)"
             )
         from botocore.config import Config
         from botocore.exceptions import BotoCoreError, ClientError
 
         region = arn.split(":")[3]
-        # The function may wait up to 14 minutes for runs: the SDK's 60 s would give up; an
-        # invocation is not sent twice.
+        # The function may run up to 15 minutes (the switch waits for runs, the failover
+        # lists replicas): the SDK's 60 s would give up; an invocation is not sent twice.
         client = aws.session.client(
             "lambda",
             region_name=region,
@@ -140,28 +153,28 @@ class DeployedSwitch:
             answer = client.invoke(
                 FunctionName=arn,
                 InvocationType="RequestResponse",
-                Payload=json.dumps(request.model_dump(mode="json")).encode(),
+                Payload=json.dumps(payload).encode(),
             )
         except (BotoCoreError, ClientError) as error:  # not invoked: nothing was changed
             raise FailoverError(
-                f"the failover switch {arn} could not be invoked: {' '.join(str(error).split())}"
+                f"the {what} {arn} could not be invoked: {' '.join(str(error).split())}"
             ) from None
-        payload = json.loads(answer["Payload"].read() or b"{}")
+        found = json.loads(answer["Payload"].read() or b"{}")
         if answer.get("FunctionError"):
-            message = payload.get("errorMessage") if isinstance(payload, dict) else None
+            message = found.get("errorMessage") if isinstance(found, dict) else None
             raise FailoverError(
-                " ".join(str(message or payload).split())
-                if message
-                else f"the failover switch failed: {payload}"
+                " ".join(str(message).split()) if message else f"the {what} failed: {found}"
             )
-        result = FailoverSwitchResult.model_validate(payload)
-        return SwitchReport(
-            triggers=tuple(result.triggers),
-            stopped_runs=tuple(result.stopped_runs),
-            awaited_runs=tuple(result.awaited_runs),
-            released_claims=result.released_claims,
-            notes=tuple(result.notes),
-        )
+        return found
+
+    def work_uri(self) -> str:
+        """The stack's work bucket (``s3://<bucket>``): where the deployed failover keeps
+        the baselines, and failback finds them."""
+        _, outputs, _ = self._deployment()
+        bucket = outputs.get("WorkBucketName")
+        if not bucket:
+            raise FailoverError(f"the stack Ferry-{self.environment} has no WorkBucketName")
+        return f"s3://{bucket}"
 
     # -- where the stack is
 

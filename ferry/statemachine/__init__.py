@@ -87,9 +87,13 @@ CHECK_FUNCTIONS = {"FreshnessCheck": "lambdas.freshness_check.handler"}
 #: dead-letter queue of their own and are alarmed on (``infra/functions.py``).
 OUT_OF_BAND_FUNCTIONS = {**FEED_FUNCTIONS, **CHECK_FUNCTIONS}
 #: The functions a person's command invokes, synchronously (``ferry failover`` and
-#: ``ferry failback``: the failover switch, ``ferry.failover.stack_switch``). No definition,
-#: rule or schedule invokes them: their caller reads their error.
-OPERATOR_FUNCTIONS = {"FailoverSwitch": "lambdas.failover_switch.handler"}
+#: ``ferry failback``: the failover switch, ``ferry.failover.stack_switch``; the failover's
+#: checks, baselines and promotions, ``ferry.failover.stack_failover``). No definition, rule
+#: or schedule invokes them: their caller reads their error.
+OPERATOR_FUNCTIONS = {
+    "FailoverSwitch": "lambdas.failover_switch.handler",
+    "Failover": "lambdas.failover.handler",
+}
 
 #: The input and result model of each function's step (what travels in and out of its state).
 PAYLOADS: dict[str, tuple[type[BaseModel], type[BaseModel]]] = {
@@ -109,6 +113,7 @@ PAYLOADS: dict[str, tuple[type[BaseModel], type[BaseModel]]] = {
     "CatalogPoller": (payloads.PollInput, payloads.PollResult),
     "FreshnessCheck": (payloads.FreshnessCheckInput, payloads.FreshnessCheckResult),
     "FailoverSwitch": (payloads.FailoverSwitchInput, payloads.FailoverSwitchResult),
+    "Failover": (payloads.FailoverInput, payloads.FailoverResult),
 }
 
 #: Every function (what a deployment creates), and the definitions.

@@ -315,9 +315,9 @@ def test_ferry_failover_and_failback_of_a_deployed_config_switch_its_triggers_th
     )
     assert sfn.describe_execution(executionArn=run)["status"] == "SUCCEEDED"
     west = GlueCatalog("dr", boto3.client("glue", region_name=WEST))
+    # The work area is the stack's work bucket: the baselines are kept there.
     common = [
-        str(LANDING), "--environment", "local", "--home", str(local_runtime.state_dir),
-        "--work-uri", (tmp_path / "work").as_uri(), "--json",
+        str(LANDING), "--environment", "local", "--home", str(local_runtime.state_dir), "--json",
     ]  # fmt: skip
 
     def ferry(command: str) -> dict:

@@ -252,6 +252,8 @@ def test_data_grants_name_only_configured_locations(deployed):
         "arn:aws:s3:::" + w.removeprefix("s3://").rstrip("/") + "/*"
         for w in settings.write_locations
     }
+    # The failover reads an Iceberg replica's metadata below the write locations, only it.
+    allowed |= {w.removesuffix("/*") + "/*/metadata/*" for w in writes}
     for action, target, _ in statements(template):
         text = _text(target)
         if action in ("s3:PutObject", "s3:DeleteObject") and "arn:aws:s3:::" in text:
@@ -262,15 +264,18 @@ def test_data_grants_name_only_configured_locations(deployed):
 
 def test_glue_grants_name_the_configured_databases(deployed):
     stack, template = deployed
-    databases = set()
+    databases, replicas = set(), set()
     for config in stack.settings.configs.values():
         for replication in config.table_replications:
             databases |= {replication.source_table.database_name, replication.replica_database}
+            replicas.add(f":table/{replication.replica_qualified_name.replace('.', '/')}")
     for action, target, _ in statements(template):
         if action.startswith("glue:"):
             text = _text(target)
-            assert text.endswith(":catalog") or any(
-                text.endswith((f":database/{d}", f":table/{d}/*")) for d in databases
+            assert (
+                text.endswith(":catalog")
+                or any(text.endswith((f":database/{d}", f":table/{d}/*")) for d in databases)
+                or text.endswith(tuple(replicas))  # the failover's, one replica table each
             ), text
 
 

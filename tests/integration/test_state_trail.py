@@ -20,6 +20,7 @@ import pytest
 from ferry import fs, statemachine
 from ferry.catalog.hive import HiveMetastoreCatalog
 from ferry.catalog.hive_events import HiveNotificationLog
+from ferry.failover import PROMOTED
 from ferry.ledger import DynamoDbStateStore
 from ferry.local.lambda_worker import LambdaContext
 from ferry.outcomes import write_map_results
@@ -56,6 +57,7 @@ class Trail:
     def __init__(self, unique, sample, local_runtime, tmp_path):
         self.database = sample.database
         self.source_uri = local_runtime.source_uri
+        self.replica_uri = local_runtime.replica_uri
         self.work = f"work-{unique}"
         self.landing = f"source-{unique}"
         self.target = f"target-{unique}"
@@ -139,11 +141,14 @@ def trail(unique, sample, local_runtime, tmp_path, monkeypatch):
 
 def before(trail: Trail, state: str) -> None:
     """What the state machine runs before the state, for the sample event's event id."""
-    if state in ("copy_slot", "inline_copy", "commit", "notify_success", "abort", "housekeeping"):
+    if state in (
+        "copy_slot", "inline_copy", "commit", "notify_success", "abort", "housekeeping",
+        "failover",
+    ):  # fmt: skip
         trail.run("plan")
-    if state in ("commit", "notify_success", "abort", "housekeeping"):
+    if state in ("commit", "notify_success", "abort", "housekeeping", "failover"):
         trail.run("inline_copy")
-    if state in ("notify_success", "housekeeping"):
+    if state in ("notify_success", "housekeeping", "failover"):
         trail.run("commit")
     if state == "housekeeping":
         trail.run("notify_success")
@@ -271,6 +276,17 @@ def check_outcome(trail: Trail, state: str, result: dict) -> None:
         schedule = boto3.client("scheduler").get_schedule(Name="ferry-prod-sales", GroupName=group)
         assert schedule["State"] == "DISABLED"
         assert schedule["ScheduleExpression"] == "cron(0 3 * * ? *)"  # the rest kept
+    elif state == "failover":
+        # The replica the commit wrote, promoted by the sample's failover, its baseline (its
+        # three partitions) kept in the work location's failover/.
+        [table] = result["tables"]
+        assert (table["replicaTable"], table["failoverId"]) == (replica, result["failoverId"])
+        assert (table["partitions"], table["alreadyPromoted"]) == (3, False)
+        assert table["baselineUri"].startswith(f"s3://{trail.work}/failover/")
+        assert fs.exists(table["baselineUri"])
+        with HiveMetastoreCatalog("dr", [trail.replica_uri]) as catalog:
+            promoted = catalog.get_table(f"{trail.database}_dr", "orders").parameters
+        assert promoted[PROMOTED] == table["promoted"]
     elif state == "summarize":
         assert (result["succeeded"], result["failed"]) == (1, 1)
         assert result["error"] == "StepFunctionsError"

@@ -103,3 +103,21 @@ def test_a_switch_that_cannot_be_invoked_is_one_line(aws):
 
     assert str(refused.value).startswith(f"the failover switch {gone} could not be invoked: ")
     assert "\n" not in str(refused.value)
+
+
+def test_a_stack_deployed_before_the_failover_function_existed_changes_nothing(aws):
+    """The check comes first: without the Failover function the switch is never invoked (its
+    ARN here names no function: invoked, it would fail with another line)."""
+    from ferry.failover.deployed_failover import fail_over
+
+    gone = "arn:aws:lambda:eu-west-1:123456789012:function:ferry-dev-failover-switch"
+    config, tables = deployed_dev(
+        {"ConfigUriSalesDr": "s3://assets/0123.yml", "FailoverSwitchFunctionArn": gone}
+    )
+
+    with pytest.raises(FailoverError) as refused:
+        fail_over(switch_for("dev"), config, tables, "ferry-20260101t000000000z-0f0f0f0f")
+
+    assert str(refused.value).startswith(
+        "the stack Ferry-dev has no FailoverFunctionArn: deploy the environment again"
+    )
