@@ -54,6 +54,9 @@ class ResolveTablesInput(Input):
     config_uri: str
     tables: list[str] | None = None
     trigger: dict[str, Any] | None = None
+    #: Replica tables (``database.table``) taken as the run's replicas though they are none
+    #: yet: ``ferry failback``'s original source tables, and only those.
+    adopt: list[str] = Field(default_factory=list)
 
 
 class TableItem(Input):
@@ -68,6 +71,9 @@ class TableItem(Input):
     #: The table's own execution (a child of the Map over the tables, ``$$.Execution.Id``):
     #: the owner of the replica's lock, which another run takes over once it has ended.
     execution: str | None = None
+    #: The replica is a table Ferry never replicated that this run takes as its replica (the
+    #: execution's ``adopt``): Plan's guard and Commit's claim accept it.
+    adopt: bool = False
 
 
 PlanInput = TableItem

@@ -67,6 +67,8 @@ class PlanDocument:
     #: When Plan read the source (before it read anything): the replica holds every change
     #: the source made before then once this run succeeds (``ferry.source_versions``).
     source_read_at: datetime | None = None
+    #: The replica is adopted (``TableItem.adopt``): Commit claims it as Plan took it.
+    adopt: bool = False
 
 
 _PLAN_DOCUMENT = TypeAdapter(PlanDocument)

@@ -43,7 +43,7 @@ from ferry.config import (
     load_config_uri,
 )
 from ferry.copier import Progress
-from ferry.errors import CopyIncompleteError, FerryError, NotificationError
+from ferry.errors import ConfigError, CopyIncompleteError, FerryError, NotificationError
 from ferry.event_id import new_event_id
 from ferry.freshness import TableFreshness, measure
 from ferry.iceberg.pipeline import IcebergIntent, commit_metadata
@@ -183,6 +183,13 @@ class Steps:
         items = []
         triggered = trigger_time(payload.trigger)
         replications = self.select_tables(config, payload.tables or [], payload.config_uri)
+        adopt = {name.lower() for name in payload.adopt}
+        unknown = adopt - {r.replica_qualified_name.lower() for r in replications}
+        if unknown:
+            raise ConfigError(
+                f"adopt: {sorted(unknown)[0]} is not a replica table of this run; nothing "
+                "is adopted that the run does not replicate"
+            )
         replications = self.leave_out_promoted(config, replications)
         # Critical tables first, then normal, then bulk: the Map starts them in this order.
         for replication in sorted(replications, key=lambda r: r.priority.rank):
@@ -195,6 +202,7 @@ class Steps:
                     event_id=self.event_ids(started),
                     start_time=started,
                     trigger_time=triggered or started,
+                    adopt=replication.replica_qualified_name.lower() in adopt,
                 )
             )
         # The list goes to S3, read by the Map's ItemReader: a config that selects thousands
@@ -286,6 +294,7 @@ class Steps:
         config_uri, event_id = payload.config_uri, payload.event_id
         config = self._load(config_uri, self.config_environment)
         replication = config.replication_of(payload.source_table, payload.replica_table)
+        adopted = payload.adopt or replication.replica_qualified_name.lower() in self.adopt
         # A failed attempt of this table is continued, not restarted (``ferry.attempts``).
         attempt = self._resumable(config, replication)
         if attempt is not None:
@@ -336,7 +345,7 @@ class Steps:
                     reusable,
                 ),
                 intend,
-                adopt=replication.replica_qualified_name.lower() in self.adopt,
+                adopt=adopted,
             )
         lifecycle.snapshot_created(self.state, key, plan, self.clock())
         for notice in plan.notices:
@@ -345,7 +354,9 @@ class Steps:
         copier = choose_copier(plan, options)
         write_plan(
             where.plan,
-            PlanDocument(config_uri, copier, started, plan, payload.trigger_time, read_at),
+            PlanDocument(
+                config_uri, copier, started, plan, payload.trigger_time, read_at, adopted
+            ),
         )
         bucket, key = fs.object_location(where.manifest)
         return PlanResult(
@@ -498,7 +509,7 @@ class Steps:
                 self.state.owner if self.state is not None else None,
                 lifecycle.process_is_gone,
                 recorded_parameters(plan.source_version, document.source_read_at),
-                adopt=plan.replica_table.qualified_name.lower() in self.adopt,
+                adopt=document.adopt or plan.replica_table.qualified_name.lower() in self.adopt,
             )
             key = self._replica_key(config, plan.replication)
             lifecycle.committed(self.state, key, plan, replica, before, self.clock(), where.root)

@@ -318,3 +318,42 @@ def test_resolve_tables_gives_each_matched_table_its_own_item(tmp_path):
     )
     assert [i["sourceTable"] for i in resolved_tables(one)] == ["sales.orders_2025"]
     assert ListingCatalog.opened == 1
+
+
+def test_resolve_tables_marks_the_tables_to_adopt_and_refuses_one_the_run_does_not_replicate(
+    tmp_path,
+):
+    import yaml
+
+    from ferry.errors import ConfigError
+    from ferry.outcomes import resolved_tables
+    from ferry.steps import Steps
+
+    path = tmp_path / "replication.yml"
+    document = {
+        "source-catalog": {"name": "onprem", "hive-metastore-uris": "thrift://ms1:9083"},
+        "replica-catalog": {"name": "dr", "hive-metastore-uris": "thrift://ms2:9083"},
+        "table-replications": [named("customers"), named("orders")],
+    }
+    path.write_text(yaml.safe_dump(document))
+    steps = Steps((tmp_path / "work").as_uri(), catalogs=ListingCatalog)
+
+    result = steps.resolve_tables(
+        {"configUri": str(path), "adopt": ["SALES_DR.Orders"]}, max_concurrency=4
+    )
+
+    assert {i["sourceTable"]: i["adopt"] for i in resolved_tables(result)} == {
+        "sales.customers": False,
+        "sales.orders": True,
+    }
+    with pytest.raises(ConfigError, match=r"^adopt: sales_dr\.other is not a replica table"):
+        steps.resolve_tables(
+            {"configUri": str(path), "tables": ["sales.customers"], "adopt": ["sales_dr.other"]},
+            max_concurrency=4,
+        )
+    # A table the config replicates but this run leaves out is not adopted either.
+    with pytest.raises(ConfigError, match=r"^adopt: sales_dr\.orders is not a replica table"):
+        steps.resolve_tables(
+            {"configUri": str(path), "tables": ["sales.customers"], "adopt": ["sales_dr.orders"]},
+            max_concurrency=4,
+        )
