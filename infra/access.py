@@ -89,6 +89,11 @@ class DataAccess:
             | set(ad_hoc.read_kms_keys)
         )
         self.write_keys = sorted(settings.write_kms_keys)
+        failback = settings.failback
+        #: What failback's reverse run writes of the sources (``failback``; none: nothing).
+        self.failback_locations = sorted(failback.write_locations) if failback else []
+        self.failback_keys = sorted(failback.kms_keys) if failback else []
+        self.failback_glue = self._failback_glue(configs)
         self.source_glue = self._glue(configs, source=True)
         self.replica_glue = self._glue(configs, source=False)
         #: The deployed configs' replica tables in Glue (no ad-hoc access): what a failover
@@ -158,6 +163,42 @@ class DataAccess:
     def write_replica_catalog(self, grantee: iam.IGrantable) -> None:
         for catalog in self.replica_glue:
             allow(grantee, GLUE_WRITE, self._glue_arns(catalog))
+
+    # -- failback ------------------------------------------------------------------------
+
+    def write_sources(
+        self, grantee: iam.IGrantable, *, data: bool, delete: bool, catalog: bool
+    ) -> None:
+        """What failback's reverse run does to the sources, as the settings' ``failback``
+        allows (nothing without it): write its snapshots below ``write-locations`` (``data``),
+        remove one that fails verification or that nothing references (``delete``), alter the
+        source tables of ``databases`` (``catalog``)."""
+        if not self.failback_locations:
+            return
+        if data:
+            allow(grantee, S3_WRITE, _objects(self.failback_locations))
+            _through_s3(grantee, ("kms:GenerateDataKey", "kms:Decrypt"), self.failback_keys)
+        if delete:
+            allow(grantee, ("s3:DeleteObject",), _objects(self.failback_locations))
+        if catalog:
+            for source in self.failback_glue:
+                allow(grantee, GLUE_WRITE, self._glue_arns(source))
+
+    def _failback_glue(self, configs: Iterable[ReplicationConfig]) -> list[_Catalog]:
+        """The configs' source Glue catalogs, each with the failback's databases."""
+        failback = self.settings.failback
+        if failback is None or not failback.databases:
+            return []
+        catalogs: dict[tuple[str, str], _Catalog] = {}
+        for config in configs:
+            glue = config.source_catalog.glue
+            if glue is None or config.source_catalog.assume_role is not None:
+                continue
+            region = glue.region or self.settings.region
+            account = glue.catalog_id or self.settings.account
+            entry = catalogs.setdefault((region, account), _Catalog(region, account))
+            entry.databases.update(failback.databases)
+        return [catalogs[key] for key in sorted(catalogs)]
 
     # -- failover ------------------------------------------------------------------------
 

@@ -117,6 +117,8 @@ def _wildcard_reason(resource: str, path: str, stack: Stack) -> str | None:
         locations = [*settings.write_locations, *ad_hoc.read_locations] + [
             location for r in settings.replications for location in r.read_locations
         ]
+        if settings.failback is not None:
+            locations += settings.failback.write_locations
         topics = ad_hoc.topics
         databases = {d for a in ad_hoc.glue for d in a.read_databases + a.write_databases}
     for location in locations:
@@ -125,7 +127,8 @@ def _wildcard_reason(resource: str, path: str, stack: Stack) -> str | None:
         if resource == prefix:
             return (
                 f"Objects below {location}, a location the environment's settings name "
-                "(read-locations or write-locations); table data is many objects"
+                "(read-locations, write-locations or failback.write-locations); table data "
+                "is many objects"
             )
         if resource == prefix.removesuffix("/*") + "/*/metadata/*":
             return (

@@ -49,6 +49,9 @@ PUT_METRICS = "put-metrics"
 BUDGET_STATE = "budget-state"
 #: Reads and alters the configured replica tables (``DataAccess.promote_replicas``).
 PROMOTE_REPLICAS = "promote-replicas"
+#: Failback's reverse run, as the settings' ``failback`` allows: its snapshots below the
+#: sources' locations, the source tables (``DataAccess.write_sources``).
+FAILBACK = "failback"
 
 #: What each function's step does besides reading its config and its run's files.
 NEEDS: dict[str, frozenset[str]] = {
@@ -58,19 +61,23 @@ NEEDS: dict[str, frozenset[str]] = {
     "Plan": frozenset({CATALOGS, READ_DATA, STATE, PUBLISH}),
     # A copy removes an object of its own snapshot that fails verification (corrupt, short,
     # its source changed): nothing wrong is left where the commit would point.
-    "InlineCopy": frozenset({READ_DATA, WRITE_REPLICAS, DELETE_REPLICAS}),
-    "S3CopyBatch": frozenset({READ_DATA, WRITE_REPLICAS, DELETE_REPLICAS}),
+    "InlineCopy": frozenset({READ_DATA, WRITE_REPLICAS, DELETE_REPLICAS, FAILBACK}),
+    "S3CopyBatch": frozenset({READ_DATA, WRITE_REPLICAS, DELETE_REPLICAS, FAILBACK}),
     # Reads the plan (its table's priority), takes a copy slot or waits in line.
     "CopySlot": frozenset({BUDGET_STATE}),
     # Avro schema copies, an Iceberg replica's manifest lists and metadata.json, the replica's
     # catalog, the ledger of superseded snapshots.
-    "Commit": frozenset({CATALOGS, WRITE_CATALOG, READ_DATA, WRITE_REPLICAS, STATE}),
+    "Commit": frozenset({CATALOGS, WRITE_CATALOG, READ_DATA, WRITE_REPLICAS, STATE, FAILBACK}),
     "NotifySuccess": frozenset({STATE, PUBLISH}),  # SUCCESS, then the lock is released
     # Removes an unreferenced snapshot (asking the catalog first), FAILURE, the lock.
-    "Abort": frozenset({CATALOGS, WRITE_CATALOG, READ_DATA, DELETE_REPLICAS, STATE, PUBLISH}),
+    "Abort": frozenset(
+        {CATALOGS, WRITE_CATALOG, READ_DATA, DELETE_REPLICAS, STATE, PUBLISH, FAILBACK}
+    ),
     # Reads the tables' outcomes (the Map's results in the work bucket); aborts a table whose
     # iteration failed where no Catch takes the error, as Abort does.
-    "Summarize": frozenset({CATALOGS, WRITE_CATALOG, READ_DATA, DELETE_REPLICAS, STATE, PUBLISH}),
+    "Summarize": frozenset(
+        {CATALOGS, WRITE_CATALOG, READ_DATA, DELETE_REPLICAS, STATE, PUBLISH, FAILBACK}
+    ),
     "Housekeeping": frozenset({CATALOGS, READ_DATA, DELETE_REPLICAS, STATE, HOUSEKEEPING_REPORTS}),
     # The catalog change feeds (ferry.feeds) keep their windows and positions in the state
     # table under keys of their own (FEED_STATE_ACTIONS). The intake of Glue's events reads
@@ -279,6 +286,13 @@ class Functions(Construct):
             state.grant_state(function)
         if PUBLISH in needs:
             access.publish(function)
+        if FAILBACK in needs:
+            access.write_sources(
+                function,
+                data=WRITE_REPLICAS in needs,
+                delete=DELETE_REPLICAS in needs,
+                catalog=WRITE_CATALOG in needs,
+            )
         if needs & {CATALOGS, READ_DATA, WRITE_REPLICAS, DELETE_REPLICAS}:
             access.assume_side_roles(function)
         if HOUSEKEEPING_REPORTS in needs:

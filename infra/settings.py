@@ -212,6 +212,21 @@ KmsKey = Annotated[
 ]
 
 
+class Failback(_Model):
+    """What ``ferry failback``'s reverse run may write through the pipeline: it replicates
+    DR's changes into the source tables, so the roles of Plan, the copies and Commit need the
+    source's locations and catalog. Never granted by default: an environment without it
+    grants nothing of the source beyond reading it."""
+
+    #: Below these (the source tables' locations) the reverse run writes its snapshots.
+    write_locations: list[S3Prefix] = Field(min_length=1)
+    #: The source Glue databases whose tables it alters (IAM wildcards allowed), in each
+    #: config's source catalog; a Hive source metastore is reached through the VPC.
+    databases: list[GlueDatabase] = Field(default_factory=list)
+    #: The KMS keys the source buckets encrypt with, which writing there needs.
+    kms_keys: list[KmsKey] = Field(default_factory=list)
+
+
 class DrBucket(_Model):
     """A bucket of the DR account's replica side (``infra/dr_buckets.py``): one the DR stack
     creates, with its policy (and its key), or one of the account's own, whose policy the
@@ -336,6 +351,8 @@ class EnvironmentSettings(_Model):
     ad_hoc_access: AdHocAccess = Field(default_factory=AdHocAccess)
     #: The replica side in another account, reached through a role there (its own stack).
     dr_account: DrAccount | None = None
+    #: What failback's reverse run may write of the sources (none: nothing).
+    failback: Failback | None = None
 
     @field_validator("variables", "secret_variables")
     @classmethod
@@ -435,8 +452,33 @@ class EnvironmentSettings(_Model):
                         f"{self.name}: replica location {location} of {replication.config} is "
                         f"outside {allowed_key} {allowed_locations}"
                     )
+            self._check_failback(config, replication)
             loaded[replication.config] = config
         return loaded
+
+    def _check_failback(self, config: ReplicationConfig, replication: Replication) -> None:
+        """With ``failback``, a config's failback must fit it: the reverse run writes below
+        the config's read-locations (its sources' data) and into its source Glue
+        databases."""
+        failback = self.failback
+        if failback is None:
+            return
+        where = f"{self.name}: {replication.config}: its failback"
+        for location in replication.read_locations:
+            if not any(_below(location, allowed) for allowed in failback.write_locations):
+                raise SettingsError(
+                    f"{where} writes below {location}, outside failback.write-locations "
+                    f"{failback.write_locations}"
+                )
+        if config.source_catalog.glue is None:
+            return
+        for table in config.table_replications:
+            database = table.source_table.database_name.lower()
+            if not any(_matches(database, allowed) for allowed in failback.databases):
+                raise SettingsError(
+                    f"{where} alters tables of the Glue database {database}, which "
+                    f"failback.databases {failback.databases} does not name"
+                )
 
 
 def _below(location: str, prefix: str) -> bool:
@@ -445,6 +487,12 @@ def _below(location: str, prefix: str) -> bool:
     location, prefix = fs.normalise(location), fs.normalise(prefix).rstrip("/")
     pattern = re.escape(prefix).replace(r"\*", ".*").replace(r"\?", ".")
     return re.fullmatch(f"{pattern}(/.*)?", location) is not None
+
+
+def _matches(name: str, pattern: str) -> bool:
+    """``name`` matches ``pattern``, whose ``*`` and ``?`` are IAM's wildcards."""
+    regex = re.escape(pattern).replace(r"\*", ".*").replace(r"\?", ".")
+    return re.fullmatch(regex, name) is not None
 
 
 def rate_minutes(expression: str) -> int | None:

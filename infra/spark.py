@@ -81,6 +81,8 @@ class SparkCopy(Construct):
         access.read_data(self.job_role)
         access.write_replicas(self.job_role)
         access.delete_replicas(self.job_role)  # an object that fails verification is removed
+        # Failback's reverse run copies into the sources, as the settings allow (or not).
+        access.write_sources(self.job_role, data=True, delete=True, catalog=False)
         access.assume_side_roles(self.job_role)  # a replica bucket in another account
         allow_prefix(
             self.job_role, work.bucket.bucket_arn, RUNS_PREFIX, ("s3:GetObject", "s3:PutObject")

@@ -248,12 +248,15 @@ def test_data_grants_name_only_configured_locations(deployed):
         re.sub(r"^s3://", "arn:aws:s3:::", location).rstrip("/") + "/*"
         for location in (*read, *settings.write_locations)
     }
+    # Failback's reverse run writes the sources only where the settings' failback says.
+    failback = settings.failback.write_locations if settings.failback else []
     writes = {
         "arn:aws:s3:::" + w.removeprefix("s3://").rstrip("/") + "/*"
-        for w in settings.write_locations
+        for w in (*settings.write_locations, *failback)
     }
     # The failover reads an Iceberg replica's metadata below the write locations, only it.
     allowed |= {w.removesuffix("/*") + "/*/metadata/*" for w in writes}
+    allowed |= writes
     for action, target, _ in statements(template):
         text = _text(target)
         if action in ("s3:PutObject", "s3:DeleteObject") and "arn:aws:s3:::" in text:
