@@ -542,3 +542,34 @@ class FailoverResult(Result):
 
     failover_id: str
     tables: list[TableFailoverResult]
+
+
+# -- Failback (invoked by ``ferry failback --environment``, outside the definitions)
+
+
+class FailbackInput(Input):
+    """What ``ferry failback --environment`` asks of the deployed Failback function for one
+    config (``events/failback.json``): ``plan`` what would come home (``--dry-run``), or
+    ``run`` the failback as far as it can go in one invocation: it starts the reverse run on
+    the replication state machine and answers ``COPYING``; invoked again once that run has
+    succeeded, it restores the original tables and answers ``DONE``."""
+
+    action: str = Field(pattern="^(plan|run)$")
+    #: The deployed config object (the stack's ``ConfigUri…`` output).
+    config_uri: str = Field(min_length=1)
+    #: The source tables that fail back (``database.table``); empty: every table of the config.
+    tables: list[str] = Field(default_factory=list)
+    #: The side that wins a table changed on both (``replica`` or ``source``), if named.
+    prefer: str | None = Field(default=None, pattern="^(replica|source)$")
+
+
+class FailbackResult(Result):
+    """Where the failback stands (``PLANNED``, ``COPYING`` or ``DONE``) and each table's
+    ``ferry.failover.failback.TableFailback``."""
+
+    status: str = Field(pattern="^(PLANNED|COPYING|DONE)$")
+    #: The reverse run on the replication state machine, while ``COPYING``.
+    execution_arn: str | None = None
+    reverse_config: str | None = None
+    reverse_text: str | None = None
+    tables: list[dict[str, Any]] = Field(default_factory=list)

@@ -202,18 +202,21 @@ class DataAccess:
 
     # -- failover ------------------------------------------------------------------------
 
-    def promote_replicas(self, grantee: iam.IGrantable) -> None:
+    def promote_replicas(self, grantee: iam.IGrantable, extra: Iterable[str] = ()) -> None:
         """What a failover of a deployed config does to its replicas: read them in the
         replica catalog and alter exactly them (Glue: each configured replica table, a
         ``table-name-pattern``'s database's tables; a Hive metastore is reached through the
         VPC), list their locations (the baseline's fingerprints) and read an Iceberg
-        replica's metadata (its current snapshot), below the write locations only."""
+        replica's metadata (its current snapshot), below the write locations only.
+        ``extra``: more Glue actions on the same tables (failback's, on their partitions)."""
         for catalog in self.replica_tables:
             prefix = f"arn:aws:glue:{catalog.region}:{catalog.account}"
             databases = sorted({database for database, _ in catalog.tables})
             tables = [f"{prefix}:table/{d}/{t}" for d, t in sorted(catalog.tables)]
             parents = [f"{prefix}:catalog", *(f"{prefix}:database/{d}" for d in databases)]
             allow(grantee, GLUE_PROMOTE, [*parents, *tables])
+            if extra:
+                allow(grantee, tuple(extra), [*parents, *tables])
         self._list(grantee, self.write_locations)
         locations = map(_split, self.write_locations)
         metadata = {f"arn:aws:s3:::{bucket}/{prefix}*/metadata/*" for bucket, prefix in locations}

@@ -173,12 +173,14 @@ def _wildcard_reason(resource: str, path: str, stack: Stack) -> str | None:
         (
             lambda r: (
                 re.fullmatch(
-                    r"<WorkBucket\w+\.Arn>/(runs|configs|spark-logs|housekeeping|failover)/\*", r
+                    r"<WorkBucket\w+\.Arn>/"
+                    r"(runs|configs|configs/failback|spark-logs|housekeeping|failover)/\*",
+                    r,
                 )
                 is not None
             ),
-            "One prefix of the work bucket (runs/<event-id>/..., configs/, spark-logs/, "
-            "housekeeping/, failover/): "
+            "One prefix of the work bucket (runs/<event-id>/..., configs/, configs/failback/, "
+            "spark-logs/, housekeeping/, failover/): "
             "the names below it are made per run",
         ),
         (

@@ -96,6 +96,9 @@ NEEDS: dict[str, frozenset[str]] = {
     # Checks, baselines and promotes a config's replicas (infra/failover_function.py grants
     # it): the replica catalog only, reached through the VPC when it is a Hive metastore.
     "Failover": frozenset({PROMOTE_REPLICAS}),
+    # Plans and runs a config's failback (infra/failback_function.py grants it): both
+    # catalogs, so in the VPC when the environment has one.
+    "Failback": frozenset({CATALOGS, PROMOTE_REPLICAS}),
 }
 
 #: The state table's actions each feed function calls (``ferry.feeds.FeedState``): notes and
@@ -134,6 +137,8 @@ SIZING = {
     "FailoverSwitch": Sizing(512, Duration.minutes(15)),
     # Lists every partition's files of each failing-over replica (its baseline).
     "Failover": Sizing(1024, Duration.minutes(15)),
+    # Lists both sides' files of each table (its changes), writes Iceberg snapshots home.
+    "Failback": Sizing(2048, Duration.minutes(15)),
 }
 DEFAULT_SIZING = Sizing(512, Duration.minutes(5))
 

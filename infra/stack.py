@@ -10,6 +10,7 @@ from constructs import Construct
 from infra.access import DataAccess
 from infra.configs import ReplicationConfigs
 from infra.encryption import Encryption
+from infra.failback_function import FailbackFunction
 from infra.failover import FailoverSwitch
 from infra.failover_function import FailoverFunction
 from infra.freshness import FreshnessCheck
@@ -134,6 +135,19 @@ class FerryStack(Stack):
             work=self.work,
             encryption=self.encryption,
         )
+        self.failback_function = FailbackFunction(
+            self,
+            "Failback",
+            function=self.functions.by_name["Failback"],
+            access=self.access,
+            configs=self.configs,
+            secret=self.secret,
+            work=self.work,
+            state=self.state,
+            replication=self.pipeline.replication,
+            encryption=self.encryption,
+            environment=settings.name,
+        )
         outputs = {
             "ReplicationStateMachineArn": self.pipeline.replication.state_machine_arn,
             "HousekeepingStateMachineArn": self.pipeline.housekeeping.state_machine_arn,
@@ -164,6 +178,7 @@ class FerryStack(Stack):
         # What `ferry failover` / `ferry failback --environment NAME` invoke.
         outputs["FailoverSwitchFunctionArn"] = self.failover.function.function_arn
         outputs["FailoverFunctionArn"] = self.failover_function.function.function_arn
+        outputs["FailbackFunctionArn"] = self.failback_function.function.function_arn
         if self.secret.names:
             # What the secret must hold (its template value names none: a redeploy never
             # writes over the operator's values).

@@ -68,6 +68,11 @@ class Settings(BaseModel):
         alias="FERRY_CHANGES_STATE_MACHINE_ARN",
         description="the change window state machine the catalog change feeds start",
     )
+    replication_state_machine: str | None = Field(
+        default=None,
+        alias="FERRY_REPLICATION_STATE_MACHINE_ARN",
+        description="the replication state machine failback's reverse run is started on",
+    )
     lock_lease: timedelta = Field(
         default=lifecycle.DEFAULT_LEASE,
         gt=timedelta(0),

@@ -29,8 +29,7 @@ def run_failback(
     """Fail the config's promoted replicas back (``ferry.failover.failback``)."""
     from ferry import lifecycle
     from ferry.commands.replicate import _spark_runner
-    from ferry.failover.failback import fail_back
-    from ferry.ledger import replica_key
+    from ferry.failover.failback import fail_back, reverse_ledger_forgetter
 
     prepared = prepare(config_path, tables, home, state_table, work_uri, environment)
     config, replications, work, aws, state, switch = (
@@ -49,15 +48,9 @@ def run_failback(
         driver.run({"configUri": config_uri, "tables": list(names)})
         return collected.outcomes
 
-    def forget_reverse(replication) -> None:
-        """The reverse replica's (the original table's) ledger entries are forgotten."""
-        reverse_key = replica_key(
-            lifecycle.catalog_identity(config.source_catalog, aws.region),
-            replication.source_table.qualified_name,
-        )
-        for entry in state.store.entries(reverse_key):
-            state.store.forget(reverse_key, entry.path)
-
+    if environment:
+        report = _through_stack(switch, config, replications, prefer, dry_run, as_json)
+        return _print(report, dry_run, as_json)
     with (
         open_replica(config, aws, replications) as replica,
         open_replica(config, aws, replications, side="source") as source,
@@ -74,14 +67,45 @@ def run_failback(
             run_reverse,
             prefer=prefer,
             dry_run=dry_run,
-            forget_reverse=forget_reverse,
+            forget_reverse=reverse_ledger_forgetter(state, config, aws.region),
         )
+    return _print(report, dry_run, as_json)
+
+
+def _through_stack(switch, config, replications, prefer, dry_run: bool, as_json: bool):
+    """The failback by the deployed Failback function; its reverse run followed here."""
+    from ferry.errors import describe_error
+    from ferry.execute import follow
+    from ferry.failover import deployed_failback
+
+    def follow_run(arn: str) -> tuple[str, str]:
+        sfn = switch.client("stepfunctions", arn.split(":")[3])
+        if not as_json:
+            print(f"reverse run {arn.rsplit(':', 1)[-1]} started")
+        outcome = follow(sfn, arn, on_state=(lambda s: None) if as_json else _entered)
+        error, cause = describe_error({"Error": outcome.error, "Cause": outcome.cause})
+        first = cause.splitlines()[0] if cause else ""
+        return outcome.status, f"{error}: {first}" if error else ""
+
+    names = [r.source_table.qualified_name for r in replications]
+    return deployed_failback.fail_back(
+        switch, config, names, follow_run, prefer=prefer, dry_run=dry_run
+    )
+
+
+def _entered(state: str) -> None:
+    print(f"  → {state}")
+
+
+def _print(report, dry_run: bool, as_json: bool) -> int:
+    """What failback did (or would do), for people or as JSON."""
     if as_json:
         print(
             json.dumps(
                 {
                     "dryRun": dry_run,
                     "reverseConfig": report.reverse_config,
+                    "reverseText": report.reverse_text,
                     "tables": [t.to_dict() for t in report.tables],
                     "switch": report.switch.__dict__,
                 },

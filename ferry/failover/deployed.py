@@ -167,6 +167,11 @@ class DeployedSwitch:
             )
         return found
 
+    def client(self, service: str, region: str | None = None) -> Any:
+        """A client of the stack's account (the operator's session; the emulator locally)."""
+        _, _, aws = self._deployment()
+        return aws.session.client(service, region_name=region, endpoint_url=aws.endpoint)
+
     def work_uri(self) -> str:
         """The stack's work bucket (``s3://<bucket>``): where the deployed failover keeps
         the baselines, and failback finds them."""

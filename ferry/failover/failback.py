@@ -103,7 +103,7 @@ class _Table:
 
 def fail_back(
     config: ReplicationConfig,
-    config_path: Path,
+    config_path: Path | str,
     replications: Sequence[TableReplication],
     source: Catalog,
     replica: Catalog,
@@ -116,11 +116,15 @@ def fail_back(
     dry_run: bool = False,
     threads: int = 8,
     forget_reverse: Callable[[TableReplication], None] = lambda replication: None,
+    reverse_folder: str | None = None,
 ) -> FailbackReport:
     """Fail the tables of ``replications`` back (see the module's steps).
 
-    ``forget_reverse``: forgets what the reverse run recorded of the original table (its
-    ledger entries), so that nothing of the source's data is ever housekeeping's.
+    ``config_path``: the config file, or the URI of a deployed config's object, the reverse
+    config is written from. ``forget_reverse``: forgets what the reverse run recorded of the
+    original table (its ledger entries), so that nothing of the source's data is ever
+    housekeeping's. ``reverse_folder``: where the reverse config is written (default: the
+    work area's ``failover/``, beside the baselines).
     """
     tables, icebergs = _check(replications, source, replica, work_uri, key_of, threads)
     conflicts = [
@@ -148,7 +152,8 @@ def fail_back(
     pending = [t for t in tables if not t.done]
     coming = [t for t in pending if t.journal and t.journal.home and COPIED not in t.journal.steps]
     reverse_uri = fs.join(
-        work_uri, baselines.FAILOVER_FOLDER, f"{_failover_id(pending)}-reverse.yml"
+        reverse_folder or fs.join(work_uri, baselines.FAILOVER_FOLDER),
+        f"{_failover_id(pending)}-reverse.yml",
     )
     reverse = [_reverse_table(t) for t in coming]
     document = reverse_document(config_path, reverse, _replica_buckets(config, coming))
@@ -455,3 +460,24 @@ def _outcome(table: _Table, status: str) -> TableFailback:
             else 0
         ),
     )
+
+
+def reverse_ledger_forgetter(
+    state: Any, config: ReplicationConfig, region: str | None
+) -> Callable[[TableReplication], None]:
+    """``fail_back``'s ``forget_reverse`` on a state store (none: nothing to forget): the
+    reverse replica's (the original table's) ledger entries are forgotten."""
+    from ferry import lifecycle
+    from ferry.ledger import replica_key
+
+    def forget(replication: TableReplication) -> None:
+        if state is None:
+            return
+        key = replica_key(
+            lifecycle.catalog_identity(config.source_catalog, region),
+            replication.source_table.qualified_name,
+        )
+        for entry in state.store.entries(key):
+            state.store.forget(key, entry.path)
+
+    return forget

@@ -20,7 +20,8 @@ from typing import Any
 
 import yaml
 
-from ferry.errors import FailoverError
+from ferry import fs
+from ferry.errors import FailoverError, FerryError
 from ferry.model import Column
 
 #: Partition key types a metastore filter compares as numbers (unquoted).
@@ -64,14 +65,20 @@ def partition_filter(keys: Sequence[Column], partitions: Sequence[tuple[str, ...
 
 
 def reverse_document(
-    config_path: Path, tables: Sequence[ReverseTable], role_buckets: Sequence[str] = ()
+    config_path: Path | str, tables: Sequence[ReverseTable], role_buckets: Sequence[str] = ()
 ) -> dict[str, Any]:
-    """The reverse config's document (see the module); ``role_buckets``: the buckets of the
-    replica locations, which the reverse's source side reaches through the replica side's
+    """The reverse config's document (see the module), from the config file (a path, or the
+    URI of a deployed config's object); ``role_buckets``: the buckets of the replica
+    locations, which the reverse's source side reaches through the replica side's
     ``assume-role``, when it has one."""
     try:
-        original: Mapping[str, Any] = yaml.safe_load(config_path.read_text()) or {}
-    except (OSError, yaml.YAMLError) as error:
+        text = (
+            config_path.read_text()
+            if isinstance(config_path, Path)
+            else fs.read_bytes(config_path).decode()
+        )
+        original: Mapping[str, Any] = yaml.safe_load(text) or {}
+    except (OSError, FerryError, UnicodeDecodeError, yaml.YAMLError) as error:
         raise FailoverError(f"{config_path}: cannot be read again: {error}") from None
     if "source-catalog" not in original or "replica-catalog" not in original:
         raise FailoverError(

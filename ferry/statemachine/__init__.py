@@ -88,11 +88,13 @@ CHECK_FUNCTIONS = {"FreshnessCheck": "lambdas.freshness_check.handler"}
 OUT_OF_BAND_FUNCTIONS = {**FEED_FUNCTIONS, **CHECK_FUNCTIONS}
 #: The functions a person's command invokes, synchronously (``ferry failover`` and
 #: ``ferry failback``: the failover switch, ``ferry.failover.stack_switch``; the failover's
-#: checks, baselines and promotions, ``ferry.failover.stack_failover``). No definition, rule
+#: checks, baselines and promotions, ``ferry.failover.stack_failover``; the failback,
+#: ``ferry.failover.stack_failback``). No definition, rule
 #: or schedule invokes them: their caller reads their error.
 OPERATOR_FUNCTIONS = {
     "FailoverSwitch": "lambdas.failover_switch.handler",
     "Failover": "lambdas.failover.handler",
+    "Failback": "lambdas.failback.handler",
 }
 
 #: The input and result model of each function's step (what travels in and out of its state).
@@ -114,6 +116,7 @@ PAYLOADS: dict[str, tuple[type[BaseModel], type[BaseModel]]] = {
     "FreshnessCheck": (payloads.FreshnessCheckInput, payloads.FreshnessCheckResult),
     "FailoverSwitch": (payloads.FailoverSwitchInput, payloads.FailoverSwitchResult),
     "Failover": (payloads.FailoverInput, payloads.FailoverResult),
+    "Failback": (payloads.FailbackInput, payloads.FailbackResult),
 }
 
 #: Every function (what a deployment creates), and the definitions.

@@ -131,6 +131,8 @@ def trail(unique, sample, local_runtime, tmp_path, monkeypatch):
     # The failover switch's: the runs it looks at, its schedules' group.
     monkeypatch.setenv("FERRY_FAILOVER_STATE_MACHINES", changes)
     monkeypatch.setenv("FERRY_SCHEDULE_GROUP", f"ferry-trail-{unique}")
+    # Failback's reverse run starts there (the sample's changes nothing: it starts none).
+    monkeypatch.setenv("FERRY_REPLICATION_STATE_MACHINE_ARN", changes)
     monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "true")
     for cached in (runtime.settings, runtime.steps, runtime.feeds):
         cached.cache_clear()
@@ -143,13 +145,15 @@ def before(trail: Trail, state: str) -> None:
     """What the state machine runs before the state, for the sample event's event id."""
     if state in (
         "copy_slot", "inline_copy", "commit", "notify_success", "abort", "housekeeping",
-        "failover",
+        "failover", "failback",
     ):  # fmt: skip
         trail.run("plan")
-    if state in ("commit", "notify_success", "abort", "housekeeping", "failover"):
+    if state in ("commit", "notify_success", "abort", "housekeeping", "failover", "failback"):
         trail.run("inline_copy")
-    if state in ("notify_success", "housekeeping", "failover"):
+    if state in ("notify_success", "housekeeping", "failover", "failback"):
         trail.run("commit")
+    if state == "failback":
+        trail.run("failover")
     if state == "housekeeping":
         trail.run("notify_success")
     if state == "failover_switch":
@@ -287,6 +291,17 @@ def check_outcome(trail: Trail, state: str, result: dict) -> None:
         with HiveMetastoreCatalog("dr", [trail.replica_uri]) as catalog:
             promoted = catalog.get_table(f"{trail.database}_dr", "orders").parameters
         assert promoted[PROMOTED] == table["promoted"]
+    elif state == "failback":
+        # Nothing changed in DR since the sample's failover: nothing to copy home, no reverse
+        # run; the original table restored and the replica un-promoted at once.
+        assert (result["status"], result["executionArn"], result["reverseConfig"]) == (
+            "DONE", None, None,
+        )  # fmt: skip
+        [table] = result["tables"]
+        assert (table["source_table"], table["status"]) == (orders, "FAILED_BACK")
+        with HiveMetastoreCatalog("dr", [trail.replica_uri]) as catalog:
+            kept = catalog.get_table(f"{trail.database}_dr", "orders").parameters
+        assert PROMOTED not in kept
     elif state == "summarize":
         assert (result["succeeded"], result["failed"]) == (1, 1)
         assert result["error"] == "StepFunctionsError"
