@@ -63,7 +63,7 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
     ("ferry/selection.py", "expand"): (1, "needs_catalog decides who passes list_tables"),
     ("ferry/statemachine/__init__.py", "render"): (1, "Ferry's own substitutions, all of them"),
     ("ferry/local/emulator_resume.py", "_resume"): (1, "resume_all records it as stopped"),
-    ("emr_jobs/copy_files.py", "balance"): (1, "Spark's parallelism is at least 1"),
+    ("emr_jobs/copy_files.py", "balance"): (1, "--tasks is positive, and so is Spark's parallelism"),
 }
 
 
