@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
 from ferry import fs
-from ferry.errors import CopyError
+from ferry.errors import CopyError, SourceMetadataError
 from ferry.model import Partition, Table
 
 AVRO_SCHEMA_URL = "avro.schema.url"
@@ -47,11 +47,11 @@ def replica_schema_url(
     goes to a hidden ``.schema`` folder of the event's snapshot.
     """
     base = base_url or table_location
-    if not base:
+    if not base:  # point_at_replica_schema asks only with one of them
         raise ValueError("a replica schema URL needs avro-serde-options.base-url or a location")
     name = posixpath.basename(urlsplit(source_url).path)
     if not name:
-        raise ValueError(f"{source_url!r} names no schema file")
+        raise SourceMetadataError(f"{source_url!r} names no schema file")
     folder = fs.join(base, event_id)
     if table_location and fs.relative_path(base, table_location) == "":
         folder = fs.join(folder, SCHEMA_FOLDER)

@@ -35,6 +35,7 @@ from ferry.doctor_network import (
     subnets_without_nat,
 )
 from ferry.doctor_regions import check_other_regions, head_bucket_region, reached_elsewhere
+from ferry.errors import DeploymentError
 
 __all__ = [
     "FAILED", "OK", "SKIPPED", "POLLER_SERVICES", "VPC_SERVICES", "Deployment", "Doctor",
@@ -91,6 +92,8 @@ class Doctor:
             return body()
         except (BotoCoreError, ClientError) as error:
             return _failed(check, error)
+        except DeploymentError as error:
+            return Finding(check, FAILED, str(error), "deploy the stack again")
 
     # -- account and bootstrap ---------------------------------------------------------------
 
@@ -524,7 +527,7 @@ def spark_code_of(definition: str) -> tuple[str, str]:
     entry = re.search(r'"EntryPoint"\s*:\s*"(s3://[^"]+)"', definition)
     archive = re.search(r"spark\.archives=(s3://[^#\s\"]+)", definition)
     if entry is None or archive is None:
-        raise ValueError("the state machine names no Spark entry point or archive")
+        raise DeploymentError("the state machine names no Spark entry point or archive")
     return entry.group(1), archive.group(1)
 
 
@@ -536,7 +539,7 @@ def spark_submit_parameters_of(definition: str) -> str:
 def job_role_of(definition: str) -> str:
     found = re.search(r'"ExecutionRoleArn"\s*:\s*"([^"]+)"', definition)
     if found is None:
-        raise ValueError("the state machine names no Spark job role")
+        raise DeploymentError("the state machine names no Spark job role")
     return found.group(1)
 
 

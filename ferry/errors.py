@@ -2,6 +2,17 @@
 
 Their class names are part of the interface: Step Functions ``Retry``/``Catch`` match on
 them, and the CLI prints ``str(error)`` as the one line a person reads.
+
+Which one a person sees for what: a mistake in what they gave — a config
+(``ConfigError``), an environment's settings (``SettingsError``), the command line
+(``ferry.commands.UsageError``), a state store (``StateStoreError``), a failover that cannot
+be taken (``FailoverError``) — is exit code 2, nothing run. Anything else a table or a
+command meets on purpose (a catalog, the source's metadata, a copy, a commit, the local
+runtime, a deployed stack) is exit code 1 and, in the state machine, the failed step's
+error name. A plain ``ValueError`` is a pydantic validator's (or a check or a parser one
+calls), which the config's load turns into ``ConfigError``; any other plain ``ValueError``,
+``RuntimeError`` or ``KeyError`` is a programming error: ``tests/unit/test_named_errors.py``
+lists each one left and why.
 """
 
 from __future__ import annotations
@@ -22,12 +33,17 @@ class FerryError(Exception):
 
 
 class ConfigError(FerryError):
-    """The replication config is invalid; nothing was run."""
+    """The replication config (or a function's settings) is invalid; nothing was run."""
 
 
 class SecretNotFilledError(ConfigError):
     """The environment's secret does not hold the configs' placeholder values yet (a first
     deploy leaves it ``{}``): nothing can be read until an operator puts them."""
+
+
+class SettingsError(ConfigError):
+    """An environment's settings file (``infra/environments/<name>.yml``, the local runtime's
+    ``ferry/local/environment.yml``) is wrong: one line that names the file and the key."""
 
 
 class StateStoreError(FerryError):
@@ -52,6 +68,12 @@ class NotAMetastoreError(CatalogError):
 
 class SourceTableNotFoundError(FerryError):
     """The source table named in the config does not exist."""
+
+
+class SourceMetadataError(FerryError):
+    """The source table (or one of its partitions) holds metadata Ferry cannot replicate as
+    it is, e.g. an ``avro.schema.url`` that names no file. Not transient: the replica was not
+    changed."""
 
 
 class ReplicaGuardError(FerryError):
@@ -174,6 +196,17 @@ class AssumeRoleError(FerryError):
     """Ferry may not assume the role that reaches a side in another account (its trust
     policy does not name Ferry's role, the external id differs, the role does not exist),
     or Ferry's own role may not call ``sts:AssumeRole`` on it; nothing was written there."""
+
+
+class DeploymentError(FerryError):
+    """A deployed stack is not as Ferry deploys it (its state machine names no Spark entry
+    point, archive or job role): deploy it again."""
+
+
+class LocalRuntimeError(FerryError):
+    """The local runtime cannot start or deploy on this machine as it is: a port in use, no
+    Java, javac or Node.js, a process that did not become ready, a template or a definition
+    it cannot deploy (``ferry.local``)."""
 
 
 def _named_errors() -> list[type[FerryError]]:

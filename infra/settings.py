@@ -37,7 +37,7 @@ from ferry.config import (
 )
 from ferry.config.objectives import parse_rpo
 from ferry.duration import format_duration
-from ferry.errors import ConfigError
+from ferry.errors import ConfigError, SettingsError
 
 ROOT = Path(__file__).resolve().parents[1]
 ENVIRONMENTS = Path(__file__).parent / "environments"
@@ -45,10 +45,6 @@ ENVIRONMENTS = Path(__file__).parent / "environments"
 _ACCOUNT = re.compile(r"\d{12}")
 _REGION = re.compile(r"[a-z]{2}(-gov)?-[a-z]+-\d")
 _NAME = re.compile(r"[a-z][a-z0-9-]{0,19}")
-
-
-class SettingsError(ValueError):
-    """An environment's settings file is wrong: one line that names the file and the key."""
 
 
 def _kebab(name: str) -> str:

@@ -29,6 +29,7 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from ferry.config import Priority
+from ferry.errors import ConfigError
 
 #: The default aging period: a waiting claim counts one priority higher after each.
 DEFAULT_AGING = timedelta(minutes=15)
@@ -54,14 +55,14 @@ class CopyBudget:
 
     def __post_init__(self) -> None:
         if self.slots < 1:
-            raise ValueError(f"copy slots: {self.slots} is fewer than one")
+            raise ConfigError(f"copy slots: {self.slots} is fewer than one")
         if not 0 <= self.critical_reserved < self.slots:
-            raise ValueError(
+            raise ConfigError(
                 f"critical-reserved-slots: {self.critical_reserved} must be at least 0 and "
                 f"fewer than the {self.slots} copy slots (normal and bulk tables need one)"
             )
         if self.aging <= timedelta(0):
-            raise ValueError("priority-aging: give a positive duration, e.g. PT15M")
+            raise ConfigError("priority-aging: give a positive duration, e.g. PT15M")
 
     def may_take(self, priority: Priority) -> range:
         """The slots a table of ``priority`` may take, in the order it takes them: a critical

@@ -130,7 +130,7 @@ def run_command(command: Callable[[], int]) -> int:
     except (BotoCoreError, ClientError) as error:  # credentials, endpoint, permissions
         _error_line(f"AWS: {error}")
         return EXIT_FAILED
-    except RuntimeError as error:  # the local runtime's start-up problems
+    except RuntimeError as error:  # not Ferry's own (LocalRuntimeError is): still one line
         _error_line(error)
         return EXIT_FAILED
     except KeyboardInterrupt:

@@ -28,6 +28,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from ferry.errors import LocalRuntimeError
+
 NODE_DIR = Path(__file__).resolve().parent / "iam"
 SCRIPT = NODE_DIR / "validate-definition.mjs"
 PACKAGE = NODE_DIR / "node_modules" / "asl-validator"
@@ -83,7 +85,7 @@ SYNC_ACTIONS = {
 }
 
 
-class InvalidDefinitionError(RuntimeError):
+class InvalidDefinitionError(LocalRuntimeError):
     """A definition Step Functions would refuse (one line)."""
 
 
@@ -216,7 +218,7 @@ def _resource_problems(resource: Any) -> list[str]:
 def _validator_problems(definition: str) -> list[str]:
     problem = validator_problem()
     if problem:
-        raise RuntimeError(problem)
+        raise LocalRuntimeError(problem)
     done = subprocess.run(
         ["node", str(SCRIPT)],
         cwd=NODE_DIR,
@@ -227,7 +229,7 @@ def _validator_problems(definition: str) -> list[str]:
         check=False,
     )
     if done.returncode != 0:
-        raise RuntimeError(f"the definition validator failed: {done.stderr.strip()[-300:]}")
+        raise LocalRuntimeError(f"the definition validator failed: {done.stderr.strip()[-300:]}")
     return [_described(error) for error in json.loads(done.stdout)["errors"]]
 
 

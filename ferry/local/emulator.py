@@ -14,6 +14,7 @@ import sys
 import urllib.request
 from pathlib import Path
 
+from ferry.errors import LocalRuntimeError
 from ferry.local import emulator_requests, emulator_snapshot, processes
 
 # Credentials and region the emulator accepts; real ones are never needed locally.
@@ -46,7 +47,7 @@ def start_emulator(
 ) -> processes.ManagedProcess:
     """Start a moto server on ``port``, logging under ``state_dir``."""
     if processes.port_in_use(port):
-        raise RuntimeError(f"port {port} is already in use; pick another with --aws-port")
+        raise LocalRuntimeError(f"port {port} is already in use; pick another with --aws-port")
     env = {
         **os.environ,
         **EMULATOR_ENVIRONMENT,

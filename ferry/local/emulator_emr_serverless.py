@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ferry import faults
+from ferry.errors import LocalRuntimeError
 from ferry.local.authorization import Authorizer, Caller, Check
 from ferry.spark_job import spark_submit
 
@@ -203,7 +204,7 @@ def _interpreter_here(environment: Path) -> None:
                 candidates = [here]
             found = next((c for c in candidates if c.exists()), None)
             if found is None:
-                raise RuntimeError(f"no Python {version} on this machine for {link}")
+                raise LocalRuntimeError(f"no Python {version} on this machine for {link}")
             link.unlink()
             link.symlink_to(found)
 

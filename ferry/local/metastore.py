@@ -26,6 +26,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from ferry.errors import LocalRuntimeError
 from ferry.local import processes
 
 METASTORE_MAIN = "ferry.local.Metastore"
@@ -42,7 +43,7 @@ def pyspark_jars() -> Path:
 
     jars = Path(pyspark.__file__).parent / "jars"
     if not any(jars.glob("hive-metastore-*.jar")):
-        raise RuntimeError(f"no hive-metastore jar in {jars}; is pyspark installed fully?")
+        raise LocalRuntimeError(f"no hive-metastore jar in {jars}; is pyspark installed fully?")
     return jars
 
 
@@ -73,7 +74,7 @@ def java_problem() -> str | None:
 def require_java() -> None:
     problem = java_problem()
     if problem:
-        raise RuntimeError(problem)
+        raise LocalRuntimeError(problem)
 
 
 def local_jar() -> Path:
@@ -87,7 +88,7 @@ def local_jar() -> Path:
         return jar
     for tool in ("javac", "jar"):
         if shutil.which(tool) is None:
-            raise RuntimeError(
+            raise LocalRuntimeError(
                 f"no {tool} on PATH; Ferry's metastore classes (its entry point, the "
                 f"notification log listener) are compiled at first start "
                 f"(apt-get install openjdk-{REQUIRED_JAVA}-jdk-headless)"
@@ -109,7 +110,7 @@ def local_jar() -> Path:
         ):
             result = subprocess.run(command, capture_output=True, text=True)
             if result.returncode:
-                raise RuntimeError(f"{command[0]} failed: {result.stderr.strip()}")
+                raise LocalRuntimeError(f"{command[0]} failed: {result.stderr.strip()}")
         built.replace(jar)  # atomic: metastores started at once see a whole jar or none
     return jar
 
@@ -196,7 +197,7 @@ def start_metastore(
     if notification_log is None:
         notification_log = name == "source"
     if processes.port_in_use(port):
-        raise RuntimeError(f"port {port} is already in use; pick another with --{name}-port")
+        raise LocalRuntimeError(f"port {port} is already in use; pick another with --{name}-port")
     home = state_dir / name
     (home / "warehouse").mkdir(parents=True, exist_ok=True)
     (home / "logs").mkdir(parents=True, exist_ok=True)

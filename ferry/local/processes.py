@@ -17,6 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ferry.errors import LocalRuntimeError
+
 
 @dataclass(frozen=True)
 class ManagedProcess:
@@ -159,13 +161,13 @@ def wait_until_ready(
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if not process.is_running():
-            raise RuntimeError(
+            raise LocalRuntimeError(
                 f"{what} exited during start-up; see {process.log}:\n{tail(process.log)}"
             )
         if probe():
             return
         time.sleep(0.25)
-    raise RuntimeError(f"{what} did not become ready in {timeout:.0f} s; see {process.log}")
+    raise LocalRuntimeError(f"{what} did not become ready in {timeout:.0f} s; see {process.log}")
 
 
 def tail(path: str, lines: int = 15) -> str:

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ferry.errors import LocalRuntimeError
+
 SIMULATOR_DIR = Path(__file__).resolve().parent / "iam"
 SCRIPT = SIMULATOR_DIR / "simulate.mjs"
 PACKAGE = SIMULATOR_DIR / "node_modules" / "@cloud-copilot" / "iam-simulate"
@@ -125,7 +127,7 @@ class PolicySimulator:
         if self._process is None or self._process.poll() is not None:
             problem = simulator_problem()
             if problem:
-                raise RuntimeError(problem)
+                raise LocalRuntimeError(problem)
             self._process = subprocess.Popen(
                 [self._node, str(SCRIPT)],
                 cwd=SIMULATOR_DIR,

@@ -13,8 +13,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ferry.errors import LocalRuntimeError
 
-class TemplateError(RuntimeError):
+
+class TemplateError(LocalRuntimeError):
     """The template holds something the local runtime cannot deploy (one line)."""
 
 

@@ -322,3 +322,16 @@ def test_an_avro_replica_points_at_its_own_copy_of_the_schema(
     # Nothing changed: the next run is a no-op, the schema URL naming an event is no change.
     [again] = replicator.run()
     assert again.status == "UNCHANGED"
+
+
+def test_an_avro_schema_url_that_names_no_file_fails_the_table_with_a_named_error(
+    local_runtime, source_catalog, replica_catalog, sample, target, tmp_path
+):
+    folder = fs.local_uri(tmp_path / "schemas") + "/"
+    source_catalog.alter_table(
+        replace(sample.orders, parameters={**sample.orders.parameters, "avro.schema.url": folder})
+    )
+    [outcome] = Replicator(config_document(local_runtime, [entry(sample, target)])).run()
+    assert (outcome.status, outcome.error_type) == ("FAILED", "SourceMetadataError")
+    assert f"{folder!r} names no schema file" in outcome.error
+    assert replica_catalog.get_table(f"{sample.database}_dr", "orders") is None

@@ -10,7 +10,7 @@ from ferry.avro import (
     point_at_replica_schema,
     replica_schema_url,
 )
-from ferry.errors import CopyError
+from ferry.errors import CopyError, SourceMetadataError
 from ferry.model import Partition, StorageDescriptor, Table, TableType
 
 EVENT = "ferry-20261121t083000000z-1a2b3c4d"
@@ -37,7 +37,7 @@ def test_the_replica_schema_goes_below_base_url_per_event(base_url, table_locati
 
 
 def test_a_schema_url_without_a_file_or_a_place_is_refused():
-    with pytest.raises(ValueError, match="names no schema file"):
+    with pytest.raises(SourceMetadataError, match="names no schema file"):
         replica_schema_url("s3://schemas/", "s3://dr", EVENT)
     with pytest.raises(ValueError, match="needs avro-serde-options.base-url or a location"):
         replica_schema_url("s3://schemas/orders.avsc", None, EVENT)

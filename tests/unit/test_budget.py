@@ -16,6 +16,7 @@ from ferry.budget import STALE_WAITER, CopyBudget
 from ferry.budget.dynamodb import DynamoDbSlots
 from ferry.budget.sqlite import SqliteSlots
 from ferry.config import Priority
+from ferry.errors import ConfigError
 from ferry.ledger import DynamoDbStateStore
 from ferry.local import emulator_dynamodb
 
@@ -211,7 +212,7 @@ def test_the_wait_between_claims_grows_with_the_time_waited():
     ],
 )
 def test_a_budget_that_cannot_work_is_refused_with_its_key(arguments, message):
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(ConfigError, match=message):
         CopyBudget(**arguments)
 
 

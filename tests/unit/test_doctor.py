@@ -272,3 +272,27 @@ def test_what_a_config_reaches_in_other_regions_is_named_once_each(tmp_path):
         ),
     ]
     assert sorted(looked_up) == ["dr-west", "here"]
+
+
+def test_a_state_machine_without_the_spark_job_fails_its_check_instead_of_stopping_the_doctor():
+    from types import SimpleNamespace
+
+    from ferry.aws import AwsClients
+    from ferry.doctor import Deployment, Doctor
+
+    definition = '{"StartAt": "Done", "States": {"Done": {"Type": "Succeed"}}}'
+    with mock_aws():
+        machine = boto3.client("stepfunctions", region_name=REGION).create_state_machine(
+            name="ferry-prod", definition=definition,
+            roleArn="arn:aws:iam::123456789012:role/ferry-prod-states",
+        )["stateMachineArn"]  # fmt: skip
+        doctor = Doctor(SimpleNamespace(region=REGION), AwsClients())
+        deployment = Deployment(
+            {"ReplicationStateMachineArn": machine, "SparkApplicationId": "00spark"}, "stack"
+        )
+        findings = {finding.check: finding for finding in doctor.spark(deployment)}
+    code = findings["spark job's code"]
+    assert (code.status, code.detail) == (
+        FAILED, "the state machine names no Spark entry point or archive",
+    )  # fmt: skip
+    assert code.fix == "deploy the stack again"
