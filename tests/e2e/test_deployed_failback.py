@@ -31,6 +31,16 @@ landing = test_failover_switch.landing
 ferry = test_deployed_failover.ferry
 
 
+def add_in_dr(west: GlueCatalog, day: str, count: int) -> Partition:
+    """A writer in DR adds a partition below the replica's location."""
+    replica = west.get_table("landing_dr", "orders")
+    location = fs.join(replica.location, "written-in-dr", f"dt={day}")
+    write_parquet(location, "part-00000.parquet", order_rows(day, count))
+    partition = Partition((day,), replica.storage.with_location(location))
+    west.add_partitions(replica, [partition])
+    return partition
+
+
 def rows(catalog, table) -> list[tuple]:
     data = read_rows(catalog, table)
     return sorted(zip(*(data.column(c).to_pylist() for c in data.column_names), strict=True))
@@ -47,10 +57,8 @@ def test_failback_through_the_stack_brings_dr_s_partitions_home_under_the_pipeli
     assert code == 0, failed_over
 
     # Writers in DR: a new partition below the replica's location, a file in another.
+    add_in_dr(west, "2026-12-01", 4)
     replica = west.get_table("landing_dr", "orders")
-    location = fs.join(replica.location, "written-in-dr", "dt=2026-12-01")
-    write_parquet(location, "part-00000.parquet", order_rows("2026-12-01", 4))
-    west.add_partitions(replica, [Partition(("2026-12-01",), replica.storage.with_location(location))])
     [first, *_] = sorted(west.list_partitions(replica), key=lambda p: p.values)
     write_parquet(first.location, "part-dr.parquet", order_rows("2001-01-01", 2))
     in_dr = rows(west, west.get_table("landing_dr", "orders"))
@@ -117,10 +125,7 @@ def test_a_failback_through_the_stack_that_fails_part_way_converges_when_run_aga
     west = GlueCatalog("west", boto3.client("glue", region_name=WEST))
     code, failed_over = ferry("failover")
     assert code == 0, failed_over
-    replica = west.get_table("landing_dr", "orders")
-    location = fs.join(replica.location, "written-in-dr", "dt=2026-12-02")
-    write_parquet(location, "part-00000.parquet", order_rows("2026-12-02", 3))
-    west.add_partitions(replica, [Partition(("2026-12-02",), replica.storage.with_location(location))])
+    add_in_dr(west, "2026-12-02", 3)
     in_dr = rows(west, west.get_table("landing_dr", "orders"))
     original = source.get_table("landing", "orders")
     before = {p.values: p.location for p in source.list_partitions(original)}

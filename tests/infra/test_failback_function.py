@@ -11,7 +11,7 @@ import pytest
 
 from infra.functions import kebab
 from tests.infra.test_dead_letters import actions_of, of_type
-from tests.infra.test_failover_function import glue_replicas
+from tests.infra.test_failover_function import glue_replicas, operator_function
 from tests.infra.test_first_deploy import decide, role_of_function
 
 pytestmark = pytest.mark.infra
@@ -31,20 +31,8 @@ def statements_of(template: dict, role: str) -> list[dict]:
 
 
 def test_the_function_is_deployed_in_the_vpc_with_its_output_and_no_retries(deployed):
-    stack, template, _ = deployed
-    name = stack.settings.name
-    [function] = [
-        f["Properties"]
-        for f in of_type(template["Resources"], "AWS::Lambda::Function").values()
-        if f["Properties"]["FunctionName"] == f"ferry-{name}-failback"
-    ]
-    assert function["Handler"] == "lambdas.failback.handler"
-    assert function["Timeout"] == 900
-    assert ("VpcConfig" in function) == (stack.settings.network is not None)
+    function = operator_function(deployed, "Failback")
     assert "FERRY_REPLICATION_STATE_MACHINE_ARN" in function["Environment"]["Variables"]
-    assert "FailbackFunctionArn" in template["Outputs"]
-    configs = of_type(template["Resources"], "AWS::Lambda::EventInvokeConfig").values()
-    assert not [c for c in configs if "-failback\"" in str(c["Properties"]["FunctionName"])]
 
 
 def test_its_role_alters_the_replica_tables_and_their_partitions_and_no_other(

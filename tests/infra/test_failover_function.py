@@ -39,20 +39,28 @@ def glue_replicas(settings) -> list[tuple[str, str, str, str]]:
     return found
 
 
-def test_the_function_is_deployed_in_the_vpc_with_its_output_and_no_retries(deployed):
+def operator_function(deployed, name: str) -> dict:
+    """The operator's function ``name`` (``Failover``, ``Failback``): deployed with its
+    output, in the VPC when the environment has one, its handler's, 15 minutes, and invoked
+    synchronously only (no asynchronous retries); its properties."""
     stack, template, _ = deployed
-    name = stack.settings.name
+    function_name = f"ferry-{stack.settings.name}-{kebab(name)}"
     [function] = [
         f["Properties"]
         for f in of_type(template["Resources"], "AWS::Lambda::Function").values()
-        if f["Properties"]["FunctionName"] == f"ferry-{name}-failover"
+        if f["Properties"]["FunctionName"] == function_name
     ]
-    assert function["Handler"] == "lambdas.failover.handler"
+    assert function["Handler"] == f"lambdas.{name.lower()}.handler"
     assert function["Timeout"] == 900
     assert ("VpcConfig" in function) == (stack.settings.network is not None)
-    assert "FailoverFunctionArn" in template["Outputs"]
+    assert f"{name}FunctionArn" in template["Outputs"]
     configs = of_type(template["Resources"], "AWS::Lambda::EventInvokeConfig").values()
-    assert not [c for c in configs if "-failover\"" in str(c["Properties"]["FunctionName"])]
+    assert not [c for c in configs if f"-{kebab(name)}\"" in str(c["Properties"]["FunctionName"])]
+    return function
+
+
+def test_the_function_is_deployed_in_the_vpc_with_its_output_and_no_retries(deployed):
+    operator_function(deployed, "Failover")
 
 
 def test_its_role_promotes_the_configured_replica_tables_and_no_other(deployed, simulator):
