@@ -29,10 +29,8 @@ from ferry.commands import (
 )
 from ferry.commands.argument_types import (
     check_writable,
-    dynamodb_table,
     home_folder,
     port,
-    work_location,
 )
 from ferry.commands.failover_arguments import add_parsers as add_failover_parsers
 
@@ -87,7 +85,7 @@ def _parser() -> argparse.ArgumentParser:
         arguments.add_parser(commands)
     _add_demo(commands)
     status_arguments.add_parser(commands)
-    add_failover_parsers(commands, (home_folder, work_location, dynamodb_table))
+    add_failover_parsers(commands)
     return parser
 
 
