@@ -21,10 +21,8 @@ MODULES_OVER: dict[str, int] = {
     "emr_jobs/copy_files.py": 555,
     "ferry/catalog/glue.py": 408,
     "ferry/catalog/hive.py": 579,
-    "ferry/cli.py": 579,
     "ferry/copier.py": 427,
     "ferry/doctor.py": 553,
-    "ferry/failover/failback.py": 483,
     "ferry/fs.py": 723,
     "ferry/housekeeping.py": 496,
     "ferry/iceberg/plan.py": 417,
@@ -46,21 +44,12 @@ MODULES_OVER: dict[str, int] = {
     "ferry/replicate.py": 593,
     "ferry/s3_objects.py": 468,
     "ferry/steps.py": 819,
-    "infra/bundling.py": 481,
-    "infra/functions.py": 402,
-    "infra/settings.py": 537,
-    "infra/triggers.py": 492,
 }
 
 #: (module, qualified function) → its lines today, for the functions still over
 #: ``FUNCTION_LINES``.
 FUNCTIONS_OVER: dict[tuple[str, str], int] = {
-    ("ferry/cli.py", "_parser"): 226,
-    ("ferry/commands/failover.py", "run_failover"): 84,
-    ("ferry/commands/replicate.py", "run_replicate"): 85,
     ("ferry/commit.py", "commit"): 87,
-    ("ferry/demo.py", "run"): 118,
-    ("ferry/failover/failback.py", "fail_back"): 110,
     ("ferry/local/emulator_emr_serverless.py", "install"): 199,
     ("ferry/local/emulator_executions.py", "_endings_final"): 94,
     ("ferry/local/emulator_states.py", "_result_writer_writes_results"): 89,
@@ -68,13 +57,6 @@ FUNCTIONS_OVER: dict[tuple[str, str], int] = {
     ("ferry/plan.py", "_plan_iceberg"): 97,
     ("ferry/steps.py", "Steps.abort"): 87,
     ("ferry/steps.py", "Steps.plan"): 101,
-    ("infra/checks.py", "_wildcard_reason"): 129,
-    ("infra/functions.py", "Functions.__init__"): 87,
-    ("infra/operations.py", "Operations.__init__"): 221,
-    ("infra/pipeline.py", "Pipeline.__init__"): 134,
-    ("infra/stack.py", "FerryStack.__init__"): 163,
-    ("infra/triggers.py", "EventForwarding.__init__"): 105,
-    ("infra/triggers.py", "Triggers.__init__"): 155,
 }
 
 
