@@ -77,14 +77,7 @@ def run(home: Path, ports: dict[str, int]) -> int:
     days = last_days(datetime.now(UTC).date(), 3)
     _buckets(aws)
     topic = _consumer(aws, pipeline.topic_arn)
-    with HiveMetastoreCatalog("onprem", [source_uri]) as source:
-        if source.get_table(SALES, "orders") is None:
-            create_sample_tables(source, SALES, fs.local_uri(home / "source" / "warehouse"), days)
-        if source.get_table(SALES, "events") is None:
-            events = fs.local_uri(home / "source" / "warehouse" / f"{SALES}.db" / "events")
-            create_iceberg_sample(source_uri, SALES, events)
-    if east.get_table(LANDING, "orders") is None:
-        create_sample_tables(east, LANDING, f"s3://{LANDING_BUCKET}/warehouse", days)
+    _create_sources(home, source_uri, east, days)
     print(
         f"  Hive  {SALES}.orders (partitions {', '.join(days)}), {SALES}.customers, "
         f"view {SALES}.big_orders, Iceberg table {SALES}.events (5 snapshots)"
@@ -104,16 +97,7 @@ def run(home: Path, ports: dict[str, int]) -> int:
     direct = run_replicate(configs["glue"])
 
     _heading("4. An S3 event starts a replication: a _SUCCESS marker lands in the source bucket")
-    # The stack deployed the rule its landing config declares (ferry/local/replications/); the
-    # bucket sends its events to EventBridge once someone switches that on, as on AWS.
-    print(f"  the stack's rule: objects *_SUCCESS below s3://{LANDING_BUCKET}/warehouse/")
-    print(
-        f"  $ aws s3api put-bucket-notification-configuration --bucket {LANDING_BUCKET} "
-        "--notification-configuration '{\"EventBridgeConfiguration\": {}}'"
-    )
-    aws.client("s3").put_bucket_notification_configuration(
-        Bucket=LANDING_BUCKET, NotificationConfiguration={"EventBridgeConfiguration": {}}
-    )
+    _send_bucket_events(aws)
     triggered = _land_a_partition_and_follow(aws, pipeline, east)
 
     _heading("5. A replication that fails on purpose: its target bucket does not exist")
@@ -126,6 +110,55 @@ def run(home: Path, ports: dict[str, int]) -> int:
     print(f"  replica {'unchanged' if unchanged else 'CHANGED'} by the failed run")
 
     _heading("6. Read every replica back through its catalog")
+    same = _read_back(source_uri, replica_uri, east, west)
+
+    _heading("7. What a consumer of the SNS topic received")
+    _print_messages(aws)
+
+    _heading("8. Is the deployment complete? What `ferry doctor` checks before a first run")
+    print("  $ ferry doctor --environment local")
+    doctor = run_command(lambda: run_doctor("local", home=home))
+
+    ok = (
+        full == EXIT_OK and direct == EXIT_OK and triggered and broken == EXIT_FAILED
+        and unchanged and same and doctor == EXIT_OK
+    )  # fmt: skip
+    _heading("Done: every step behaved as it should" if ok else "Something went wrong (see above)")
+    print(f"  configs: {home / 'demo'}")
+    print(f"  try:     .venv/bin/ferry replicate {configs['hive']} --dry-run")
+    print(f"  stop:    .venv/bin/ferry local down --home {home}")
+    return EXIT_OK if ok else 1
+
+
+def _send_bucket_events(aws: AwsClients) -> None:
+    """The landing bucket sends its events to EventBridge, where the stack's rule matches."""
+    # The stack deployed the rule its landing config declares (ferry/local/replications/); the
+    # bucket sends its events to EventBridge once someone switches that on, as on AWS.
+    print(f"  the stack's rule: objects *_SUCCESS below s3://{LANDING_BUCKET}/warehouse/")
+    print(
+        f"  $ aws s3api put-bucket-notification-configuration --bucket {LANDING_BUCKET} "
+        "--notification-configuration '{\"EventBridgeConfiguration\": {}}'"
+    )
+    aws.client("s3").put_bucket_notification_configuration(
+        Bucket=LANDING_BUCKET, NotificationConfiguration={"EventBridgeConfiguration": {}}
+    )
+
+
+def _create_sources(home: Path, source_uri: str, east: Catalog, days: tuple[str, ...]) -> None:
+    """The Hive source's tables (an Iceberg one among them) and the Glue source's, unless a
+    previous demo made them."""
+    with HiveMetastoreCatalog("onprem", [source_uri]) as source:
+        if source.get_table(SALES, "orders") is None:
+            create_sample_tables(source, SALES, fs.local_uri(home / "source" / "warehouse"), days)
+        if source.get_table(SALES, "events") is None:
+            events = fs.local_uri(home / "source" / "warehouse" / f"{SALES}.db" / "events")
+            create_iceberg_sample(source_uri, SALES, events)
+    if east.get_table(LANDING, "orders") is None:
+        create_sample_tables(east, LANDING, f"s3://{LANDING_BUCKET}/warehouse", days)
+
+
+def _read_back(source_uri: str, replica_uri: str, east: Catalog, west: Catalog) -> bool:
+    """Every replica holds what its source holds, read through the catalogs."""
     same = True
     with (
         HiveMetastoreCatalog("onprem", [source_uri]) as source,
@@ -140,8 +173,11 @@ def run(home: Path, ports: dict[str, int]) -> int:
             f"  view {SALES_DR}.big_orders on the replica: "
             f"{view.view_expanded_text if view else None}"
         )
+    return same
 
-    _heading("7. What a consumer of the SNS topic received")
+
+def _print_messages(aws: AwsClients) -> None:
+    """One line per message the demo's consumer queue received from the topic."""
     for message in _drain(aws):
         line = f"  {message['type']:<8} {message['replicaTable']:<22} {message['eventId']}"
         if message["type"] == "SUCCESS":
@@ -158,20 +194,6 @@ def run(home: Path, ports: dict[str, int]) -> int:
         if message["type"] == "FAILURE":
             line += f"  {message['errorMessage'][:70]}…"
         print(line)
-
-    _heading("8. Is the deployment complete? What `ferry doctor` checks before a first run")
-    print("  $ ferry doctor --environment local")
-    doctor = run_command(lambda: run_doctor("local", home=home))
-
-    ok = (
-        full == EXIT_OK and direct == EXIT_OK and triggered and broken == EXIT_FAILED
-        and unchanged and same and doctor == EXIT_OK
-    )  # fmt: skip
-    _heading("Done: every step behaved as it should" if ok else "Something went wrong (see above)")
-    print(f"  configs: {home / 'demo'}")
-    print(f"  try:     .venv/bin/ferry replicate {configs['hive']} --dry-run")
-    print(f"  stop:    .venv/bin/ferry local down --home {home}")
-    return EXIT_OK if ok else 1
 
 
 def _land_a_partition_and_follow(aws: AwsClients, pipeline: deploy.Pipeline, east: Catalog) -> bool:

@@ -13,9 +13,10 @@ import aws_cdk as cdk
 
 from infra.checks import check
 from infra.dr_account import DrAccountStack
+from infra.forwarding import EventForwarding
 from infra.settings import EnvironmentSettings, environment_names, load_environment
 from infra.stack import FerryStack
-from infra.triggers import EventForwarding, foreign_regions
+from infra.triggers import foreign_regions
 
 
 def build_app(

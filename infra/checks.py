@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Any
 
 from aws_cdk import Acknowledgment, App, CfnResource, Stack, Validations
 from cdk_nag import AwsSolutionsChecks
@@ -25,7 +26,7 @@ from constructs import IConstruct
 
 from ferry.resource_names import NAME_RULES, name_problem
 from infra.bundling import LAMBDA_RUNTIME
-from infra.functions import NETWORK_INTERFACE_ACTIONS
+from infra.network import NETWORK_INTERFACE_ACTIONS
 from infra.settings import SettingsError
 
 _WILDCARD = re.compile(r"^AwsSolutions-IAM5\[Resource::(?P<resource>.+)\]$")
@@ -110,7 +111,21 @@ def reason_for(rule: str, path: str, stack: Stack) -> str | None:
 
 
 def _wildcard_reason(resource: str, path: str, stack: Stack) -> str | None:
+    """Why a wildcard resource is accepted: something the settings name by pattern, or one
+    of the shapes of this pipeline's own resources."""
     settings = getattr(stack, "settings", None)
+    reason = _settings_reason(resource, settings)
+    if reason is not None:
+        return reason
+    for applies, reason in _shape_reasons(path, stack, settings):
+        if applies(resource):
+            return reason
+    return None
+
+
+def _settings_reason(resource: str, settings: Any) -> str | None:
+    """A location, topic, role, DR bucket, KMS key or Glue database the environment's
+    settings name by pattern."""
     locations, topics, databases = [], [], set()
     if settings is not None:
         ad_hoc = settings.ad_hoc_access
@@ -169,7 +184,14 @@ def _wildcard_reason(resource: str, path: str, stack: Stack) -> str | None:
             "Glue databases the environment's settings name by pattern "
             "(ad-hoc-access.glue), and their tables"
         )
-    reasons: list[tuple[Callable[[str], bool], str]] = [
+    return None
+
+
+def _shape_reasons(
+    path: str, stack: Stack, settings: Any
+) -> list[tuple[Callable[[str], bool], str]]:
+    """The shapes of this pipeline's own wildcard resources, each with its reason."""
+    return [
         (
             lambda r: (
                 re.fullmatch(
@@ -234,10 +256,6 @@ def _wildcard_reason(resource: str, path: str, stack: Stack) -> str | None:
             "namespace, by its condition) have no resource-level permissions",
         ),
     ]
-    for applies, reason in reasons:
-        if applies(resource):
-            return reason
-    return None
 
 
 #: Actions AWS authorizes on "*" only (or, for a function's network interfaces, on interfaces

@@ -14,7 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from aws_cdk import Duration
-from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -25,9 +24,11 @@ from ferry import statemachine
 from ferry.freshness_metrics import NAMESPACE as METRICS_NAMESPACE
 from infra import bundling
 from infra.access import DataAccess, allow, allow_prefix, trusted_service
+from infra.assets import lambda_code
 from infra.configs import ReplicationConfigs
 from infra.dead_letters import ASYNC_MAX_EVENT_AGE, ASYNC_RETRY_ATTEMPTS, dead_letter_queue
 from infra.encryption import Encryption
+from infra.network import Network, allow_network_interfaces, network
 from infra.removal import KEEP
 from infra.settings import EnvironmentSettings
 from infra.state import ConfigSecret, StateTable
@@ -158,65 +159,18 @@ class Functions(Construct):
         configs: ReplicationConfigs,
     ):
         super().__init__(scope, construct_id)
-        code = bundling.lambda_code()
-        network = _network(self, settings)
+        code = lambda_code()
+        vpc = network(self, settings)
         self.by_name: dict[str, lambda_.Function] = {}
         #: The dead-letter queue of each function started outside Step Functions.
         self.dead_letters: dict[str, sqs.Queue] = {}
-        environment = {
-            **settings.config_environment(),
-            "FERRY_WORK_URI": work.work_uri,
-            "FERRY_STATE_TABLE": state.table.table_name,
-            "FERRY_CONFIG_SECRET": secret.secret.secret_arn,
-            "FERRY_CONFIG_SECRET_VARIABLES": ",".join(secret.names),
-            "FERRY_MAX_CONCURRENCY": str(settings.tables_at_once),
-            # A replica's lock lasts as long as the execution that takes it may run.
-            "FERRY_LOCK_LEASE": f"PT{statemachine.timeout_seconds()}S",
-            # Claim copy slot takes a slot (as long as the lock), Commit and Abort free it.
-            **settings.copy_budget.environment(),
-            "POWERTOOLS_SERVICE_NAME": "ferry",
-            "POWERTOOLS_METRICS_NAMESPACE": "Ferry",
-        }
+        environment = _environment(settings, work, state, secret)
         for name, handler in statemachine.ALL_FUNCTIONS.items():
+            function, role = self._function(
+                name, handler, code=code, vpc=vpc, environment=environment,
+                settings=settings, encryption=encryption,
+            )  # fmt: skip
             needs = NEEDS[name]
-            sizing = SIZING.get(name, DEFAULT_SIZING)
-            role = iam.Role(
-                self,
-                f"{name}Role",
-                # Lambda sets aws:SourceAccount, not aws:SourceArn, for an execution role.
-                assumed_by=trusted_service("lambda.amazonaws.com", settings.account),
-                description=f"Ferry {settings.name}: the {name} step",
-            )
-            log_group = logs.LogGroup(
-                self,
-                f"{name}Logs",
-                log_group_name=f"/aws/lambda/ferry-{settings.name}-{kebab(name)}",
-                retention=retention(settings.log_retention_days),
-                encryption_key=encryption.key,
-                removal_policy=KEEP,
-            )
-            in_vpc = network is not None and bool(needs & {CATALOGS, PROMOTE_REPLICAS})
-            function = lambda_.Function(
-                self,
-                name,
-                function_name=f"ferry-{settings.name}-{kebab(name)}",
-                description=f"Ferry: the {name} state ({handler})",
-                runtime=bundling.LAMBDA_RUNTIME,
-                architecture=bundling.LAMBDA_ARCHITECTURE,
-                handler=handler,
-                code=code,
-                role=role,
-                memory_size=sizing.memory_mb,
-                timeout=sizing.timeout,
-                environment=environment,
-                environment_encryption=encryption.key,
-                tracing=lambda_.Tracing.ACTIVE,
-                log_group=log_group,
-                **(network.options() if in_vpc and network else {}),
-            )
-            log_group.grant_write(role)
-            if in_vpc:
-                allow_network_interfaces(role)
             if name not in statemachine.OPERATOR_FUNCTIONS:  # infra/failover.py grants it
                 self._grant(
                     function, needs, work, state, secret, access, encryption, configs,
@@ -231,6 +185,53 @@ class Functions(Construct):
                 self.dead_letters[name] = self._on_failure(
                     function, role, name, settings, encryption
                 )
+
+    def _function(
+        self, name: str, handler: str, *, code: lambda_.Code, vpc: Network | None,
+        environment: dict[str, str], settings: EnvironmentSettings, encryption: Encryption,
+    ) -> tuple[lambda_.Function, iam.Role]:  # fmt: skip
+        """One state's function, its role and its log group (in the VPC when it talks to
+        the catalogs)."""
+        needs = NEEDS[name]
+        sizing = SIZING.get(name, DEFAULT_SIZING)
+        role = iam.Role(
+            self,
+            f"{name}Role",
+            # Lambda sets aws:SourceAccount, not aws:SourceArn, for an execution role.
+            assumed_by=trusted_service("lambda.amazonaws.com", settings.account),
+            description=f"Ferry {settings.name}: the {name} step",
+        )
+        log_group = logs.LogGroup(
+            self,
+            f"{name}Logs",
+            log_group_name=f"/aws/lambda/ferry-{settings.name}-{kebab(name)}",
+            retention=retention(settings.log_retention_days),
+            encryption_key=encryption.key,
+            removal_policy=KEEP,
+        )
+        in_vpc = vpc is not None and bool(needs & {CATALOGS, PROMOTE_REPLICAS})
+        function = lambda_.Function(
+            self,
+            name,
+            function_name=f"ferry-{settings.name}-{kebab(name)}",
+            description=f"Ferry: the {name} state ({handler})",
+            runtime=bundling.LAMBDA_RUNTIME,
+            architecture=bundling.LAMBDA_ARCHITECTURE,
+            handler=handler,
+            code=code,
+            role=role,
+            memory_size=sizing.memory_mb,
+            timeout=sizing.timeout,
+            environment=environment,
+            environment_encryption=encryption.key,
+            tracing=lambda_.Tracing.ACTIVE,
+            log_group=log_group,
+            **(vpc.options() if in_vpc and vpc else {}),
+        )
+        log_group.grant_write(role)
+        if in_vpc:
+            allow_network_interfaces(role)
+        return function, role
 
     def _on_failure(
         self, function: lambda_.Function, role: iam.Role, name: str,
@@ -308,6 +309,26 @@ class Functions(Construct):
             allow_metrics(function)
 
 
+def _environment(
+    settings: EnvironmentSettings, work: WorkBucket, state: StateTable, secret: ConfigSecret
+) -> dict[str, str]:
+    """What ``lambdas/runtime.py`` reads, the same for every function."""
+    return {
+        **settings.config_environment(),
+        "FERRY_WORK_URI": work.work_uri,
+        "FERRY_STATE_TABLE": state.table.table_name,
+        "FERRY_CONFIG_SECRET": secret.secret.secret_arn,
+        "FERRY_CONFIG_SECRET_VARIABLES": ",".join(secret.names),
+        "FERRY_MAX_CONCURRENCY": str(settings.tables_at_once),
+        # A replica's lock lasts as long as the execution that takes it may run.
+        "FERRY_LOCK_LEASE": f"PT{statemachine.timeout_seconds()}S",
+        # Claim copy slot takes a slot (as long as the lock), Commit and Abort free it.
+        **settings.copy_budget.environment(),
+        "POWERTOOLS_SERVICE_NAME": "ferry",
+        "POWERTOOLS_METRICS_NAMESPACE": "Ferry",
+    }
+
+
 def allow_metrics(grantee: iam.IGrantable) -> None:
     """PutMetricData, which IAM authorizes on "*" only: in the namespace ``Ferry`` only."""
     grantee.grant_principal.add_to_principal_policy(
@@ -317,68 +338,6 @@ def allow_metrics(grantee: iam.IGrantable) -> None:
             conditions={"StringEquals": {"cloudwatch:namespace": METRICS_NAMESPACE}},
         )
     )
-
-
-#: What Lambda does with a function's role to attach it to its VPC: the network interfaces
-#: in its subnets (AWS's managed AWSLambdaVPCAccessExecutionRole, without its log rights:
-#: each function writes only its own log group). The CDK adds that managed policy only to
-#: roles it creates itself; these roles are Ferry's, so they say it. EC2 authorizes the
-#: Describe calls on "*" only.
-NETWORK_INTERFACE_ACTIONS = (
-    "ec2:CreateNetworkInterface",
-    "ec2:DescribeNetworkInterfaces",
-    "ec2:DescribeSubnets",
-    "ec2:DeleteNetworkInterface",
-    "ec2:AssignPrivateIpAddresses",
-    "ec2:UnassignPrivateIpAddresses",
-)
-
-
-def allow_network_interfaces(role: iam.IRole) -> None:
-    role.add_to_principal_policy(
-        iam.PolicyStatement(actions=list(NETWORK_INTERFACE_ACTIONS), resources=["*"])
-    )
-
-
-@dataclass(frozen=True)
-class _Network:
-    vpc: ec2.IVpc
-    subnets: list[ec2.ISubnet]
-    security_groups: list[ec2.ISecurityGroup]
-
-    def options(self) -> dict:
-        return {
-            "vpc": self.vpc,
-            "vpc_subnets": ec2.SubnetSelection(subnets=self.subnets),
-            "security_groups": self.security_groups,
-        }
-
-
-def _network(scope: Construct, settings: EnvironmentSettings) -> _Network | None:
-    """The settings' VPC, subnets and groups, by id (no lookup: synth needs no account)."""
-    if settings.network is None:
-        return None
-    network = settings.network
-    vpc = ec2.Vpc.from_vpc_attributes(
-        scope,
-        "Vpc",
-        vpc_id=network.vpc_id,
-        availability_zones=network.availability_zones,
-        private_subnet_ids=network.subnet_ids,
-    )
-    subnets = [
-        ec2.Subnet.from_subnet_attributes(
-            scope, f"Subnet{index}", subnet_id=subnet, availability_zone=zone
-        )
-        for index, (subnet, zone) in enumerate(
-            zip(network.subnet_ids, network.availability_zones, strict=True)
-        )
-    ]
-    groups = [
-        ec2.SecurityGroup.from_security_group_id(scope, f"Group{index}", group, mutable=False)
-        for index, group in enumerate(network.security_group_ids)
-    ]
-    return _Network(vpc, subnets, groups)
 
 
 def kebab(name: str) -> str:

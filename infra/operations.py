@@ -15,37 +15,16 @@ from constructs import Construct
 
 from ferry.freshness_metrics import FRESHNESS, SERVICE, TABLES_OVER_RPO
 from infra.alarms import failure_alarm
+from infra.dashboard import (
+    NAMESPACE,
+    PERIOD,
+    add_copy_budget_widgets,
+    add_function_widgets,
+    add_run_widgets,
+)
 from infra.dead_letters import depth_metric
 from infra.functions import Functions, kebab
 from infra.triggers import Triggers
-
-NAMESPACE = "Ferry"
-PERIOD = Duration.minutes(5)
-
-
-def per_table(metric: str, statistic: str, label: str) -> cloudwatch.MathExpression:
-    """A line per replicated table of one of the metrics the functions publish (EMF)."""
-    return cloudwatch.MathExpression(
-        expression=(
-            f"SEARCH('{{{NAMESPACE},service,table}} MetricName=\"{metric}\"', "
-            f"'{statistic}', {int(PERIOD.to_seconds())})"
-        ),
-        label=label,
-        period=PERIOD,
-    )
-
-
-def feed_metric(metric: str, label: str) -> cloudwatch.Metric:
-    """A count the functions publish with no table dimension (EMF: the change feeds',
-    Summarize's), per period."""
-    return cloudwatch.Metric(
-        namespace=NAMESPACE,
-        metric_name=metric,
-        dimensions_map={"service": "ferry"},
-        statistic="Sum",
-        period=PERIOD,
-        label=label,
-    )
 
 
 class Operations(Construct):
@@ -64,15 +43,34 @@ class Operations(Construct):
     ):
         super().__init__(scope, construct_id)
         self.alarms: list[cloudwatch.Alarm] = []
+        self._environment = environment
+        self._topic = topic
+        self._alarm_runs(replication, housekeeping, changes)
+        self._alarm_triggers(triggers)
+        self._alarm_functions(functions, triggers)
+        self.dashboard = cloudwatch.Dashboard(
+            self, "Dashboard", dashboard_name=f"ferry-{environment}"
+        )
+        add_run_widgets(self.dashboard, replication, changes)
+        add_function_widgets(self.dashboard, functions)
+        add_copy_budget_widgets(self.dashboard)
 
-        def alarm(name: str, metric: cloudwatch.IMetric, description: str) -> None:
-            self.alarms.append(
-                failure_alarm(
-                    self, name, environment=environment, metric=metric,
-                    description=description, topic=topic,
-                )  # fmt: skip
-            )
+    def _alarm(self, name: str, metric: cloudwatch.IMetric, description: str) -> None:
+        self.alarms.append(
+            failure_alarm(
+                self, name, environment=self._environment, metric=metric,
+                description=description, topic=self._topic,
+            )  # fmt: skip
+        )
 
+    def _alarm_runs(
+        self,
+        replication: sfn.StateMachine,
+        housekeeping: sfn.StateMachine,
+        changes: sfn.StateMachine,
+    ) -> None:
+        """The state machines' executions and the tables a run failed."""
+        alarm = self._alarm
         alarm(
             "replication-failed",
             replication.metric_failed(period=PERIOD),
@@ -85,7 +83,6 @@ class Operations(Construct):
             "A replication ran over its time limit: a copy is stuck; cancel it and run again.",
         )
         # Every failed table of a run (Summarize's count, those no Catch took included).
-        tables_failed = feed_metric("TablesFailed", "tables failed, all tables")
         alarm(
             "tables-failed",
             cloudwatch.Metric(  # unlabelled: a labelled metric makes the alarm a math one
@@ -123,6 +120,10 @@ class Operations(Construct):
             "out: its table's changes are replicated when the next change opens a window; run "
             "the table by hand (ferry execute --table) meanwhile.",
         )
+
+    def _alarm_triggers(self, triggers: Triggers) -> None:
+        """What starts replications: the schedules and the rules."""
+        alarm = self._alarm
         # What starts replications must not fail silently: a schedule whose target refused
         # it (after the schedule's retries), or dropped it, and an S3 rule that could not
         # start an execution. (A function's own errors are not alarmed on: Step Functions
@@ -162,6 +163,10 @@ class Operations(Construct):
                 "replication (EventBridge FailedInvocations): run it by hand (ferry execute).",
             )
 
+    def _alarm_functions(self, functions: Functions, triggers: Triggers) -> None:
+        """The functions a rule or a schedule starts, and what the triggers could not
+        deliver."""
+        alarm = self._alarm
         # The functions a rule or a schedule starts: no execution fails when they do. Each
         # failed attempt is an error; what failed its retries waits in the function's
         # dead-letter queue, and what a rule or a schedule could not deliver in the
@@ -189,87 +194,6 @@ class Operations(Construct):
             f"waits in the queue {triggers.dead_letters.queue_name}; fix the cause (a role, a "
             "function's permission), then redrive it (ferry redrive).",
         )
-
-        self.dashboard = cloudwatch.Dashboard(
-            self, "Dashboard", dashboard_name=f"ferry-{environment}"
-        )
-        self.dashboard.add_widgets(
-            cloudwatch.GraphWidget(
-                title="Executions",
-                left=[
-                    replication.metric_started(period=PERIOD, label="started"),
-                    replication.metric_succeeded(period=PERIOD, label="succeeded"),
-                    replication.metric_failed(period=PERIOD, label="failed"),
-                    replication.metric_timed_out(period=PERIOD, label="timed out"),
-                ],
-                width=12,
-            ),
-            cloudwatch.GraphWidget(
-                title="Tables failed",
-                left=[per_table("TablesFailed", "Sum", "tables failed"), tables_failed],
-                width=12,
-            ),
-        )
-        self.dashboard.add_widgets(
-            cloudwatch.GraphWidget(
-                title="Bytes replicated per table",
-                left=[per_table("BytesReplicated", "Sum", "bytes")],
-                width=12,
-            ),
-            cloudwatch.GraphWidget(
-                title="Files replicated per table",
-                left=[
-                    per_table("FilesReplicated", "Sum", "files"),
-                    per_table("IcebergSnapshotsReplicated", "Sum", "Iceberg snapshots"),
-                ],
-                width=12,
-            ),
-        )
-        self.dashboard.add_widgets(
-            cloudwatch.GraphWidget(
-                title="Copy duration per table (s)",
-                left=[per_table("ReplicationSeconds", "Maximum", "seconds")],
-                width=12,
-            ),
-            cloudwatch.GraphWidget(
-                title="Replication lag per table (s): trigger to replica visible",
-                left=[per_table("ReplicationLagSeconds", "Maximum", "lag")],
-                width=12,
-            ),
-        )
-        self.dashboard.add_widgets(
-            cloudwatch.GraphWidget(
-                title="Replication lag, all tables (s): p50 and p95",
-                left=[
-                    per_table("ReplicationLagSeconds", "p50", "p50"),
-                    per_table("ReplicationLagSeconds", "p95", "p95"),
-                ],
-                width=12,
-            ),
-            cloudwatch.GraphWidget(
-                title="Catalog change feeds: changes, windows, runs",
-                left=[
-                    feed_metric("ChangeWindowsOpened", "windows opened"),
-                    feed_metric("CatalogChangesIgnored", "changes of tables no config selects"),
-                    feed_metric("NotificationEventsRead", "notification log events read"),
-                    feed_metric("NotificationLogGaps", "notification log gaps"),
-                    changes.metric_started(period=PERIOD, label="change windows"),
-                    changes.metric_failed(period=PERIOD, label="change windows failed"),
-                ],
-                width=12,
-            ),
-        )
-        self.dashboard.add_widgets(
-            cloudwatch.GraphWidget(
-                title="Function errors (each attempt, retried ones included)",
-                left=[
-                    function.metric_errors(period=PERIOD, label=name)
-                    for name, function in functions.by_name.items()
-                ],
-                width=24,
-            )
-        )
-        add_copy_budget_widgets(self.dashboard)
 
 
 def _source(rule: events.CfnRule) -> str | None:
@@ -332,43 +256,3 @@ def watch_freshness(
         ),
     )
     return alarm
-
-
-# -- the copy budget (``ferry.budget``): its line and each priority's lag ---------------------
-
-#: The priorities the copy budget's metrics carry (``ferry.config.Priority``).
-PRIORITIES = ("critical", "normal", "bulk")
-
-
-def by_priority(metric: str, statistic: str, priority: str) -> cloudwatch.Metric:
-    """One priority's series of a metric the functions publish with a Priority dimension."""
-    return cloudwatch.Metric(
-        namespace=NAMESPACE,
-        metric_name=metric,
-        dimensions_map={"service": "ferry", "Priority": priority},
-        statistic=statistic,
-        period=PERIOD,
-        label=f"{priority} ({statistic})",
-    )
-
-
-def add_copy_budget_widgets(dashboard: cloudwatch.Dashboard) -> None:
-    """How many copies wait for a slot, how long they waited, and each priority's change →
-    replica lag: bulk's backlog should never show in critical's lag."""
-    dashboard.add_widgets(
-        cloudwatch.GraphWidget(
-            title="Copies waiting for a slot, by priority",
-            left=[by_priority("CopyQueueDepth", "Maximum", p) for p in PRIORITIES],
-            width=8,
-        ),
-        cloudwatch.GraphWidget(
-            title="Wait for a copy slot by priority (s)",
-            left=[by_priority("CopySlotWait", "Maximum", p) for p in PRIORITIES],
-            width=8,
-        ),
-        cloudwatch.GraphWidget(
-            title="Change to replica lag by priority (s): p95",
-            left=[by_priority("ReplicationLag", "p95", p) for p in PRIORITIES],
-            width=8,
-        ),
-    )

@@ -63,7 +63,6 @@ class Pipeline(Construct):
         spark: SparkCopy,
     ):
         super().__init__(scope, construct_id)
-        stack = Stack.of(self)
         values = substitutions(functions, spark)
         self.replication = self._state_machine(
             "Replication",
@@ -104,6 +103,15 @@ class Pipeline(Construct):
             )
 
         self._run_replications(self.changes.role, replication_name)
+        self._let_functions_watch(functions, replication_name, changes_name)
+        self._let_replication_run(settings, encryption, work, spark)
+
+    def _let_functions_watch(
+        self, functions: Functions, replication_name: str, changes_name: str
+    ) -> None:
+        """The feeds start change windows and look at them; Plan and Claim copy slot look at
+        the table executions that hold a lock or a slot."""
+        stack = Stack.of(self)
         # The feeds start the change window by name and look at a window's execution.
         for name in statemachine.FEED_FUNCTIONS:
             function = functions.by_name[name]
@@ -124,6 +132,13 @@ class Pipeline(Construct):
                 [_children_of(stack, replication_name), _executions_of(stack, replication_name)],
             )
 
+    def _let_replication_run(
+        self, settings: EnvironmentSettings, encryption: Encryption, work: WorkBucket,
+        spark: SparkCopy,
+    ) -> None:  # fmt: skip
+        """The replication state machine's role: its Distributed Maps' files and children,
+        their redrive, and the Spark copy's jobs."""
+        stack = Stack.of(self)
         role = self.replication.role
         # The Maps over the tables and over the S3 copy's batches are Distributed Maps: they
         # read their items from the run's files (ItemReader), write their children's results

@@ -13,6 +13,7 @@ from constructs import Construct
 
 from infra import bundling
 from infra.access import DataAccess, allow_prefix, trusted_service
+from infra.assets import SparkJobAssets
 from infra.encryption import Encryption
 from infra.settings import EnvironmentSettings
 from infra.storage import RUNS_PREFIX, SPARK_LOGS_PREFIX, WorkBucket
@@ -75,7 +76,7 @@ class SparkCopy(Construct):
             ),
             description=f"Ferry {settings.name}: the Spark copy job",
         )
-        self.assets = bundling.SparkJobAssets(self, "Job")
+        self.assets = SparkJobAssets(self, "Job")
         self.assets.grant_read(self.job_role)
         encryption.grant_use(self.job_role)
         access.read_data(self.job_role)

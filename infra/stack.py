@@ -36,10 +36,19 @@ class FerryStack(Stack):
             description=f"Ferry {settings.name}: Hive table replication",
             **kwargs,
         )
-        name = settings.name
         Tags.of(self).add("project", "ferry")
-        Tags.of(self).add("environment", name)
+        Tags.of(self).add("environment", settings.name)
         self.settings = settings
+        self._build_storage(settings)
+        self._build_pipeline(settings)
+        self._build_operations(settings)
+        self._build_failover(settings)
+        self._add_outputs()
+
+    def _build_storage(self, settings: EnvironmentSettings) -> None:
+        """The key, the work bucket, the topics, the state table, the secret, the configs and
+        the roles' data access."""
+        name = settings.name
         self.encryption = Encryption(self, "Encryption", environment=name)
         key = self.encryption.key
         self.work = WorkBucket(self, "Work", key=key, access_log_days=settings.log_retention_days)
@@ -55,6 +64,9 @@ class FerryStack(Stack):
         )
         self.configs = ReplicationConfigs(self, "Configs", settings=settings)
         self.access = DataAccess(self, settings)
+
+    def _build_pipeline(self, settings: EnvironmentSettings) -> None:
+        """The functions, the Spark copy, the state machines and what starts them."""
         self.functions = Functions(
             self,
             "Functions",
@@ -90,6 +102,10 @@ class FerryStack(Stack):
             catalog_events=self.functions.by_name["CatalogEvents"],
             catalog_poller=self.functions.by_name["CatalogPoller"],
         )
+
+    def _build_operations(self, settings: EnvironmentSettings) -> None:
+        """The alarms, the dashboard and the freshness check."""
+        name = settings.name
         self.operations = Operations(
             self,
             "Operations",
@@ -114,6 +130,10 @@ class FerryStack(Stack):
             self.operations, environment=name, topic=self.operations_topic.topic,
             check_minutes=settings.freshness_check_minutes,
         )  # fmt: skip
+
+    def _build_failover(self, settings: EnvironmentSettings) -> None:
+        """The failover switch and the functions ``ferry failover`` / ``ferry failback``
+        invoke."""
         self.failover = FailoverSwitch(
             self,
             "FailoverSwitch",
@@ -148,6 +168,9 @@ class FerryStack(Stack):
             encryption=self.encryption,
             environment=settings.name,
         )
+
+    def _add_outputs(self) -> None:
+        """What the commands and the operators read from the deployed stack."""
         outputs = {
             "ReplicationStateMachineArn": self.pipeline.replication.state_machine_arn,
             "HousekeepingStateMachineArn": self.pipeline.housekeeping.state_machine_arn,

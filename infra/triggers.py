@@ -7,7 +7,7 @@ and input as ``ferry local trigger`` installs locally (``ferry/triggers.py``). I
 Catalog events whose target is the CatalogEvents function, and for a Hive source a schedule
 that starts the CatalogPoller function every minute. A bucket or a Glue catalog in another
 region (the disaster-recovery path) gets its events forwarded by a small stack in that
-region (``EventForwarding``) to this region's default bus, where the rule matches; a Glue
+region (``infra/forwarding.py``) to this region's default bus, where the rule matches; a Glue
 catalog of another account forwards its events itself, and the default bus allows that
 account to put them. Housekeeping runs on the settings' schedule, once per config.
 
@@ -19,12 +19,11 @@ alarms of its own, in its own region.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
-from aws_cdk import Duration, Environment, RemovalPolicy, Stack, TimeZone
-from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import Duration, RemovalPolicy, TimeZone
 from aws_cdk import aws_events as events
-from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
@@ -38,19 +37,14 @@ from ferry import triggers
 from ferry.config import ReplicationConfig
 from ferry.failover import triggers as names
 from infra.access import allow, trusted_service
-from infra.alarms import failure_alarm
 from infra.configs import ReplicationConfigs
 from infra.dead_letters import (
-    PERIOD,
     TARGET_MAX_EVENT_AGE,
     TARGET_RETRY_ATTEMPTS,
-    allow_events_key,
     allow_events_to_send,
     dead_letter_queue,
-    depth_metric,
 )
 from infra.encryption import Encryption
-from infra.notifications import OperationsTopic
 from infra.settings import EnvironmentSettings
 
 
@@ -107,6 +101,22 @@ class Triggers(Construct):
             what="an event a rule, or a start a schedule, could not deliver after its retries",
         )
         allow_events_to_send(self.dead_letters, encryption.key)
+        self._build_roles(settings, replication, encryption, catalog_poller)
+        accounts: set[str] = set()
+        for index, (path, config) in enumerate(settings.configs.items()):
+            accounts |= self._config_triggers(
+                index, path, config, settings=settings, configs=configs,
+                replication=replication, housekeeping=housekeeping, encryption=encryption,
+                catalog_events=catalog_events, catalog_poller=catalog_poller,
+            )  # fmt: skip
+        if accounts:
+            self._allow_glue_accounts(settings, accounts)
+
+    def _build_roles(
+        self, settings: EnvironmentSettings, replication: sfn.IStateMachine,
+        encryption: Encryption, catalog_poller: lambda_.IFunction,
+    ) -> None:  # fmt: skip
+        """The roles the schedules, the rules and the Hive pollers' schedules act with."""
         # The role the schedules start executions with: each schedule's target adds its
         # machine and the dead-letter queue; sending to an encrypted queue also needs a data
         # key, which the target does not add.
@@ -151,82 +161,92 @@ class Triggers(Construct):
         allow(self.poller_role, ["lambda:InvokeFunction"], [catalog_poller.function_arn])
         allow(self.poller_role, ["sqs:SendMessage"], [self.dead_letters.queue_arn])
         allow(self.poller_role, ["kms:GenerateDataKey", "kms:Decrypt"], [encryption.key.key_arn])
+
+    def _config_triggers(
+        self, index: int, path: Path, config: ReplicationConfig, *,
+        settings: EnvironmentSettings, configs: ReplicationConfigs,
+        replication: sfn.IStateMachine, housekeeping: sfn.IStateMachine, encryption: Encryption,
+        catalog_events: lambda_.IFunction, catalog_poller: lambda_.IFunction,
+    ) -> set[str]:  # fmt: skip
+        """What one config declares (its schedule, its S3 rules, its catalog events) and its
+        housekeeping schedule; the other accounts whose Glue catalogs it reads events of."""
         accounts: set[str] = set()
-        for index, (path, config) in enumerate(settings.configs.items()):
-            uri = configs.uri(path)
-            name = path.stem
-            declared = config.triggers
-            if declared.schedule is not None:
-                self._schedule(
-                    f"Schedule{index}",
-                    name=config_resource_name(settings, name, names.SCHEDULE_SUFFIX),
-                    description=f"Replicate {path}",
-                    expression=declared.schedule.expression,
-                    time_zone=declared.schedule.time_zone,
-                    machine=replication,
-                    execution_input=triggers.scheduled_input(uri, declared.schedule),
-                    key=encryption.key,
-                )
-            for number, trigger in enumerate(declared.s3):
-                self.rules.append(
-                    events.CfnRule(
-                        self,
-                        f"S3Trigger{index}x{number}",
-                        name=config_resource_name(settings, name, names.s3_rule_suffix(number)),
-                        description=f"{triggers.describe_s3_trigger(trigger)} "
-                        f"starts a replication of {path}",
-                        event_pattern=triggers.s3_event_pattern(trigger),
-                        state="ENABLED",
-                        targets=[
-                            events.CfnRule.TargetProperty(
-                                id="replicate",
-                                arn=replication.state_machine_arn,
-                                role_arn=rule_role.role_arn,
-                                input_transformer=events.CfnRule.InputTransformerProperty(
-                                    input_paths_map=dict(triggers.S3_INPUT_PATHS),
-                                    input_template=triggers.s3_input_template(uri),
-                                ),
-                                **rule_target_failures(self.dead_letters),
-                            )
-                        ],
-                    )
-                )
-            if declared.catalog_events is not None:
-                if config.source_catalog.glue is not None:
-                    self._glue_rule(index, name, path.name, uri, config, catalog_events, settings)
-                    account = config.source_catalog.glue.catalog_id
-                    if account and account != settings.account:
-                        accounts.add(account)
-                else:
-                    self._poller_schedule(index, name, path.name, uri, catalog_poller, settings)
+        uri = configs.uri(path)
+        name = path.stem
+        declared = config.triggers
+        if declared.schedule is not None:
             self._schedule(
-                f"Housekeeping{index}",
-                name=config_resource_name(settings, name, names.HOUSEKEEPING_SUFFIX),
-                description=f"Delete the expired snapshots of {path}",
-                expression=settings.housekeeping_schedule,
-                time_zone=None,
-                machine=housekeeping,
-                execution_input=housekeeping_input(uri),
+                f"Schedule{index}",
+                name=config_resource_name(settings, name, names.SCHEDULE_SUFFIX),
+                description=f"Replicate {path}",
+                expression=declared.schedule.expression,
+                time_zone=declared.schedule.time_zone,
+                machine=replication,
+                execution_input=triggers.scheduled_input(uri, declared.schedule),
                 key=encryption.key,
             )
-
-        if accounts:
-            # A Glue catalog of another account: that account forwards its aws.glue events
-            # to this bus (a rule of its own: docs/CONFIGURATION.md, Catalog events); the bus
-            # lets it.
-            events.CfnEventBusPolicy(
-                self,
-                "GlueAccounts",
-                statement_id=f"ferry-{settings.name}-glue-accounts",
-                statement={
-                    "Sid": f"ferry-{settings.name}-glue-accounts",
-                    "Effect": "Allow",
-                    "Principal": {"AWS": [f"arn:aws:iam::{a}:root" for a in sorted(accounts)]},
-                    "Action": "events:PutEvents",
-                    "Resource": f"arn:aws:events:{settings.region}:{settings.account}"
-                    ":event-bus/default",
-                },
+        for number, trigger in enumerate(declared.s3):
+            self.rules.append(
+                events.CfnRule(
+                    self,
+                    f"S3Trigger{index}x{number}",
+                    name=config_resource_name(settings, name, names.s3_rule_suffix(number)),
+                    description=f"{triggers.describe_s3_trigger(trigger)} "
+                    f"starts a replication of {path}",
+                    event_pattern=triggers.s3_event_pattern(trigger),
+                    state="ENABLED",
+                    targets=[
+                        events.CfnRule.TargetProperty(
+                            id="replicate",
+                            arn=replication.state_machine_arn,
+                            role_arn=self.rule_role.role_arn,
+                            input_transformer=events.CfnRule.InputTransformerProperty(
+                                input_paths_map=dict(triggers.S3_INPUT_PATHS),
+                                input_template=triggers.s3_input_template(uri),
+                            ),
+                            **rule_target_failures(self.dead_letters),
+                        )
+                    ],
+                )
             )
+        if declared.catalog_events is not None:
+            if config.source_catalog.glue is not None:
+                self._glue_rule(index, name, path.name, uri, config, catalog_events, settings)
+                account = config.source_catalog.glue.catalog_id
+                if account and account != settings.account:
+                    accounts.add(account)
+            else:
+                self._poller_schedule(index, name, path.name, uri, catalog_poller, settings)
+        self._schedule(
+            f"Housekeeping{index}",
+            name=config_resource_name(settings, name, names.HOUSEKEEPING_SUFFIX),
+            description=f"Delete the expired snapshots of {path}",
+            expression=settings.housekeeping_schedule,
+            time_zone=None,
+            machine=housekeeping,
+            execution_input=housekeeping_input(uri),
+            key=encryption.key,
+        )
+        return accounts
+
+    def _allow_glue_accounts(self, settings: EnvironmentSettings, accounts: set[str]) -> None:
+        """The default bus takes the events of the other accounts' Glue catalogs."""
+        # A Glue catalog of another account: that account forwards its aws.glue events
+        # to this bus (a rule of its own: docs/CONFIGURATION.md, Catalog events); the bus
+        # lets it.
+        events.CfnEventBusPolicy(
+            self,
+            "GlueAccounts",
+            statement_id=f"ferry-{settings.name}-glue-accounts",
+            statement={
+                "Sid": f"ferry-{settings.name}-glue-accounts",
+                "Effect": "Allow",
+                "Principal": {"AWS": [f"arn:aws:iam::{a}:root" for a in sorted(accounts)]},
+                "Action": "events:PutEvents",
+                "Resource": f"arn:aws:events:{settings.region}:{settings.account}"
+                ":event-bus/default",
+            },
+        )
 
     def _glue_rule(
         self, index: int, name: str, file_name: str, uri: str, config: ReplicationConfig,
@@ -373,120 +393,3 @@ def foreign_regions(settings: EnvironmentSettings) -> dict[str, list[dict[str, A
         ):
             found.setdefault(glue.region, []).append(triggers.glue_event_pattern(config))
     return found
-
-
-class EventForwarding(Stack):
-    """In a source bucket's or Glue catalog's region: forward the events that start
-    replications to the pipeline's region.
-
-    An event the pipeline's bus did not take, after the rule's retries, goes to this
-    region's dead-letter queue; a forwarding that failed and a dead letter each turn an
-    alarm of this region to ALARM, told to this region's operations topic (CloudWatch
-    publishes to a topic of the alarm's region only), encrypted with this region's key.
-    """
-
-    def __init__(
-        self, scope: Construct, construct_id: str, *, settings: EnvironmentSettings, region: str,
-        patterns: list[dict[str, Any]],
-    ):  # fmt: skip
-        super().__init__(
-            scope,
-            construct_id,
-            env=Environment(account=settings.account, region=region),
-            description=f"Ferry {settings.name}: events of {region} to {settings.region}",
-        )
-        self.settings_name = settings.name
-        bus = events.EventBus.from_event_bus_arn(
-            self,
-            "PipelineBus",
-            f"arn:aws:events:{settings.region}:{settings.account}:event-bus/default",
-        )
-        # One role for the rules' target (the pipeline's bus), for these rules only.
-        prefix = f"ferry-{settings.name}-forward-"
-        role = iam.Role(
-            self,
-            "ForwardRole",
-            assumed_by=trusted_service(
-                "events.amazonaws.com",
-                settings.account,
-                [f"arn:aws:events:{region}:{settings.account}:rule/{prefix}*"],
-            ),
-            description=f"Ferry {settings.name}: forward events to {settings.region}",
-        )
-        self.encryption = Encryption(self, "Encryption", environment=settings.name)
-        key = self.encryption.key
-        self.topic = OperationsTopic(
-            self, "OperationsTopic", environment=settings.name, key=key,
-            emails=settings.alarm_emails,
-        ).topic  # fmt: skip
-        self.dead_letters = dead_letter_queue(
-            self,
-            "DeadLetters",
-            name=f"ferry-{settings.name}-forwarding-dead-letters",
-            key=key,
-            what=f"an event of {region} the pipeline's bus ({settings.region}) did not take",
-        )
-        # The rules' target adds the queue's policy for each rule; the key is this module's.
-        allow_events_key(key)
-        self.rules: list[events.Rule] = []
-        self.alarms = []
-        for index, pattern in enumerate(patterns):
-            rule = events.Rule(
-                self,
-                f"Forward{index}",
-                rule_name=f"{prefix}{index}",
-                description="Events that start a replication in the pipeline's region",
-                event_pattern=events.EventPattern(
-                    source=pattern["source"],
-                    detail_type=pattern["detail-type"],
-                    detail=pattern["detail"],
-                    account=pattern.get("account"),
-                ),
-                targets=[
-                    targets.EventBus(bus, role=role, dead_letter_queue=self.dead_letters)
-                ],
-            )
-            # The EventBus target has no retry policy of its own: the rule's, as every other.
-            cfn_rule = rule.node.default_child
-            assert isinstance(cfn_rule, events.CfnRule)
-            cfn_rule.add_property_override(
-                "Targets.0.RetryPolicy",
-                {
-                    "MaximumRetryAttempts": TARGET_RETRY_ATTEMPTS,
-                    "MaximumEventAgeInSeconds": int(TARGET_MAX_EVENT_AGE.to_seconds()),
-                },
-            )
-            self.rules.append(rule)
-            self.alarms.append(
-                failure_alarm(
-                    self,
-                    f"forwarding-failed-{region}-{index}",
-                    environment=settings.name,
-                    metric=cloudwatch.Metric(
-                        namespace="AWS/Events",
-                        metric_name="FailedInvocations",
-                        dimensions_map={"RuleName": rule.rule_name},
-                        statistic="Sum",
-                        period=PERIOD,
-                    ),
-                    description=f"A rule of {region} could not forward an event to the "
-                    f"pipeline's bus in {settings.region} (EventBridge FailedInvocations): "
-                    f"the event is in the queue ferry-{settings.name}-forwarding-dead-letters "
-                    f"of {region}; fix the bus's policy or the rule's role, then redrive it "
-                    "(ferry redrive).",
-                    topic=self.topic,
-                )
-            )
-        self.alarms.append(
-            failure_alarm(
-                self,
-                f"forwarding-dead-letters-{region}",
-                environment=settings.name,
-                metric=depth_metric(self.dead_letters),
-                description=f"Events of {region} wait in the queue "
-                f"ferry-{settings.name}-forwarding-dead-letters: the pipeline in "
-                f"{settings.region} did not receive them; redrive them once the cause is "
-                "fixed (ferry redrive).",
-                topic=self.topic,
-            )
-        )

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -19,6 +19,9 @@ from ferry.config import ReplicationConfig, TableReplication
 from ferry.errors import FailoverError
 from ferry.failover import ReplicationSwitch
 from ferry.sides import reach_sides
+
+if TYPE_CHECKING:
+    from ferry.failover.failover import FailoverReport
 
 
 def selected_replications(
@@ -150,6 +153,12 @@ def run_failover(
             )
         )
         return EXIT_OK
+    _print_failover(report)
+    return EXIT_OK
+
+
+def _print_failover(report: FailoverReport) -> None:
+    """Each promoted replica, what it holds, and what the switch did: a line each."""
     out = Console(highlight=False, soft_wrap=True, emoji=False)
     for table in report.tables:
         state_word = "already promoted" if table.already_promoted else "promoted"
@@ -176,7 +185,6 @@ def run_failover(
     )
     for note in switch.notes:
         out.print(escape(f"    {note}"))
-    return EXIT_OK
 
 
 @dataclass

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
-#: ``ferry.cli``'s types: a home folder, a work location, a DynamoDB table name.
-Types = tuple[Callable[[str], Any], Callable[[str], Any], Callable[[str], Any]]
+from ferry.commands.argument_types import dynamodb_table, home_folder, work_location
 
 
 def wait_duration(text: str) -> timedelta:
@@ -25,8 +22,7 @@ def wait_duration(text: str) -> timedelta:
     return length
 
 
-def _common(parser: argparse.ArgumentParser, types: Types) -> None:
-    home_folder, work_location, dynamodb_table = types
+def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("config", type=Path, help="the replication config (YAML)")
     parser.add_argument(
         "--table", action="append", default=[], metavar="DB.TABLE",
@@ -48,13 +44,13 @@ def _common(parser: argparse.ArgumentParser, types: Types) -> None:
     parser.add_argument("-v", "--verbose", action="store_true", help="log what happens")
 
 
-def add_parsers(commands: argparse._SubParsersAction, types: Types) -> None:
-    """``failover`` and ``failback``; ``types``: ``ferry.cli``'s argument types of a home
-    folder, a work location and a DynamoDB table, as the other commands check them."""
+def add_parsers(commands: argparse._SubParsersAction) -> None:
+    """``failover`` and ``failback``, their home, work location and state table checked as
+    the other commands check them (``ferry.commands.argument_types``)."""
     failover = commands.add_parser(
         "failover", help="promote the replicas of a config: writers may write to them"
     )
-    _common(failover, types)
+    _common(failover)
     failover.add_argument(
         "--cancel-runs", action="store_true", help="stop running replications of the tables"
     )
@@ -71,7 +67,7 @@ def add_parsers(commands: argparse._SubParsersAction, types: Types) -> None:
     failback = commands.add_parser(
         "failback", help="bring what DR wrote home, then restore the original direction"
     )
-    _common(failback, types)
+    _common(failback)
     failback.add_argument(
         "--prefer", choices=("replica", "source"),
         help="the winner of a table changed on both sides since the failover",

@@ -11,6 +11,7 @@ import logging
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
@@ -35,6 +36,10 @@ from ferry.commands import (
 )
 from ferry.errors import ConfigError, FerryError, describe_error
 
+if TYPE_CHECKING:
+    from ferry.config import ReplicationConfig
+    from ferry.steps import Steps
+
 logger = logging.getLogger("ferry")
 
 
@@ -53,7 +58,7 @@ def run_replicate(
     Replica locks and the snapshot ledger live in the DynamoDB table ``state_table``, else
     in ``<home>/state.sqlite3`` (``ferry.lifecycle``).
     """
-    from ferry.replicate import InProcessDriver, preview_outcome
+    from ferry.replicate import InProcessDriver
     from ferry.steps import Steps
 
     # Every check first, each one line: nothing is created (no home, no work folder, no
@@ -75,24 +80,8 @@ def run_replicate(
     # Data is printed as it is: no markup (escaped), no :emoji: codes, no highlighting.
     out = Console(highlight=False, soft_wrap=True, emoji=False)
     err = Console(stderr=True, highlight=False, emoji=False)
-    outcomes = []
     if dry_run:
-        config_uri = str(config_path.resolve())
-        # Resolve tables' own expansion: a pattern's tables are listed from the source catalog.
-        for replication in steps.select_tables(config, list(tables), str(config_path)):
-            name = replication.source_table.qualified_name
-            try:
-                preview = steps.preview(config_uri, name, replication.replica_qualified_name)
-            except FerryError as error:
-                outcome = _failed_preview(replication, error)
-            else:
-                outcome = preview_outcome(
-                    name, replication.replica_qualified_name,
-                    replication.replication_mode.value, preview,
-                )  # fmt: skip
-            outcomes.append(outcome)
-            if not as_json:
-                _print_outcome(out, outcome)
+        outcomes = _previews(steps, config, config_path, tables, None if as_json else out)
     else:
         observer = _Observer(
             out, err, _mode_of(config), show=not as_json, bars=err.is_terminal and not as_json
@@ -123,6 +112,33 @@ def run_replicate(
     else:
         _print_summary(out, outcomes, dry_run)
     return EXIT_FAILED if failed else EXIT_OK
+
+
+def _previews(
+    steps: Steps, config: ReplicationConfig, config_path: Path, tables: Sequence[str],
+    out: Console | None,
+) -> list:  # fmt: skip
+    """A dry run: what each selected table's run would do, printed to ``out`` as it comes."""
+    from ferry.replicate import preview_outcome
+
+    config_uri = str(config_path.resolve())
+    outcomes = []
+    # Resolve tables' own expansion: a pattern's tables are listed from the source catalog.
+    for replication in steps.select_tables(config, list(tables), str(config_path)):
+        name = replication.source_table.qualified_name
+        try:
+            preview = steps.preview(config_uri, name, replication.replica_qualified_name)
+        except FerryError as error:
+            outcome = _failed_preview(replication, error)
+        else:
+            outcome = preview_outcome(
+                name, replication.replica_qualified_name,
+                replication.replication_mode.value, preview,
+            )  # fmt: skip
+        outcomes.append(outcome)
+        if out is not None:
+            _print_outcome(out, outcome)
+    return outcomes
 
 
 def _mode_of(config) -> Callable[[str], str | None]:

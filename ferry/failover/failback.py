@@ -31,54 +31,42 @@ it returns, its promotion is removed here too.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 import yaml
 
 from ferry import faults, fs, source_versions
 from ferry.catalog import Catalog
 from ferry.clock import utc_now
-from ferry.config import ReplicationConfig, ReplicationStrategy, TableReplication
-from ferry.errors import ConfigError, FailoverError, FerryError
+from ferry.config import ReplicationConfig, TableReplication
+from ferry.errors import FailoverError, FerryError
 from ferry.event_id import new_event_id
 from ferry.failover import PROMOTED, Prefer, ReplicationSwitch, SwitchReport
 from ferry.failover import baseline as baselines
-from ferry.failover.changes import TableChanges, compare
+from ferry.failover.changes import compare
+from ferry.failover.failback_steps import (
+    FailbackTable,
+    TableFailback,
+    check_reverse,
+    failover_id,
+    journal_of,
+    outcome,
+    replica_buckets,
+    restore,
+    reverse_table,
+)
 from ferry.failover.journal import COPIED, DONE, PLANNED, RESTORED, Journal, journal_uri
 from ferry.failover.promotion import failover_id_of, unpromote
-from ferry.failover.reverse import ReverseTable, reverse_document
+from ferry.failover.reverse import reverse_document
 from ferry.failover.sides import replica_side, source_side
 from ferry.iceberg.failback import fail_back_iceberg
 from ferry.iceberg.recognise import is_iceberg
-from ferry.model import Table, TableType
-from ferry.replica import PARTITION_FINGERPRINT, TABLE_FINGERPRINT
-from ferry.sides import buckets_of
-
-#: Ferry's parameters all start so: the reverse's bookkeeping on the original table.
-FERRY_PREFIX = "ferry."
 
 #: Runs the reverse config: (config URI, source tables, tables to adopt) → each table's
 #: outcome (``ferry.replicate.TableOutcome``).
 ReverseRun = Callable[[str, Sequence[str], frozenset[str]], list[Any]]
-
-
-@dataclass
-class TableFailback:
-    """What failback did (or would do) for one table."""
-
-    source_table: str
-    replica_table: str
-    status: str  # FAILED_BACK | ALREADY_FAILED_BACK | PLANNED | ICEBERG
-    changes: dict[str, Any] = field(default_factory=dict)
-    partitions_home: int = 0
-    partitions_dropped_at_source: int = 0
-    reverse_config: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass
@@ -87,18 +75,6 @@ class FailbackReport:
     reverse_config: str | None = None
     reverse_text: str | None = None
     switch: SwitchReport = field(default_factory=SwitchReport)
-
-
-@dataclass
-class _Table:
-    replication: TableReplication
-    replica_table: Table
-    source_table: Table
-    baseline_uri: str
-    journal_uri: str
-    journal: Journal | None = None
-    changes: TableChanges | None = None
-    done: bool = False
 
 
 def fail_back(
@@ -127,16 +103,7 @@ def fail_back(
     work area's ``failover/``, beside the baselines).
     """
     tables, icebergs = _check(replications, source, replica, work_uri, key_of, threads)
-    conflicts = [
-        t.changes.described()
-        for t in tables
-        if t.journal is None and t.changes is not None and t.changes.on_both and prefer is None
-    ]
-    if conflicts:
-        raise FailoverError(
-            "changed on both sides since the failover, nothing changed; name the winner with "
-            "--prefer replica|source: " + " | ".join(conflicts)
-        )
+    _refuse_conflicts(tables, prefer)
     event_id = new_event_id()
     for replication, kept in icebergs if not dry_run else ():
         # Every Iceberg table's conflicts are found before any is written home.
@@ -147,56 +114,31 @@ def fail_back(
     ]
     for table in tables:
         if table.journal is None and table.changes is not None:
-            table.journal = _journal(table, prefer)
+            table.journal = journal_of(table, prefer)
     report = FailbackReport([])
     pending = [t for t in tables if not t.done]
     coming = [t for t in pending if t.journal and t.journal.home and COPIED not in t.journal.steps]
     reverse_uri = fs.join(
         reverse_folder or fs.join(work_uri, baselines.FAILOVER_FOLDER),
-        f"{_failover_id(pending)}-reverse.yml",
+        f"{failover_id(pending)}-reverse.yml",
     )
-    reverse = [_reverse_table(t) for t in coming]
-    document = reverse_document(config_path, reverse, _replica_buckets(config, coming))
+    reverse = [reverse_table(t) for t in coming]
+    document = reverse_document(config_path, reverse, replica_buckets(config, coming))
     text = yaml.safe_dump(document, sort_keys=False)
     if coming:
-        _check_reverse(text, reverse_uri)
+        check_reverse(text, reverse_uri)
     report.reverse_text = text if coming else None
     report.reverse_config = reverse_uri if coming else None
     if dry_run:
-        report.tables = [_outcome(t, "PLANNED") for t in tables] + iceberg
+        report.tables = [outcome(t, "PLANNED") for t in tables] + iceberg
         return report
     for table in pending:
         if PLANNED not in table.journal.steps:  # type: ignore[union-attr]
             table.journal.did(PLANNED, table.journal_uri)  # type: ignore[union-attr]
     if coming:
-        fs.write_bytes(reverse_uri, text.encode())
-        faults.point("failback.reverse-config")
-        adopt = frozenset(t.replication.source_table.qualified_name.lower() for t in coming)
-        names = [f"{t.replication.replica_qualified_name}" for t in coming]
-        outcomes = run_reverse(reverse_uri, names, adopt)
-        failed = [o for o in outcomes if not o.ok]
-        if failed or len(outcomes) < len(coming):
-            first = failed[0] if failed else None
-            raise FerryError(
-                "bringing DR's changes home failed"
-                + (f" for {first.source_table}: {first.error_type}: {first.error}" if first else "")
-                + "; run ferry failback again to continue"
-            )
-        faults.point("failback.reverse-run")
-        for table in coming:
-            table.journal.did(COPIED, table.journal_uri)  # type: ignore[union-attr]
+        _bring_home(coming, reverse_uri, text, run_reverse)
     for table in pending:
-        journal = table.journal
-        assert journal is not None
-        if RESTORED not in journal.steps:
-            _restore(table, source, replica, threads)
-            forget_reverse(table.replication)
-            journal.did(RESTORED, table.journal_uri)
-        faults.point("failback.restored")
-        current = replica.get_table(table.replica_table.database, table.replica_table.name)
-        if current is not None:
-            unpromote(replica, current)
-        journal.did(DONE, table.journal_uri)
+        _finish(table, source, replica, threads, forget_reverse)
     # Always: a run killed after the last table was done but before this still resumes. A
     # replica still promoted is left out of the runs the triggers start.
     report.switch = switch.resume(config, [r.source_table.qualified_name for r in replications])
@@ -205,12 +147,66 @@ def fail_back(
         if current is not None:
             unpromote(replica, current)
     report.tables = [
-        _outcome(t, "ALREADY_FAILED_BACK" if t.done else "FAILED_BACK") for t in tables
+        outcome(t, "ALREADY_FAILED_BACK" if t.done else "FAILED_BACK") for t in tables
     ] + iceberg
     for entry in report.tables:
         if entry.status == "FAILED_BACK" and coming:
             entry.reverse_config = reverse_uri
     return report
+
+
+def _refuse_conflicts(tables: Sequence[FailbackTable], prefer: Prefer | None) -> None:
+    """A table changed on both sides needs ``--prefer``: refused, nothing written."""
+    conflicts = [
+        t.changes.described()
+        for t in tables
+        if t.journal is None and t.changes is not None and t.changes.on_both and prefer is None
+    ]
+    if conflicts:
+        raise FailoverError(
+            "changed on both sides since the failover, nothing changed; name the winner with "
+            "--prefer replica|source: " + " | ".join(conflicts)
+        )
+
+
+def _bring_home(
+    coming: Sequence[FailbackTable], reverse_uri: str, text: str, run_reverse: ReverseRun
+) -> None:
+    """Step 2 (see the module): the reverse config written and run, each table copied."""
+    fs.write_bytes(reverse_uri, text.encode())
+    faults.point("failback.reverse-config")
+    adopt = frozenset(t.replication.source_table.qualified_name.lower() for t in coming)
+    names = [f"{t.replication.replica_qualified_name}" for t in coming]
+    outcomes = run_reverse(reverse_uri, names, adopt)
+    failed = [o for o in outcomes if not o.ok]
+    if failed or len(outcomes) < len(coming):
+        first = failed[0] if failed else None
+        raise FerryError(
+            "bringing DR's changes home failed"
+            + (f" for {first.source_table}: {first.error_type}: {first.error}" if first else "")
+            + "; run ferry failback again to continue"
+        )
+    faults.point("failback.reverse-run")
+    for table in coming:
+        table.journal.did(COPIED, table.journal_uri)  # type: ignore[union-attr]
+
+
+def _finish(
+    table: FailbackTable, source: Catalog, replica: Catalog, threads: int,
+    forget_reverse: Callable[[TableReplication], None],
+) -> None:  # fmt: skip
+    """Steps 3 and 4 (see the module): both sides restored, the replica no more promoted."""
+    journal = table.journal
+    assert journal is not None
+    if RESTORED not in journal.steps:
+        restore(table, source, replica, threads)
+        forget_reverse(table.replication)
+        journal.did(RESTORED, table.journal_uri)
+    faults.point("failback.restored")
+    current = replica.get_table(table.replica_table.database, table.replica_table.name)
+    if current is not None:
+        unpromote(replica, current)
+    journal.did(DONE, table.journal_uri)
 
 
 # -- the checks ------------------------------------------------------------------------------
@@ -223,7 +219,7 @@ def _check(
     work_uri: str,
     key_of: Callable[[TableReplication], str],
     threads: int,
-) -> tuple[list[_Table], list[tuple[TableReplication, baselines.Baseline]]]:
+) -> tuple[list[FailbackTable], list[tuple[TableReplication, baselines.Baseline]]]:
     tables, iceberg = [], []
     for replication in replications:
         name = replication.source_table.qualified_name
@@ -240,7 +236,7 @@ def _check(
                     replication.source_table.database_name, replication.source_table.table_name
                 )
                 tables.append(
-                    _Table(replication, found, original or found, uri, journal_uri(uri),
+                    FailbackTable(replication, found, original or found, uri, journal_uri(uri),
                            journal, done=True)
                 )  # fmt: skip
                 continue
@@ -266,7 +262,7 @@ def _check(
             continue
         if journal is not None and journal.failover_id != kept.failover_id:
             journal = None  # a journal of an earlier failover
-        table = _Table(replication, found, original, uri, journal_uri(uri), journal)
+        table = FailbackTable(replication, found, original, uri, journal_uri(uri), journal)
         if journal is None:
             table.changes = compare(
                 kept,
@@ -320,145 +316,6 @@ def _iceberg_failback(
             "bytesCopied": result.bytes_copied,
             "summary": result.summary,
         },
-    )
-
-
-# -- the steps -------------------------------------------------------------------------------
-
-
-def _journal(table: _Table, prefer: Prefer | None) -> Journal:
-    changes = table.changes
-    assert changes is not None
-    original = table.source_table
-    return Journal(
-        failover_id=failover_id_of(table.replica_table) or "",
-        home=[list(changes.values[n]) for n in changes.to_bring_home(prefer)],
-        drop=[list(changes.values[n]) for n in changes.to_drop_at_source(prefer)],
-        changes={**changes.to_dict(), "prefer": prefer.value if prefer else None},
-        original={
-            "location": original.location,
-            "tableType": original.table_type.value,
-            "parameters": {
-                k: v for k, v in original.parameters.items() if k.startswith(FERRY_PREFIX)
-            },
-            "external": original.parameters.get("EXTERNAL"),
-        },
-    )
-
-
-def _check_reverse(text: str, uri: str) -> None:
-    """The reverse config passes the checks every config passes, before anything is written."""
-    from ferry.config.loading import parse_config_text
-
-    try:
-        parse_config_text(text, uri)
-    except ConfigError as error:
-        raise FailoverError(f"the reverse config is not valid: {error}") from None
-
-
-def _replica_buckets(config: ReplicationConfig, tables: Sequence[_Table]) -> list[str]:
-    """The buckets of the replica side: those its role reaches forward, and those of the
-    promoted replicas' locations (the reverse's source side reaches them through the role)."""
-    buckets = set(buckets_of(config, config.replica_catalog))
-    for table in tables:
-        location = table.replica_table.location
-        if location and fs.scheme_of(location) in fs.S3_SCHEMES:
-            buckets.add(urlparse(location).netloc)
-    return sorted(buckets)
-
-
-def _failover_id(tables: Sequence[_Table]) -> str:
-    ids = sorted({t.journal.failover_id for t in tables if t.journal is not None})
-    return ids[0] if ids else "none"
-
-
-def _reverse_table(table: _Table) -> ReverseTable:
-    journal = table.journal
-    assert journal is not None
-    replication, original = table.replication, table.source_table
-    return ReverseTable(
-        replica_database=replication.replica_database,
-        replica_table=replication.replica_table_name,
-        source_database=original.database,
-        source_table=original.name,
-        source_location=journal.original["location"],
-        partition_keys=table.replica_table.partition_keys,
-        partitions=tuple(tuple(v) for v in journal.home) if original.is_partitioned else (),
-    )
-
-
-def _restore(table: _Table, source: Catalog, replica: Catalog, threads: int) -> None:
-    """Step 3 (see the module): both sides equal, the original table Ferry's no more."""
-    journal = table.journal
-    assert journal is not None
-    replication = table.replication
-    original = source.get_table(table.source_table.database, table.source_table.name)
-    forward = replica.get_table(table.replica_table.database, table.replica_table.name)
-    if original is None or forward is None:
-        raise FailoverError(f"{replication.source_table.qualified_name}: a side disappeared")
-    home = {tuple(v) for v in journal.home}
-    if original.is_partitioned and home:
-        came = [p for p in source.list_partitions(original) if p.values in home]
-        printed = baselines.fingerprints_of([p.location for p in came if p.location], threads)
-        by_values = {p.values: printed.get(p.location or "") for p in came}
-        updated = [
-            replace(p, parameters={**p.parameters, PARTITION_FINGERPRINT: by_values[p.values]})
-            for p in replica.list_partitions(forward)
-            if p.values in by_values and by_values[p.values] is not None
-        ]
-        if updated:
-            replica.alter_partitions(forward, updated)
-        stripped = [replace(p, parameters=_without_ferry(p.parameters, {})) for p in came]
-        if stripped:
-            source.alter_partitions(original, stripped)
-    elif not original.is_partitioned and home:
-        printed = baselines.fingerprints_of([original.location] if original.location else [])
-        value = printed.get(original.location or "")
-        if value is not None:
-            forward = replace(forward, parameters={**forward.parameters, TABLE_FINGERPRINT: value})
-            replica.alter_table(forward)
-    drop = [tuple(v) for v in journal.drop]
-    if drop and replication.replication_strategy is ReplicationStrategy.PROPAGATE_DELETES:
-        source.drop_partitions(original, drop)
-    kept = journal.original
-    parameters = _without_ferry(original.parameters, kept["parameters"])
-    if kept.get("external") is None:
-        parameters.pop("EXTERNAL", None)
-    else:
-        parameters["EXTERNAL"] = kept["external"]
-    location = kept["location"] if original.is_partitioned else original.location
-    source.alter_table(
-        replace(
-            original,
-            table_type=TableType(kept["tableType"]),
-            storage=original.storage.with_location(location),
-            parameters=parameters,
-        )
-    )
-
-
-def _without_ferry(parameters, kept: dict[str, str]) -> dict[str, str]:
-    """The parameters without Ferry's own (those ``kept`` had before excepted)."""
-    return {
-        **{k: v for k, v in parameters.items() if not k.startswith(FERRY_PREFIX)},
-        **kept,
-    }
-
-
-def _outcome(table: _Table, status: str) -> TableFailback:
-    journal = table.journal
-    return TableFailback(
-        source_table=table.replication.source_table.qualified_name,
-        replica_table=table.replication.replica_qualified_name,
-        status=status,
-        changes=journal.changes if journal else {},
-        partitions_home=len(journal.home) if journal else 0,
-        partitions_dropped_at_source=(
-            len(journal.drop)
-            if journal
-            and table.replication.replication_strategy is ReplicationStrategy.PROPAGATE_DELETES
-            else 0
-        ),
     )
 
 

@@ -206,8 +206,8 @@ def deploy_forwarding(config) -> dict[str, Any]:
     import aws_cdk as cdk
 
     from ferry.local import stack
+    from infra.forwarding import EventForwarding
     from infra.settings import load_settings
-    from infra.triggers import EventForwarding
 
     settings = load_settings(deploy.SETTINGS, deploy.ENVIRONMENT)
     app = cdk.App()

@@ -381,7 +381,8 @@ SYNTH = """
 import sys
 import aws_cdk as cdk
 from aws_cdk import aws_iam as iam, aws_lambda
-from infra.bundling import LAMBDA_ARCHITECTURE, LAMBDA_RUNTIME, SparkJobAssets, lambda_code
+from infra.assets import SparkJobAssets, lambda_code
+from infra.bundling import LAMBDA_ARCHITECTURE, LAMBDA_RUNTIME
 
 app = cdk.App(outdir=sys.argv[1])
 stack = cdk.Stack(app, "Bundles")

@@ -96,7 +96,8 @@ def test_a_glue_source_is_a_rule_on_glues_events_whose_target_is_the_intake(stac
 def test_glue_events_of_another_region_are_forwarded_to_the_pipelines(app):
     from aws_cdk.assertions import Template
 
-    from infra.triggers import EventForwarding, foreign_regions
+    from infra.forwarding import EventForwarding
+    from infra.triggers import foreign_regions
 
     settings = load_environment("prod")
     config = next(c for p, c in settings.configs.items() if p.stem == "landing-dr")

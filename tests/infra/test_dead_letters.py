@@ -192,7 +192,7 @@ def test_every_rule_and_schedule_target_retries_then_fails_into_the_triggers_que
 
 
 def test_each_forwarding_stack_has_its_queue_topic_and_alarms_in_its_own_region(app, stacks):
-    from infra.triggers import EventForwarding
+    from infra.forwarding import EventForwarding
 
     forwarders = [c for c in app.node.children if isinstance(c, EventForwarding)]
     assert forwarders, "an example environment should show the cross-region path"

@@ -22,7 +22,7 @@ from ferry import statemachine as definition
 from ferry.local.simulator import Request
 from ferry.local.template import resolved_statically
 from infra import bundling
-from infra.functions import NETWORK_INTERFACE_ACTIONS
+from infra.network import NETWORK_INTERFACE_ACTIONS
 from infra.settings import environment_names, load_environment
 from infra.triggers import foreign_regions
 

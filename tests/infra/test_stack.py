@@ -17,7 +17,7 @@ from aws_cdk.assertions import Template
 from ferry import statemachine as definition
 from ferry import triggers
 from infra import bundling
-from infra.functions import NETWORK_INTERFACE_ACTIONS
+from infra.network import NETWORK_INTERFACE_ACTIONS
 from infra.settings import environment_names
 from infra.triggers import housekeeping_input
 
@@ -167,7 +167,8 @@ def test_each_declared_s3_trigger_is_a_rule_with_the_local_pattern_and_input(dep
 
 
 def test_buckets_in_other_regions_forward_their_events(app, stacks):
-    from infra.triggers import EventForwarding, foreign_regions
+    from infra.forwarding import EventForwarding
+    from infra.triggers import foreign_regions
 
     forwarders = [c for c in app.node.children if isinstance(c, EventForwarding)]
     expected = {

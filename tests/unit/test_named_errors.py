@@ -52,8 +52,8 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
     ("ferry/duration.py", "parse_duration"): (2, PARSER),
     ("ferry/filters.py", "_check_arguments"): (2, "inside a template: check_template's"),
     ("ferry/filters.py", "check_template"): (3, CHECK),
-    ("infra/settings.py", "_s3_prefix"): (1, "an AfterValidator: the load's SettingsError"),
-    ("infra/settings.py", "_matching.check"): (1, "an AfterValidator: the load's SettingsError"),
+    ("infra/settings_access.py", "_s3_prefix"): (1, "an AfterValidator: the load's SettingsError"),
+    ("infra/settings_access.py", "_matching.check"): (1, "an AfterValidator: the load's SettingsError"),
     # Programming errors: an invariant the callers keep, never a person's input.
     ("ferry/avro.py", "replica_schema_url"): (1, "its one caller asks with a place only"),
     ("ferry/fingerprint.py", "_walk.finish"): (1, "an invariant of the sorted walk"),
