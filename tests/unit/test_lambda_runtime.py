@@ -134,7 +134,7 @@ def test_the_freshness_check_of_an_environment_whose_secret_is_unfilled_measures
     )["ARN"]
     environment.setenv("FERRY_CONFIG_SECRET", arn)
     environment.setenv("FERRY_CONFIG_SECRET_VARIABLES", "SOURCE_METASTORE_URIS")
-    runtime.steps.cache_clear()
+    runtime.context.cache_clear()
 
     context = SimpleNamespace(
         function_name="ferry-dev-freshness-check",
