@@ -19,7 +19,6 @@ another, each with the copier's own thread pool.
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 import re
@@ -36,7 +35,6 @@ from ferry.copier import Progress
 from ferry.errors import FerryError, ReplicationInterruptedError
 from ferry.faults import InjectedFault
 from ferry.outcomes import write_map_results
-from ferry.states.context import StateContext
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +51,13 @@ class SparkRunner(Protocol):
     """Runs the Spark copy job to its end; raises ``StateError`` when the job failed."""
 
     def run(self, name: str, entry_point_arguments: list[str]) -> dict[str, Any]: ...
+
+
+class States(Protocol):
+    """What the driver runs each Task's state with: ``ferry.states.context.StateContext``,
+    whose ``run_state`` runs the function's state module (``ferry.statemachine.STATES``)."""
+
+    def run_state(self, function: str, payload: Any, *extra: Any) -> Any: ...
 
 
 class StateError(Exception):
@@ -130,7 +135,7 @@ class InProcessDriver:
 
     def __init__(
         self,
-        context: StateContext,
+        context: States,
         spark: SparkRunner | None,
         *,
         observer: Observer | None = None,
@@ -243,7 +248,6 @@ class InProcessDriver:
 
     def _step(self, function: str, parameters: dict[str, Any]) -> Any:
         payload = parameters["Payload"]
-        state = importlib.import_module(statemachine.STATES[function])
         progress_for = None
         if function in ("InlineCopy", "S3CopyBatch") and self._table is not None:
             progress_for = self.observer.copy_progress
@@ -252,12 +256,12 @@ class InProcessDriver:
             # result returned as its JSON.
             step_input = statemachine.PAYLOADS[function][0].model_validate(payload)
             if function == "ResolveTables":
-                result = state.run(self.context, step_input, max_concurrency=1)
+                result = self.context.run_state(function, step_input, 1)
             elif progress_for is not None:
                 progress = progress_for(self._table or "", payload)
-                result = state.run(self.context, step_input, progress)
+                result = self.context.run_state(function, step_input, progress)
             else:
-                result = state.run(self.context, step_input)
+                result = self.context.run_state(function, step_input)
             return result.model_dump(mode="json")
         except KeyboardInterrupt:
             raise

@@ -8,12 +8,13 @@ one per run (``ferry/commands/replicate.py``). Nothing here is reached for throu
 
 from __future__ import annotations
 
+import importlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from ferry import lifecycle, selection
+from ferry import lifecycle, selection, statemachine
 from ferry.aws import AwsClients
 from ferry.budget import EnvironmentBudget, Holder
 from ferry.catalog import Catalog
@@ -66,6 +67,12 @@ class StateContext:
         #: Replica tables (``database.table``, lower case) taken as replicas though they are
         #: none yet: ``ferry failback``'s original source tables, and only those.
         self.adopt = frozenset(name.lower() for name in adopt)
+
+    def run_state(self, function: str, payload: Any, *extra: Any) -> Any:
+        """The state module of ``function`` (``ferry.statemachine.STATES``) run on ``payload``
+        with this context: what the in-process driver (``ferry.replicate``) runs at a Task,
+        the module the function's handler runs."""
+        return importlib.import_module(statemachine.STATES[function]).run(self, payload, *extra)
 
     # -- configs and catalogs -------------------------------------------------------------
 
