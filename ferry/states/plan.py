@@ -13,15 +13,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from ferry import attempts, faults, fs, lifecycle
-from ferry.config import ReplicationConfig, TableReplication
+from ferry.config import CopierOptions, ReplicationConfig, TableReplication
 from ferry.iceberg.pipeline import IcebergIntent
 from ferry.manifest import ManifestWriter
 from ferry.notify import START
 from ferry.payloads import PlanInput, PlanResult, batch_copier_options
-from ferry.plan import plan_replication
+from ferry.plan import ReplicationPlan, plan_replication
 from ferry.preflight import check_writable
 from ferry.preview import preview_of
-from ferry.runs import PlanDocument, RunLocations, choose_copier, write_plan
+from ferry.runs import CopierKind, PlanDocument, RunLocations, choose_copier, write_plan
 from ferry.sides import write_sides
 from ferry.states.context import StateContext
 
@@ -84,9 +84,22 @@ def run(context: StateContext, payload: PlanInput | Mapping[str, Any]) -> PlanRe
         where.plan,
         PlanDocument(config_uri, copier, started, plan, payload.trigger_time, read_at, adopted),
     )
+    return _result(plan, where, copier, options, resumed=attempt is not None)
+
+
+def _result(
+    plan: ReplicationPlan,
+    where: RunLocations,
+    copier: CopierKind,
+    options: CopierOptions,
+    *,
+    resumed: bool,
+) -> PlanResult:
+    """What Plan returns: where the run's documents are, and the plan's counts."""
+    replication = plan.replication
     bucket, manifest_key = fs.object_location(where.manifest)
     return PlanResult(
-        event_id=event_id,
+        event_id=plan.event_id,
         plan_uri=where.plan,
         manifest_uri=where.manifest,
         manifest_bucket=bucket,
@@ -107,7 +120,7 @@ def run(context: StateContext, payload: PlanInput | Mapping[str, Any]) -> PlanRe
         source_table=replication.source_table.qualified_name,
         replica_table=replication.replica_qualified_name,
         notices=list(plan.notices),
-        resumed=attempt is not None,
+        resumed=resumed,
         reused_files=plan.manifest.reused_files,
         reused_bytes=plan.manifest.reused_bytes,
     )
