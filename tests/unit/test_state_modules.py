@@ -37,3 +37,13 @@ def test_every_state_module_is_a_functions_state():
     catalog check the Plan function also answers."""
     modules = {p.stem for p in (ROOT / "ferry" / "states").glob("*.py")}
     assert modules - set(STATES) == {"__init__", "context", "catalog_check"}
+
+
+def test_the_independence_contract_names_every_state_module():
+    """`make lint` holds the state modules independent of one another: each one, new ones too."""
+    import tomllib
+
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    [independence] = [c for c in contracts["contracts"] if c["type"] == "independence"]
+    modules = {p.stem for p in (ROOT / "ferry" / "states").glob("*.py")} - {"__init__", "context"}
+    assert set(independence["modules"]) == {f"ferry.states.{m}" for m in modules}
