@@ -43,7 +43,7 @@ from ferry.plan import plan_replication  # noqa: E402
 from ferry.replica import PARTITION_FINGERPRINT  # noqa: E402
 from ferry.replicate import InProcessDriver  # noqa: E402
 from ferry.spark_job import LocalSpark  # noqa: E402
-from ferry.steps import Steps  # noqa: E402
+from ferry.states.context import StateContext  # noqa: E402
 
 
 class Counting(HiveMetastoreCatalog):
@@ -263,7 +263,7 @@ def build_tables(home: Path, root: Path, count: int, source_uri: str, document: 
     config_path = home / "config.yml"
     config_path.write_text(yaml.safe_dump(document))
     begun = time.monotonic()
-    driver = InProcessDriver(Steps(fs.local_uri(home / "work")), LocalSpark(home / "spark"))
+    driver = InProcessDriver(StateContext(fs.local_uri(home / "work")), LocalSpark(home / "spark"))
     first = driver.run({"configUri": str(config_path)})
     assert first.status == "SUCCEEDED", first
     print(f"  {time.monotonic() - begun:.0f} s", flush=True)

@@ -1,7 +1,7 @@
 """Planning a table of a million files: Plan's time and peak memory, against a bare listing.
 
 A source table in a real Hive metastore (started here, on free ports) with ``--partitions``
-partitions of ``--files`` files each, on the local disk. Plan (``Steps.plan``: both
+partitions of ``--files`` files each, on the local disk. Plan (``ferry/states/plan.py``: both
 catalogs read, every file listed on a thread pool, the manifest streamed to the work
 location, the plan written) runs in a fresh process, so its peak RSS is its own; beside it,
 in the same run, a fresh process only lists the same files with ``pyarrow.fs`` and keeps
@@ -38,10 +38,11 @@ LAMBDA_SECONDS = 900
 # Each child prints one JSON line: seconds and peak RSS of its own work.
 PLAN_CHILD = """
 import json, resource, sys, time
-from ferry.steps import Steps
+from ferry.states import plan
+from ferry.states.context import StateContext
 payload = json.loads(sys.argv[1])
 started = time.monotonic()
-result = Steps(payload.pop("workUri")).plan(payload)
+result = plan.run(StateContext(payload.pop("workUri")), payload)
 print(json.dumps({"seconds": time.monotonic() - started, "files": result.files,
                   "batches": result.batches, "manifestUri": result.manifest_uri,
                   "rssMiB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
@@ -49,7 +50,7 @@ print(json.dumps({"seconds": time.monotonic() - started, "files": result.files,
 LIST_CHILD = """
 import json, resource, sys, time
 from concurrent.futures import ThreadPoolExecutor
-import ferry.steps  # the same imports as the others, for the same starting point
+import ferry.states.plan  # the same imports as the others, for the same starting point
 from ferry import fs
 roots = json.loads(sys.argv[1])
 started = time.monotonic()
@@ -60,7 +61,7 @@ print(json.dumps({"seconds": time.monotonic() - started, "files": len(listed),
 """
 IDLE_CHILD = """
 import json, resource
-import ferry.steps  # what both children import before any work
+import ferry.states.plan  # what both children import before any work
 print(json.dumps({"rssMiB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 

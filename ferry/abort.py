@@ -82,7 +82,7 @@ def clean_up(plan: ReplicationPlan, replica: Catalog, keep: bool = False) -> dic
             except Exception as error:  # noqa: BLE001 - e.g. a location it may not touch
                 # What could not be removed is left for the vacuum; the table's
                 # consumers still hear FAILURE and its lock is still released. The table's
-                # one line says so (``Steps.abort``): the log only repeats it.
+                # one line says so (``ferry.states.abort``): the log only repeats it.
                 first = (str(error).strip().splitlines() or [""])[0]
                 outcome["removeError"] = f"{type(error).__name__}: {first}"
                 logger.info("could not remove snapshot %s: %s", snapshot, first)

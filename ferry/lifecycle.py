@@ -1,7 +1,8 @@
 """The snapshot lifecycle around one replication: its lock, and what its commit supersedes.
 
-``ferry.steps.Steps`` is given a ``ReplicaState`` (the store of ``ferry.ledger`` plus the
-lease length) and calls the functions here at four points:
+The states' ``StateContext`` (``ferry.states.context``) is given a ``ReplicaState`` (the
+store of ``ferry.ledger`` plus the lease length); the states call the functions here at four
+points:
 
 - **Plan**, first thing: ``take_lock`` — one replication per replica table at a time; a
   second one fails fast with ``ReplicaLockedError``; once planned, ``snapshot_created``
@@ -67,7 +68,7 @@ ICEBERG_INTENT = "iceberg-intent.json"
 
 @dataclass(frozen=True)
 class ReplicaState:
-    """What ``Steps`` is given to lock replicas and keep the snapshot ledger."""
+    """What the states' ``StateContext`` is given to lock replicas and keep the snapshot ledger."""
 
     store: StateStore
     lease: timedelta = DEFAULT_LEASE

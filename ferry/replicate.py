@@ -1,15 +1,15 @@
 """``ferry replicate``: the state machine's own definition, driven in this process.
 
 The in-process driver does not have an orchestration of its own: it walks
-``ferry/statemachine/replication.asl.json`` — the file the CDK deploys and the emulator runs —
-state by state, and at each Task calls the same ``ferry.steps.Steps`` method the state's
-Lambda handler calls, with the payload the state's ``Parameters`` build, validated into the
-same input model, and its result as the same JSON. Choices, ``Wait`` (slept for real, at
-most ``LONGEST_WAIT_SECONDS``), ``Retry``, ``Catch``, ``ResultSelector`` and ``ResultPath``
-are applied as Step Functions applies them
-(for the subset of Amazon States Language the definition uses; anything else is refused
-loudly, and a unit test holds the definition to that subset). So both drivers take the same
-states in the same order, choose the same copier and leave the same replica.
+``ferry/statemachine/replication.asl.json`` — the file the CDK deploys and the emulator runs
+— state by state, and at each Task runs the same state module (``ferry/states/<state>.py``)
+the state's Lambda handler runs, with the payload the state's ``Parameters`` build,
+validated into the same input model, and its result as the same JSON. Choices, ``Wait``
+(slept for real, at most ``LONGEST_WAIT_SECONDS``), ``Retry``, ``Catch``, ``ResultSelector``
+and ``ResultPath`` are applied as Step Functions applies them (for the subset of Amazon
+States Language the definition uses; anything else is refused loudly, and a unit test holds
+the definition to that subset). So both drivers take the same states in the same order,
+choose the same copier and leave the same replica.
 
 Where the state machine starts an EMR Serverless job run, this driver runs the same Spark
 job: with ``spark-submit`` in local mode, or on EMR Serverless when the config has an
@@ -35,7 +35,6 @@ from ferry.copier import Progress
 from ferry.errors import FerryError, ReplicationInterruptedError
 from ferry.faults import InjectedFault
 from ferry.outcomes import write_map_results
-from ferry.steps import Steps
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +51,13 @@ class SparkRunner(Protocol):
     """Runs the Spark copy job to its end; raises ``StateError`` when the job failed."""
 
     def run(self, name: str, entry_point_arguments: list[str]) -> dict[str, Any]: ...
+
+
+class States(Protocol):
+    """What the driver runs each Task's state with: ``ferry.states.context.StateContext``,
+    whose ``run_state`` runs the function's state module (``ferry.statemachine.STATES``)."""
+
+    def run_state(self, function: str, payload: Any, *extra: Any) -> Any: ...
 
 
 class StateError(Exception):
@@ -121,7 +127,7 @@ def substitutions(entry_point: str = "emr_jobs/copy_files.py") -> dict[str, str]
 
 
 class InProcessDriver:
-    """Runs a definition with ``steps``, here, one table after another.
+    """Runs a definition with the states' ``context``, here, one table after another.
 
     The replication definition by default; ``definition_path`` names another (the
     housekeeping definition, ``ferry housekeeping``), which needs no Spark runner.
@@ -129,14 +135,14 @@ class InProcessDriver:
 
     def __init__(
         self,
-        steps: Steps,
+        context: States,
         spark: SparkRunner | None,
         *,
         observer: Observer | None = None,
         sleep: Callable[[float], None] = time.sleep,
         definition_path: Path = statemachine.DEFINITION_PATH,
     ):
-        self.steps = steps
+        self.context = context
         self.spark = spark
         self.observer = observer or _Silent()
         self.sleep = sleep
@@ -242,21 +248,20 @@ class InProcessDriver:
 
     def _step(self, function: str, parameters: dict[str, Any]) -> Any:
         payload = parameters["Payload"]
-        method = statemachine.ALL_STEPS[function]
         progress_for = None
-        if method in ("inline_copy", "copy_batch") and self._table is not None:
+        if function in ("InlineCopy", "S3CopyBatch") and self._table is not None:
             progress_for = self.observer.copy_progress
         try:
-            # As the handler does: the event validated into the step's input model, the
+            # As the handler does: the event validated into the state's input model, the
             # result returned as its JSON.
             step_input = statemachine.PAYLOADS[function][0].model_validate(payload)
-            if method == "resolve_tables":
-                result = self.steps.resolve_tables(step_input, max_concurrency=1)
+            if function == "ResolveTables":
+                result = self.context.run_state(function, step_input, 1)
             elif progress_for is not None:
                 progress = progress_for(self._table or "", payload)
-                result = getattr(self.steps, method)(step_input, progress)
+                result = self.context.run_state(function, step_input, progress)
             else:
-                result = getattr(self.steps, method)(step_input)
+                result = self.context.run_state(function, step_input)
             return result.model_dump(mode="json")
         except KeyboardInterrupt:
             raise

@@ -3,7 +3,7 @@
 A replication names one table (``table-name``) or every table of a database that matches a
 regular expression (``table-name-pattern``, less ``exclude``). Which tables a pattern
 matches is known only from the source catalog, so the expansion happens when a run starts
-(``Steps.resolve_tables``, and a dry run): each matched table becomes a replication of its
+(``ferry.states.resolve_tables``, and a dry run): each matched table becomes a replication of its
 own (``TableReplication.for_table``), keeping its name. The later steps find it again with
 ``ReplicationConfig.replication_of``.
 """

@@ -12,6 +12,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from ferry.payloads import CatalogEventInput
+from ferry.states import catalog_events
 from lambdas.runtime import feeds, logger, metrics, tracer
 
 
@@ -19,7 +20,7 @@ from lambdas.runtime import feeds, logger, metrics, tracer
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    result = feeds().glue_event(CatalogEventInput.model_validate(event))
+    result = catalog_events.run(feeds(), CatalogEventInput.model_validate(event))
     metrics.add_metric(name="CatalogChangesIgnored", unit=MetricUnit.Count, value=result.ignored)
     metrics.add_metric(name="ChangeWindowsOpened", unit=MetricUnit.Count, value=len(result.opened))
     metrics.add_metric(

@@ -15,6 +15,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from ferry.feeds.checks import NOTIFICATION_LOG, check_notification_log
 from ferry.payloads import PollInput
+from ferry.states import catalog_poller
 from ferry.triggers import POLL_SECONDS
 from lambdas.runtime import feeds, logger, metrics, tracer
 
@@ -29,7 +30,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if event.get("check") == NOTIFICATION_LOG:  # `ferry doctor`: is the log written?
         return check_notification_log(feeds(), event).model_dump(mode="json")
     remaining = context.get_remaining_time_in_millis() / 1000 - MARGIN_SECONDS
-    result = feeds().poll(PollInput.model_validate(event), max(0.0, min(POLL_SECONDS, remaining)))
+    seconds = max(0.0, min(POLL_SECONDS, remaining))
+    result = catalog_poller.run(feeds(), PollInput.model_validate(event), seconds)
     metrics.add_metric(name="NotificationEventsRead", unit=MetricUnit.Count, value=result.events)
     metrics.add_metric(name="CatalogChangesIgnored", unit=MetricUnit.Count, value=result.ignored)
     metrics.add_metric(name="ChangeWindowsOpened", unit=MetricUnit.Count, value=len(result.opened))

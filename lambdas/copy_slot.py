@@ -9,13 +9,15 @@ from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from ferry.payloads import CopySlotInput
-from lambdas.runtime import NAMESPACE, SERVICE, logger, steps, tracer
+from ferry.states import copy_slot
+from lambdas.runtime import NAMESPACE, SERVICE, logger, tracer
+from lambdas.runtime import context as states_context
 
 
 @logger.inject_lambda_context(correlation_id_path="eventId", clear_state=True, log_event=True)
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    result = steps().claim_copy_slot(CopySlotInput.model_validate(event))
+    result = copy_slot.run(states_context(), CopySlotInput.model_validate(event))
     queued = {
         "critical": result.queued_critical,
         "normal": result.queued_normal,

@@ -6,7 +6,6 @@ trigger invokes it."""
 from __future__ import annotations
 
 import os
-from dataclasses import asdict
 from functools import cache
 from typing import Any
 
@@ -14,8 +13,9 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ConfigDict, Field
 
 from ferry.aws import AwsClients
-from ferry.failover.stack_switch import StackClients, switch
-from ferry.payloads import FailoverSwitchInput, FailoverSwitchResult
+from ferry.failover.stack_switch import StackClients
+from ferry.payloads import FailoverSwitchInput
+from ferry.states import failover_switch
 from lambdas.runtime import logger, tracer
 
 
@@ -48,5 +48,5 @@ def stack() -> StackClients:
 @logger.inject_lambda_context(clear_state=True, log_event=True)
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    report = switch(FailoverSwitchInput.model_validate(event), stack())
-    return FailoverSwitchResult.model_validate(asdict(report)).model_dump(mode="json")
+    result = failover_switch.run(stack(), FailoverSwitchInput.model_validate(event))
+    return result.model_dump(mode="json")

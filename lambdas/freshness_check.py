@@ -10,9 +10,10 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from ferry.errors import SecretNotFilledError
-from ferry.freshness_metrics import check_freshness
 from ferry.payloads import FreshnessCheckInput, FreshnessCheckResult
-from lambdas.runtime import logger, steps, tracer
+from ferry.states import freshness_check
+from lambdas.runtime import context as states_context
+from lambdas.runtime import logger, tracer
 
 
 @logger.inject_lambda_context(clear_state=True, log_event=True)
@@ -20,7 +21,7 @@ from lambdas.runtime import logger, steps, tracer
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     payload = FreshnessCheckInput.model_validate(event)
     try:
-        runs = steps()
+        shared = states_context()
     except SecretNotFilledError as error:
         # A first deploy starts the schedule before anyone filled the secret: no catalog
         # can be read yet, and no table was replicated either. Nothing to tell anyone; a
@@ -29,9 +30,4 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         return FreshnessCheckResult(
             tables=0, over_rpo=[], requests=0, skipped=str(error)
         ).model_dump(mode="json")
-    result = check_freshness(
-        payload.config_uris, runs.measure_freshness, runs.aws.client("cloudwatch"), runs.clock
-    )
-    return FreshnessCheckResult(
-        tables=result.tables, over_rpo=result.over_rpo, requests=result.requests
-    ).model_dump(mode="json")
+    return freshness_check.run(shared, payload).model_dump(mode="json")

@@ -9,14 +9,16 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from ferry.freshness_metrics import FRESHNESS
 from ferry.payloads import PlannedRun
-from lambdas.runtime import NAMESPACE, SERVICE, logger, metrics, steps, tracer
+from ferry.states import notify_success
+from lambdas.runtime import NAMESPACE, SERVICE, logger, metrics, tracer
+from lambdas.runtime import context as states_context
 
 
 @logger.inject_lambda_context(correlation_id_path="eventId", clear_state=True, log_event=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    result = steps().notify_success(PlannedRun.model_validate(event))
+    result = notify_success.run(states_context(), PlannedRun.model_validate(event))
     metrics.add_dimension(name="table", value=result.source_table)
     metrics.add_metric(name="FilesReplicated", unit=MetricUnit.Count, value=result.files)
     metrics.add_metric(name="BytesReplicated", unit=MetricUnit.Bytes, value=result.bytes)

@@ -7,13 +7,15 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from ferry.payloads import CatalogCheckInput, PlanInput
-from lambdas.runtime import logger, steps, tracer
+from ferry.states import catalog_check, plan
+from lambdas.runtime import context as states_context
+from lambdas.runtime import logger, tracer
 
 
 @logger.inject_lambda_context(correlation_id_path="eventId", clear_state=True, log_event=True)
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if event.get("check") == "catalogs":  # `ferry doctor`: do the metastores answer from here?
-        checked = steps().check_catalogs(CatalogCheckInput.model_validate(event))
+        checked = catalog_check.run(states_context(), CatalogCheckInput.model_validate(event))
         return checked.model_dump(mode="json")
-    return steps().plan(PlanInput.model_validate(event)).model_dump(mode="json")
+    return plan.run(states_context(), PlanInput.model_validate(event)).model_dump(mode="json")

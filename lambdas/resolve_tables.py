@@ -7,11 +7,14 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from ferry.payloads import ResolveTablesInput
-from lambdas.runtime import logger, settings, steps, tracer
+from ferry.states import resolve_tables
+from lambdas.runtime import context as states_context
+from lambdas.runtime import logger, settings, tracer
 
 
 @logger.inject_lambda_context(correlation_id_path="configUri", clear_state=True, log_event=True)
 @tracer.capture_lambda_handler
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     payload = ResolveTablesInput.model_validate(event)
-    return steps().resolve_tables(payload, settings().max_concurrency).model_dump(mode="json")
+    result = resolve_tables.run(states_context(), payload, settings().max_concurrency)
+    return result.model_dump(mode="json")

@@ -1,7 +1,8 @@
 """What every handler shares: Powertools, and the settings parsed once from the environment.
 
 Handlers never read the environment themselves and domain code never does: the settings
-model is built here, once per cold start, and handed to ``ferry.steps.Steps``.
+model is built here, once per cold start, and handed to the state modules (``ferry.states``)
+as their ``StateContext``.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from ferry.config_text import SECRET_PLACEHOLDER
 from ferry.errors import ConfigError, FerryError, SecretNotFilledError
 from ferry.feeds import ChangeFeeds, FeedState, WindowExecutions
 from ferry.ledger import LONGEST_LEASE
-from ferry.steps import Steps
+from ferry.states.context import StateContext
 
 SERVICE = "ferry"
 NAMESPACE = "Ferry"
@@ -126,7 +127,8 @@ def settings() -> Settings:
 
 
 @cache
-def steps() -> Steps:
+def context() -> StateContext:
+    """What the states share (``ferry.states.context``), built once per cold start."""
     fs.configure(fs.S3Settings(settings().s3_endpoint or None, settings().region or None))
     aws = AwsClients()
     state = None
@@ -142,7 +144,7 @@ def steps() -> Steps:
         slots = budget.EnvironmentBudget(
             copy_budget, DynamoDbSlots(aws.client("dynamodb"), settings().state_table)
         )
-    return Steps(
+    return StateContext(
         settings().work_uri, aws, state=state, config_environment=config_environment(aws),
         budget=slots,
     )  # fmt: skip
@@ -159,7 +161,7 @@ def feeds() -> ChangeFeeds:
         aws.client("stepfunctions"), settings().changes_state_machine or ""
     )
     environment = config_environment(aws)
-    runs = steps()
+    runs = context()
     return ChangeFeeds(
         FeedState(aws.client("dynamodb"), settings().state_table),
         executions,

@@ -9,14 +9,16 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from ferry.payloads import SummarizeInput
-from lambdas.runtime import logger, metrics, steps, tracer
+from ferry.states import summarize
+from lambdas.runtime import context as states_context
+from lambdas.runtime import logger, metrics, tracer
 
 
 @logger.inject_lambda_context(correlation_id_path="configUri", clear_state=True, log_event=True)
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    result = steps().summarize(SummarizeInput.model_validate(event))
+    result = summarize.run(states_context(), SummarizeInput.model_validate(event))
     # Every failed table of the run, those no Catch took (which Summarize aborted itself)
     # among them, with no table dimension: the alarm's metric (infra/operations.py). Abort
     # publishes the same name per table.

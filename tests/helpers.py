@@ -92,11 +92,12 @@ class Replicator:
     def work_uri(self) -> str:
         return fs.local_uri(self.folder / "work")
 
-    def steps(self, clock=None):
-        from ferry.steps import Steps
+    def context(self, clock=None):
+        """What the states share (``ferry.states.context``), on this replicator's work folder."""
+        from ferry.states.context import StateContext
 
         ids = self.event_ids
-        return Steps(
+        return StateContext(
             self.work_uri,
             clock=clock or self.clock,
             event_ids=(lambda started: ids()) if ids else None,
@@ -107,9 +108,10 @@ class Replicator:
         from ferry.replicate import InProcessDriver
         from ferry.spark_job import LocalSpark
 
-        steps = self.steps()
         outcomes = _Collect(self.observer)
-        driver = InProcessDriver(steps, LocalSpark(self.folder / "spark"), observer=outcomes)
+        driver = InProcessDriver(
+            self.context(), LocalSpark(self.folder / "spark"), observer=outcomes
+        )
         self.execution = driver.run({"configUri": str(self.config_path), "tables": tables or []})
         return outcomes.outcomes
 
@@ -122,7 +124,7 @@ class Replicator:
         from ferry.replicate import InProcessDriver
 
         driver = InProcessDriver(
-            self.steps(clock), None, definition_path=definition.HOUSEKEEPING_PATH
+            self.context(clock), None, definition_path=definition.HOUSEKEEPING_PATH
         )
         return driver.run({"configUri": str(self.config_path), **request})
 

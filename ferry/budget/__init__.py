@@ -261,7 +261,7 @@ def holder_for(budget: CopyBudget, decision: Decision, now: datetime) -> Holder:
 
 @dataclass(frozen=True)
 class EnvironmentBudget:
-    """What ``ferry.steps.Steps`` is given to claim and free copy slots: the budget and the
+    """What the states' ``StateContext`` is given to claim and free copy slots: the budget and the
     store of its slots. None (no budget): every claim is granted at once."""
 
     budget: CopyBudget

@@ -16,7 +16,7 @@ from ferry.config import ReplicationConfig
 from ferry.errors import ConfigError, FerryError, describe_error
 from ferry.execute import follow, start
 from ferry.local import deploy
-from ferry.steps import Steps
+from ferry.states.context import StateContext
 
 
 def _print_table_states(states: list[str]) -> None:
@@ -121,7 +121,7 @@ def _check_replicas(
     reaches) Resolve tables makes it.
     """
     try:
-        Steps("file:///nowhere", aws).select_tables(config, list(tables), str(config_path))
+        StateContext("file:///nowhere", aws).select_tables(config, list(tables), str(config_path))
     except ConfigError:
         raise
     except (FerryError, BotoCoreError, ClientError):  # e.g. the catalog does not answer here

@@ -40,11 +40,11 @@ def run_failback(
 
     def run_reverse(config_uri: str, names: Sequence[str], adopt: frozenset[str]) -> list:
         from ferry.replicate import InProcessDriver
-        from ferry.steps import Steps
+        from ferry.states.context import StateContext
 
         collected = _Outcomes()
-        steps = Steps(work, aws, state=state, adopt=adopt)
-        driver = InProcessDriver(steps, _spark_runner(config, aws, home), observer=collected)
+        context = StateContext(work, aws, state=state, adopt=adopt)
+        driver = InProcessDriver(context, _spark_runner(config, aws, home), observer=collected)
         driver.run({"configUri": config_uri, "tables": list(names)})
         return collected.outcomes
 

@@ -2,7 +2,7 @@
 
 It runs the housekeeping state machine's own definition
 (``ferry/statemachine/housekeeping.asl.json``) with the in-process driver: the same step
-(``Steps.housekeeping``) the pipeline's Lambda runs, with its retry policy.
+(``ferry.states.housekeeping``) the pipeline's Lambda runs, with its retry policy.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def run_housekeeping(
     from ferry import statemachine
     from ferry.commands.replicate import open_state
     from ferry.replicate import InProcessDriver
-    from ferry.steps import Steps
+    from ferry.states.context import StateContext
 
     # Every check first: nothing is created before all of them have passed.
     config = load_selected(config_path, tables, replicates=False)
@@ -51,8 +51,8 @@ def run_housekeeping(
     work = work_uri or fs.local_uri(home / "work")
     state = open_state(home, state_table, aws)
     check_work_location(work, aws)
-    steps = Steps(work, aws, state=state)
-    driver = InProcessDriver(steps, None, definition_path=statemachine.HOUSEKEEPING_PATH)
+    context = StateContext(work, aws, state=state)
+    driver = InProcessDriver(context, None, definition_path=statemachine.HOUSEKEEPING_PATH)
     execution = driver.run(
         {
             "configUri": str(config_path.resolve()),

@@ -28,16 +28,17 @@ SHOWN = 20
 
 
 def run_plan(config_path: Path, tables: Sequence[str] = (), as_json: bool = False) -> int:
-    from ferry.steps import Steps
+    from ferry.states import plan as plan_state
+    from ferry.states.context import StateContext
 
     config = load_selected(config_path, tables)
     aws = AwsClients()
     check_regions(config, config_path, aws.region)
     # Plan writes nothing: no work location is used.
-    steps = Steps("file:///nowhere", aws)
+    context = StateContext("file:///nowhere", aws)
     # The tables of the run, as a replication resolves them: a table-name-pattern's from the
     # source catalog, each one a replication of its own (two writing one replica: exit 2).
-    selected = steps.select_tables(config, list(tables), str(config_path))
+    selected = context.select_tables(config, list(tables), str(config_path))
     # Data is printed as it is: no markup (escaped), no :emoji: codes, no highlighting.
     out = Console(highlight=False, soft_wrap=True, emoji=False)
     report: list[dict[str, Any]] = []
@@ -49,7 +50,8 @@ def run_plan(config_path: Path, tables: Sequence[str] = (), as_json: bool = Fals
         }
         try:
             entry.update(
-                steps.preview(
+                plan_state.preview(
+                    context,
                     str(config_path.resolve()),
                     entry["sourceTable"],
                     entry["replicaTable"],

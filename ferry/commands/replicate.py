@@ -38,7 +38,7 @@ from ferry.errors import ConfigError, FerryError, describe_error
 
 if TYPE_CHECKING:
     from ferry.config import ReplicationConfig
-    from ferry.steps import Steps
+    from ferry.states.context import StateContext
 
 logger = logging.getLogger("ferry")
 
@@ -59,7 +59,7 @@ def run_replicate(
     in ``<home>/state.sqlite3`` (``ferry.lifecycle``).
     """
     from ferry.replicate import InProcessDriver
-    from ferry.steps import Steps
+    from ferry.states.context import StateContext
 
     # Every check first, each one line: nothing is created (no home, no work folder, no
     # state file) before all of them have passed.
@@ -76,17 +76,17 @@ def run_replicate(
     state = open_state(home, state_table, aws, lock_lease)  # checked even in a dry run
     if not dry_run:
         check_work_location(work, aws)
-    steps = Steps(work, aws, state=None if dry_run else state)
+    context = StateContext(work, aws, state=None if dry_run else state)
     # Data is printed as it is: no markup (escaped), no :emoji: codes, no highlighting.
     out = Console(highlight=False, soft_wrap=True, emoji=False)
     err = Console(stderr=True, highlight=False, emoji=False)
     if dry_run:
-        outcomes = _previews(steps, config, config_path, tables, None if as_json else out)
+        outcomes = _previews(context, config, config_path, tables, None if as_json else out)
     else:
         observer = _Observer(
             out, err, _mode_of(config), show=not as_json, bars=err.is_terminal and not as_json
         )
-        driver = InProcessDriver(steps, _spark_runner(config, aws, home), observer=observer)
+        driver = InProcessDriver(context, _spark_runner(config, aws, home), observer=observer)
         execution = driver.run({"configUri": str(config_path.resolve()), "tables": list(tables)})
         outcomes = observer.outcomes
         if execution.status != "SUCCEEDED" and not outcomes:
@@ -115,19 +115,22 @@ def run_replicate(
 
 
 def _previews(
-    steps: Steps, config: ReplicationConfig, config_path: Path, tables: Sequence[str],
+    context: StateContext, config: ReplicationConfig, config_path: Path, tables: Sequence[str],
     out: Console | None,
 ) -> list:  # fmt: skip
     """A dry run: what each selected table's run would do, printed to ``out`` as it comes."""
     from ferry.replicate import preview_outcome
+    from ferry.states import plan as plan_state
 
     config_uri = str(config_path.resolve())
     outcomes = []
     # Resolve tables' own expansion: a pattern's tables are listed from the source catalog.
-    for replication in steps.select_tables(config, list(tables), str(config_path)):
+    for replication in context.select_tables(config, list(tables), str(config_path)):
         name = replication.source_table.qualified_name
         try:
-            preview = steps.preview(config_uri, name, replication.replica_qualified_name)
+            preview = plan_state.preview(
+                context, config_uri, name, replication.replica_qualified_name
+            )
         except FerryError as error:
             outcome = _failed_preview(replication, error)
         else:

@@ -33,7 +33,8 @@ def run_resume(
     """Continue event ``event_id``'s failed attempt; the exit code (as ``ferry replicate``)."""
     from ferry.commands.replicate import open_state, run_replicate
     from ferry.runs import RunLocations, read_plan
-    from ferry.steps import Steps
+    from ferry.states import plan as plan_state
+    from ferry.states.context import StateContext
 
     home = home.resolve()
     work = work_uri or fs.local_uri(home / "work")
@@ -60,12 +61,12 @@ def run_resume(
     aws = AwsClients()
     check_regions(config, config_path, aws.region)
     state = open_state(home, state_table, aws, lock_lease)
-    steps = Steps(work, aws, state=state)
+    context = StateContext(work, aws, state=state)
     replication = config.replication_of(source_table, replica_table)
-    attempt, why = steps.resumable_attempt(config, replication, event_id)
+    attempt, why = plan_state.resumable_attempt(context, config, replication, event_id)
     if attempt is None:
         raise NotResumableError(f"event {event_id} ({replica_table}): not resumable: {why}")
-    newest, _ = steps.resumable_attempt(config, replication)
+    newest, _ = plan_state.resumable_attempt(context, config, replication)
     if newest is not None and newest.event_id != event_id:
         raise NotResumableError(
             f"event {event_id} ({replica_table}): not resumable: a later attempt of the same "

@@ -178,7 +178,8 @@ class Locks(Protocol):
 
 
 class StateStore(Ledger, Locks, Outcomes, Protocol):
-    """Ledger, locks and outcomes: what ``Steps`` is given (``ferry.lifecycle.ReplicaState``)."""
+    """Ledger, locks and outcomes: what the states' ``StateContext`` is given
+    (``ferry.lifecycle.ReplicaState``)."""
 
     #: Where the state lives, for people (``dynamodb:<table>``, ``sqlite:<path>``).
     description: str

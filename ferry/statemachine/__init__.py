@@ -10,10 +10,10 @@ wait, claim the changes, run the replication state machine, close or follow up
 (``CHANGES_FUNCTIONS``). The feeds' own two functions start it: the intake of AWS Glue's
 events and the Hive poller (``FEED_FUNCTIONS``); no definition invokes them.
 
-Each Lambda task is one function (its handler in ``lambdas/``), which runs one
-``ferry.steps.Steps`` method on one input model and returns one result model
-(``ferry.payloads``); ``PAYLOADS`` names them, and a test holds the definition's paths to
-the models' fields.
+Each Lambda task is one function (its handler in ``lambdas/<state>.py``), which runs one
+state module (``ferry/states/<state>.py``, ``STATES``) on one input model and returns one
+result model (``ferry.payloads``); ``PAYLOADS`` names them, and a test holds the
+definition's paths to the models' fields.
 
 Each definition carries its own ``TimeoutSeconds`` (the replication 24 h, housekeeping 2 h,
 the change window 50 h: its wait, a replication and a follow-up), and every Task and Map of
@@ -49,37 +49,20 @@ FUNCTIONS = {
     "Summarize": "lambdas.summarize.handler",
 }
 
-#: The ``ferry.steps.Steps`` method each function runs (its handler calls exactly this one).
-STEPS = {
-    "ResolveTables": "resolve_tables",
-    "Plan": "plan",
-    "InlineCopy": "inline_copy",
-    "S3CopyBatch": "copy_batch",
-    "CopySlot": "claim_copy_slot",
-    "Commit": "commit",
-    "NotifySuccess": "notify_success",
-    "Abort": "abort",
-    "Summarize": "summarize",
-}
-
-#: The housekeeping definition's functions, and their steps, as above.
+#: The housekeeping definition's functions, as above.
 HOUSEKEEPING_FUNCTIONS = {"Housekeeping": "lambdas.housekeeping.handler"}
-HOUSEKEEPING_STEPS = {"Housekeeping": "housekeeping"}
 
-#: The change window definition's functions, and the ``ferry.feeds.ChangeFeeds`` methods
-#: they run.
+#: The change window definition's functions (their state modules run ``ferry.feeds``).
 CHANGES_FUNCTIONS = {
     "ClaimChanges": "lambdas.claim_changes.handler",
     "CloseWindow": "lambdas.close_window.handler",
 }
-CHANGES_STEPS = {"ClaimChanges": "claim", "CloseWindow": "close"}
 #: The functions that start the change window: an EventBridge rule's target (AWS Glue's
 #: events) and a schedule's (the Hive poller). No definition invokes them.
 FEED_FUNCTIONS = {
     "CatalogEvents": "lambdas.catalog_events.handler",
     "CatalogPoller": "lambdas.catalog_poller.handler",
 }
-FEED_STEPS = {"CatalogEvents": "glue_event", "CatalogPoller": "poll"}
 #: The functions that watch the replicas instead of replicating: the freshness check, started
 #: by a schedule (``ferry.freshness_metrics``). No definition invokes them.
 CHECK_FUNCTIONS = {"FreshnessCheck": "lambdas.freshness_check.handler"}
@@ -127,9 +110,12 @@ ALL_FUNCTIONS = {
     **OUT_OF_BAND_FUNCTIONS,
     **OPERATOR_FUNCTIONS,
 }
-#: The ``ferry.steps.Steps`` method of each function of the replication and housekeeping
-#: definitions (``ferry replicate`` walks them).
-ALL_STEPS = {**STEPS, **HOUSEKEEPING_STEPS}
+#: The state module each function's handler runs (``ferry/states/<state>.py``, named after
+#: the handler's module ``lambdas/<state>.py``): the same module the in-process driver
+#: (``ferry.replicate``) runs for the replication and housekeeping definitions' functions.
+STATES = {
+    function: "ferry.states." + handler.split(".")[1] for function, handler in ALL_FUNCTIONS.items()
+}
 DEFINITIONS = (DEFINITION_PATH, HOUSEKEEPING_PATH, CHANGES_PATH)
 
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z0-9]+)\}")

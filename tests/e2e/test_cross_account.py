@@ -397,7 +397,8 @@ def test_an_s3_copy_into_the_dr_bucket_reads_the_source_as_the_role_its_policy_a
     from ferry.manifest import read_batches, write_manifest
     from ferry.payloads import CopyBatchInput
     from ferry.sides import SIDES_FILE
-    from ferry.steps import Steps
+    from ferry.states import s3_copy_batch
+    from ferry.states.context import StateContext
 
     source_bucket = f"primary-{unique}"  # the environment's read location
     primary_s3 = in_account("s3", PRIMARY)
@@ -420,7 +421,7 @@ def test_an_s3_copy_into_the_dr_bucket_reads_the_source_as_the_role_its_policy_a
         aws_session_token=accounts["environment"]["AWS_SESSION_TOKEN"],
         region_name=REGION,
     )
-    steps = Steps(fs.local_uri(tmp_path / "work"), AwsClients(session=operator))
+    context = StateContext(fs.local_uri(tmp_path / "work"), AwsClients(session=operator))
     payload = CopyBatchInput(
         event_id="event-s3",
         manifest_uri=manifest.as_uri(),
@@ -431,7 +432,7 @@ def test_an_s3_copy_into_the_dr_bucket_reads_the_source_as_the_role_its_policy_a
     # across accounts, the source bucket's policy must allow it too.
     seen = len(denials(local_runtime))
     with pytest.raises(CopyError, match="cannot read source file .*: 403"):
-        steps.copy_batch(payload)  # the source bucket's policy does not name the DR role
+        s3_copy_batch.run(context, payload)  # the source bucket's policy does not name the DR role
     refused = [d for d in denials(local_runtime)[seen:] if d["action"] == "s3:GetObject"]
     assert refused and ":assumed-role/ferry-dr-" in refused[0]["caller"]
     assert "server-side/part-0" not in dr_objects(accounts["bucket"])
@@ -452,7 +453,7 @@ def test_an_s3_copy_into_the_dr_bucket_reads_the_source_as_the_role_its_policy_a
             }
         ),
     )
-    result = steps.copy_batch(payload)
+    result = s3_copy_batch.run(context, payload)
     assert (result.files, result.bytes) == (1, 300)
     assert dr_objects(accounts["bucket"])["server-side/part-0"] == 300
 

@@ -264,30 +264,32 @@ def test_summarize_aborting_a_resumed_table_finds_the_attempt_it_continued(resum
     # event id its item was given; a resumed table's plan is under the attempt's event id.
     from ferry import lifecycle
     from ferry.config import load_config_uri
-    from ferry.steps import Steps
+    from ferry.states import abort as abort_state
+    from ferry.states import plan as plan_state
+    from ferry.states.context import StateContext
 
     config = resumable["config"]()
     resumable["killed_after"](39, "replicate", config)
     (attempt,) = resumable["runs"]()
     home = Path(resumable["home"])
     state = lifecycle.open_state(home=home)
-    steps = Steps(fs.local_uri(home / "work"), state=state)
+    context = StateContext(fs.local_uri(home / "work"), state=state)
     item = "ferry-20991231t000000000z-0000000e"
     table = {
         "configUri": config, "sourceTable": f"{sample.database}.orders",
         "replicaTable": f"{sample.database}_dr.orders", "eventId": item,
         "startTime": "2026-11-26T00:00:00+00:00",
     }  # fmt: skip
-    planned = steps.plan({**table, "triggerTime": table["startTime"]})
+    planned = plan_state.run(context, {**table, "triggerTime": table["startTime"]})
     assert (planned.event_id, planned.resumed) == (attempt, True)
-    aborted = steps.abort(
+    aborted = abort_state.run(context, 
         {**table, "error": {"Error": "States.Runtime", "Cause": "uncaught"},
          "failedState": "Replicate tables", "findPlan": True}
     )  # fmt: skip
     assert aborted.event_id == attempt
     document = load_config_uri(config)
     replication = document.replication_of(table["sourceTable"], table["replicaTable"])
-    key = lifecycle.replica_of(document.replica_catalog, replication, steps.aws.region)
+    key = lifecycle.replica_of(document.replica_catalog, replication, context.aws.region)
     assert state.store.lease(key) is None, "the attempt's lock was released"
     # Found: its snapshot is the attempt's (an uncaught failure is not kept: removed).
     assert aborted.snapshot.endswith(f"/{attempt}") and aborted.snapshot_removed

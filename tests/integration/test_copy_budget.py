@@ -15,7 +15,7 @@ from ferry.budget.sqlite import SqliteSlots
 from ferry.config import Priority
 from ferry.replicate import InProcessDriver
 from ferry.spark_job import LocalSpark
-from ferry.steps import Steps
+from ferry.states.context import StateContext
 from tests.conftest import fixed_clock
 from tests.helpers import config_document
 
@@ -53,11 +53,11 @@ def test_a_copy_waits_for_a_held_slot_then_copies_and_frees_it(
         waits.append(seconds)
         slots.release("ferry-elsewhere")
 
-    steps = Steps(
+    context = StateContext(
         fs.local_uri(tmp_path / "work"), clock=fixed_clock,
         budget=EnvironmentBudget(budget, slots),
     )  # fmt: skip
-    driver = InProcessDriver(steps, LocalSpark(tmp_path / "spark"), sleep=sleep)
+    driver = InProcessDriver(context, LocalSpark(tmp_path / "spark"), sleep=sleep)
     execution = driver.run({"configUri": str(config), "tables": []})
 
     assert execution.status == "SUCCEEDED", execution.cause
@@ -87,8 +87,8 @@ def test_without_a_budget_every_claim_is_granted_at_once(
     document = config_document(local_runtime, [table(sample, "orders", target, "normal")])
     config = tmp_path / "replication.yml"
     config.write_text(yaml.safe_dump(document, sort_keys=False))
-    steps = Steps(fs.local_uri(tmp_path / "work"), clock=fixed_clock)
-    driver = InProcessDriver(steps, None, sleep=lambda seconds: pytest.fail("waited"))
+    context = StateContext(fs.local_uri(tmp_path / "work"), clock=fixed_clock)
+    driver = InProcessDriver(context, None, sleep=lambda seconds: pytest.fail("waited"))
     execution = driver.run({"configUri": str(config), "tables": []})
     assert execution.status == "SUCCEEDED", execution.cause
     states = execution.table_states(f"{sample.database}.orders")

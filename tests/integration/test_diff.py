@@ -16,7 +16,8 @@ from ferry import fs
 from ferry.local.samples import order_rows, write_parquet
 from ferry.model import Column
 from ferry.replica import PARTITION_FINGERPRINT, REPLICATION_EVENT, TABLE_FINGERPRINT
-from ferry.steps import Steps
+from ferry.states import plan as plan_state
+from ferry.states.context import StateContext
 from tests.helpers import (
     Replicator,
     assert_replica_holds_source,
@@ -52,7 +53,9 @@ def entry(sample, target, table="orders", **extra):
 
 def plan_of(replicator: Replicator, table: str) -> dict:
     """What ``ferry plan`` shows for one table of the replicator's config."""
-    return Steps("file:///nowhere").preview(str(replicator.config_path), table, probe=False)
+    return plan_state.preview(
+        StateContext("file:///nowhere"), str(replicator.config_path), table, probe=False
+    )
 
 
 def test_the_diff_finds_new_changed_and_deleted_partitions_and_nothing_else(

@@ -18,6 +18,7 @@ import pytest
 from ferry import fs
 from ferry.ledger import DynamoDbStateStore, LedgerEntry, SqliteStateStore, replica_key
 from ferry.lifecycle import ReplicaState
+from ferry.states import commit as commit_state
 from tests.conftest import NOW
 from tests.helpers import (
     Replicator,
@@ -133,11 +134,12 @@ def test_each_commit_ledgers_the_snapshot_it_superseded_with_event_table_and_tim
     assert state.store.lease(orders.key) is None  # the lock was released
 
     # A commit retried after it succeeded records the same entries, nothing more.
-    replicator.steps(at(NOW + 2 * HOUR)).commit(
+    commit_state.run(
+        replicator.context(at(NOW + 2 * HOUR)),
         {
             "planUri": f"{replicator.work_uri}/runs/{second.event_id}/plan.json",
             "eventId": second.event_id,
-        }
+        },
     )
     assert {(e.path, e.event_id) for e in state.store.entries(orders.key)} == {
         (e.path, e.event_id) for e in entries

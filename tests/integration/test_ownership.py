@@ -18,6 +18,7 @@ import pytest
 from ferry import fs
 from ferry.ledger import LedgerEntry, replica_key
 from ferry.lifecycle import ReplicaState
+from ferry.states import plan as plan_state
 from tests.conftest import NOW
 from tests.helpers import (
     Replicator,
@@ -235,13 +236,14 @@ def test_the_vacuum_after_a_move_retires_a_killed_runs_snapshot_below_the_old_lo
     rewrite_orders(sample, 2)
     replicator = Replicator(n["document"], clock=at(NOW + 3 * HOUR), state=state)
     event_id = "ferry-20261121t113000000z-0dead0ff"
-    replicator.steps().plan(
+    plan_state.run(
+        replicator.context(),
         {
             "configUri": str(replicator.config_path),
             "eventId": event_id,
             "sourceTable": f"{sample.database}.orders",
             "startTime": (NOW + 3 * HOUR).isoformat(),
-        }
+        },
     )
     killed = fs.normalise(f"{n['root']}/{event_id}")
     fs.write_bytes(f"{killed}/dt={sample.days[0]}/part-00000.parquet", b"half a copy")

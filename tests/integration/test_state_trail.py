@@ -134,10 +134,10 @@ def trail(unique, sample, local_runtime, tmp_path, monkeypatch):
     # Failback's reverse run starts there (the sample's changes nothing: it starts none).
     monkeypatch.setenv("FERRY_REPLICATION_STATE_MACHINE_ARN", changes)
     monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "true")
-    for cached in (runtime.settings, runtime.steps, runtime.feeds):
+    for cached in (runtime.settings, runtime.context, runtime.feeds):
         cached.cache_clear()
     yield world
-    for cached in (runtime.settings, runtime.steps, runtime.feeds):
+    for cached in (runtime.settings, runtime.context, runtime.feeds):
         cached.cache_clear()
 
 
@@ -225,7 +225,7 @@ def check_outcome(trail: Trail, state: str, result: dict) -> None:
         # A normal table takes the slot not kept for critical tables; nothing waits.
         assert (result["granted"], result["slot"], result["priority"]) == (True, 1, "normal")
         assert (result["queuedCritical"], result["queuedNormal"], result["queuedBulk"]) == (0, 0, 0)
-        [holder] = runtime.steps().budget.slots.holders()
+        [holder] = runtime.context().budget.slots.holders()
         assert (holder.slot, holder.event_id) == (1, trail.results["plan"]["eventId"])
         assert holder.owner == json.loads(trail.raw("copy_slot"))["execution"]
     elif state == "inline_copy":

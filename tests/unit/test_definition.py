@@ -11,7 +11,6 @@ from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguagePa
 from ferry import statemachine as definition
 from ferry.errors import error_names, transient_errors
 from ferry.local.emulator_states import tolerance_as_moto_reads_it
-from ferry.steps import Steps
 
 EVENTS = Path(__file__).parents[2] / "events"
 SUBSTITUTIONS = {
@@ -209,12 +208,13 @@ def test_the_definition_names_only_errors_that_exist(rendered):
     assert {e for e in named if not e.startswith(aws_prefixes)} >= set(transient_errors())
 
 
-def test_each_function_runs_the_step_its_handler_calls():
+def test_each_function_runs_the_state_module_its_handler_calls():
     for function, handler in definition.FUNCTIONS.items():
         module = handler.rsplit(".", 1)[0]
         source = Path(importlib.import_module(module).__file__).read_text()
-        assert f"steps().{definition.STEPS[function]}(" in source, module
-        assert callable(getattr(Steps, definition.STEPS[function]))
+        state = definition.STATES[function]
+        assert f"{state.rsplit('.', 1)[1]}.run(" in source, module
+        assert callable(importlib.import_module(state).run)
 
 
 def test_the_in_process_driver_understands_every_path_the_definition_uses():

@@ -10,7 +10,6 @@ from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguagePa
 
 from ferry import statemachine as definition
 from ferry.errors import error_names
-from ferry.steps import Steps
 
 EVENTS = Path(__file__).parents[2] / "events"
 ARN = "arn:aws:lambda:us-east-1:123456789012:function:Housekeeping"
@@ -58,9 +57,9 @@ def test_the_function_runs_the_step_its_handler_calls_and_has_a_sample_event():
     for function, handler in definition.HOUSEKEEPING_FUNCTIONS.items():
         module = handler.rsplit(".", 1)[0]
         source = Path(importlib.import_module(module).__file__).read_text()
-        step = definition.HOUSEKEEPING_STEPS[function]
-        assert f"steps().{step}(" in source, module
-        assert callable(getattr(Steps, step))
+        state = definition.STATES[function]
+        assert f"{state.rsplit('.', 1)[1]}.run(" in source, module
+        assert callable(importlib.import_module(state).run)
         sample = EVENTS / f"{module.rsplit('.', 1)[1]}.json"
         assert {"configUri", "dryRun", "vacuum"} <= set(json.loads(sample.read_text()))
 

@@ -12,7 +12,8 @@ from ferry.aws import AwsClients
 from ferry.config_text import SECRET_PLACEHOLDER
 from ferry.errors import ConfigError, FerryError
 from ferry.outcomes import resolved_tables
-from ferry.steps import Steps
+from ferry.states import resolve_tables
+from ferry.states.context import StateContext
 from lambdas import runtime
 
 CONFIG = """
@@ -48,8 +49,8 @@ def test_secret_values_resolve_the_configs_placeholders(environment, tmp_path):
 
     path = tmp_path / "sales.yml"
     path.write_text(CONFIG)
-    steps = Steps((tmp_path / "work").as_uri(), config_environment=values)
-    (table,) = resolved_tables(steps.resolve_tables({"configUri": str(path)}, 4))
+    context = StateContext((tmp_path / "work").as_uri(), config_environment=values)
+    (table,) = resolved_tables(resolve_tables.run(context, {"configUri": str(path)}, 4))
     assert table["sourceTable"] == "sales.orders"
 
 
@@ -93,11 +94,11 @@ def test_an_unset_placeholder_is_named_when_the_secret_lacks_it(environment, tmp
     environment.setenv("FERRY_CONFIG_SECRET", arn)
     path = tmp_path / "sales.yml"
     path.write_text(CONFIG)
-    steps = Steps(
+    context = StateContext(
         (tmp_path / "work").as_uri(), config_environment=runtime.config_environment(AwsClients())
     )
     with pytest.raises(FerryError, match="SOURCE_METASTORE_URIS"):
-        steps.resolve_tables({"configUri": str(path)}, 4)
+        resolve_tables.run(context, {"configUri": str(path)}, 4)
 
 
 @mock_aws
@@ -134,7 +135,7 @@ def test_the_freshness_check_of_an_environment_whose_secret_is_unfilled_measures
     )["ARN"]
     environment.setenv("FERRY_CONFIG_SECRET", arn)
     environment.setenv("FERRY_CONFIG_SECRET_VARIABLES", "SOURCE_METASTORE_URIS")
-    runtime.steps.cache_clear()
+    runtime.context.cache_clear()
 
     context = SimpleNamespace(
         function_name="ferry-dev-freshness-check",

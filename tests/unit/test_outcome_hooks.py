@@ -12,7 +12,8 @@ from ferry.config import load_config
 from ferry.ledger import SqliteStateStore
 from ferry.lifecycle import ReplicaState
 from ferry.outcomes import write_map_results
-from ferry.steps import Steps
+from ferry.states import summarize
+from ferry.states.context import StateContext
 
 NOW = datetime(2026, 11, 21, 8, 30, tzinfo=UTC)
 
@@ -42,9 +43,11 @@ def test_summarize_records_the_failure_of_a_table_it_aborts(tmp_path):
              "error": "States.DataLimitExceeded", "cause": "the state's output is too big"}  # fmt: skip
     written = write_map_results("Replicate tables", "", str(tmp_path / "results"), [child])
     store = SqliteStateStore(tmp_path / "state.sqlite3")
-    steps = Steps(fs.local_uri(tmp_path / "work"), clock=lambda: NOW, state=ReplicaState(store))
-    result = steps.summarize(
-        {"configUri": str(config_path), "results": written["ResultWriterDetails"]}
+    context = StateContext(
+        fs.local_uri(tmp_path / "work"), clock=lambda: NOW, state=ReplicaState(store)
+    )
+    result = summarize.run(
+        context, {"configUri": str(config_path), "results": written["ResultWriterDetails"]}
     )
     assert result.failed == 1
     replication = load_config(config_path).table_replications[0]

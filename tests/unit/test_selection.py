@@ -291,7 +291,8 @@ def test_resolve_tables_gives_each_matched_table_its_own_item(tmp_path):
     import yaml
 
     from ferry.outcomes import resolved_tables
-    from ferry.steps import Steps
+    from ferry.states import resolve_tables
+    from ferry.states.context import StateContext
 
     path = tmp_path / "replication.yml"
     document = {
@@ -302,19 +303,21 @@ def test_resolve_tables_gives_each_matched_table_its_own_item(tmp_path):
     path.write_text(yaml.safe_dump(document))
     ListingCatalog.opened = 0
     ids = iter(["e1", "e2", "e3", "e4"])
-    steps = Steps(
+    context = StateContext(
         (tmp_path / "work").as_uri(), catalogs=ListingCatalog, event_ids=lambda _: next(ids)
     )
-    result = steps.resolve_tables({"configUri": str(path)}, max_concurrency=4)
-    assert [(i["sourceTable"], i["replicaTable"], i["eventId"]) for i in resolved_tables(result)] == [
+    result = resolve_tables.run(context, {"configUri": str(path)}, max_concurrency=4)
+    assert [
+        (i["sourceTable"], i["replicaTable"], i["eventId"]) for i in resolved_tables(result)
+    ] == [
         ("sales.customers", "sales_dr.customers", "e1"),
         ("sales.orders_2025", "sales_dr.orders_2025", "e2"),
         ("sales.orders_tmp", "sales_dr.orders_tmp", "e3"),
     ]
     assert ListingCatalog.opened == 1
     # Named tables need no catalog.
-    one = steps.resolve_tables(
-        {"configUri": str(path), "tables": ["sales.orders_2025"]}, max_concurrency=4
+    one = resolve_tables.run(
+        context, {"configUri": str(path), "tables": ["sales.orders_2025"]}, max_concurrency=4
     )
     assert [i["sourceTable"] for i in resolved_tables(one)] == ["sales.orders_2025"]
     assert ListingCatalog.opened == 1
@@ -327,7 +330,8 @@ def test_resolve_tables_marks_the_tables_to_adopt_and_refuses_one_the_run_does_n
 
     from ferry.errors import ConfigError
     from ferry.outcomes import resolved_tables
-    from ferry.steps import Steps
+    from ferry.states import resolve_tables
+    from ferry.states.context import StateContext
 
     path = tmp_path / "replication.yml"
     document = {
@@ -336,10 +340,10 @@ def test_resolve_tables_marks_the_tables_to_adopt_and_refuses_one_the_run_does_n
         "table-replications": [named("customers"), named("orders")],
     }
     path.write_text(yaml.safe_dump(document))
-    steps = Steps((tmp_path / "work").as_uri(), catalogs=ListingCatalog)
+    context = StateContext((tmp_path / "work").as_uri(), catalogs=ListingCatalog)
 
-    result = steps.resolve_tables(
-        {"configUri": str(path), "adopt": ["SALES_DR.Orders"]}, max_concurrency=4
+    result = resolve_tables.run(
+        context, {"configUri": str(path), "adopt": ["SALES_DR.Orders"]}, max_concurrency=4
     )
 
     assert {i["sourceTable"]: i["adopt"] for i in resolved_tables(result)} == {
@@ -347,13 +351,15 @@ def test_resolve_tables_marks_the_tables_to_adopt_and_refuses_one_the_run_does_n
         "sales.orders": True,
     }
     with pytest.raises(ConfigError, match=r"^adopt: sales_dr\.other is not a replica table"):
-        steps.resolve_tables(
+        resolve_tables.run(
+            context,
             {"configUri": str(path), "tables": ["sales.customers"], "adopt": ["sales_dr.other"]},
             max_concurrency=4,
         )
     # A table the config replicates but this run leaves out is not adopted either.
     with pytest.raises(ConfigError, match=r"^adopt: sales_dr\.orders is not a replica table"):
-        steps.resolve_tables(
+        resolve_tables.run(
+            context,
             {"configUri": str(path), "tables": ["sales.customers"], "adopt": ["sales_dr.orders"]},
             max_concurrency=4,
         )

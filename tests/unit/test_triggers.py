@@ -13,7 +13,8 @@ from ferry.cli import main
 from ferry.config import S3Trigger, ScheduleTrigger, check_schedule_expression, parse_config
 from ferry.errors import ConfigError
 from ferry.outcomes import resolved_tables
-from ferry.steps import Steps
+from ferry.states import resolve_tables
+from ferry.states.context import StateContext
 
 EVENTS = Path(__file__).parents[2] / "events"
 
@@ -398,8 +399,8 @@ def test_resolve_tables_runs_the_config_whatever_started_it(tmp_path, sample):
             triggers.s3_input_template("unused"), triggers.S3_INPUT_PATHS, event
         )
     payload["configUri"] = str(path)
-    steps = Steps((tmp_path / "work").as_uri(), event_ids=lambda _: "ferry-e1")
-    result = steps.resolve_tables(payload, max_concurrency=4)
+    context = StateContext((tmp_path / "work").as_uri(), event_ids=lambda _: "ferry-e1")
+    result = resolve_tables.run(context, payload, max_concurrency=4)
     assert [(t["sourceTable"], t["replicaTable"]) for t in resolved_tables(result)] == [
         ("sales.orders", "sales_dr.orders")
     ]

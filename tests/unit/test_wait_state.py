@@ -4,11 +4,11 @@ as the claim said, never more than ``LONGEST_WAIT_SECONDS``; and a Choice on a b
 from __future__ import annotations
 
 from ferry.replicate import LONGEST_WAIT_SECONDS, InProcessDriver, _choose
-from ferry.steps import Steps
+from ferry.states.context import StateContext
 
 
 def driver(slept: list[float]) -> InProcessDriver:
-    return InProcessDriver(Steps("file:///tmp/ferry-unused"), None, sleep=slept.append)
+    return InProcessDriver(StateContext("file:///tmp/ferry-unused"), None, sleep=slept.append)
 
 
 def test_a_wait_sleeps_the_seconds_its_path_names_and_goes_on():
