@@ -122,8 +122,8 @@ def settings() -> Settings:
 
 @cache
 def steps() -> Steps:
-    fs.configure(fs.S3Settings(settings().s3_endpoint or None, settings().region or None))
     aws = AwsClients()
+    fs.configure(fs.S3Settings(settings().s3_endpoint or None, settings().region or None), aws)
     state = None
     if settings().state_table:
         state = lifecycle.open_state(
