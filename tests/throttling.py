@@ -29,6 +29,8 @@ class ThrottlingEndpoint:
     def __init__(self, server: ThreadingHTTPServer, unprocessed: bool):
         self.url = f"http://127.0.0.1:{server.server_address[1]}"
         self.received: Counter[tuple[str, str]] = Counter()
+        #: The access keys the requests were signed with, by ``(method, path)``.
+        self.signed_with: dict[tuple[str, str], set[str]] = {}
         self.unprocessed = unprocessed
         self.lock = threading.Lock()
 
@@ -95,8 +97,12 @@ def throttling_endpoint(unprocessed: bool = False) -> Iterator[ThrottlingEndpoin
                 self._answer(400, json.dumps(error).encode(), JSON)
                 return
             path = self.path.split("?", 1)[0]
+            signature = self.headers.get("Authorization", "")
             with endpoint.lock:
                 endpoint.received[(self.command, path)] += 1
+                endpoint.signed_with.setdefault((self.command, path), set()).add(
+                    signature.partition("Credential=")[2].split("/")[0]
+                )
             if self.command == "HEAD" and path.strip("/").count("/") == 0:
                 self._answer(200, headers=[("x-amz-bucket-region", REGION)])
                 return

@@ -72,6 +72,41 @@ def test_an_inline_copys_throttled_write_is_sent_six_times(throttled, tmp_path):
     assert throttled.count("PUT", "/dr-sales/orders/e1/part-0") == ATTEMPTS
 
 
+def test_a_bucket_reached_with_a_role_keeps_its_credentials_and_the_same_attempts(
+    throttled, tmp_path
+):
+    # A side in another account: the role's clients (AwsClients.assuming gives them; here
+    # clients of another session), with the role's credentials and the same policy.
+    role = AwsClients(
+        throttled.url,
+        aws.new_session(aws_access_key_id="ROLE", aws_secret_access_key="role-secret"),
+    )
+    fs.reach_bucket_with("dr-sales", role)
+    source = tmp_path / "part-0"
+    source.write_bytes(b"x" * 10)
+    task = CopyTask(f"file://{source}", "s3://dr-sales/orders/e1/part-0", 10)
+    with pytest.raises(FerryError, match="SlowDown"):
+        InlineCopier(threads=1, chunk_size=MiB).copy(Manifest("e1", (task,)))
+    assert throttled.count("PUT", "/dr-sales/orders/e1/part-0") == ATTEMPTS
+    assert throttled.signed_with[("PUT", "/dr-sales/orders/e1/part-0")] == {"ROLE"}
+    assert fs.default().s3_client("dr-sales") is role.client("s3", REGION, fs.LISTING_CONNECTIONS)
+
+
+def test_the_file_systems_use_the_edges_own_clients(monkeypatch):
+    """An edge that built its clients (the Lambda runtime, ``ferry execute``) hands them to
+    the file systems: one S3 client per region in the process, not one each."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    edge = AwsClients("http://127.0.0.1:1", aws.new_session(region_name=REGION))
+    previous = fs.default()
+    try:
+        files = fs.configure(fs.S3Settings.of_clients(edge), edge)
+        assert files.aws is edge
+        assert fs.configure(fs.S3Settings.of_clients(edge), edge) is files  # caches kept
+    finally:
+        fs.set_default(previous)
+
+
 def test_a_throttled_document_read_through_pyarrow_is_sent_six_times(throttled):
     # pyarrow's own default is three attempts: the file systems give it the policy's.
     with pytest.raises(OSError, match="HTTP status 503"):
