@@ -19,6 +19,7 @@ from botocore.exceptions import ClientError
 from emr_jobs.copy_files import copy_bin, copy_with_settings, main
 from ferry import aws, fs, retry_policy
 from ferry.aws import AwsClients
+from ferry.config import load_config
 from ferry.copier import CopyTask, InlineCopier, Manifest
 from ferry.errors import FerryError, StateStoreError
 from ferry.ledger.dynamodb import DynamoDbStateStore
@@ -36,6 +37,31 @@ CREDENTIALS = ("testing", "testing", None)
 def test_the_policy_states_the_attempts_this_file_counts():
     assert retry_policy.ATTEMPTS == ATTEMPTS
     assert retry_policy.MODE == "standard"
+
+
+CIRCUS_TRAIN_RETRIES = """
+source-catalog:
+  name: on-premises-cluster
+  hive-metastore-uris: thrift://metastore.domain:9083
+replica-catalog:
+  name: aws-data-warehouse
+  hive-metastore-uris: thrift://emr-master.compute.amazonaws.com:9083
+copier-options:
+  upload-retry-count: 3
+  s3s3-retry-max-copy-attempts: 3
+table-replications:
+  - source-table: {database-name: db, table-name: orders}
+    replica-table: {database-name: db, table-name: orders, table-location: s3://bucket/orders}
+"""
+
+
+def test_circus_train_retry_keys_are_told_the_policys_real_attempts(tmp_path):
+    path = tmp_path / "circus-train.yml"
+    path.write_text(CIRCUS_TRAIN_RETRIES)
+    warnings = {warning.key: warning.message for warning in load_config(path, environ={}).warnings}
+    for key in ("copier-options.upload-retry-count", "copier-options.s3s3-retry-max-copy-attempts"):
+        assert f"at most {ATTEMPTS} times in all" in warnings[key]
+        assert "3 times" not in warnings[key]
 
 
 @pytest.fixture
