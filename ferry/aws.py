@@ -161,7 +161,10 @@ class AwsClients:
         self._clock = clock
         self._clients: dict[tuple[str, str | None, int], Any] = {}
         self._roles: dict[Any, AwsClients] = {}
-        self._lock = threading.Lock()
+        # Reentrant: ``assuming`` makes its STS client under it. Clients are made under it
+        # too: a boto3 session is not safe to make clients from on several threads at once
+        # (the copiers' threads ask for their bucket's client together).
+        self._lock = threading.RLock()
 
     def assuming(self, role: Any) -> AwsClients:
         """The clients of ``role``'s account (a ``ferry.config.AssumeRole``): one session per
@@ -195,18 +198,22 @@ class AwsClients:
         """The client of ``service`` in ``region``; ``connections``: the requests it must carry
         at once (a copier's threads), which sizes its connection pool."""
         key = (service, region, pool_size(connections))
-        if key not in self._clients:
-            if service == "s3":
-                client = s3_client(self._session, region, self._endpoint, connections)
-            else:
-                client = self._session.client(
-                    service,
-                    region_name=region,
-                    endpoint_url=self._endpoint,
-                    config=client_config(connections),
-                )
-            self._clients[key] = client
-        return self._clients[key]
+        client = self._clients.get(key)
+        if client is not None:
+            return client
+        with self._lock:
+            if key not in self._clients:
+                if service == "s3":
+                    client = s3_client(self._session, region, self._endpoint, connections)
+                else:
+                    client = self._session.client(
+                        service,
+                        region_name=region,
+                        endpoint_url=self._endpoint,
+                        config=client_config(connections),
+                    )
+                self._clients[key] = client
+            return self._clients[key]
 
     def probe_client(self, service: str, region: str | None = None) -> Any:
         """A client for one check before a run starts: ``PROBE_ATTEMPTS`` attempts with short

@@ -10,6 +10,8 @@ around a call, another library's defaults) changes a count here.
 from __future__ import annotations
 
 import json
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
 import botocore.retries.standard
@@ -116,6 +118,22 @@ def test_a_bucket_reached_with_a_role_keeps_its_credentials_and_the_same_attempt
     assert throttled.count("PUT", "/dr-sales/orders/e1/part-0") == ATTEMPTS
     assert throttled.signed_with[("PUT", "/dr-sales/orders/e1/part-0")] == {"ROLE"}
     assert fs.default().s3_client("dr-sales") is role.client("s3", REGION, fs.LISTING_CONNECTIONS)
+
+
+def test_copy_threads_asking_for_a_buckets_client_together_share_one(throttled):
+    # The inline copier's threads ask for their bucket's client at once: one is made (a
+    # boto3 session is not safe to make clients from on several threads together).
+    files = fs.FileSystems(fs.default().settings)
+    start = threading.Barrier(16)
+
+    def ask(_):
+        start.wait()
+        return files.s3_client("dr-sales", 100)  # a pool the region look-up did not make
+
+    with ThreadPoolExecutor(16) as pool:
+        clients = list(pool.map(ask, range(16)))
+    assert len({id(client) for client in clients}) == 1
+    assert throttled.count("HEAD", "/dr-sales") == 1  # its region, looked up once
 
 
 def test_the_file_systems_use_the_edges_own_clients(monkeypatch):
