@@ -4,7 +4,8 @@ The driver reads the manifest, splits its files into bins of about equal bytes a
 Spark task exactly one bin. A task copies its files with ``ferry.copier.copy_file`` (which
 verifies every file at the target: to S3, one request per small file), ``threads`` at a time
 (chosen from the manifest: many for small files, whose copies wait on requests, few for
-large ones), retries a failed file on its own, and sends back one small record per file;
+large ones), retries a file that failed for a reason the SDK does not retry (its AWS
+requests already had ``ferry.retry_policy``'s attempts), and sends back one small record per file;
 file contents never travel through Spark. A manifest's rewrites (an Iceberg table's manifests,
 each rewritten for the replica with the position delete files it names) are spread over Spark
 tasks the same way, and retried the same way. The driver writes a JSON report and exits
@@ -41,6 +42,7 @@ from ferry.manifest import (
     read_batches,
     write_copy_record,
 )
+from ferry.retry_policy import answered_by_aws
 from ferry.s3 import MiB
 
 if TYPE_CHECKING:
@@ -142,8 +144,8 @@ _REACHED: set[tuple[str, str]] = set()
 
 def reach_with_roles(settings: fs.S3Settings, roles: tuple[tuple[str, str], ...]) -> None:
     """Reach each bucket of a side in another account with its role, as the steps do
-    (``ferry.sides``): a session of the role assumed with this process's credentials (the
-    job role's), renewed before it expires. Once per process and bucket."""
+    (``ferry.sides``): the clients of the role assumed with this process's credentials (the
+    job role's), renewed before they expire. Once per process and bucket."""
     if not roles or all(role in _REACHED for role in roles):
         return
     from ferry.aws import AwsClients
@@ -151,8 +153,7 @@ def reach_with_roles(settings: fs.S3Settings, roles: tuple[tuple[str, str], ...]
 
     aws = _ROLE_CLIENTS.setdefault(settings, AwsClients(settings.endpoint))
     for bucket, role in roles:
-        session = aws.assuming(RoleSession.from_json(json.loads(role))).session
-        fs.reach_bucket_with(bucket, session)
+        fs.reach_bucket_with(bucket, aws.assuming(RoleSession.from_json(json.loads(role))))
     _REACHED.update(roles)
 
 
@@ -179,6 +180,10 @@ def copy_with_retries(
 ) -> FileResult:
     """Copy one file, trying up to ``attempts`` times with a doubling pause in between.
 
+    A failed AWS request is not sent again from here: the SDK already made the retry policy's
+    attempts (``ferry.retry_policy.answered_by_aws``), so the file fails at once. What the SDK
+    does not retry (a body cut off part-way, a check of the bytes, a local file) is.
+
     Never raises: the outcome, with the last error's text, is in the result.
     """
     error_text = None
@@ -191,6 +196,8 @@ def copy_with_retries(
         # the Spark task would rerun the whole bin, then fail the job with no report at all.
         except Exception as error:
             error_text = _describe(error)
+            if answered_by_aws(error):
+                return FileResult(task.source, task.target, task.size, False, attempt, error_text)
         else:
             return FileResult(task.source, task.target, task.size, True, attempt)
     return FileResult(task.source, task.target, task.size, False, attempts, error_text)
@@ -508,7 +515,10 @@ def _parser() -> argparse.ArgumentParser:
         "--retries",
         type=_positive,
         default=DEFAULT_ATTEMPTS,
-        help=f"attempts per file in total (default {DEFAULT_ATTEMPTS})",
+        help=(
+            f"attempts per file in total (default {DEFAULT_ATTEMPTS}); a failed AWS request "
+            "fails its file at once, after the SDK's own attempts"
+        ),
     )
     parser.add_argument(
         "--tasks", type=_positive, help="Spark tasks (default: twice the default parallelism)"

@@ -3,11 +3,10 @@
 boto3 honours the standard ``AWS_ENDPOINT_URL`` / ``AWS_ENDPOINT_URL_<SERVICE>`` variables,
 so the same clients talk to AWS or to the local emulator.
 
-Every client is configured here, once: its retries (botocore's standard mode, the only
-retries of an AWS call in Ferry besides the state machine's ``Retry``; the Spark job copies
-a failed file again), its timeouts and connection pool, and for S3 how bodies are checked
-and sent (``s3_client``). The copiers and the file systems all take their S3 clients from
-``s3_client``.
+Every client is configured here, once: its retries and timeouts (``ferry.retry_policy``, the
+only retries of an AWS call in Ferry besides the state machine's ``Retry``), its connection
+pool, and for S3 how bodies are checked and sent (``s3_client``). The copiers and the file
+systems all take their S3 clients from ``AwsClients``.
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ import botocore.session
 import botocore.utils
 from botocore.config import Config
 
-from ferry import __version__
+from ferry import __version__, retry_policy
 from ferry.clock import Clock, utc_now
 from ferry.s3 import MiB
 
@@ -33,10 +32,9 @@ MIN_POOL_CONNECTIONS = 10
 _CLIENT_CONFIG = Config(
     # Throttling, 5xx answers, an error inside a 200 (S3's CopyObject) and dropped
     # connections are retried here, with backoff; nothing above retries the same call.
-    # (``max_attempts`` counts the retries: six attempts in all.)
-    retries={"mode": "standard", "max_attempts": 5},
-    connect_timeout=10,
-    read_timeout=60,
+    retries={"mode": retry_policy.MODE, "total_max_attempts": retry_policy.ATTEMPTS},
+    connect_timeout=retry_policy.CONNECT_TIMEOUT_SECONDS,
+    read_timeout=retry_policy.READ_TIMEOUT_SECONDS,
     max_pool_connections=MIN_POOL_CONNECTIONS,
     # A fixed User-Agent: botocore otherwise rebuilds its own (with feature metadata) for
     # every request, a noticeable share of the client's CPU on a small object's copy.
@@ -49,7 +47,7 @@ _CLIENT_CONFIG = Config(
 #: A check before a run (``AwsClients.probe_client``) waits this long for a connection, and
 #: as long for an answer, in each of its attempts.
 PROBE_TIMEOUT_SECONDS = 5
-PROBE_ATTEMPTS = 2
+PROBE_ATTEMPTS = 3
 
 
 def pool_size(connections: int | None) -> int:
@@ -163,7 +161,10 @@ class AwsClients:
         self._clock = clock
         self._clients: dict[tuple[str, str | None, int], Any] = {}
         self._roles: dict[Any, AwsClients] = {}
-        self._lock = threading.Lock()
+        # Reentrant: ``assuming`` makes its STS client under it. Clients are made under it
+        # too: a boto3 session is not safe to make clients from on several threads at once
+        # (the copiers' threads ask for their bucket's client together).
+        self._lock = threading.RLock()
 
     def assuming(self, role: Any) -> AwsClients:
         """The clients of ``role``'s account (a ``ferry.config.AssumeRole``): one session per
@@ -197,18 +198,22 @@ class AwsClients:
         """The client of ``service`` in ``region``; ``connections``: the requests it must carry
         at once (a copier's threads), which sizes its connection pool."""
         key = (service, region, pool_size(connections))
-        if key not in self._clients:
-            if service == "s3":
-                client = s3_client(self._session, region, self._endpoint, connections)
-            else:
-                client = self._session.client(
-                    service,
-                    region_name=region,
-                    endpoint_url=self._endpoint,
-                    config=client_config(connections),
-                )
-            self._clients[key] = client
-        return self._clients[key]
+        client = self._clients.get(key)
+        if client is not None:
+            return client
+        with self._lock:
+            if key not in self._clients:
+                if service == "s3":
+                    client = s3_client(self._session, region, self._endpoint, connections)
+                else:
+                    client = self._session.client(
+                        service,
+                        region_name=region,
+                        endpoint_url=self._endpoint,
+                        config=client_config(connections),
+                    )
+                self._clients[key] = client
+            return self._clients[key]
 
     def probe_client(self, service: str, region: str | None = None) -> Any:
         """A client for one check before a run starts: ``PROBE_ATTEMPTS`` attempts with short
@@ -218,7 +223,7 @@ class AwsClients:
             region_name=region,
             endpoint_url=self._endpoint,
             config=client_config(
-                retries={"mode": "standard", "max_attempts": PROBE_ATTEMPTS},
+                retries={"mode": retry_policy.MODE, "total_max_attempts": PROBE_ATTEMPTS},
                 connect_timeout=PROBE_TIMEOUT_SECONDS,
                 read_timeout=PROBE_TIMEOUT_SECONDS,
             ),

@@ -16,6 +16,10 @@ in pyarrow 26 ``S3FileSystem()`` ignores ``AWS_ENDPOINT_URL`` (only ``FileSystem
 honours it, and that takes none of the options below), and ``resolve_s3_region`` takes no
 endpoint, so it cannot reach an emulator; the region lookup goes through a boto3 client.
 
+Every boto3 client here comes from ``ferry.aws.AwsClients`` and every pyarrow S3 file system
+is given ``ferry.retry_policy``'s attempts and timeouts (``pyarrow_s3_policy``): one retry
+policy whichever library sends the request.
+
 The module's functions (``resolve``, ``read_bytes``, ``list_files``, ...) use the process
 default that ``configure`` sets, so the domain calls them with a URI and nothing else. Until
 an edge configures it, the default is AWS's own endpoints.
@@ -37,6 +41,7 @@ from urllib.parse import urlparse
 from pyarrow import ArrowException
 from pyarrow import fs as pafs
 
+from ferry import retry_policy
 from ferry.errors import FileSystemUnavailableError
 
 # Also the file systems' own answer to which schemes are S3 (``fs.S3_SCHEMES``).
@@ -210,6 +215,16 @@ def normalise(uri: str) -> str:
     return _normalise(uri)
 
 
+def pyarrow_s3_policy() -> dict[str, Any]:
+    """``ferry.retry_policy`` in pyarrow's terms: the AWS SDK for C++'s standard retry
+    strategy with the same attempts in all (pyarrow's default is 3), and the same timeouts."""
+    return {
+        "retry_strategy": pafs.AwsStandardS3RetryStrategy(max_attempts=retry_policy.ATTEMPTS),
+        "connect_timeout": retry_policy.CONNECT_TIMEOUT_SECONDS,
+        "request_timeout": retry_policy.READ_TIMEOUT_SECONDS,
+    }
+
+
 def is_local(filesystem: pafs.FileSystem) -> bool:
     return filesystem.type_name == "local"
 
@@ -217,36 +232,63 @@ def is_local(filesystem: pafs.FileSystem) -> bool:
 class FileSystems:
     """The file systems of one process: local, and one S3 file system per bucket region.
 
-    ``s3_client`` (boto3) looks bucket regions up; by default one is built from ``settings``
-    on first need. Safe to share between threads.
+    Their boto3 clients (bucket regions, listings, the inline copier's objects) come from
+    ``aws`` (``ferry.aws.AwsClients``: the one configuration of every AWS client), by default
+    clients for ``settings`` made on first need; ``s3_client`` replaces the client that looks
+    bucket regions up. pyarrow's S3 file systems get the same retry policy and timeouts
+    (``ferry.retry_policy``). Safe to share between threads.
     """
 
-    def __init__(self, settings: S3Settings | None = None, s3_client: Any | None = None):
+    def __init__(
+        self,
+        settings: S3Settings | None = None,
+        s3_client: Any | None = None,
+        aws: AwsClients | None = None,
+    ):
         self.settings = settings or S3Settings()
         self._s3_client = s3_client
+        self._aws = aws
         # Reentrant: a region look-up (under the lock) may build the client it looks up with.
         self._lock = threading.RLock()
         self._bucket_regions: dict[str, str] = {}
         self._s3_by_region: dict[str | None, pafs.S3FileSystem] = {}
         self._local: pafs.LocalFileSystem | None = None
-        self._s3_clients: dict[tuple[str | None, int, int], Any] = {}
         self._gcs: pafs.GcsFileSystem | None = None
-        #: Buckets reached with a session of their own (a role in another account), by name.
-        self._bucket_sessions: dict[str, Any] = {}
-        #: Their S3 file systems, by region and session, with the access key each was made with.
-        self._s3_by_session: dict[tuple[str | None, int], tuple[str, pafs.S3FileSystem]] = {}
+        #: Buckets reached with clients of their own (a role in another account), by name.
+        self._bucket_clients: dict[str, AwsClients] = {}
+        #: Their S3 file systems, by region and clients, with the access key each was made with.
+        self._s3_by_role: dict[tuple[str | None, int], tuple[str, pafs.S3FileSystem]] = {}
 
-    def reach_bucket_with(self, bucket: str, session: Any) -> None:
-        """Reach ``bucket`` with ``session``'s credentials (a boto3 session): the bucket of a
-        side in another account, with the role Ferry assumes there (``ferry.aws_roles``).
+    def reach_bucket_with(self, bucket: str, clients: AwsClients) -> None:
+        """Reach ``bucket`` with ``clients`` (``AwsClients.assuming``): the bucket of a side in
+        another account, with the role Ferry assumes there (``ferry.aws_roles``).
 
-        Its boto3 clients sign with the session's credentials, renewed as they expire.
-        pyarrow's S3 file system takes fixed credentials: it is made again with the renewed
-        ones (botocore renews them at least ``RoleCredentials``' margin before they expire,
-        so a stream opened on the old ones has that long to finish).
+        Its boto3 clients are ``clients``' own: signed with the role's credentials, renewed as
+        they expire, with the same retries and timeouts as every other client. pyarrow's S3
+        file system takes fixed credentials: it is made again with the renewed ones (botocore
+        renews them at least ``RoleCredentials``' margin before they expire, so a stream
+        opened on the old ones has that long to finish).
         """
         with self._lock:
-            self._bucket_sessions[bucket] = session
+            self._bucket_clients[bucket] = clients
+
+    @property
+    def aws(self) -> AwsClients:
+        """The clients of every bucket not reached with a role of its own."""
+        with self._lock:
+            if self._aws is None:
+                # Imported here: reading file:// locations (the CLI's config) needs no boto3.
+                from ferry.aws import AwsClients, new_session
+
+                credentials = self.settings.credentials or (None, None, None)
+                session = new_session(
+                    aws_access_key_id=credentials[0],
+                    aws_secret_access_key=credentials[1],
+                    aws_session_token=credentials[2],
+                    region_name=self.settings.region,
+                )
+                self._aws = AwsClients(self.settings.endpoint, session)
+            return self._aws
 
     def resolve(self, uri: str) -> tuple[pafs.FileSystem, str]:
         """The file system and the path within it for ``uri``."""
@@ -287,11 +329,11 @@ class FileSystems:
         return self._local
 
     def s3(self, bucket: str) -> pafs.S3FileSystem:
-        """The S3 file system of ``bucket``'s region (and of its session, when it has one)."""
+        """The S3 file system of ``bucket``'s region (and of its role, when it has one)."""
         region = self.region_of(bucket)
-        session = self._bucket_sessions.get(bucket)
-        if session is not None:
-            return self._s3_of_session(region, session)
+        clients = self._bucket_clients.get(bucket)
+        if clients is not None:
+            return self._s3_of_role(region, clients)
         with self._lock:
             if region not in self._s3_by_region:
                 self._s3_by_region[region] = self._new_s3(region)
@@ -326,19 +368,19 @@ class FileSystems:
 
     def _client(self) -> Any:
         if self._s3_client is None:
-            self._s3_client = self._client_in(self.settings.region)
+            return self.aws.client("s3", self.settings.region, LISTING_CONNECTIONS)
         return self._s3_client
 
-    def _s3_of_session(self, region: str | None, session: Any) -> pafs.S3FileSystem:
+    def _s3_of_role(self, region: str | None, clients: AwsClients) -> pafs.S3FileSystem:
         # Reading the frozen credentials renews them when they are about to expire.
-        frozen = session.get_credentials().get_frozen_credentials()
-        key = (region, id(session))
+        frozen = clients.session.get_credentials().get_frozen_credentials()
+        key = (region, id(clients))
         with self._lock:
-            made = self._s3_by_session.get(key)
+            made = self._s3_by_role.get(key)
             if made is None or made[0] != frozen.access_key:
                 credentials = (frozen.access_key, frozen.secret_key, frozen.token)
                 made = (frozen.access_key, self._new_s3(region, credentials))
-                self._s3_by_session[key] = made
+                self._s3_by_role[key] = made
             return made[1]
 
     def _new_s3(
@@ -361,7 +403,7 @@ class FileSystems:
         # Open objects lazily: a small file becomes one PutObject instead of a multipart
         # upload's three requests (errors such as a missing bucket then surface on write or
         # close).
-        return pafs.S3FileSystem(allow_delayed_open=True, **options)
+        return pafs.S3FileSystem(allow_delayed_open=True, **options, **pyarrow_s3_policy())
 
     def open_output(self, uri: str) -> pafs.NativeFile:
         """A stream writing ``uri``; on a local file system its folder is created first.
@@ -484,32 +526,16 @@ class FileSystems:
             raise OSError(str(error).splitlines()[0]) from None
 
     def s3_client(self, bucket: str, connections: int | None = None) -> Any:
-        """A boto3 S3 client in ``bucket``'s region, pooling ``connections`` connections.
+        """The S3 client of ``bucket``'s region (``AwsClients.client``: its role's when it has
+        one), pooling ``connections`` connections.
 
         The inline copier reads and writes S3 objects through it (one request per small
         object, with the checks pyarrow's streams cannot make: ``IfMatch``, ``Content-MD5``).
         """
-        session = self._bucket_sessions.get(bucket)
-        return self._client_in(self.region_of(bucket), connections, session)
-
-    def _client_in(
-        self, region: str | None, connections: int | None = None, session: Any | None = None
-    ) -> Any:
-        # Imported here: reading file:// locations (the CLI's config) needs no boto3.
-        from ferry.aws import new_session, pool_size, s3_client
-
-        key = (region, pool_size(max(connections or 0, LISTING_CONNECTIONS)), id(session))
-        with self._lock:
-            if key not in self._s3_clients:
-                if session is None:
-                    credentials = self.settings.credentials or (None, None, None)
-                    session = new_session(
-                        aws_access_key_id=credentials[0],
-                        aws_secret_access_key=credentials[1],
-                        aws_session_token=credentials[2],
-                    )
-                self._s3_clients[key] = s3_client(session, region, self.settings.endpoint, key[1])
-            return self._s3_clients[key]
+        clients = self._bucket_clients.get(bucket) or self.aws
+        return clients.client(
+            "s3", self.region_of(bucket), max(connections or 0, LISTING_CONNECTIONS)
+        )
 
     def delete_tree(self, location: str) -> None:
         """Delete ``location`` and everything below it; nothing when it does not exist.
@@ -653,19 +679,25 @@ def set_default(file_systems: FileSystems | None) -> FileSystems | None:
         return previous
 
 
-def configure(settings: S3Settings) -> FileSystems:
-    """Point the process default at ``settings``; a no-op (caches kept) when it already is."""
+def configure(settings: S3Settings, aws: AwsClients | None = None) -> FileSystems:
+    """Point the process default at ``settings``, with ``aws``' clients when given (an edge's
+    own, so that the process holds one S3 client per region); a no-op (caches kept) when it
+    already is."""
     global _default
     with _default_lock:
-        if _default is None or _default.settings != settings:
-            _default = FileSystems(settings)
+        if (
+            _default is None
+            or _default.settings != settings
+            or (aws is not None and _default._aws is not aws)
+        ):
+            _default = FileSystems(settings, aws=aws)
         return _default
 
 
-def reach_bucket_with(bucket: str, session: Any) -> None:
-    """Reach ``bucket`` with ``session``'s credentials in the process default
+def reach_bucket_with(bucket: str, clients: AwsClients) -> None:
+    """Reach ``bucket`` with ``clients`` (a role's) in the process default
     (``FileSystems.reach_bucket_with``)."""
-    default().reach_bucket_with(bucket, session)
+    default().reach_bucket_with(bucket, clients)
 
 
 def resolve(uri: str) -> tuple[pafs.FileSystem, str]:

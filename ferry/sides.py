@@ -2,7 +2,7 @@
 
 A side whose catalog section names ``assume-role`` is in another account: its Glue catalog
 is opened with the role's clients (``AwsClients.for_side``) and its buckets are reached
-with the role's session (``fs.reach_bucket_with``). Every other call keeps Ferry's own
+with the same clients (``fs.reach_bucket_with``). Every other call keeps Ferry's own
 credentials: the source side, the work location, the state, notifications.
 """
 
@@ -40,9 +40,9 @@ def reach_sides(config: ReplicationConfig, aws: AwsClients) -> ReplicationConfig
     for catalog in (config.source_catalog, config.replica_catalog):
         buckets = buckets_of(config, catalog)
         if buckets:
-            session = aws.for_side(catalog).session
+            clients = aws.for_side(catalog)
             for bucket in sorted(buckets):
-                fs.reach_bucket_with(bucket, session)
+                fs.reach_bucket_with(bucket, clients)
     return config
 
 
@@ -68,9 +68,9 @@ def read_sides(manifest_uri: str) -> dict[str, AssumeRole]:
 
 
 def reach_buckets(roles: dict[str, AssumeRole], aws: AwsClients) -> None:
-    """Reach each bucket with its role's session (the Spark job's driver and workers)."""
+    """Reach each bucket with its role's clients (the Spark job's driver and workers)."""
     for bucket, role in sorted(roles.items()):
-        fs.reach_bucket_with(bucket, aws.assuming(role).session)
+        fs.reach_bucket_with(bucket, aws.assuming(role))
 
 
 def side_of_batch(batch: dict[str, Any], manifest_uri: str, aws: AwsClients) -> AwsClients:

@@ -129,8 +129,8 @@ def settings() -> Settings:
 @cache
 def context() -> StateContext:
     """What the states share (``ferry.states.context``), built once per cold start."""
-    fs.configure(fs.S3Settings(settings().s3_endpoint or None, settings().region or None))
     aws = AwsClients()
+    fs.configure(fs.S3Settings(settings().s3_endpoint or None, settings().region or None), aws)
     state = None
     if settings().state_table:
         state = lifecycle.open_state(

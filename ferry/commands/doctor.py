@@ -33,7 +33,7 @@ def run_doctor(
         from ferry.local import deploy
 
         _, _, aws = local_pipeline(home.resolve())
-        fs.configure(fs.S3Settings.of_clients(aws))  # every client, the runtime --home selects
+        fs.configure(fs.S3Settings.of_clients(aws), aws)  # every client, the runtime --home selects
         pipeline = deploy.Pipeline.load(home.resolve())
         assert pipeline is not None  # local_pipeline checked it
         local = Deployment(

@@ -55,7 +55,7 @@ def run_execute(
     else:
         state_machine_arn, work_uri, aws = local_pipeline(home.resolve())
         # The runtime --home selects, for pyarrow too: the Map's results are read through it.
-        fs.configure(fs.S3Settings.of_clients(aws))
+        fs.configure(fs.S3Settings.of_clients(aws), aws)
     _check_replicas(config, tables, aws, config_path)
     config_uri = deploy.upload_config(aws.client("s3"), work_uri, config_path)
     sfn = aws.client("stepfunctions", aws.region_of_arn(state_machine_arn))

@@ -177,7 +177,7 @@ def _state_of(
 
         config = load_selected(config_path, tables)
         _, _, aws = local_pipeline(home.resolve())
-        fs.configure(fs.S3Settings.of_clients(aws))
+        fs.configure(fs.S3Settings.of_clients(aws), aws)
         pipeline = deploy.Pipeline.load(home.resolve())
         if pipeline is None or not pipeline.state_table:
             raise UsageError(f"the local runtime in {home} has no deployed state table")

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ferry import retry_policy
 from ferry.config.base import ConfigWarning, fields_by_key, kebab, model_of, path_text
 from ferry.config.checks import check_location
 from ferry.config_text import KeyPath
@@ -60,8 +61,9 @@ S3_MULTIPART_UPLOAD = (
     "S3 to S3 copies use copier-options.multipart-threshold-mib and part-size-mib"
 )
 RETRIES = (
-    "Ferry retries each failed S3 request 3 times with backoff, then the state machine retries "
-    "the step; files of batches already copied are not copied again"
+    f"Ferry sends each failed AWS request at most {retry_policy.ATTEMPTS} times in all (the SDKs' "
+    f"{retry_policy.MODE} retries, with backoff), then the state machine retries the step; files "
+    "of batches already copied are not copied again"
 )
 COPIER_CHOSEN = (
     "Ferry chooses the copier itself: none, metadata only, inline, S3 server-side or Spark "

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from ferry import retry_policy
 from ferry.errors import StateStoreError
 from ferry.ledger.records import (
     CREATED_PREFIX,
@@ -32,8 +33,9 @@ _DYNAMODB_KEY = {"pk": "HASH", "sk": "RANGE"}
 _BATCH = 25
 #: BatchGetItem takes at most 100 keys per call.
 _GET_BATCH = 100
-#: How many times keys BatchGetItem left unprocessed (throttled) are asked for again.
-_GET_RETRIES = 8
+#: How many times the items or keys a batch request left unprocessed (throttled) are sent
+#: again: the one bound of ``ferry.retry_policy``.
+_UNPROCESSED_RETRIES = retry_policy.UNPROCESSED_RETRIES
 
 
 class DynamoDbStateStore:
@@ -124,13 +126,21 @@ class DynamoDbStateStore:
             self._write_batch(requests[start : start + _BATCH])
 
     def _write_batch(self, requests: list[dict[str, Any]]) -> None:
+        """One BatchWriteItem; what it left unprocessed (throttled) is sent again, a bounded
+        number of times with a growing pause (``StateStoreError`` past that)."""
         pending, delay = requests, 0.05
-        while pending:
+        for attempt in range(_UNPROCESSED_RETRIES + 1):
             reply = self.client.batch_write_item(RequestItems={self.table_name: pending})
             pending = reply.get("UnprocessedItems", {}).get(self.table_name, [])
-            if pending:  # throttled: back off and send what was not written
-                time.sleep(delay)
-                delay = min(delay * 2, 2.0)
+            if not pending:
+                return
+            if attempt == _UNPROCESSED_RETRIES:
+                raise StateStoreError(
+                    f"DynamoDB table {self.table_name}: {len(pending)} ledger entries stayed "
+                    f"unprocessed after {_UNPROCESSED_RETRIES} retries (throttled)"
+                )
+            time.sleep(delay)  # throttled: back off and send what was not written
+            delay = min(delay * 2, 2.0)
 
     def entries(self, replica: str) -> list[LedgerEntry]:
         found = list(
@@ -276,7 +286,7 @@ class DynamoDbStateStore:
                 for replica in wanted[start : start + _GET_BATCH]
             ]
             delay = 0.05
-            for attempt in range(_GET_RETRIES + 1):
+            for attempt in range(_UNPROCESSED_RETRIES + 1):
                 reply = self.client.batch_get_item(
                     RequestItems={self.table_name: {"Keys": keys, "ConsistentRead": True}}
                 )
@@ -285,10 +295,10 @@ class DynamoDbStateStore:
                 keys = reply.get("UnprocessedKeys", {}).get(self.table_name, {}).get("Keys", [])
                 if not keys:
                     break
-                if attempt == _GET_RETRIES:
+                if attempt == _UNPROCESSED_RETRIES:
                     raise StateStoreError(
                         f"DynamoDB table {self.table_name}: {len(keys)} outcomes stayed "
-                        f"unprocessed after {_GET_RETRIES} retries (throttled)"
+                        f"unprocessed after {_UNPROCESSED_RETRIES} retries (throttled)"
                     )
                 time.sleep(delay)
                 delay = min(delay * 2, 2.0)

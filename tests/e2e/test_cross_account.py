@@ -279,7 +279,7 @@ def test_a_copy_that_outlives_one_sessions_credentials_keeps_working(local_runti
     dr = aws.for_side(CatalogConfig(name="dr", glue=GlueSettings(catalog_id=DR), assume_role=role))
     files = fs.FileSystems(fs.S3Settings(endpoint=local_runtime.endpoint, region=REGION))
     bucket = accounts["bucket"]
-    files.reach_bucket_with(bucket, dr.session)
+    files.reach_bucket_with(bucket, dr)
     signed_with: list[str] = []
     client = files.s3_client(bucket)
     client.meta.events.register(
