@@ -54,10 +54,10 @@ class Counting(HiveMetastoreCatalog):
         self.calls = 0
         self._counting = threading.Lock()
 
-    def _call(self, operation):
+    def call(self, operation):
         with self._counting:  # pages are fetched on several threads
             self.calls += 1
-        return super()._call(operation)
+        return super().call(operation)
 
 
 def clock():
@@ -179,7 +179,7 @@ def main() -> None:
                 source_table = source.get_table("bench", "events")
                 found = 0
                 for partition in source.list_partitions(source_table):
-                    old = replica._call(
+                    old = replica.call(
                         lambda c, v=partition.values: c.get_partition("bench_dr", "events", list(v))
                     )
                     printed = fingerprint.of_entries(
@@ -211,7 +211,7 @@ def main() -> None:
                 thrift = [partition_to_thrift(raw_table, p) for p in all_partitions]
                 begun = time.monotonic()
                 for batch in batched(thrift, 1000):
-                    replica._call(lambda c, b=batch: c.add_partitions(b))
+                    replica.call(lambda c, b=batch: c.add_partitions(b))
                 raw_seconds = time.monotonic() - begun
         finally:
             for name in started:
