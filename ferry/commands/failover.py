@@ -71,7 +71,7 @@ def switch_for(
 ) -> ReplicationSwitch:
     """The deployed stack's switch for ``--environment``, else the state store's own."""
     if environment:
-        from ferry.failover.deployed import switch_for as deployed_switch
+        from ferry.commands.deployed_switch import switch_for as deployed_switch
 
         return deployed_switch(environment, home=home)
     from ferry import lifecycle

@@ -5,7 +5,9 @@
 (RequestResponse) with the operator's credentials; the function does the work under its own
 least-privilege role (``ferry.failover.stack_switch``). ``local`` is the local runtime's
 deployment (``ferry local up``, in ``home``): the same template deployed into the emulator,
-the function run under its role there, IAM enforced.
+the function run under its role there, IAM enforced. How that deployment is reached is the
+commands' to say (``ferry.commands.deployed_switch``): nothing below them knows the local
+runtime.
 
 What the function is asked is worked out here, from the environment's settings
 (``infra/environments/<name>.yml``, the local runtime's ``ferry/local/environment.yml``):
@@ -20,7 +22,7 @@ still promoted is left out of each run).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -41,19 +43,24 @@ FUNCTION_OUTPUT = "FailoverSwitchFunctionArn"
 LONGEST_WAIT = timedelta(minutes=14)
 
 
-def switch_for(environment: str, *, home: Path = Path(".ferry")) -> DeployedSwitch:
-    """The switch of ``environment``'s deployed stack (``local``: the local runtime's in
-    ``home``)."""
-    return DeployedSwitch(environment, home)
+#: How the ``local`` environment is found: its settings, its stack's outputs and the clients
+#: that reach it, from the local runtime's ``home``.
+LocalDeployment = Callable[[Path], "tuple[Any, dict[str, str], Reach]"]
 
 
 class DeployedSwitch:
     """``ReplicationSwitch`` through the deployed FailoverSwitch function."""
 
-    def __init__(self, environment: str, home: Path = Path(".ferry")):
+    def __init__(
+        self,
+        environment: str,
+        home: Path = Path(".ferry"),
+        local_deployment: LocalDeployment | None = None,
+    ):
         self.environment = environment
         self.home = home
-        self._found: tuple[Any, dict[str, str], _Reach] | None = None
+        self.local_deployment = local_deployment
+        self._found: tuple[Any, dict[str, str], Reach] | None = None
 
     def suspend(
         self,
@@ -183,32 +190,21 @@ class DeployedSwitch:
 
     # -- where the stack is
 
-    def _deployment(self) -> tuple[Any, dict[str, str], _Reach]:
+    def _deployment(self) -> tuple[Any, dict[str, str], Reach]:
         """The environment's settings, its stack's outputs and the clients that reach it."""
         if self._found is None:
             self._found = self._local() if self.environment == LOCAL else self._deployed()
         return self._found
 
-    def _local(self) -> tuple[Any, dict[str, str], _Reach]:
-        from ferry.local import deploy, emulator, processes
-        from infra.settings import load_settings
-
-        process = processes.read_process(self.home, "aws")
-        pipeline = deploy.Pipeline.load(self.home)
-        if process is None or not process.is_running() or pipeline is None:
+    def _local(self) -> tuple[Any, dict[str, str], Reach]:
+        if self.local_deployment is None:
             raise FailoverError(
-                f"--environment local: the local runtime is not running in {self.home}; "
-                "start it with `ferry local up`"
+                f"--environment local: the local runtime's deployment is not known here "
+                f"(home {self.home})"
             )
-        session = new_session(
-            aws_access_key_id=emulator.EMULATOR_ENVIRONMENT["AWS_ACCESS_KEY_ID"],
-            aws_secret_access_key=emulator.EMULATOR_ENVIRONMENT["AWS_SECRET_ACCESS_KEY"],
-            region_name=deploy.REGION,
-        )
-        reach = _Reach(session, emulator.endpoint_url(process.port))
-        return load_settings(deploy.SETTINGS, deploy.ENVIRONMENT), pipeline.outputs, reach
+        return self.local_deployment(self.home)
 
-    def _deployed(self) -> tuple[Any, dict[str, str], _Reach]:
+    def _deployed(self) -> tuple[Any, dict[str, str], Reach]:
         from botocore.exceptions import BotoCoreError, ClientError
 
         from infra.settings import SettingsError, load_environment
@@ -217,7 +213,7 @@ class DeployedSwitch:
             settings = load_environment(self.environment)
         except SettingsError as error:
             raise FailoverError(f"--environment {self.environment}: {error}") from None
-        reach = _Reach(new_session(region_name=settings.region), None)
+        reach = Reach(new_session(region_name=settings.region), None)
         cloudformation = AwsClients(session=reach.session).probe_client(
             "cloudformation", settings.region
         )
@@ -239,7 +235,7 @@ class DeployedSwitch:
 
 
 @dataclass(frozen=True)
-class _Reach:
+class Reach:
     """How the stack is reached: the operator's session, the emulator's endpoint (local)."""
 
     session: Any

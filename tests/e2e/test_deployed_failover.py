@@ -17,10 +17,10 @@ import pytest
 
 from ferry import fs
 from ferry.catalog.glue import GlueCatalog
+from ferry.commands.deployed_switch import switch_for
 from ferry.errors import FailoverError
 from ferry.execute import start
 from ferry.failover import PROMOTED
-from ferry.failover.deployed import switch_for
 from ferry.failover.deployed_failover import FUNCTION_OUTPUT
 from ferry.local import deploy
 from ferry.payloads import FailoverInput

@@ -23,10 +23,10 @@ import pytest
 
 from ferry.budget.dynamodb import DynamoDbSlots
 from ferry.catalog.glue import GlueCatalog
+from ferry.commands.deployed_switch import switch_for
 from ferry.config import load_config
 from ferry.errors import FailoverError
 from ferry.execute import start
-from ferry.failover.deployed import switch_for
 from ferry.failover.triggers import config_triggers
 from ferry.ledger import DynamoDbStateStore
 from ferry.local import deploy

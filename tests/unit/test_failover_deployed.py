@@ -8,9 +8,9 @@ from datetime import timedelta
 import pytest
 from moto import mock_aws
 
+from ferry.commands.deployed_switch import switch_for
 from ferry.config import parse_config_text
 from ferry.errors import FailoverError
-from ferry.failover.deployed import switch_for
 
 CONFIG = """
 source-catalog: {name: onprem, hive-metastore-uris: "thrift://source:9083"}
