@@ -242,3 +242,17 @@ def describe_error(error: dict[str, Any]) -> tuple[str, str]:
     if isinstance(payload, dict) and "errorMessage" in payload:
         return payload.get("errorType") or name, payload["errorMessage"]
     return name, cause
+
+
+class StateError(Exception):
+    """An error as Step Functions sees it: a name (``Error``) and a ``Cause``.
+
+    What the in-process driver (``ferry replicate``) catches and routes like the state
+    machine's ``Catch``; the local Spark runner raises it too, so it lives with the errors
+    rather than with the driver above the copiers.
+    """
+
+    def __init__(self, error: str, cause: str):
+        super().__init__(f"{error}: {cause}")
+        self.error = error
+        self.cause = cause

@@ -32,7 +32,7 @@ from typing import Any, Protocol
 
 from ferry import fs, statemachine
 from ferry.copier import Progress
-from ferry.errors import FerryError, ReplicationInterruptedError
+from ferry.errors import FerryError, ReplicationInterruptedError, StateError
 from ferry.faults import InjectedFault
 from ferry.outcomes import write_map_results
 
@@ -58,15 +58,6 @@ class States(Protocol):
     whose ``run_state`` runs the function's state module (``ferry.statemachine.STATES``)."""
 
     def run_state(self, function: str, payload: Any, *extra: Any) -> Any: ...
-
-
-class StateError(Exception):
-    """An error as Step Functions sees it: a name (``Error``) and a ``Cause``."""
-
-    def __init__(self, error: str, cause: str):
-        super().__init__(f"{error}: {cause}")
-        self.error = error
-        self.cause = cause
 
 
 class Observer(Protocol):

@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ferry.errors import StateError
+
 COPY_JOB = Path(__file__).resolve().parents[1] / "emr_jobs" / "copy_files.py"
 TERMINAL_STATES = {"SUCCESS", "FAILED", "CANCELLED"}
 
@@ -59,8 +61,6 @@ def spark_submit(
 
 
 def _failed(name: str, details: str) -> Exception:
-    from ferry.replicate import StateError
-
     cause = json.dumps({"Name": name, "State": "FAILED", "StateDetails": details})
     return StateError("States.TaskFailed", cause)
 
