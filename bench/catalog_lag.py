@@ -45,7 +45,8 @@ from ferry.catalog import Catalog  # noqa: E402
 from ferry.catalog.glue import GlueCatalog  # noqa: E402
 from ferry.catalog.hive import HiveMetastoreCatalog  # noqa: E402
 from ferry.commands.local import run_local_trigger  # noqa: E402
-from ferry.duration import parse_duration  # noqa: E402
+from ferry.core.duration import parse_duration  # noqa: E402
+from ferry.core.model import Partition, StorageDescriptor  # noqa: E402
 from ferry.feeds import FeedState  # noqa: E402
 from ferry.local import deploy, emulator, metastore, processes  # noqa: E402
 from ferry.local.samples import (  # noqa: E402
@@ -57,7 +58,6 @@ from ferry.local.samples import (  # noqa: E402
     order_rows,
     write_parquet,
 )
-from ferry.model import Partition, StorageDescriptor  # noqa: E402
 from ferry.replica import SOURCE_LOCATION  # noqa: E402
 
 # Buckets the local environment's roles may read and write (ferry/local/environment.yml).

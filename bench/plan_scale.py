@@ -29,8 +29,8 @@ sys.path.insert(0, str(ROOT))
 
 from ferry import fs  # noqa: E402
 from ferry.catalog.hive import HiveMetastoreCatalog  # noqa: E402
+from ferry.core.model import Column, Database, Partition, StorageDescriptor, Table, TableType  # noqa: E402
 from ferry.local import metastore, processes  # noqa: E402
-from ferry.model import Column, Database, Partition, StorageDescriptor, Table, TableType  # noqa: E402
 
 LAMBDA_MEMORY_MB = 10_240
 LAMBDA_SECONDS = 900

@@ -38,7 +38,8 @@ sys.path.insert(0, str(ROOT))
 from ferry import fs  # noqa: E402
 from ferry.budget.dynamodb import DynamoDbSlots  # noqa: E402
 from ferry.catalog.glue import GlueCatalog  # noqa: E402
-from ferry.faults import FaultFile  # noqa: E402
+from ferry.core.faults import FaultFile  # noqa: E402
+from ferry.core.model import Partition, StorageDescriptor  # noqa: E402
 from ferry.local import deploy, emulator, processes  # noqa: E402
 from ferry.local.emulator_server import FAULTS_FILE  # noqa: E402
 from ferry.local.samples import (  # noqa: E402
@@ -49,7 +50,6 @@ from ferry.local.samples import (  # noqa: E402
     order_rows,
     write_parquet,
 )
-from ferry.model import Partition, StorageDescriptor  # noqa: E402
 
 # Buckets the local environment's roles may read and write (ferry/local/environment.yml).
 SOURCE_BUCKET, REPLICA_BUCKET = "landing-priority", "dr-priority"

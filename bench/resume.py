@@ -33,8 +33,8 @@ sys.path.insert(0, str(ROOT))
 
 from ferry import fs  # noqa: E402
 from ferry.catalog.hive import HiveMetastoreCatalog  # noqa: E402
+from ferry.core.model import Column, Database, Partition, StorageDescriptor, Table, TableType  # noqa: E402
 from ferry.local import metastore, processes  # noqa: E402
-from ferry.model import Column, Database, Partition, StorageDescriptor, Table, TableType  # noqa: E402
 
 MiB = 1024 * 1024
 

@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 from ferry import fs  # noqa: E402
 from ferry.catalog.glue import GlueCatalog  # noqa: E402
 from ferry.commands.local import run_local_trigger  # noqa: E402
+from ferry.core.model import Partition, StorageDescriptor  # noqa: E402
 from ferry.local import deploy, emulator, processes  # noqa: E402
 from ferry.local.samples import (  # noqa: E402
     ORDER_COLUMNS,
@@ -45,7 +46,6 @@ from ferry.local.samples import (  # noqa: E402
     order_rows,
     write_parquet,
 )
-from ferry.model import Partition, StorageDescriptor  # noqa: E402
 
 # Buckets the local environment's roles may read and write (ferry/local/environment.yml).
 SOURCE_BUCKET, REPLICA_BUCKET = "landing-bench", "dr-bench"

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from ferry import concurrency, fs
 from ferry.copier import CopyTask, Manifest, copy_file, process_transfer
-from ferry.errors import FerryError
+from ferry.core.errors import FerryError
 from ferry.iceberg.pipeline import ManifestRewriter
 from ferry.manifest import (
     batch_rewrites,
@@ -541,7 +541,7 @@ def _arm_faults() -> None:
     """Fail points for failure drills, from ``FERRY_FAULTS`` (in each Python worker too)."""
     text = os.environ.get("FERRY_FAULTS")
     if text:
-        from ferry import faults
+        from ferry.core import faults
 
         faults.arm(*faults.parse(text))
 

@@ -15,7 +15,7 @@ from typing import Any
 from ferry import fs
 from ferry.catalog import Catalog
 from ferry.commit import release_claim, snapshot_references
-from ferry.errors import CopyError, describe_error
+from ferry.core.errors import CopyError, describe_error
 from ferry.iceberg.pipeline import remove_unreferenced
 from ferry.iceberg.recognise import metadata_location
 from ferry.plan import ReplicationPlan

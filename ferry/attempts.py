@@ -34,11 +34,11 @@ from datetime import datetime, timedelta
 from ferry import fs
 from ferry.catalog import Catalog
 from ferry.commit import snapshot_references
-from ferry.errors import ReplicationInterruptedError
+from ferry.core.errors import ReplicationInterruptedError
+from ferry.core.model import Table
 from ferry.ledger import Lease, LedgerEntry
 from ferry.lifecycle import BEFORE_COMMIT, ReplicaState
 from ferry.manifest import read_manifest, whole_at_target
-from ferry.model import Table
 from ferry.replica import REPLICATION_EVENT
 from ferry.runs import PlanDocument, RunLocations, read_plan
 

@@ -25,8 +25,8 @@ from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
 from ferry import fs
-from ferry.errors import CopyError, SourceMetadataError
-from ferry.model import Partition, Table
+from ferry.core.errors import CopyError, SourceMetadataError
+from ferry.core.model import Partition, Table
 
 AVRO_SCHEMA_URL = "avro.schema.url"
 #: The hidden folder of a schema copied into the snapshot folder itself.

@@ -23,7 +23,7 @@ import botocore.utils
 from botocore.config import Config
 
 from ferry import __version__, retry_policy
-from ferry.clock import Clock, utc_now
+from ferry.core.clock import Clock, utc_now
 from ferry.s3 import MiB
 
 #: Connections a client keeps open at least (botocore's own default is 10).

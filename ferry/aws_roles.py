@@ -22,9 +22,9 @@ from botocore.credentials import (
     DeferredRefreshableCredentials,
 )
 
-from ferry.clock import Clock, utc_now
-from ferry.duration import parse_duration
-from ferry.errors import AssumeRoleError
+from ferry.core.clock import Clock, utc_now
+from ferry.core.duration import parse_duration
+from ferry.core.errors import AssumeRoleError
 
 #: ``ferry.config.AssumeRole`` or ``RoleSession`` (the clients' layer reads no config: it
 #: takes the role's ``role_arn``, ``external_id``, ``session_duration`` and ``session_name``).

@@ -13,7 +13,6 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from ferry import node
 from ferry.commands import (
     EXIT_USAGE,
     doctor_arguments,
@@ -33,6 +32,7 @@ from ferry.commands.argument_types import (
     port,
 )
 from ferry.commands.failover_arguments import add_parsers as add_failover_parsers
+from ferry.core import node
 
 
 class _Parser(argparse.ArgumentParser):
@@ -58,9 +58,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from ferry import fs  # here: a usage error needs no pyarrow
 
     fs.configure(fs.S3Settings.from_environment(os.environ))
-    # Fail points, armed only on purpose (tests, failure drills): see ferry/faults.py.
+    # Fail points, armed only on purpose (tests, failure drills): see ferry/core/faults.py.
     if os.environ.get("FERRY_FAULTS"):
-        from ferry import faults
+        from ferry.core import faults
 
         faults.arm(*faults.parse(os.environ["FERRY_FAULTS"]))
     return run_command(lambda: args.handler(args))

@@ -30,14 +30,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
-from ferry import faults, fs
+from ferry import fs
 from ferry.avro import copy_schema
 from ferry.catalog import Catalog, batched
 from ferry.catalog.locations import referenced_locations
-from ferry.errors import CatalogError, ConcurrentChangeError, ReplicaChangedError
+from ferry.core import faults
+from ferry.core.errors import CatalogError, ConcurrentChangeError, ReplicaChangedError
+from ferry.core.model import Database, Table
 from ferry.iceberg.paths import canonical
 from ferry.iceberg.recognise import metadata_location
-from ferry.model import Database, Table
 from ferry.plan import ReplicationPlan
 from ferry.replica import (
     CIRCUS_TRAIN_REPLICATION_EVENT,

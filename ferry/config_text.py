@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from ferry.errors import ConfigError
+from ferry.core.errors import ConfigError
 
 #: Where a value sits in the document: keys and list indexes from the top.
 KeyPath = tuple[str | int, ...]

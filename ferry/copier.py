@@ -30,9 +30,10 @@ from typing import Any, Protocol
 
 from pyarrow import fs as pafs
 
-from ferry import concurrency, faults, fs
+from ferry import concurrency, fs
 from ferry.copy_tasks import CopyReport, CopyTask, Manifest
-from ferry.errors import (
+from ferry.core import faults
+from ferry.core.errors import (
     CopyError,
     ReplicationInterruptedError,
     TargetNotWritableError,

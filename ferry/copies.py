@@ -12,9 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ferry import concurrency, faults, fs
+from ferry import concurrency, fs
 from ferry.config import CopierOptions
 from ferry.copier import Progress
+from ferry.core import faults
 from ferry.iceberg.pipeline import rewrite_batch
 from ferry.manifest import (
     DIGEST,

@@ -209,7 +209,7 @@ def _land_a_partition_and_follow(aws: AwsClients, pipeline: deploy.Pipeline, eas
     write_parquet(location, "part-00000.parquet", order_rows(day))
     table = east.get_table(LANDING, "orders")
     if table is not None and (day,) not in east.list_partition_values(table):
-        from ferry.model import Partition
+        from ferry.core.model import Partition
 
         east.add_partitions(table, [Partition((day,), table.storage.with_location(location))])
     marker = f"warehouse/{LANDING}.db/orders/_SUCCESS"

@@ -29,8 +29,8 @@ from enum import StrEnum
 from ferry import fs
 from ferry.avro import AVRO_SCHEMA_URL, SchemaCopy, point_at_replica_schema
 from ferry.config import ReplicationMode
+from ferry.core.model import Partition, StorageDescriptor, Table, partition_name
 from ferry.fingerprint import Fingerprint
-from ferry.model import Partition, StorageDescriptor, Table, partition_name
 from ferry.replica import (
     COMMIT_CLAIM,
     LAST_REPLICATED,

@@ -25,6 +25,7 @@ from urllib.parse import urlparse
 
 from ferry.aws import AwsClients
 from ferry.config_text import SECRET_PLACEHOLDER
+from ferry.core.errors import DeploymentError
 from ferry.doctor_findings import FAILED, OK, SKIPPED, Finding
 from ferry.doctor_network import (
     POLLER_SERVICES,
@@ -35,7 +36,6 @@ from ferry.doctor_network import (
     subnets_without_nat,
 )
 from ferry.doctor_regions import check_other_regions, head_bucket_region, reached_elsewhere
-from ferry.errors import DeploymentError
 
 __all__ = [
     "FAILED", "OK", "SKIPPED", "POLLER_SERVICES", "VPC_SERVICES", "Deployment", "Doctor",

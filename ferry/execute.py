@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ferry.errors import describe_error
+from ferry.core.errors import describe_error
 
 _ENTERED = "StateEntered"
 TERMINAL = {"SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"}

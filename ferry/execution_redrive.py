@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ferry.errors import FerryError
+from ferry.core.errors import FerryError
 from ferry.execute import execution_history
 
 #: AWS's limit on the redrives of one Map Run (more fail the Map with ``States.Runtime``).

@@ -15,8 +15,8 @@ from datetime import UTC, datetime, timedelta
 from jinja2 import StrictUndefined, TemplateError, UndefinedError
 from jinja2.sandbox import SandboxedEnvironment
 
-from ferry.clock import Clock, utc_now
-from ferry.errors import ConfigError
+from ferry.core.clock import Clock, utc_now
+from ferry.core.errors import ConfigError
 
 HELPER_NAMES = "now_utc(), days_ago(n, fmt), hours_ago(n, fmt)"
 

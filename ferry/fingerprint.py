@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 from ferry import fs
-from ferry.errors import CopyError
+from ferry.core.errors import CopyError
 
 VERSION = "v1"
 _MODULUS = 2**256

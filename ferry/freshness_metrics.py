@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from ferry.errors import FerryError
+from ferry.core.errors import FerryError
 
 logger = logging.getLogger(__name__)
 

@@ -42,7 +42,7 @@ from pyarrow import ArrowException
 from pyarrow import fs as pafs
 
 from ferry import retry_policy
-from ferry.errors import FileSystemUnavailableError
+from ferry.core.errors import FileSystemUnavailableError
 
 # Also the file systems' own answer to which schemes are S3 (``fs.S3_SCHEMES``).
 from ferry.s3 import S3_SCHEMES, Refusal, error_code, refusal

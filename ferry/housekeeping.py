@@ -47,8 +47,8 @@ from ferry import fs, lifecycle
 from ferry.catalog import Catalog
 from ferry.catalog.locations import DatabaseReferences, Paths, locations_of
 from ferry.config import Housekeeping, ReplicationConfig, ReplicationMode, TableReplication
-from ferry.duration import format_duration
-from ferry.errors import FerryError
+from ferry.core.duration import format_duration
+from ferry.core.errors import FerryError
 from ferry.iceberg.pipeline import CurrentReferences
 from ferry.iceberg.recognise import is_iceberg, metadata_location
 from ferry.ledger import LedgerEntry

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ferry.errors import NotificationError
-from ferry.model import Column
+from ferry.core.errors import NotificationError
+from ferry.core.model import Column
 from ferry.plan import COPYING_MODES, ReplicationPlan
 
 if TYPE_CHECKING:

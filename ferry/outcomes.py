@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ferry import fs
-from ferry.errors import StepFunctionsError
+from ferry.core.errors import StepFunctionsError
 from ferry.payloads import ResolveTablesResult
 
 

@@ -44,7 +44,7 @@ from ferry import fs
 from ferry.catalog.locations import DatabaseReferences, Paths, ReferencedLocations
 from ferry.ledger import CreatedSnapshot
 
-#: A snapshot folder's name: Ferry's event id (``ferry.event_id``), or Circus Train's
+#: A snapshot folder's name: Ferry's event id (``ferry.core.event_id``), or Circus Train's
 #: (``ctt-20161207t155219.461z-…``; ``ctp-`` for its partition replications).
 SNAPSHOT_NAME = re.compile(
     r"ferry-\d{8}t\d{9}z-[0-9a-f]{8}|ct[tp]-\d{8}t\d{6}\.\d{3}z-[0-9a-z]+", re.IGNORECASE

@@ -14,11 +14,19 @@ from dataclasses import dataclass, replace
 
 from pyiceberg.table.metadata import TableMetadata
 
-from ferry import faults, fingerprint, fs, source_versions
+from ferry import fingerprint, fs, source_versions
 from ferry.avro import SchemaCopy
 from ferry.catalog import Catalog
-from ferry.clock import Clock
 from ferry.config import ReplicationMode, ReplicationStrategy, TableReplication
+from ferry.core import faults
+from ferry.core.clock import Clock
+from ferry.core.errors import (
+    IcebergMetadataError,
+    ReplicaGuardError,
+    ReplicationModeError,
+    SourceTableNotFoundError,
+)
+from ferry.core.model import CatalogKind, Partition, Table
 from ferry.diff import (
     COPYING_MODES,
     Change,
@@ -32,12 +40,6 @@ from ferry.diff import (
     snapshot_target,
     table_data_changed,
 )
-from ferry.errors import (
-    IcebergMetadataError,
-    ReplicaGuardError,
-    ReplicationModeError,
-    SourceTableNotFoundError,
-)
 from ferry.filters import render_partition_filter
 from ferry.iceberg.pipeline import IcebergIntent, IcebergRun, plan_iceberg
 from ferry.iceberg.recognise import (
@@ -50,7 +52,6 @@ from ferry.iceberg.recognise import (
 )
 from ferry.iceberg.registration import register_iceberg_replica
 from ferry.manifest import CopyRoot, ManifestSummary, ManifestWriter
-from ferry.model import CatalogKind, Partition, Table
 from ferry.ownership import snapshot_root_of
 from ferry.replica import (
     CIRCUS_TRAIN_SOURCE_METASTORE_URIS,

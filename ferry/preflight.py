@@ -18,7 +18,7 @@ from urllib.parse import urlparse
 from pyarrow import fs as pafs
 
 from ferry import fs
-from ferry.errors import TargetNotWritableError
+from ferry.core.errors import TargetNotWritableError
 
 PROBE_PREFIX = ".ferry-write-probe-"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ferry.model import partition_name
+from ferry.core.model import partition_name
 from ferry.plan import ReplicationPlan
 from ferry.runs import CopierKind
 

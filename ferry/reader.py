@@ -13,8 +13,8 @@ import pyarrow.parquet as pq
 
 from ferry import fs
 from ferry.catalog import Catalog
+from ferry.core.model import Table
 from ferry.iceberg.recognise import is_iceberg, metadata_location
-from ferry.model import Table
 
 
 def read_rows(catalog: Catalog, table: Table) -> pa.Table:

@@ -28,7 +28,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from ferry.errors import FerryError
+from ferry.core.errors import FerryError
 
 #: How long a message being redriven stays hidden from another reader of the queue.
 VISIBILITY_SECONDS = 60

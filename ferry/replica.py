@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING
 
 from ferry import fs
 from ferry.config import ReplicationMode, TableReplication
-from ferry.errors import (
+from ferry.core.errors import (
     PromotedReplicaError,
     ReplicaGuardError,
     ReplicaLocationError,
     ReplicationModeError,
 )
-from ferry.model import Partition, Table, TableType, partition_name
+from ferry.core.model import Partition, Table, TableType, partition_name
 
 if TYPE_CHECKING:
     from ferry.catalog import Catalog

@@ -32,8 +32,8 @@ from typing import Any, Protocol
 
 from ferry import fs, statemachine
 from ferry.copier import Progress
-from ferry.errors import FerryError, ReplicationInterruptedError, StateError
-from ferry.faults import InjectedFault
+from ferry.core.errors import FerryError, ReplicationInterruptedError, StateError
+from ferry.core.faults import InjectedFault
 from ferry.outcomes import write_map_results
 
 logger = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
-from ferry.errors import CopyError
+from ferry.core.errors import CopyError
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB

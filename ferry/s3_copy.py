@@ -22,7 +22,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from ferry import concurrency
 from ferry.copy_tasks import CopyReport, CopyTask, Manifest
-from ferry.errors import CopyError, TargetNotWritableError, VerificationError
+from ferry.core.errors import CopyError, TargetNotWritableError, VerificationError
 from ferry.s3 import (
     MAX_PART_SIZE,
     MAX_PARTS,

@@ -43,8 +43,8 @@ from typing import Any, BinaryIO
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ferry import faults
-from ferry.errors import (
+from ferry.core import faults
+from ferry.core.errors import (
     CopyError,
     ReplicationInterruptedError,
     TargetNotWritableError,

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable, Sequence
 
 from ferry.config import ReplicationConfig, TableReplication
-from ferry.errors import ConfigError
+from ferry.core.errors import ConfigError
 
 logger = logging.getLogger(__name__)
 

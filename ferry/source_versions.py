@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from ferry.model import Partition, Table
+from ferry.core.model import Partition, Table
 from ferry.replica import LAST_REPLICATED, SOURCE_READ_AT, SOURCE_VERSION
 
 HIVE, GLUE, ICEBERG = "hive", "glue", "iceberg"

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ferry.errors import StateError
+from ferry.core.errors import StateError
 
 COPY_JOB = Path(__file__).resolve().parents[1] / "emr_jobs" / "copy_files.py"
 TERMINAL_STATES = {"SUCCESS", "FAILED", "CANCELLED"}

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 import sqlglot
 from sqlglot import exp
 
-from ferry.errors import ReplicationModeError
+from ferry.core.errors import ReplicationModeError
 
 
 def rewrite_view_sql(

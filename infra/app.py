@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> None:
     import os
     import sys
 
-    from ferry.errors import FerryError
+    from ferry.core.errors import FerryError
     from infra.settings import SettingsError
 
     arguments = sys.argv[1:] if argv is None else argv

@@ -1,7 +1,7 @@
 """The checks of every stack at synth: resource names within their services' limits, and the
 AWS Solutions checks (cdk-nag 3) with the reason of each acknowledged finding.
 
-A literal resource name that its service would refuse (``ferry.resource_names``: a rule or a
+A literal resource name that its service would refuse (``ferry.core.resource_names``: a rule or a
 schedule of more than 64 characters, a role with a space) stops the synth with one line
 naming the resource, the config or environment it came from and the limit, as CloudFormation
 would stop the deploy.
@@ -24,7 +24,7 @@ from aws_cdk import Acknowledgment, App, CfnResource, Stack, Validations
 from cdk_nag import AwsSolutionsChecks
 from constructs import IConstruct
 
-from ferry.resource_names import NAME_RULES, name_problem
+from ferry.core.resource_names import NAME_RULES, name_problem
 from infra.bundling import LAMBDA_RUNTIME
 from infra.network import NETWORK_INTERFACE_ACTIONS
 from infra.settings import SettingsError

@@ -29,8 +29,8 @@ from ferry.config import (
     load_config,
 )
 from ferry.config.objectives import parse_rpo
-from ferry.duration import format_duration
-from ferry.errors import ConfigError, SettingsError
+from ferry.core.duration import format_duration
+from ferry.core.errors import ConfigError, SettingsError
 from infra.settings_access import (
     ACCOUNT,
     REGION,

@@ -20,7 +20,7 @@ from ferry.aws import AwsClients
 from ferry.budget.dynamodb import DynamoDbSlots
 from ferry.config import load_config_uri
 from ferry.config_text import SECRET_PLACEHOLDER
-from ferry.errors import ConfigError, FerryError, SecretNotFilledError
+from ferry.core.errors import ConfigError, FerryError, SecretNotFilledError
 from ferry.feeds import ChangeFeeds, FeedState, WindowExecutions
 from ferry.ledger import LONGEST_LEASE
 from ferry.states.context import StateContext

@@ -23,8 +23,8 @@ from ferry import fs
 from ferry.catalog import Catalog
 from ferry.catalog.glue import GlueCatalog
 from ferry.catalog.hive import HiveMetastoreCatalog
+from ferry.core.model import CatalogKind, Table
 from ferry.iceberg.recognise import METADATA_LOCATION, PREVIOUS_METADATA_LOCATION
-from ferry.model import CatalogKind, Table
 from ferry.replica import SOURCE_LOCATION, SOURCE_TABLE
 from tests.iceberg_tables import create_history_table, read_rows, rows
 

@@ -29,7 +29,7 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from ferry.config import Priority
-from ferry.errors import ConfigError
+from ferry.core.errors import ConfigError
 
 #: The default aging period: a waiting claim counts one priority higher after each.
 DEFAULT_AGING = timedelta(minutes=15)

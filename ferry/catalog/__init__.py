@@ -1,7 +1,7 @@
 """The catalog port: what Ferry needs from a metastore, whichever kind it is.
 
 ``HiveMetastoreCatalog`` speaks Thrift to a Hive metastore; ``GlueCatalog`` speaks to the
-AWS Glue Data Catalog. Both read and write Ferry's own model (``ferry.model``), fetch
+AWS Glue Data Catalog. Both read and write Ferry's own model (``ferry.core.model``), fetch
 partitions in pages and write them in batches, never one call per partition.
 """
 
@@ -11,7 +11,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from typing import ClassVar
 
-from ferry.model import CatalogKind, Column, Database, Partition, Table
+from ferry.core.model import CatalogKind, Column, Database, Partition, Table
 
 # The most partitions fetched or written by one call (Glue's own write limit is lower).
 PAGE_SIZE = 1000

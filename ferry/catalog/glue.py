@@ -12,8 +12,8 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError
 
 from ferry.catalog import PAGE_SIZE, Catalog, batched, partition_sort_key
-from ferry.errors import CatalogError, CatalogUnreachableError, ConcurrentChangeError
-from ferry.model import (
+from ferry.core.errors import CatalogError, CatalogUnreachableError, ConcurrentChangeError
+from ferry.core.model import (
     CatalogKind,
     Column,
     Database,

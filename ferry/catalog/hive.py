@@ -20,13 +20,13 @@ from thrift.Thrift import TApplicationException, TException
 from thrift.transport import TSocket, TTransport
 
 from ferry.catalog import PAGE_SIZE, Catalog, batched, is_integral, partition_sort_key
-from ferry.errors import (
+from ferry.core.errors import (
     CatalogError,
     CatalogUnreachableError,
     ConcurrentChangeError,
     NotAMetastoreError,
 )
-from ferry.model import (
+from ferry.core.model import (
     CatalogKind,
     Column,
     Database,

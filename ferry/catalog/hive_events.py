@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from hmsclient.genthrift.hive_metastore import ttypes
 
 from ferry.catalog.hive import HiveMetastoreCatalog
-from ferry.errors import NotificationLogGapError
+from ferry.core.errors import NotificationLogGapError
 
 MAX_EVENTS = 1000  # per read; a metastore builds the whole answer in memory
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from ferry import fs
 from ferry.catalog import Catalog
-from ferry.model import Table
+from ferry.core.model import Table
 
 
 class Paths:

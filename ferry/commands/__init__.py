@@ -16,7 +16,7 @@ from urllib.parse import urlparse
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ferry.errors import ConfigError, FailoverError, FerryError, StateStoreError
+from ferry.core.errors import ConfigError, FailoverError, FerryError, StateStoreError
 
 if TYPE_CHECKING:
     from ferry.aws import AwsClients

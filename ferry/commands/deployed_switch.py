@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ferry.aws import new_session
-from ferry.errors import FailoverError
+from ferry.core.errors import FailoverError
 from ferry.failover.deployed import DeployedSwitch, Reach
 
 

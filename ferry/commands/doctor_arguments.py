@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from ferry import node
 from ferry.commands.argument_types import home_folder
+from ferry.core import node
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:

@@ -13,7 +13,7 @@ from ferry.aws import AwsClients
 from ferry.commands import EXIT_FAILED, EXIT_OK, UsageError, check_work_location, load_selected
 from ferry.commands.local import local_pipeline
 from ferry.config import ReplicationConfig
-from ferry.errors import ConfigError, FerryError, describe_error
+from ferry.core.errors import ConfigError, FerryError, describe_error
 from ferry.execute import follow, start
 from ferry.local import deploy
 from ferry.states.context import StateContext

@@ -74,7 +74,7 @@ def run_failback(
 
 def _through_stack(switch, config, replications, prefer, dry_run: bool, as_json: bool):
     """The failback by the deployed Failback function; its reverse run followed here."""
-    from ferry.errors import describe_error
+    from ferry.core.errors import describe_error
     from ferry.execute import follow
     from ferry.failover import deployed_failback
 

@@ -16,7 +16,7 @@ from ferry import fs
 from ferry.aws import AwsClients
 from ferry.commands import EXIT_OK, UsageError, load_selected
 from ferry.config import ReplicationConfig, TableReplication
-from ferry.errors import FailoverError
+from ferry.core.errors import FailoverError
 from ferry.failover import ReplicationSwitch
 from ferry.sides import reach_sides
 
@@ -77,7 +77,7 @@ def switch_for(
     from ferry import lifecycle
     from ferry.budget.dynamodb import DynamoDbSlots
     from ferry.budget.sqlite import SqliteSlots
-    from ferry.clock import utc_now
+    from ferry.core.clock import utc_now
     from ferry.failover.home_switch import HomeSwitch
 
     slots = (
@@ -110,8 +110,8 @@ def run_failover(
 ) -> int:
     """Promote the config's replicas (``ferry.failover.failover``) and say what each holds."""
     from ferry import lifecycle
-    from ferry.clock import utc_now
-    from ferry.event_id import new_event_id
+    from ferry.core.clock import utc_now
+    from ferry.core.event_id import new_event_id
     from ferry.failover.failover import fail_over
 
     prepared = prepare(config_path, tables, home, state_table, work_uri, environment)

@@ -11,7 +11,7 @@ from ferry.commands.argument_types import dynamodb_table, home_folder, work_loca
 
 def wait_duration(text: str) -> timedelta:
     """An argparse type: how long to wait for running runs, an ISO-8601 duration."""
-    from ferry.duration import parse_duration
+    from ferry.core.duration import parse_duration
 
     try:
         length = parse_duration(text)

@@ -18,7 +18,7 @@ from rich.markup import escape
 from ferry import fs
 from ferry.aws import AwsClients
 from ferry.commands import EXIT_OK, check_regions, check_work_location, load_selected
-from ferry.errors import ConfigError, FerryError, describe_error
+from ferry.core.errors import ConfigError, FerryError, describe_error
 
 
 def run_housekeeping(

@@ -14,8 +14,8 @@ from ferry.aws import AwsClients, new_session
 from ferry.catalog.hive import HiveMetastoreCatalog
 from ferry.commands import EXIT_FAILED, EXIT_OK, UsageError, print_warnings
 from ferry.config import ReplicationConfig, S3Trigger, load_config
-from ferry.duration import format_duration
-from ferry.errors import ConfigError, FerryError
+from ferry.core.duration import format_duration
+from ferry.core.errors import ConfigError, FerryError
 from ferry.feeds.checks import notification_log_problem
 from ferry.local import catalog_triggers, deploy, emulator, processes, runtime
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ferry import node
 from ferry.commands import UsageError
 from ferry.commands.argument_types import check_writable, home_folder, port
+from ferry.core import node
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:

@@ -34,7 +34,7 @@ from ferry.commands import (
     check_work_location,
     load_selected,
 )
-from ferry.errors import ConfigError, FerryError, describe_error
+from ferry.core.errors import ConfigError, FerryError, describe_error
 
 if TYPE_CHECKING:
     from ferry.config import ReplicationConfig

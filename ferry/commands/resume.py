@@ -15,7 +15,7 @@ from pathlib import Path
 from ferry import fs
 from ferry.aws import AwsClients
 from ferry.commands import check_regions, load_selected
-from ferry.errors import NotResumableError
+from ferry.core.errors import NotResumableError
 
 _EVENT = re.compile(r"^[A-Za-z0-9_.-]+$")
 

@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from ferry.aws import AwsClients, new_session
-from ferry.clock import Clock, utc_now
 from ferry.commands import EXIT_FAILED, EXIT_OK, UsageError, load_selected
 from ferry.config import ReplicationConfig
+from ferry.core.clock import Clock, utc_now
 from ferry.freshness import FreshnessState, TableFreshness, measure
 
 #: Some table is over its RPO: scripts alert on it.
@@ -193,7 +193,7 @@ def _deployed(
     from botocore.exceptions import BotoCoreError, ClientError
 
     from ferry.commands import print_warnings
-    from ferry.errors import ConfigError
+    from ferry.core.errors import ConfigError
     from ferry.ledger import DynamoDbStateStore
     from infra.settings import ROOT, SettingsError, load_environment
 

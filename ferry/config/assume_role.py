@@ -19,7 +19,7 @@ from pydantic import field_validator
 from ferry.aws_roles import assume_role_parameters
 from ferry.config.base import _Model
 from ferry.config.checks import check_bucket_name
-from ferry.duration import format_duration, parse_duration
+from ferry.core.duration import format_duration, parse_duration
 
 #: STS's limits on a role session (AssumeRole's ``DurationSeconds``): 15 minutes to 12 hours
 #: (a role's own ``MaxSessionDuration`` may be lower: STS refuses longer with one message).

@@ -15,7 +15,7 @@ from pydantic import field_validator
 
 from ferry.config.base import _Model
 from ferry.config.circus_train import LEDGER
-from ferry.duration import parse_duration
+from ferry.core.duration import parse_duration
 
 #: Circus Train's default ``housekeeping.expired-path-duration``.
 DEFAULT_EXPIRED_PATH_DURATION = timedelta(days=3)

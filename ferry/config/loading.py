@@ -18,7 +18,7 @@ from ferry.config.base import ConfigWarning, path_of, path_text
 from ferry.config.circus_train import read_locations_as_hadoop, set_aside_circus_train_keys
 from ferry.config.error_text import describe_validation_error
 from ferry.config.replication import ReplicationConfig
-from ferry.errors import ConfigError
+from ferry.core.errors import ConfigError
 
 
 def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> ReplicationConfig:

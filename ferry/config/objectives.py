@@ -11,7 +11,7 @@ from datetime import timedelta
 from enum import StrEnum
 from typing import Any
 
-from ferry.duration import parse_duration
+from ferry.core.duration import parse_duration
 
 
 class Priority(StrEnum):

@@ -16,7 +16,7 @@ from ferry.config.housekeeping import Housekeeping, HousekeepingSettings, Orphan
 from ferry.config.objectives import DEFAULT_PRIORITY, Priority, parse_priority, parse_rpo
 from ferry.config.tables import TableReplication, TransformOptions
 from ferry.config.triggers import Triggers, check_catalog_events_source
-from ferry.errors import ConfigError
+from ferry.core.errors import ConfigError
 
 
 class ReplicationConfig(_Model):

@@ -26,7 +26,7 @@ from ferry.config.circus_train import PARTITION_PAGES
 from ferry.config.copier_options import CopierOptions
 from ferry.config.housekeeping import OrphanedDataStrategy
 from ferry.config.objectives import Priority, parse_priority, parse_rpo
-from ferry.errors import ConfigError
+from ferry.core.errors import ConfigError
 
 
 class ReplicationMode(StrEnum):

@@ -13,7 +13,7 @@ from pydantic import field_serializer, field_validator, model_validator
 from ferry.config.base import _Model
 from ferry.config.checks import check_bucket_name, check_region
 from ferry.config.schedules import check_schedule_expression, check_time_zone
-from ferry.duration import format_duration, parse_duration
+from ferry.core.duration import format_duration, parse_duration
 
 
 class ScheduleTrigger(_Model):

@@ -25,9 +25,9 @@ from typing import Any
 
 from ferry import fingerprint, fs
 from ferry.catalog import Catalog
-from ferry.errors import FailoverError
+from ferry.core.errors import FailoverError
+from ferry.core.model import Partition, Table, partition_name
 from ferry.iceberg.recognise import is_iceberg, metadata_location
-from ferry.model import Partition, Table, partition_name
 from ferry.replica import (
     PARTITION_FINGERPRINT,
     SOURCE_READ_AT,

@@ -31,7 +31,7 @@ from typing import Any
 from ferry import lifecycle
 from ferry.aws import AwsClients, new_session
 from ferry.config import ReplicationConfig
-from ferry.errors import FailoverError
+from ferry.core.errors import FailoverError
 from ferry.failover import SwitchReport
 from ferry.failover.triggers import config_triggers
 from ferry.payloads import FailoverSwitchInput, FailoverSwitchResult

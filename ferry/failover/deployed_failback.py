@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from ferry.config import ReplicationConfig
-from ferry.errors import FerryError
+from ferry.core.errors import FerryError
 from ferry.failover import Prefer
 from ferry.failover.deployed import DeployedSwitch
 from ferry.failover.failback import FailbackReport, TableFailback

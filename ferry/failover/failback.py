@@ -37,12 +37,13 @@ from typing import Any
 
 import yaml
 
-from ferry import faults, fs, source_versions
+from ferry import fs, source_versions
 from ferry.catalog import Catalog
-from ferry.clock import utc_now
 from ferry.config import ReplicationConfig, TableReplication
-from ferry.errors import FailoverError, FerryError
-from ferry.event_id import new_event_id
+from ferry.core import faults
+from ferry.core.clock import utc_now
+from ferry.core.errors import FailoverError, FerryError
+from ferry.core.event_id import new_event_id
 from ferry.failover import PROMOTED, Prefer, ReplicationSwitch, SwitchReport
 from ferry.failover import baseline as baselines
 from ferry.failover.changes import compare

@@ -12,14 +12,14 @@ from urllib.parse import urlparse
 from ferry import fs
 from ferry.catalog import Catalog
 from ferry.config import ReplicationConfig, ReplicationStrategy, TableReplication
-from ferry.errors import ConfigError, FailoverError
+from ferry.core.errors import ConfigError, FailoverError
+from ferry.core.model import Table, TableType
 from ferry.failover import Prefer
 from ferry.failover import baseline as baselines
 from ferry.failover.changes import TableChanges
 from ferry.failover.journal import Journal
 from ferry.failover.promotion import failover_id_of
 from ferry.failover.reverse import ReverseTable
-from ferry.model import Table, TableType
 from ferry.replica import PARTITION_FINGERPRINT, TABLE_FINGERPRINT
 from ferry.sides import buckets_of
 

@@ -21,14 +21,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ferry import faults, fs
+from ferry import fs
 from ferry.catalog import Catalog
 from ferry.config import ReplicationConfig, TableReplication
-from ferry.errors import FailoverError
+from ferry.core import faults
+from ferry.core.errors import FailoverError
+from ferry.core.model import Table
 from ferry.failover import PROMOTED, ReplicationSwitch, SwitchReport
 from ferry.failover import baseline as baselines
 from ferry.failover.promotion import failover_id_of, promote, promotion_value
-from ferry.model import Table
 from ferry.replica import REPLICATION_EVENT, SOURCE_READ_AT, SOURCE_VERSION
 
 

@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 
 from ferry.budget import Slots
 from ferry.config import ReplicationConfig, TableReplication
-from ferry.errors import FailoverError
+from ferry.core.errors import FailoverError
 from ferry.failover import SwitchReport
 from ferry.ledger import Lease
 from ferry.lifecycle import ReplicaState

@@ -1,6 +1,6 @@
 """Promotion: the ``ferry.promoted`` parameter a replica carries while writers own it.
 
-``<failover id>@<ISO time>``: the failover id is an event id (``ferry.event_id``), one per
+``<failover id>@<ISO time>``: the failover id is an event id (``ferry.core.event_id``), one per
 ``ferry failover`` that promoted the table; a second failover of a promoted table keeps it.
 """
 
@@ -10,8 +10,8 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 from ferry.catalog import Catalog
+from ferry.core.model import Table
 from ferry.failover import PROMOTED
-from ferry.model import Table
 
 
 def promotion_value(failover_id: str, now: datetime) -> str:

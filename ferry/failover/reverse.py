@@ -21,8 +21,8 @@ from typing import Any
 import yaml
 
 from ferry import fs
-from ferry.errors import FailoverError, FerryError
-from ferry.model import Column
+from ferry.core.errors import FailoverError, FerryError
+from ferry.core.model import Column
 
 #: Partition key types a metastore filter compares as numbers (unquoted).
 _NUMERIC = ("tinyint", "smallint", "int", "integer", "bigint")

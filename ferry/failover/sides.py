@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from ferry import fingerprint
 from ferry.catalog import Catalog
+from ferry.core.model import Partition, Table, partition_name
 from ferry.failover.changes import Side
-from ferry.model import Partition, Table, partition_name
 
 
 def replica_side(replica: Catalog, table: Table, threads: int = 8) -> Side:

@@ -29,7 +29,7 @@ from typing import Any
 from ferry import fs
 from ferry.catalog import Catalog
 from ferry.config import ReplicationConfig, TableReplication
-from ferry.event_id import new_event_id
+from ferry.core.event_id import new_event_id
 from ferry.failover import Prefer
 from ferry.failover.baseline import FAILOVER_FOLDER
 from ferry.failover.failback import fail_back

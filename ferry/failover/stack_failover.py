@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 
 from ferry.catalog import Catalog
 from ferry.config import ReplicationConfig, TableReplication
-from ferry.errors import FailoverError
+from ferry.core.errors import FailoverError
 from ferry.failover import SwitchReport
 from ferry.failover.failover import FailoverReport, check_replicas, fail_over
 from ferry.payloads import FailoverInput

@@ -27,7 +27,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from ferry.budget.dynamodb import DynamoDbSlots
-from ferry.errors import FailoverError
+from ferry.core.errors import FailoverError
 from ferry.failover import SwitchReport
 from ferry.ledger import DynamoDbStateStore
 from ferry.payloads import FailoverSwitchInput

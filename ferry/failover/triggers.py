@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ferry.config import ReplicationConfig
-from ferry.resource_names import fitted
+from ferry.core.resource_names import fitted
 
 #: EventBridge rules and Scheduler schedules: at most 64 characters.
 LONGEST_TRIGGER_NAME = 64

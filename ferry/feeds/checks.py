@@ -11,7 +11,7 @@ from typing import Any
 
 from ferry.catalog.hive import HiveMetastoreCatalog
 from ferry.catalog.hive_events import HiveNotificationLog
-from ferry.errors import CatalogUnreachableError, ConfigError, NotAMetastoreError
+from ferry.core.errors import CatalogUnreachableError, ConfigError, NotAMetastoreError
 from ferry.feeds.intake import ChangeFeeds
 from ferry.payloads import CatalogCheckInput, NotificationLogCheckResult
 

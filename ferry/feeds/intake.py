@@ -39,13 +39,14 @@ from contextlib import AbstractContextManager
 from datetime import timedelta
 from typing import Any
 
-from ferry import faults, selection
+from ferry import selection
 from ferry.catalog import Catalog
 from ferry.catalog.hive import HiveMetastoreCatalog
 from ferry.catalog.hive_events import MAX_EVENTS, HiveNotificationLog
-from ferry.clock import Clock, utc_now
 from ferry.config import CatalogConfig, ReplicationConfig, ReplicationStrategy
-from ferry.errors import ConfigError, NotificationLogGapError
+from ferry.core import faults
+from ferry.core.clock import Clock, utc_now
+from ferry.core.errors import ConfigError, NotificationLogGapError
 from ferry.feeds.changes import CatalogChange, GlueEventOrigin, glue_changes, hive_changes, in_scope
 from ferry.feeds.windows import FeedState, Window
 from ferry.ledger.records import iso

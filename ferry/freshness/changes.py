@@ -11,10 +11,10 @@ from datetime import UTC, datetime
 
 from ferry.catalog import Catalog, partition_sort_key
 from ferry.catalog.hive import HiveMetastoreCatalog, partition_from_thrift
+from ferry.core.model import CatalogKind, Partition, Table, partition_name
 from ferry.iceberg.fileio import FerryFileIO
 from ferry.iceberg.reading import read_table_metadata
 from ferry.iceberg.recognise import metadata_location
-from ferry.model import CatalogKind, Partition, Table, partition_name
 from ferry.source_versions import ICEBERG, SourceVersion, names_digest, of_iceberg
 
 #: Partitions fetched by name per metastore call.

@@ -12,12 +12,12 @@ from typing import Any
 from ferry import lifecycle, selection
 from ferry.catalog import Catalog
 from ferry.config import Priority, ReplicationConfig, TableReplication
-from ferry.errors import CatalogUnreachableError, FerryError
+from ferry.core.errors import CatalogUnreachableError, FerryError
+from ferry.core.model import Table
 from ferry.filters import render_partition_filter
 from ferry.freshness.changes import SourceChanges, iceberg_changes, table_changes
 from ferry.iceberg.recognise import is_iceberg
 from ferry.ledger import Outcome, Outcomes
-from ferry.model import Table
 from ferry.source_versions import SourceVersion, held_by
 
 #: Tables measured at once: each one is a few catalog calls, mostly waiting.

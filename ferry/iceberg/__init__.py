@@ -5,7 +5,7 @@ An Iceberg table is not a folder of files: its ``metadata_location`` names a
 delete files, all by absolute path. A replica is readable only once every one of those
 paths names the replica's own files. The modules, by concept:
 
-- ``recognise``: which catalog tables are Iceberg tables (pure, over ``ferry.model``);
+- ``recognise``: which catalog tables are Iceberg tables (pure, over ``ferry.core.model``);
 - ``paths``: the one path mover, source prefix → replica prefix (pure);
 - ``reading``: a table's metadata, manifest lists and manifests through pyiceberg;
 - ``plan``: what the replica lacks, snapshot by snapshot, and the replica's next metadata;

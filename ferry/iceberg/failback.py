@@ -38,10 +38,11 @@ from typing import Any
 
 from pyiceberg.table.metadata import TableMetadata
 
-from ferry import faults
 from ferry.catalog import Catalog
 from ferry.config import TableReplication
-from ferry.errors import ConcurrentChangeError, FailoverError, FerryError
+from ferry.core import faults
+from ferry.core.errors import ConcurrentChangeError, FailoverError, FerryError
+from ferry.core.model import Table
 from ferry.iceberg.fileio import FerryFileIO
 from ferry.iceberg.lineage import Divergence, diverge, lineage
 from ferry.iceberg.paths import PATH_PROPERTIES
@@ -55,7 +56,6 @@ from ferry.iceberg.recognise import (
 )
 from ferry.iceberg.registration import register_iceberg_replica
 from ferry.iceberg.replicate import execute_plan
-from ferry.model import Table
 
 
 @dataclass(frozen=True)

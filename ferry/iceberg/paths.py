@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ferry.errors import IcebergMetadataError
+from ferry.core.errors import IcebergMetadataError
 
 # Spellings of one location that must match each other: Hadoop's s3a:// and s3n:// name
 # the same objects as s3://, and the metastore answers ``file:/x`` for ``file:///x``.

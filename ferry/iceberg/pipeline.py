@@ -37,7 +37,7 @@ from pydantic import TypeAdapter
 from pyiceberg.table.metadata import TableMetadata, TableMetadataUtil
 
 from ferry import fs
-from ferry.errors import CopyIncompleteError, IcebergMetadataError, ReplicaGuardError
+from ferry.core.errors import CopyIncompleteError, IcebergMetadataError, ReplicaGuardError
 from ferry.iceberg.fileio import FerryFileIO
 from ferry.iceberg.paths import canonical
 from ferry.iceberg.plan import FileCopy, StagedCommit, foreign_snapshots, plan_replication

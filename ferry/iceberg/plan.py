@@ -22,7 +22,7 @@ from pyiceberg.manifest import DataFileContent, ManifestFile
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import MetadataLogEntry, Snapshot
 
-from ferry.errors import IcebergMetadataError
+from ferry.core.errors import IcebergMetadataError
 from ferry.iceberg.paths import PATH_PROPERTIES, PathMover, canonical
 from ferry.iceberg.reading import (
     check_supported,

@@ -30,7 +30,7 @@ from pyiceberg.serializers import FromInputFile
 from pyiceberg.table.metadata import TableMetadata
 
 from ferry import fs
-from ferry.errors import FerryError, IcebergMetadataError
+from ferry.core.errors import FerryError, IcebergMetadataError
 from ferry.s3 import error_code
 
 # The format versions whose manifests pyiceberg 0.12 writes (``write_manifest``: 1 and 2).

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ferry.core.model import Table
 from ferry.fs import normalise
-from ferry.model import Table
 
 TABLE_TYPE = "table_type"
 ICEBERG = "ICEBERG"

@@ -31,13 +31,13 @@ from collections.abc import Mapping
 
 from pyiceberg.table.metadata import TableMetadata
 
+from ferry.core.model import CatalogKind, Column, StorageDescriptor, Table, TableType
 from ferry.iceberg.recognise import (
     ICEBERG,
     METADATA_LOCATION,
     PREVIOUS_METADATA_LOCATION,
     TABLE_TYPE,
 )
-from ferry.model import CatalogKind, Column, StorageDescriptor, Table, TableType
 
 EXTERNAL = "EXTERNAL"
 #: A Hive metastore's table comment; Glue has ``Description``.

@@ -22,8 +22,8 @@ from pyiceberg.avro.codecs import AVRO_CODEC_KEY
 from pyiceberg.io import FileIO
 from pyiceberg.table.metadata import TableMetadata, TableMetadataUtil
 
-from ferry import faults
-from ferry.errors import IcebergMetadataError, VerificationError
+from ferry.core import faults
+from ferry.core.errors import IcebergMetadataError, VerificationError
 from ferry.iceberg.plan import FileCopy, IcebergPlan, ListWrite, StagedCommit, plan_replication
 from ferry.iceberg.reading import metadata_side_files, read_manifest_list, referenced_files
 from ferry.iceberg.rewrite import (

@@ -56,7 +56,7 @@ from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Snapshot
 from pyiceberg.typedef import Record
 
-from ferry.errors import IcebergMetadataError
+from ferry.core.errors import IcebergMetadataError
 from ferry.iceberg.paths import PathMover
 from ferry.iceberg.plan import DeleteRewrite
 from ferry.iceberg.reading import is_live, read_manifest, read_table_metadata

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ferry import retry_policy
-from ferry.errors import StateStoreError
+from ferry.core.errors import StateStoreError
 from ferry.ledger.records import (
     CREATED_PREFIX,
     LEDGER_PREFIX,

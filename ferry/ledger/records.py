@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
-from ferry.errors import ReplicaLockedError
+from ferry.core.errors import ReplicaLockedError
 
 LEDGER_PREFIX = "snapshot#"
 CREATED_PREFIX = "created#"

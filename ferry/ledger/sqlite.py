@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from ferry import fs
-from ferry.errors import StateStoreError
+from ferry.core.errors import StateStoreError
 from ferry.ledger.records import (
     CreatedSnapshot,
     Lease,

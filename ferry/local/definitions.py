@@ -28,7 +28,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from ferry.errors import LocalRuntimeError
+from ferry.core.errors import LocalRuntimeError
 
 NODE_DIR = Path(__file__).resolve().parent / "iam"
 SCRIPT = NODE_DIR / "validate-definition.mjs"

@@ -14,7 +14,7 @@ import sys
 import urllib.request
 from pathlib import Path
 
-from ferry.errors import LocalRuntimeError
+from ferry.core.errors import LocalRuntimeError
 from ferry.local import emulator_requests, emulator_snapshot, processes
 
 # Credentials and region the emulator accepts; real ones are never needed locally.

@@ -31,8 +31,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from ferry import faults
-from ferry.errors import LocalRuntimeError
+from ferry.core import faults
+from ferry.core.errors import LocalRuntimeError
 from ferry.local.authorization import Authorizer, Caller, Check
 from ferry.spark_job import spark_submit
 

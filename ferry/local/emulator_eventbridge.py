@@ -26,7 +26,7 @@ message attributes (``RULE_ARN``, ``TARGET_ARN``, ``ERROR_CODE``, ``ERROR_MESSAG
 counted in moto's CloudWatch (``AWS/Events``, by ``RuleName``). AWS waits up to minutes
 between retries; the emulator ``RETRY_DELAY_SECONDS``. Every delivery is also a fail point,
 ``eventbridge.<target kind>`` (``eventbridge.event-bus``, ``eventbridge.lambda``…), armed
-from the emulator's faults file (``ferry.faults``): a drill makes a target fail to receive.
+from the emulator's faults file (``ferry.core.faults``): a drill makes a target fail to receive.
 A refusal is also among the emulator's denials (``GET /ferry-api/denials``). Other targets
 keep moto's behaviour. ``TestEventPattern`` answers as EventBridge does (moto does not
 implement it): ``ferry redrive`` asks it which rules of a bus match an event.
@@ -44,7 +44,7 @@ from copy import copy
 from datetime import UTC, datetime
 from typing import Any
 
-from ferry import faults
+from ferry.core import faults
 from ferry.local import emulator_dead_letters, emulator_lambda, emulator_metrics
 from ferry.local.authorization import Authorizer, Caller, Check
 

@@ -20,7 +20,7 @@ with the schedule's role, with Scheduler's message attributes (``ERROR_CODE``,
 ``ERROR_MESSAGE``, ``SCHEDULE_ARN``, ``SCHEDULED_TIME``, ``TARGET_ARN``,
 ``EXECUTION_ID``); it is logged, and counted as AWS counts it (``AWS/Scheduler``
 ``TargetErrorCount`` by ``ScheduleGroup``). Every firing is a fail point,
-``scheduler.<service>`` (``ferry.faults``). The clock is one thread of the emulator's
+``scheduler.<service>`` (``ferry.core.faults``). The clock is one thread of the emulator's
 process: stopping the emulator stops the firing.
 """
 
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from ferry import faults
+from ferry.core import faults
 from ferry.local import emulator_dead_letters, emulator_lambda, emulator_metrics
 from ferry.local.authorization import Authorizer, Caller, Check
 from ferry.local.ticker import Ticker
@@ -167,7 +167,7 @@ class Scheduler:
 
     def fire(self, schedule: Any, account: str, region: str, due: float) -> None:
         """Invoke ``schedule``'s target as EventBridge Scheduler does, for the time ``due``;
-        the delivery is a fail point, ``scheduler.<service>`` (``ferry.faults``)."""
+        the delivery is a fail point, ``scheduler.<service>`` (``ferry.core.faults``)."""
         target = schedule.target
         arn = target["Arn"]
         service = arn.split(":")[2]

@@ -35,7 +35,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from ferry import faults
+from ferry.core import faults
 from ferry.local import (
     emulator_cloudwatch,
     emulator_definitions,
@@ -56,7 +56,7 @@ from ferry.local import (
 )
 from ferry.local.authorization import Authorizer
 
-#: Fail points armed for failure drills (``ferry.faults``): a JSON list in this file of the
+#: Fail points armed for failure drills (``ferry.core.faults``): a JSON list in this file of the
 #: emulator's state folder arms them in the in-process Lambdas and the Spark job.
 FAULTS_FILE = "faults.json"
 

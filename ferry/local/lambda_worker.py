@@ -21,9 +21,9 @@ import traceback
 import uuid
 from typing import Any
 
-from ferry import faults
+from ferry.core import faults
 
-#: Where the emulator's failure drills arm fail points (``ferry.faults.FaultFile``).
+#: Where the emulator's failure drills arm fail points (``ferry.core.faults.FaultFile``).
 FAULTS_FILE_VARIABLE = "FERRY_LOCAL_FAULTS_FILE"
 
 

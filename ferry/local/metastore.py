@@ -26,7 +26,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from ferry.errors import LocalRuntimeError
+from ferry.core.errors import LocalRuntimeError
 from ferry.local import processes
 
 METASTORE_MAIN = "ferry.local.Metastore"

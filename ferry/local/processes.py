@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ferry.errors import LocalRuntimeError
+from ferry.core.errors import LocalRuntimeError
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 
 from ferry import fs
 from ferry.catalog import Catalog
-from ferry.model import Column, Database, Partition, StorageDescriptor, Table, TableType
+from ferry.core.model import Column, Database, Partition, StorageDescriptor, Table, TableType
 
 PARQUET = {
     "input_format": "org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat",

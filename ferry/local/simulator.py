@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ferry.errors import LocalRuntimeError
+from ferry.core.errors import LocalRuntimeError
 
 SIMULATOR_DIR = Path(__file__).resolve().parent / "iam"
 SCRIPT = SIMULATOR_DIR / "simulate.mjs"

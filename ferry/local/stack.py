@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ferry.core.resource_names import template_name_problems
 from ferry.local.definitions import InvalidDefinitionError, check_definition
 from ferry.local.template import Resolved, TemplateError, creation_order, physical_name
-from ferry.resource_names import template_name_problems
 
 #: Resources of no consequence to what the pipeline does in the emulator (it has no
 #: rollback, and no e-mail); everything else is created.
@@ -106,7 +106,7 @@ class Deployment:
 
     def check(self) -> None:
         """Refuse, before creating anything, what CloudFormation's services would refuse at
-        create time: a literal name outside its service's limits (``ferry.resource_names``),
+        create time: a literal name outside its service's limits (``ferry.core.resource_names``),
         a state machine definition Step Functions would not accept (``ferry.local.definitions``).
         """
         names = template_name_problems(self.template, f"stack {self.resolved.stack_name}: ")

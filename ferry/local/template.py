@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ferry.errors import LocalRuntimeError
+from ferry.core.errors import LocalRuntimeError
 
 
 class TemplateError(LocalRuntimeError):

@@ -30,7 +30,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ferry import payloads
-from ferry.errors import transient_errors
+from ferry.core.errors import transient_errors
 
 DEFINITION_PATH = Path(__file__).parent / "replication.asl.json"
 HOUSEKEEPING_PATH = Path(__file__).parent / "housekeeping.asl.json"

@@ -16,7 +16,7 @@ from typing import Any
 from ferry import attempts, fs, lifecycle
 from ferry.abort import clean_up, failure_of
 from ferry.config import ReplicationConfig
-from ferry.errors import FerryError, NotificationError
+from ferry.core.errors import FerryError, NotificationError
 from ferry.notify import FAILURE
 from ferry.payloads import AbortInput, AbortResult, PlanLocations
 from ferry.runs import PlanDocument, RunLocations, read_plan

@@ -12,7 +12,7 @@ from typing import Any
 
 from ferry import lifecycle
 from ferry.commit import DEFAULT_CLAIM_LEASE, commit
-from ferry.errors import CopyIncompleteError, FerryError
+from ferry.core.errors import CopyIncompleteError, FerryError
 from ferry.iceberg.pipeline import commit_metadata
 from ferry.manifest import recorded_batches
 from ferry.payloads import CommitResult, PlannedRun

@@ -19,9 +19,9 @@ from ferry.aws import AwsClients
 from ferry.budget import EnvironmentBudget, Holder
 from ferry.catalog import Catalog
 from ferry.catalog.factory import open_catalog
-from ferry.clock import Clock, utc_now
 from ferry.config import CatalogConfig, ReplicationConfig, TableReplication, load_config_uri
-from ferry.event_id import new_event_id
+from ferry.core.clock import Clock, utc_now
+from ferry.core.event_id import new_event_id
 from ferry.freshness import TableFreshness, measure
 from ferry.ledger import Lease
 from ferry.ledger.records import one_line

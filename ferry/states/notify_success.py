@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ferry import faults, lifecycle
+from ferry import lifecycle
+from ferry.core import faults
 from ferry.notify import SUCCESS
 from ferry.payloads import NotifySuccessResult, PlannedRun
 from ferry.runs import CopierKind, read_plan

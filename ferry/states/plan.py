@@ -12,8 +12,9 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from ferry import attempts, faults, fs, lifecycle
+from ferry import attempts, fs, lifecycle
 from ferry.config import CopierOptions, ReplicationConfig, TableReplication
+from ferry.core import faults
 from ferry.iceberg.pipeline import IcebergIntent
 from ferry.manifest import ManifestWriter
 from ferry.notify import START

@@ -11,8 +11,8 @@ from typing import Any
 
 from ferry import fs
 from ferry.config import ReplicationConfig, TableReplication
-from ferry.errors import ConfigError
-from ferry.event_id import new_event_id
+from ferry.core.errors import ConfigError
+from ferry.core.event_id import new_event_id
 from ferry.payloads import ResolveTablesInput, ResolveTablesResult, TableItem, trigger_time
 from ferry.replica import promoted_replicas
 from ferry.runs import RunLocations

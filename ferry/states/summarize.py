@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ferry import faults
+from ferry.core import faults
 from ferry.outcomes import map_results, summary
 from ferry.payloads import SummarizeInput, SummarizeResult
 from ferry.states import abort

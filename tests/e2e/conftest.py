@@ -9,8 +9,8 @@ import boto3
 import pytest
 
 from ferry.catalog.glue import GlueCatalog
+from ferry.core.faults import FaultFile
 from ferry.execute import ExecutionOutcome, follow, start
-from ferry.faults import FaultFile
 from ferry.local import deploy
 from ferry.local.emulator_server import FAULTS_FILE
 from ferry.local.samples import SampleTables, create_sample_tables, last_days
@@ -45,7 +45,7 @@ def run(pipeline, sfn, aws, write_config):
 
 @pytest.fixture
 def arm(local_runtime):
-    """Arm fail points in the emulator's Lambdas and Spark jobs (``ferry.faults``)."""
+    """Arm fail points in the emulator's Lambdas and Spark jobs (``ferry.core.faults``)."""
     fault_file = FaultFile(local_runtime.state_dir / "aws" / FAULTS_FILE)
 
     def arm_faults(*faults: dict) -> None:

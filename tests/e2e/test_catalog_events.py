@@ -20,6 +20,7 @@ from ferry import fs
 from ferry.catalog.glue import GlueCatalog
 from ferry.catalog.hive_events import HiveNotificationLog
 from ferry.commands.local import run_local_trigger
+from ferry.core.model import Partition, StorageDescriptor
 from ferry.feeds import FeedState
 from ferry.local import deploy
 from ferry.local.samples import (
@@ -30,7 +31,6 @@ from ferry.local.samples import (
     order_rows,
     write_parquet,
 )
-from ferry.model import Partition, StorageDescriptor
 from tests.conftest import NOW
 from tests.helpers import config_document
 

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
+from ferry.core.model import Database
 from ferry.local.processes import free_port
-from ferry.model import Database
 from tests.helpers import catalog_state, config_document, files_below
 
 pytestmark = pytest.mark.e2e
@@ -290,7 +290,7 @@ def test_missing_source_table(setup, write_config, sample):
 def test_replica_owned_by_someone_else_fails_alone(
     setup, write_config, replica_catalog, sample, tmp_path
 ):
-    from ferry.model import StorageDescriptor, Table, TableType
+    from ferry.core.model import StorageDescriptor, Table, TableType
 
     replica_catalog.create_database(Database(setup["replica_db"]))
     replica_catalog.create_table(

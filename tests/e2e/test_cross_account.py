@@ -393,7 +393,7 @@ def test_an_s3_copy_into_the_dr_bucket_reads_the_source_as_the_role_its_policy_a
     """S3 copies into the bucket the request goes to: the DR role writes, and reads the
     primary account's source, which only that bucket's policy can allow (cross-account)."""
     from ferry.copier import CopyTask, Manifest
-    from ferry.errors import CopyError
+    from ferry.core.errors import CopyError
     from ferry.manifest import read_batches, write_manifest
     from ferry.payloads import CopyBatchInput
     from ferry.sides import SIDES_FILE

@@ -20,9 +20,9 @@ import pytest
 import yaml
 
 from ferry.catalog.glue import GlueCatalog
+from ferry.core.model import Partition
 from ferry.failover import PROMOTED
 from ferry.local.samples import create_sample_tables, last_days, order_rows
-from ferry.model import Partition
 from tests.conftest import NOW
 from tests.e2e.test_cross_account import (  # noqa: F401 - the fixture
     DR,

@@ -16,9 +16,9 @@ import pytest
 
 from ferry import fs
 from ferry.catalog.glue import GlueCatalog
+from ferry.core.model import Partition
 from ferry.failover import PROMOTED
 from ferry.local.samples import order_rows, write_parquet
-from ferry.model import Partition
 from ferry.reader import read_rows
 from tests.e2e import test_deployed_failover, test_failover_switch
 from tests.e2e.test_deployed_failover import replicate

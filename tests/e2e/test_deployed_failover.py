@@ -18,7 +18,7 @@ import pytest
 from ferry import fs
 from ferry.catalog.glue import GlueCatalog
 from ferry.commands.deployed_switch import switch_for
-from ferry.errors import FailoverError
+from ferry.core.errors import FailoverError
 from ferry.execute import start
 from ferry.failover import PROMOTED
 from ferry.failover.deployed_failover import FUNCTION_OUTPUT

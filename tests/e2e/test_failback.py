@@ -13,11 +13,12 @@ import pyarrow as pa
 import pytest
 import yaml
 
-from ferry import faults, fs
+from ferry import fs
 from ferry.cli import main
+from ferry.core import faults
+from ferry.core.model import Partition
 from ferry.failover import PROMOTED
 from ferry.local.samples import order_rows, write_parquet
-from ferry.model import Partition
 from ferry.reader import read_rows
 from tests.helpers import catalog_state, config_document
 

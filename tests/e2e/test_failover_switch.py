@@ -25,7 +25,7 @@ from ferry.budget.dynamodb import DynamoDbSlots
 from ferry.catalog.glue import GlueCatalog
 from ferry.commands.deployed_switch import switch_for
 from ferry.config import load_config
-from ferry.errors import FailoverError
+from ferry.core.errors import FailoverError
 from ferry.execute import start
 from ferry.failover.triggers import config_triggers
 from ferry.ledger import DynamoDbStateStore

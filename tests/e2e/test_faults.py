@@ -1,6 +1,6 @@
 """Breaking every state of the local state machine on purpose, and what Ferry promises then.
 
-A fail point (``ferry.faults``) is armed in the emulator's Lambdas or in the Spark job: a
+A fail point (``ferry.core.faults``) is armed in the emulator's Lambdas or in the Spark job: a
 raised error, a Lambda timeout part-way through a batch, a permanent failure, an upload's
 bytes corrupted or cut short on their way, a source changed between Plan and the copy.
 After each:

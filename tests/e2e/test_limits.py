@@ -20,10 +20,10 @@ import pytest
 from ferry import fs
 from ferry import statemachine as definition
 from ferry.catalog.glue import GlueCatalog
+from ferry.core.model import Column, StorageDescriptor, Table, TableType
 from ferry.execute import follow, start
 from ferry.local import deploy
 from ferry.manifest import CopyRoot, ManifestWriter
-from ferry.model import Column, StorageDescriptor, Table, TableType
 from tests.helpers import catalog_state, files_below
 
 pytestmark = pytest.mark.e2e
@@ -267,7 +267,7 @@ def test_a_config_of_1000_tables_stays_within_every_limit(run, sfn, aws, unique)
     aws["s3"].create_bucket(Bucket=replica)
     glue = GlueCatalog("east", aws["glue"])
     database = f"sales_{unique}"
-    from ferry.model import Database
+    from ferry.core.model import Database
 
     glue.create_database(Database(database))
     storage = StorageDescriptor(f"s3://{source}/empty", (Column("id", "bigint"),))

@@ -14,7 +14,7 @@ from aws_cdk import aws_events as events
 from aws_cdk.assertions import Template
 
 from ferry import statemachine
-from ferry.resource_names import NAME_RULES, name_problem
+from ferry.core.resource_names import NAME_RULES, name_problem
 from infra import settings as settings_module
 from infra.checks import name_problems
 from infra.settings import SettingsError

@@ -6,9 +6,17 @@ import pytest
 
 from ferry.catalog.glue import GlueCatalog
 from ferry.catalog.hive import HiveMetastoreCatalog
-from ferry.errors import CatalogUnreachableError
+from ferry.core.errors import CatalogUnreachableError
+from ferry.core.model import (
+    Column,
+    Database,
+    Partition,
+    SortColumn,
+    StorageDescriptor,
+    Table,
+    TableType,
+)
 from ferry.local.processes import free_port
-from ferry.model import Column, Database, Partition, SortColumn, StorageDescriptor, Table, TableType
 
 pytestmark = pytest.mark.integration
 
@@ -128,7 +136,7 @@ def test_a_conditional_write_lets_exactly_one_of_many_writers_through(catalog, u
     import threading
     from dataclasses import replace
 
-    from ferry.errors import ConcurrentChangeError
+    from ferry.core.errors import ConcurrentChangeError
 
     database = f"claims_{unique}"
     catalog.create_database(Database(name=database))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from ferry.errors import CopyIncompleteError
+from ferry.core.errors import CopyIncompleteError
 from ferry.states import commit
 from tests.state_runs import StateRun, run_of
 

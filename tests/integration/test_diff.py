@@ -13,8 +13,8 @@ from dataclasses import replace
 import pytest
 
 from ferry import fs
+from ferry.core.model import Column
 from ferry.local.samples import order_rows, write_parquet
-from ferry.model import Column
 from ferry.replica import PARTITION_FINGERPRINT, REPLICATION_EVENT, TABLE_FINGERPRINT
 from ferry.states import plan as plan_state
 from ferry.states.context import StateContext

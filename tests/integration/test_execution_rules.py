@@ -18,8 +18,8 @@ from datetime import UTC, datetime, timedelta
 import boto3
 import pytest
 
+from ferry.core.faults import FaultFile
 from ferry.execute import follow, start
-from ferry.faults import FaultFile
 from ferry.local import deploy
 from ferry.local.emulator_executions import name_problem
 from ferry.local.emulator_server import FAULTS_FILE

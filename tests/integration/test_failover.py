@@ -13,7 +13,7 @@ import yaml
 from ferry import fs, lifecycle
 from ferry.cli import main
 from ferry.commit import commit
-from ferry.errors import PromotedReplicaError
+from ferry.core.errors import PromotedReplicaError
 from ferry.failover import PROMOTED
 from ferry.failover.baseline import Baseline, PartitionBaseline
 from ferry.failover.promotion import promote
@@ -306,7 +306,7 @@ def test_an_iceberg_replica_fails_over_and_its_dr_appends_come_home_with_their_s
 
 @pytest.mark.parametrize("point", ["failover.suspended", "failover.baseline"])
 def test_failover_killed_part_way_converges_when_run_again(setup, replica_catalog, point):
-    from ferry import faults
+    from ferry.core import faults
 
     assert setup.ferry("replicate")[0] == 0
     with faults.armed(faults.Fault(point)), pytest.raises(faults.InjectedFault):

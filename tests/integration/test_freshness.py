@@ -12,15 +12,16 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from ferry import faults, fs
+from ferry import fs
 from ferry.catalog.hive import HiveMetastoreCatalog
-from ferry.clock import utc_now
 from ferry.config import parse_config
+from ferry.core import faults
+from ferry.core.clock import utc_now
+from ferry.core.model import Partition, StorageDescriptor
 from ferry.freshness import FreshnessState, measure
 from ferry.ledger import SqliteStateStore
 from ferry.lifecycle import ReplicaState
 from ferry.local.samples import ORDER_COLUMNS, PARQUET, order_rows, write_parquet
-from ferry.model import Partition, StorageDescriptor
 from ferry.replica import SOURCE_READ_AT, SOURCE_VERSION
 from ferry.source_versions import SourceVersion
 from tests.helpers import Replicator, config_document
@@ -179,7 +180,7 @@ def test_glue_to_glue_is_measured_from_glues_version_and_partition_creation_time
 ):
     """Both catalogs in the emulated Glue: the version is Glue's VersionId and UpdateTime,
     a partition the replica lacks is behind since its CreationTime."""
-    from ferry.model import Column, Database, Table, TableType
+    from ferry.core.model import Column, Database, Table, TableType
 
     database = f"glue_sales_{unique}"
     glue_catalog.create_database(Database(database))

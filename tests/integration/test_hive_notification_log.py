@@ -10,9 +10,9 @@ from hmsclient.genthrift.hive_metastore import ttypes
 
 from ferry.catalog.hive import HiveMetastoreCatalog
 from ferry.catalog.hive_events import HiveNotificationLog
-from ferry.errors import NotificationLogGapError
+from ferry.core.errors import NotificationLogGapError
+from ferry.core.model import Column, Database, Partition, StorageDescriptor, Table, TableType
 from ferry.local import metastore, processes
-from ferry.model import Column, Database, Partition, StorageDescriptor, Table, TableType
 
 pytestmark = pytest.mark.integration
 

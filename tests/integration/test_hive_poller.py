@@ -15,15 +15,15 @@ from datetime import timedelta
 import boto3
 import pytest
 
-from ferry import faults
 from ferry.aws import AwsClients
 from ferry.catalog.factory import open_catalog
 from ferry.catalog.hive_events import HiveNotificationLog
 from ferry.config import parse_config
+from ferry.core import faults
+from ferry.core.model import Partition
 from ferry.feeds import ChangeFeeds, FeedState, WindowExecutions
 from ferry.feeds.intake import FULL_COMPARISON
 from ferry.ledger import DynamoDbStateStore
-from ferry.model import Partition
 from ferry.payloads import PollInput
 from tests.helpers import config_document
 

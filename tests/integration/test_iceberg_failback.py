@@ -17,9 +17,10 @@ import pytest
 from pyiceberg.catalog.hive import HiveCatalog
 from pyiceberg.types import StringType
 
-from ferry import faults, source_versions
+from ferry import source_versions
 from ferry.config import load_config
-from ferry.errors import FailoverError
+from ferry.core import faults
+from ferry.core.errors import FailoverError
 from ferry.failover import Prefer
 from ferry.iceberg.failback import fail_back_iceberg
 from ferry.iceberg.lineage import lineage
@@ -483,7 +484,7 @@ def test_a_failover_snapshot_neither_history_reaches_is_refused_and_changes_noth
 
 
 KILLED_FAILBACK = """
-from ferry import faults
+from ferry.core import faults
 from ferry.catalog.hive import HiveMetastoreCatalog
 from ferry.config import load_config
 from ferry.iceberg.failback import fail_back_iceberg

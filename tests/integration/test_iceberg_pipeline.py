@@ -17,8 +17,9 @@ from datetime import timedelta
 import pytest
 from pyiceberg.catalog.hive import HiveCatalog
 
-from ferry import faults, fs
+from ferry import fs
 from ferry.commands.plan import run_plan
+from ferry.core import faults
 from ferry.iceberg.paths import canonical
 from ferry.iceberg.pipeline import CurrentReferences
 from ferry.iceberg.recognise import (

@@ -17,9 +17,10 @@ import pyarrow.parquet as pq
 import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 
-from ferry import copies, faults, fs
+from ferry import copies, fs
 from ferry.config import CopierOptions
-from ferry.errors import CopyIncompleteError
+from ferry.core import faults
+from ferry.core.errors import CopyIncompleteError
 from ferry.iceberg.pipeline import (
     FerryFileIO,
     commit_metadata,

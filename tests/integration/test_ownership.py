@@ -268,7 +268,7 @@ def test_the_vacuum_after_a_move_retires_a_killed_runs_snapshot_below_the_old_lo
 def test_propagate_deletes_drops_a_replica_only_when_its_own_source_catalog_says_so(
     local_runtime, sample, state, replica_catalog, source_catalog, tmp_path
 ):
-    from ferry.model import Database
+    from ferry.core.model import Database
 
     root = fs.local_uri(tmp_path / "replica" / "orders")
     replica_db = f"{sample.database}_dr"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ferry.errors import TargetNotWritableError
+from ferry.core.errors import TargetNotWritableError
 from ferry.preflight import check_writable
 
 pytestmark = pytest.mark.integration

@@ -8,8 +8,8 @@ from dataclasses import replace
 import pytest
 
 from ferry import fs
+from ferry.core.model import StorageDescriptor, Table, TableType
 from ferry.local.samples import order_rows, write_parquet
-from ferry.model import StorageDescriptor, Table, TableType
 from ferry.reader import read_rows
 from ferry.replica import (
     CIRCUS_TRAIN_REPLICATION_EVENT,
@@ -272,7 +272,7 @@ def _foreign_table(database: str, name: str, location: str, parameters: dict[str
 def test_guard_refuses_a_replica_table_ferry_does_not_own(
     local_runtime, source_catalog, replica_catalog, sample, target, tmp_path
 ):
-    from ferry.model import Database
+    from ferry.core.model import Database
 
     replica_db = f"{sample.database}_dr"
     replica_catalog.create_database(Database(replica_db))
@@ -293,7 +293,7 @@ def test_guard_refuses_a_replica_table_ferry_does_not_own(
 def test_a_circus_train_replica_is_adopted(
     local_runtime, source_catalog, replica_catalog, sample, target, tmp_path
 ):
-    from ferry.model import Database
+    from ferry.core.model import Database
 
     replica_db = f"{sample.database}_dr"
     replica_catalog.create_database(Database(replica_db))

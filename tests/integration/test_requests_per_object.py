@@ -19,7 +19,7 @@ from botocore.config import Config
 from ferry import concurrency, fs
 from ferry.aws import AwsClients
 from ferry.copier import CopyTask, InlineCopier, Manifest
-from ferry.errors import VerificationError
+from ferry.core.errors import VerificationError
 from ferry.local import emulator_requests
 from ferry.s3_copy import S3ServerSideCopier
 from ferry.s3_objects import put_file

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ferry.errors import ConfigError
+from ferry.core.errors import ConfigError
 from ferry.states import resolve_tables
 from tests.state_runs import StateRun
 

@@ -6,7 +6,7 @@ from datetime import timedelta
 import pytest
 
 from ferry.config import parse_config_text
-from ferry.errors import ConfigError
+from ferry.core.errors import ConfigError
 
 ROLE = "arn:aws:iam::210987654321:role/ferry-dr"
 

@@ -10,8 +10,8 @@ from ferry.avro import (
     point_at_replica_schema,
     replica_schema_url,
 )
-from ferry.errors import CopyError, SourceMetadataError
-from ferry.model import Partition, StorageDescriptor, Table, TableType
+from ferry.core.errors import CopyError, SourceMetadataError
+from ferry.core.model import Partition, StorageDescriptor, Table, TableType
 
 EVENT = "ferry-20261121t083000000z-1a2b3c4d"
 

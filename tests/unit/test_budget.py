@@ -16,7 +16,7 @@ from ferry.budget import STALE_WAITER, CopyBudget
 from ferry.budget.dynamodb import DynamoDbSlots
 from ferry.budget.sqlite import SqliteSlots
 from ferry.config import Priority
-from ferry.errors import ConfigError
+from ferry.core.errors import ConfigError
 from ferry.ledger import DynamoDbStateStore
 from ferry.local import emulator_dynamodb
 

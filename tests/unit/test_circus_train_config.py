@@ -20,7 +20,7 @@ from ferry.config import (
     load_config,
     parse_config_text,
 )
-from ferry.errors import ConfigError
+from ferry.core.errors import ConfigError
 
 # Circus Train's README, "Configuring source and replica", with the tables filled in.
 SOURCE_AND_REPLICA = """

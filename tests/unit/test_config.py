@@ -1,7 +1,7 @@
 import pytest
 
 from ferry.config import CopierOptions, ReplicationMode, load_config, parse_config
-from ferry.errors import ConfigError
+from ferry.core.errors import ConfigError
 
 BASE = """
 source-catalog: {name: onprem, hive-metastore-uris: "thrift://a:9083,thrift://b:9083"}

@@ -10,9 +10,10 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from ferry import concurrency, faults, fs
+from ferry import concurrency, fs
 from ferry.copier import CopyTask, InlineCopier, Manifest, verify_all
-from ferry.errors import (
+from ferry.core import faults
+from ferry.core.errors import (
     CopyError,
     ReplicationInterruptedError,
     TargetNotWritableError,

@@ -9,7 +9,7 @@ import pytest
 from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
 
 from ferry import statemachine as definition
-from ferry.errors import error_names, transient_errors
+from ferry.core.errors import error_names, transient_errors
 from ferry.local.emulator_states import tolerance_as_moto_reads_it
 
 EVENTS = Path(__file__).parents[2] / "events"

@@ -12,6 +12,7 @@ import pytest
 
 from ferry.avro import AVRO_SCHEMA_URL, SchemaCopy
 from ferry.config import ReplicationMode
+from ferry.core.model import Column, Partition, StorageDescriptor, Table, TableType
 from ferry.diff import (
     Change,
     PartitionChange,
@@ -26,7 +27,6 @@ from ferry.diff import (
     table_data_changed,
 )
 from ferry.fingerprint import Fingerprint
-from ferry.model import Column, Partition, StorageDescriptor, Table, TableType
 from ferry.replica import (
     LAST_REPLICATED,
     PARTITION_FINGERPRINT,

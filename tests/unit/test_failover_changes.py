@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from ferry.core.model import Column
 from ferry.failover import Prefer
 from ferry.failover.baseline import Baseline, PartitionBaseline
 from ferry.failover.changes import Side, compare
 from ferry.failover.reverse import partition_filter
-from ferry.model import Column
 
 
 def baseline(*entries: tuple[str, str, str]) -> Baseline:

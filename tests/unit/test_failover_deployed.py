@@ -10,7 +10,7 @@ from moto import mock_aws
 
 from ferry.commands.deployed_switch import switch_for
 from ferry.config import parse_config_text
-from ferry.errors import FailoverError
+from ferry.core.errors import FailoverError
 
 CONFIG = """
 source-catalog: {name: onprem, hive-metastore-uris: "thrift://source:9083"}

@@ -5,8 +5,8 @@ from __future__ import annotations
 import yaml
 
 from ferry.config.loading import parse_config_text
+from ferry.core.model import Column
 from ferry.failover.reverse import ReverseTable, reverse_document
-from ferry.model import Column
 from ferry.sides import buckets_of
 
 ROLE = "arn:aws:iam::210987654321:role/ferry-dr"

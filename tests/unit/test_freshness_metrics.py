@@ -12,7 +12,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from ferry.errors import FerryError
+from ferry.core.errors import FerryError
 from ferry.freshness_metrics import METRICS_PER_REQUEST, check_freshness
 
 NOW = datetime(2026, 11, 21, 8, 30, tzinfo=UTC)

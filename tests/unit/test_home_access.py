@@ -116,7 +116,7 @@ def test_the_state_store_check_names_a_home_it_may_not_read(as_anyone, folders):
     )
     assert done.returncode == 1
     assert done.stderr.splitlines()[-1] == (
-        f"ferry.errors.StateStoreError: state store {store}: cannot be read: Permission denied"
+        f"ferry.core.errors.StateStoreError: state store {store}: cannot be read: Permission denied"
     )
 
 

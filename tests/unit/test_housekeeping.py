@@ -10,7 +10,7 @@ import pytest
 from ferry import fs
 from ferry.catalog.locations import ReferencedLocations
 from ferry.config import Housekeeping, OrphanedDataStrategy, parse_config
-from ferry.errors import ConfigError
+from ferry.core.errors import ConfigError
 from ferry.housekeeping import Request, housekeep_ledger
 from ferry.ledger import LedgerEntry, SqliteStateStore
 from ferry.lifecycle import ReplicaState

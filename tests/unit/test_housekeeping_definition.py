@@ -9,7 +9,7 @@ import pytest
 from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
 
 from ferry import statemachine as definition
-from ferry.errors import error_names
+from ferry.core.errors import error_names
 
 EVENTS = Path(__file__).parents[2] / "events"
 ARN = "arn:aws:lambda:us-east-1:123456789012:function:Housekeeping"

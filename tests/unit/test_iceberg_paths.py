@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from ferry.errors import IcebergMetadataError
+from ferry.core.errors import IcebergMetadataError
+from ferry.core.model import StorageDescriptor, Table, TableType
 from ferry.iceberg.paths import PathMover, canonical
 from ferry.iceberg.recognise import is_iceberg, metadata_location
-from ferry.model import StorageDescriptor, Table, TableType
 
 
 def test_a_path_below_the_source_moves_below_the_replica():

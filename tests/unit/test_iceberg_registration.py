@@ -9,6 +9,7 @@ from pyiceberg.table.metadata import new_table_metadata
 from pyiceberg.table.sorting import UNSORTED_SORT_ORDER
 from pyiceberg.types import LongType, NestedField, StringType
 
+from ferry.core.model import CatalogKind, Column, StorageDescriptor, Table, TableType
 from ferry.iceberg.registration import (
     FILE_INPUT_FORMAT,
     HIVE_ICEBERG_INPUT_FORMAT,
@@ -17,7 +18,6 @@ from ferry.iceberg.registration import (
     HIVE_ICEBERG_STORAGE_HANDLER,
     register_iceberg_replica,
 )
-from ferry.model import CatalogKind, Column, StorageDescriptor, Table, TableType
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), required=True, doc="the key"),

@@ -10,7 +10,7 @@ from moto import mock_aws
 
 from ferry.aws import AwsClients
 from ferry.config_text import SECRET_PLACEHOLDER
-from ferry.errors import ConfigError, FerryError
+from ferry.core.errors import ConfigError, FerryError
 from ferry.outcomes import resolved_tables
 from ferry.states import resolve_tables
 from ferry.states.context import StateContext

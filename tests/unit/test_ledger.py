@@ -15,8 +15,8 @@ from moto import mock_aws
 
 from ferry import lifecycle
 from ferry.catalog.locations import ReferencedLocations
-from ferry.duration import format_duration, parse_duration
-from ferry.errors import ReplicaLockedError
+from ferry.core.duration import format_duration, parse_duration
+from ferry.core.errors import ReplicaLockedError
 from ferry.ledger import (
     CreatedSnapshot,
     DynamoDbStateStore,

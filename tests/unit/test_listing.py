@@ -9,7 +9,7 @@ import pytest
 from moto import mock_aws
 
 from ferry import fingerprint, fs
-from ferry.errors import CopyError
+from ferry.core.errors import CopyError
 from tests.helpers import in_process_aws, record_listings
 
 # Names whose order as strings differs from their order as folders: "dt=1-a" < "dt=1/x".

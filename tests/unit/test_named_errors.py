@@ -1,4 +1,4 @@
-"""Errors that reach a person are Ferry's named errors (``ferry/errors.py``).
+"""Errors that reach a person are Ferry's named errors (``ferry/core/errors.py``).
 
 A plain ``ValueError``, ``RuntimeError``, ``KeyError``, ``TypeError`` or ``Exception`` raised
 in ``ferry/``, ``lambdas/``, ``emr_jobs/`` or ``infra/`` is either a pydantic validator's (pydantic
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from ferry.commands import EXIT_FAILED, EXIT_USAGE, run_command
-from ferry.errors import ConfigError, FerryError, LocalRuntimeError, SettingsError
+from ferry.core.errors import ConfigError, FerryError, LocalRuntimeError, SettingsError
 
 ROOT = Path(__file__).resolve().parents[2]
 FOLDERS = ("ferry", "lambdas", "emr_jobs", "infra")
@@ -49,7 +49,7 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
     ("ferry/config/schedules.py", "check_time_zone"): (1, CHECK),
     ("ferry/config/tables.py", "_compile"): (1, CHECK),
     ("ferry/config/triggers.py", "check_catalog_events_source"): (1, CHECK),
-    ("ferry/duration.py", "parse_duration"): (2, PARSER),
+    ("ferry/core/duration.py", "parse_duration"): (2, PARSER),
     ("ferry/filters.py", "_check_arguments"): (2, "inside a template: check_template's"),
     ("ferry/filters.py", "check_template"): (3, CHECK),
     ("infra/settings_access.py", "_s3_prefix"): (1, "an AfterValidator: the load's SettingsError"),
@@ -58,7 +58,7 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
     ("ferry/avro.py", "replica_schema_url"): (1, "its one caller asks with a place only"),
     ("ferry/fingerprint.py", "_walk.finish"): (1, "an invariant of the sorted walk"),
     ("ferry/lifecycle.py", "open_state"): (1, "every caller names a table or a home"),
-    ("ferry/resource_names.py", "fitted"): (1, "settings bound the names' parts"),
+    ("ferry/core/resource_names.py", "fitted"): (1, "settings bound the names' parts"),
     ("ferry/s3_copy.py", "S3ServerSideCopier.__init__"): (3, "copier-options bound them first"),
     ("ferry/selection.py", "expand"): (1, "needs_catalog decides who passes list_tables"),
     ("ferry/statemachine/__init__.py", "render"): (1, "Ferry's own substitutions, all of them"),
@@ -99,7 +99,7 @@ def test_only_the_listed_plain_errors_are_raised_and_the_list_is_current():
     found = _plain_raises()
     new = {key: count for key, count in found.items() if count != ALLOWED.get(key, (0, ""))[0]}
     assert not new, (
-        "raise one of Ferry's named errors (ferry/errors.py) where a person can meet it; "
+        "raise one of Ferry's named errors (ferry/core/errors.py) where a person can meet it; "
         f"a programming error that cannot goes to ALLOWED with its reason: {new}"
     )
     stale = sorted(set(ALLOWED) - set(found))

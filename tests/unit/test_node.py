@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from ferry import node
+from ferry.core import node
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="no Node.js here")

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 from ferry.config import Priority, parse_config_text
-from ferry.errors import ConfigError
+from ferry.core.errors import ConfigError
 
 CONFIG = """
 source-catalog: {{name: s, hive-metastore-uris: "thrift://a:9083"}}

@@ -9,9 +9,9 @@ from ferry import fs
 from ferry.catalog import partition_sort_key
 from ferry.catalog.hive import value_range_filters
 from ferry.config import SnsEventListener
-from ferry.errors import ReplicationModeError
-from ferry.event_id import EVENT_ID_PATTERN, new_event_id
-from ferry.model import Column, escape_path_name, partition_name
+from ferry.core.errors import ReplicationModeError
+from ferry.core.event_id import EVENT_ID_PATTERN, new_event_id
+from ferry.core.model import Column, escape_path_name, partition_name
 from ferry.notify import IcebergChange, ReplicationEvent, SnsNotifier, message_body
 from ferry.views import rewrite_view_sql
 

@@ -6,10 +6,10 @@ from pathlib import Path
 
 from ferry.config import CopierOptions, ReplicationMode, TableReplication
 from ferry.copier import CopyTask
-from ferry.errors import describe_error
+from ferry.core.errors import describe_error
+from ferry.core.model import Column, Partition, StorageDescriptor, Table, TableType
 from ferry.local.emulator_emr_serverless import api_parameters
 from ferry.manifest import REWRITE_BATCH_BYTES, ManifestSummary
-from ferry.model import Column, Partition, StorageDescriptor, Table, TableType
 from ferry.outcomes import map_results, summary, write_map_results
 from ferry.plan import ReplicationPlan
 from ferry.runs import CopierKind, choose_copier

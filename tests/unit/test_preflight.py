@@ -5,7 +5,7 @@ import os
 import pytest
 
 from ferry import fs
-from ferry.errors import TargetNotWritableError
+from ferry.core.errors import TargetNotWritableError
 from ferry.preflight import check_writable
 
 

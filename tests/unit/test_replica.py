@@ -3,8 +3,8 @@
 import pytest
 
 from ferry.config import TableReplication
-from ferry.errors import ReplicaGuardError, ReplicaLocationError
-from ferry.model import Column, Partition, StorageDescriptor, Table, TableType
+from ferry.core.errors import ReplicaGuardError, ReplicaLocationError
+from ferry.core.model import Column, Partition, StorageDescriptor, Table, TableType
 from ferry.replica import (
     CIRCUS_TRAIN_REPLICATION_EVENT,
     CIRCUS_TRAIN_SOURCE_TABLE,

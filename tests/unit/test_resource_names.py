@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ferry.resource_names import fitted, name_problem, template_name_problems
+from ferry.core.resource_names import fitted, name_problem, template_name_problems
 
 
 def test_a_name_that_fits_is_kept_as_it_is():

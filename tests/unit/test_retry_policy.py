@@ -23,7 +23,7 @@ from ferry import aws, fs, retry_policy
 from ferry.aws import AwsClients
 from ferry.config import load_config
 from ferry.copier import CopyTask, InlineCopier, Manifest
-from ferry.errors import FerryError, StateStoreError
+from ferry.core.errors import FerryError, StateStoreError
 from ferry.ledger.dynamodb import DynamoDbStateStore
 from ferry.ledger.records import LedgerEntry
 from ferry.manifest import write_manifest

@@ -14,7 +14,7 @@ from moto import mock_aws
 
 from ferry.aws import AwsClients
 from ferry.copier import CopyTask, Manifest
-from ferry.errors import CopyError, TargetNotWritableError, VerificationError
+from ferry.core.errors import CopyError, TargetNotWritableError, VerificationError
 from ferry.s3_copy import S3ServerSideCopier
 from tests.helpers import in_process_aws
 

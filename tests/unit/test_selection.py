@@ -3,7 +3,7 @@
 import pytest
 
 from ferry.config import parse_config
-from ferry.errors import ConfigError
+from ferry.core.errors import ConfigError
 from ferry.selection import expand, needs_catalog
 
 CATALOG = {
@@ -328,7 +328,7 @@ def test_resolve_tables_marks_the_tables_to_adopt_and_refuses_one_the_run_does_n
 ):
     import yaml
 
-    from ferry.errors import ConfigError
+    from ferry.core.errors import ConfigError
     from ferry.outcomes import resolved_tables
     from ferry.states import resolve_tables
     from ferry.states.context import StateContext

@@ -11,7 +11,7 @@ from moto.events.utils import EventTemplateParser
 from ferry import triggers
 from ferry.cli import main
 from ferry.config import S3Trigger, ScheduleTrigger, check_schedule_expression, parse_config
-from ferry.errors import ConfigError
+from ferry.core.errors import ConfigError
 from ferry.outcomes import resolved_tables
 from ferry.states import resolve_tables
 from ferry.states.context import StateContext

@@ -11,7 +11,7 @@ import secrets
 from collections.abc import Callable
 from datetime import datetime
 
-from ferry.clock import Clock, utc_now
+from ferry.core.clock import Clock, utc_now
 
 EVENT_ID_PATTERN = re.compile(r"^ferry-\d{8}t\d{9}z-[0-9a-f]{8}$")
 
