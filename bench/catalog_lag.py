@@ -40,7 +40,6 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ferry import fs  # noqa: E402
 from ferry.catalog import Catalog  # noqa: E402
 from ferry.catalog.glue import GlueCatalog  # noqa: E402
 from ferry.catalog.hive import HiveMetastoreCatalog  # noqa: E402
@@ -59,6 +58,7 @@ from ferry.local.samples import (  # noqa: E402
     write_parquet,
 )
 from ferry.replica import SOURCE_LOCATION  # noqa: E402
+from ferry.storage import fs  # noqa: E402
 
 # Buckets the local environment's roles may read and write (ferry/local/environment.yml).
 SOURCE_BUCKET, REPLICA_BUCKET = "landing-bench", "dr-bench"

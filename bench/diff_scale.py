@@ -32,7 +32,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ferry import fingerprint, fs  # noqa: E402
 from ferry.catalog import batched  # noqa: E402
 from ferry.catalog.hive import HiveMetastoreCatalog, partition_to_thrift  # noqa: E402
 from ferry.commit import commit  # noqa: E402
@@ -44,6 +43,7 @@ from ferry.replica import PARTITION_FINGERPRINT  # noqa: E402
 from ferry.replicate import InProcessDriver  # noqa: E402
 from ferry.spark_job import LocalSpark  # noqa: E402
 from ferry.states.context import StateContext  # noqa: E402
+from ferry.storage import fingerprint, fs  # noqa: E402
 
 
 class Counting(HiveMetastoreCatalog):

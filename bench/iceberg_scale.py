@@ -37,11 +37,12 @@ from pyiceberg.table import StaticTable  # noqa: E402
 from pyiceberg.transforms import IdentityTransform  # noqa: E402
 from pyiceberg.types import LongType, NestedField, StringType  # noqa: E402
 
-from ferry import copies, fs  # noqa: E402
+from ferry import copies  # noqa: E402
 from ferry.config import CopierOptions  # noqa: E402
 from ferry.copy_tasks import CopyTask, Manifest  # noqa: E402
 from ferry.iceberg.pipeline import IcebergRun, commit_metadata, plan_iceberg  # noqa: E402
 from ferry.manifest import ManifestWriter, read_manifest, write_manifest  # noqa: E402
+from ferry.storage import fs  # noqa: E402
 
 SCHEMA = Schema(
     NestedField(1, "id", LongType(), required=False),

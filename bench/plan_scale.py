@@ -27,10 +27,10 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ferry import fs  # noqa: E402
 from ferry.catalog.hive import HiveMetastoreCatalog  # noqa: E402
 from ferry.core.model import Column, Database, Partition, StorageDescriptor, Table, TableType  # noqa: E402
 from ferry.local import metastore, processes  # noqa: E402
+from ferry.storage import fs  # noqa: E402
 
 LAMBDA_MEMORY_MB = 10_240
 LAMBDA_SECONDS = 900
@@ -51,7 +51,7 @@ LIST_CHILD = """
 import json, resource, sys, time
 from concurrent.futures import ThreadPoolExecutor
 import ferry.states.plan  # the same imports as the others, for the same starting point
-from ferry import fs
+from ferry.storage import fs
 roots = json.loads(sys.argv[1])
 started = time.monotonic()
 with ThreadPoolExecutor(8) as pool:

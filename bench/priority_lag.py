@@ -35,7 +35,6 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ferry import fs  # noqa: E402
 from ferry.budget.dynamodb import DynamoDbSlots  # noqa: E402
 from ferry.catalog.glue import GlueCatalog  # noqa: E402
 from ferry.core.faults import FaultFile  # noqa: E402
@@ -50,6 +49,7 @@ from ferry.local.samples import (  # noqa: E402
     order_rows,
     write_parquet,
 )
+from ferry.storage import fs  # noqa: E402
 
 # Buckets the local environment's roles may read and write (ferry/local/environment.yml).
 SOURCE_BUCKET, REPLICA_BUCKET = "landing-priority", "dr-priority"

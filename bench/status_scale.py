@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ferry import fs, lifecycle  # noqa: E402
+from ferry import lifecycle  # noqa: E402
 from ferry.catalog import batched  # noqa: E402
 from ferry.catalog.hive import HiveMetastoreCatalog  # noqa: E402
 from ferry.config import parse_config  # noqa: E402
@@ -40,6 +40,7 @@ from ferry.ledger import SqliteStateStore  # noqa: E402
 from ferry.local import metastore, processes  # noqa: E402
 from ferry.replica import REPLICATION_EVENT, SOURCE_TABLE  # noqa: E402
 from ferry.source_versions import of_table, recorded_parameters  # noqa: E402
+from ferry.storage import fs  # noqa: E402
 
 
 def main() -> None:

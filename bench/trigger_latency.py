@@ -33,7 +33,6 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ferry import fs  # noqa: E402
 from ferry.catalog.glue import GlueCatalog  # noqa: E402
 from ferry.commands.local import run_local_trigger  # noqa: E402
 from ferry.core.model import Partition, StorageDescriptor  # noqa: E402
@@ -46,6 +45,7 @@ from ferry.local.samples import (  # noqa: E402
     order_rows,
     write_parquet,
 )
+from ferry.storage import fs  # noqa: E402
 
 # Buckets the local environment's roles may read and write (ferry/local/environment.yml).
 SOURCE_BUCKET, REPLICA_BUCKET = "landing-bench", "dr-bench"

@@ -5,8 +5,8 @@ Spark task exactly one bin. A task copies its files with ``ferry.copier.copy_fil
 verifies every file at the target: to S3, one request per small file), ``threads`` at a time
 (chosen from the manifest: many for small files, whose copies wait on requests, few for
 large ones), retries a file that failed for a reason the SDK does not retry (its AWS
-requests already had ``ferry.retry_policy``'s attempts), and sends back one small record per file;
-file contents never travel through Spark. A manifest's rewrites (an Iceberg table's manifests,
+requests already had ``ferry.storage.retry_policy``'s attempts), and sends back one small record per
+file; file contents never travel through Spark. A manifest's rewrites (an Iceberg table's manifests,
 each rewritten for the replica with the position delete files it names) are spread over Spark
 tasks the same way, and retried the same way. The driver writes a JSON report and exits
 non-zero when any file was not copied or rewritten; otherwise it records every batch as done.
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from ferry import concurrency, fs
+from ferry import concurrency
 from ferry.copier import CopyTask, Manifest, copy_file, process_transfer
 from ferry.core.errors import FerryError
 from ferry.iceberg.pipeline import ManifestRewriter
@@ -42,8 +42,9 @@ from ferry.manifest import (
     read_batches,
     write_copy_record,
 )
-from ferry.retry_policy import answered_by_aws
-from ferry.s3 import MiB
+from ferry.storage import fs
+from ferry.storage.retry_policy import answered_by_aws
+from ferry.storage.s3 import MiB
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -148,8 +149,8 @@ def reach_with_roles(settings: fs.S3Settings, roles: tuple[tuple[str, str], ...]
     job role's), renewed before they expire. Once per process and bucket."""
     if not roles or all(role in _REACHED for role in roles):
         return
-    from ferry.aws import AwsClients
-    from ferry.aws_roles import RoleSession
+    from ferry.storage.aws import AwsClients
+    from ferry.storage.aws_roles import RoleSession
 
     aws = _ROLE_CLIENTS.setdefault(settings, AwsClients(settings.endpoint))
     for bucket, role in roles:
@@ -181,8 +182,8 @@ def copy_with_retries(
     """Copy one file, trying up to ``attempts`` times with a doubling pause in between.
 
     A failed AWS request is not sent again from here: the SDK already made the retry policy's
-    attempts (``ferry.retry_policy.answered_by_aws``), so the file fails at once. What the SDK
-    does not retry (a body cut off part-way, a check of the bytes, a local file) is.
+    attempts (``ferry.storage.retry_policy.answered_by_aws``), so the file fails at once. What the
+    SDK does not retry (a body cut off part-way, a check of the bytes, a local file) is.
 
     Never raises: the outcome, with the last error's text, is in the result.
     """
@@ -431,8 +432,8 @@ def default_report_uri(manifest_uri: str) -> str:
 
 
 def read_manifest(uri: str) -> tuple[Manifest, list[dict[str, Any]]]:
-    """The manifest at ``uri`` (any scheme ``ferry.fs`` resolves): the files to copy, and its
-    batches. A resumed run's files that its failed attempt already copied whole, from the
+    """The manifest at ``uri`` (any scheme ``ferry.storage.fs`` resolves): the files to copy, and
+    its batches. A resumed run's files that its failed attempt already copied whole, from the
     same source version, are not copied again (``ferry.manifest.batch_work``)."""
     batches = read_batches(uri)
     event_id = batches[0]["eventId"] if batches else ""

@@ -12,7 +12,6 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from ferry import fs
 from ferry.catalog import Catalog
 from ferry.commit import release_claim, snapshot_references
 from ferry.core.errors import CopyError, describe_error
@@ -21,6 +20,7 @@ from ferry.iceberg.recognise import metadata_location
 from ferry.plan import ReplicationPlan
 from ferry.replica import CREATED_BY_EVENT
 from ferry.runs import CopierKind, PlanDocument
+from ferry.storage import fs
 
 logger = logging.getLogger(__name__)
 

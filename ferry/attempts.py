@@ -31,7 +31,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from ferry import fs
 from ferry.catalog import Catalog
 from ferry.commit import snapshot_references
 from ferry.core.errors import ReplicationInterruptedError
@@ -41,6 +40,7 @@ from ferry.lifecycle import BEFORE_COMMIT, ReplicaState
 from ferry.manifest import read_manifest, whole_at_target
 from ferry.replica import REPLICATION_EVENT
 from ferry.runs import PlanDocument, RunLocations, read_plan
+from ferry.storage import fs
 
 #: In the run's folder: the attempt Abort kept for a resume.
 ATTEMPT = "attempt.json"

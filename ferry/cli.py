@@ -55,7 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         stream=sys.stderr,
     )
     # Where S3 is gets decided here, once: the standard AWS variables, as boto3 reads them.
-    from ferry import fs  # here: a usage error needs no pyarrow
+    from ferry.storage import fs  # here: a usage error needs no pyarrow
 
     fs.configure(fs.S3Settings.from_environment(os.environ))
     # Fail points, armed only on purpose (tests, failure drills): see ferry/core/faults.py.

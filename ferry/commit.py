@@ -30,8 +30,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
-from ferry import fs
-from ferry.avro import copy_schema
 from ferry.catalog import Catalog, batched
 from ferry.catalog.locations import referenced_locations
 from ferry.core import faults
@@ -47,6 +45,8 @@ from ferry.replica import (
     REPLICATION_EVENT,
     check_not_promoted,
 )
+from ferry.storage import fs
+from ferry.storage.avro import copy_schema
 
 #: What an adopted table (no event yet) is claimed on: the time the metastore last wrote it.
 ADOPTION_KEY = "transient_lastDdlTime"

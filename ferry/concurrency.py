@@ -14,7 +14,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ferry.s3 import MAX_PARTS, MIN_PART_SIZE, MiB
+from ferry.storage.s3 import MAX_PARTS, MIN_PART_SIZE, MiB
 
 #: Requests in flight for small objects. S3 serves thousands of requests a second per
 #: prefix at tens of milliseconds each, so a copier is bound by its own concurrency long

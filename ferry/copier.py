@@ -7,7 +7,7 @@ verified at the target:
 - to S3, a file is sent whole in one ``PutObject`` with its ``Content-MD5``, a large local
   one streamed from disk in one ``PutObject``, or any other in a multipart upload whose
   parts carry theirs, as ``ferry.concurrency.uploads`` chooses from the manifest's sizes;
-  what S3 answers is the verification (``ferry.s3_objects``), no second request looks at
+  what S3 answers is the verification (``ferry.storage.s3_objects``), no second request looks at
   the target;
 - to any other file system, the file is streamed through ``pyarrow.fs`` and its size is
   checked at the target.
@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 from pyarrow import fs as pafs
 
-from ferry import concurrency, fs
+from ferry import concurrency
 from ferry.copy_tasks import CopyReport, CopyTask, Manifest
 from ferry.core import faults
 from ferry.core.errors import (
@@ -39,8 +39,9 @@ from ferry.core.errors import (
     TargetNotWritableError,
     VerificationError,
 )
-from ferry.s3 import MiB, Progress, parse_s3_uri
-from ferry.s3_objects import (
+from ferry.storage import fs
+from ferry.storage.s3 import MiB, Progress, parse_s3_uri
+from ferry.storage.s3_objects import (
     PartSlots,
     S3Source,
     delete_object,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ferry import concurrency, fs
+from ferry import concurrency
 from ferry.config import CopierOptions
 from ferry.copier import Progress
 from ferry.core import faults
@@ -27,7 +27,8 @@ from ferry.manifest import (
     write_copy_record,
 )
 from ferry.payloads import CopyBatchResult, InlineCopyResult
-from ferry.s3 import MiB
+from ferry.storage import fs
+from ferry.storage.s3 import MiB
 
 
 def copy_inline(

@@ -27,8 +27,6 @@ from pathlib import Path
 
 import yaml
 
-from ferry import fs
-from ferry.aws import AwsClients
 from ferry.catalog import Catalog
 from ferry.catalog.glue import GlueCatalog
 from ferry.catalog.hive import HiveMetastoreCatalog
@@ -46,6 +44,8 @@ from ferry.local.samples import (
     write_parquet,
 )
 from ferry.reader import read_rows
+from ferry.storage import fs
+from ferry.storage.aws import AwsClients
 
 SALES, SALES_DR = "sales", "sales_dr"
 LANDING, LANDING_DR = "landing", "landing_dr"

@@ -26,11 +26,8 @@ from dataclasses import dataclass, replace
 from dataclasses import fields as dataclass_fields
 from enum import StrEnum
 
-from ferry import fs
-from ferry.avro import AVRO_SCHEMA_URL, SchemaCopy, point_at_replica_schema
 from ferry.config import ReplicationMode
 from ferry.core.model import Partition, StorageDescriptor, Table, partition_name
-from ferry.fingerprint import Fingerprint
 from ferry.replica import (
     COMMIT_CLAIM,
     LAST_REPLICATED,
@@ -42,6 +39,9 @@ from ferry.replica import (
     TABLE_FINGERPRINT,
     shape_replica_partition,
 )
+from ferry.storage import fs
+from ferry.storage.avro import AVRO_SCHEMA_URL, SchemaCopy, point_at_replica_schema
+from ferry.storage.fingerprint import Fingerprint
 
 #: The modes that copy data into snapshots of their own.
 COPYING_MODES = (ReplicationMode.FULL, ReplicationMode.FULL_OVERWRITE)

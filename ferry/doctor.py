@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
-from ferry.aws import AwsClients
 from ferry.config_text import SECRET_PLACEHOLDER
 from ferry.core.errors import DeploymentError
 from ferry.doctor_findings import FAILED, OK, SKIPPED, Finding
@@ -36,6 +35,7 @@ from ferry.doctor_network import (
     subnets_without_nat,
 )
 from ferry.doctor_regions import check_other_regions, head_bucket_region, reached_elsewhere
+from ferry.storage.aws import AwsClients
 
 __all__ = [
     "FAILED", "OK", "SKIPPED", "POLLER_SERVICES", "VPC_SERVICES", "Deployment", "Doctor",

@@ -43,7 +43,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from ferry import fs, lifecycle
+from ferry import lifecycle
 from ferry.catalog import Catalog
 from ferry.catalog.locations import DatabaseReferences, Paths, locations_of
 from ferry.config import Housekeeping, ReplicationConfig, ReplicationMode, TableReplication
@@ -55,6 +55,7 @@ from ferry.ledger import LedgerEntry
 from ferry.lifecycle import ReplicaState
 from ferry.ownership import IcebergOwnership, Ownership, event_time, is_snapshot_name
 from ferry.replica import PROMOTED
+from ferry.storage import fs
 
 #: The event id of ledger entries the vacuum recorded (folders it found unknown).
 VACUUM_EVENT = "vacuum"

@@ -31,7 +31,6 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ferry import fs
 from ferry.catalog import Catalog
 from ferry.catalog.locations import (
     DatabaseReferences,
@@ -54,6 +53,7 @@ from ferry.manifest import read_manifest
 from ferry.ownership import IcebergOwnership, Ownership
 from ferry.plan import ReplicationPlan
 from ferry.replica import REPLICATION_MODE, SOURCE_LOCATION
+from ferry.storage import fs
 
 #: How long a replication holds its replica table's lock at most; a crashed run's lock is
 #: taken over after it. Longer than the slowest replication (Plan to Commit) should take.

@@ -47,8 +47,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ferry import fs
 from ferry.copier import CopyTask, Manifest
+from ferry.storage import fs
 
 RECORDS = "copied"
 #: A batch's digest (``batch_digest``): its copy record counts for that very batch only.

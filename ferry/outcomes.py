@@ -12,9 +12,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ferry import fs
 from ferry.core.errors import StepFunctionsError
 from ferry.payloads import ResolveTablesResult
+from ferry.storage import fs
 
 
 def resolved_tables(result: ResolveTablesResult) -> list[dict[str, Any]]:

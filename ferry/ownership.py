@@ -40,9 +40,9 @@ from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from ferry import fs
 from ferry.catalog.locations import DatabaseReferences, Paths, ReferencedLocations
 from ferry.ledger import CreatedSnapshot
+from ferry.storage import fs
 
 #: A snapshot folder's name: Ferry's event id (``ferry.core.event_id``), or Circus Train's
 #: (``ctt-20161207t155219.461z-…``; ``ctp-`` for its partition replications).

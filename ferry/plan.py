@@ -14,8 +14,7 @@ from dataclasses import dataclass, replace
 
 from pyiceberg.table.metadata import TableMetadata
 
-from ferry import fingerprint, fs, source_versions
-from ferry.avro import SchemaCopy
+from ferry import source_versions
 from ferry.catalog import Catalog
 from ferry.config import ReplicationMode, ReplicationStrategy, TableReplication
 from ferry.core import faults
@@ -65,6 +64,8 @@ from ferry.replica import (
     replica_parameters,
     shape_replica_table,
 )
+from ferry.storage import fingerprint, fs
+from ferry.storage.avro import SchemaCopy
 from ferry.views import rewrite_view_sql
 
 
@@ -164,7 +165,7 @@ def plan_replication(
     Plan writes any of it (its metadata files; ``ferry.lifecycle`` ledgers it).
 
     A selected source partition is replicated when it is missing on the replica, when its
-    data fingerprint (``ferry/fingerprint.py``) differs from the one stored on the replica
+    data fingerprint (``ferry/storage/fingerprint.py``) differs from the one stored on the replica
     partition, or — altered in place, with no copy — when only its metadata differs. The
     files to copy are streamed into ``manifest`` from the same listing that gives the
     fingerprints; without one they are only counted.

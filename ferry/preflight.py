@@ -17,8 +17,8 @@ from urllib.parse import urlparse
 
 from pyarrow import fs as pafs
 
-from ferry import fs
 from ferry.core.errors import TargetNotWritableError
+from ferry.storage import fs
 
 PROBE_PREFIX = ".ferry-write-probe-"
 
@@ -91,7 +91,7 @@ def _remove_empty_folders(filesystem: pafs.FileSystem, folders: list[str]) -> No
 
 def _delete_s3_object(uri: str, s3: Any | None) -> None:
     if s3 is None:
-        from ferry.aws import AwsClients
+        from ferry.storage.aws import AwsClients
 
         s3 = AwsClients().client("s3")
     parsed = urlparse(uri)

@@ -11,10 +11,10 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ferry import fs
 from ferry.catalog import Catalog
 from ferry.core.model import Table
 from ferry.iceberg.recognise import is_iceberg, metadata_location
+from ferry.storage import fs
 
 
 def read_rows(catalog: Catalog, table: Table) -> pa.Table:

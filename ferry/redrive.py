@@ -62,7 +62,8 @@ def queue_url(sqs: Any, queue: str) -> str:
 def redrive(aws: Any, queue: str, region: str | None = None) -> list[Redriven]:
     """Send every message of the dead-letter queue ``queue`` again; one entry each.
 
-    ``aws``: ``ferry.aws.AwsClients``; ``region``: the queue's (the SDK's default when None).
+    ``aws``: ``ferry.storage.aws.AwsClients``; ``region``: the queue's (the SDK's default when
+    None).
     """
     sqs = aws.client("sqs", region)
     url = queue_url(sqs, queue)

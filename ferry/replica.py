@@ -10,7 +10,6 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from ferry import fs
 from ferry.config import ReplicationMode, TableReplication
 from ferry.core.errors import (
     PromotedReplicaError,
@@ -19,6 +18,7 @@ from ferry.core.errors import (
     ReplicationModeError,
 )
 from ferry.core.model import Partition, Table, TableType, partition_name
+from ferry.storage import fs
 
 if TYPE_CHECKING:
     from ferry.catalog import Catalog
@@ -32,7 +32,7 @@ REPLICATION_MODE = "ferry.replication.mode"
 #: ``<event id>@<time>``: the event that claimed the replica to commit (``ferry.commit``).
 COMMIT_CLAIM = "ferry.commit.claim"
 LAST_REPLICATED = "ferry.last.replicated"
-#: The data fingerprint (``ferry/fingerprint.py``) of what a partition, or an unpartitioned
+#: The data fingerprint (``ferry/storage/fingerprint.py``) of what a partition, or an unpartitioned
 #: table, was copied from: the next run compares the source's with it.
 PARTITION_FINGERPRINT = "ferry.partition.fingerprint"
 TABLE_FINGERPRINT = "ferry.table.fingerprint"

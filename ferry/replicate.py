@@ -30,11 +30,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from ferry import fs, statemachine
+from ferry import statemachine
 from ferry.copier import Progress
 from ferry.core.errors import FerryError, ReplicationInterruptedError, StateError
 from ferry.core.faults import InjectedFault
 from ferry.outcomes import write_map_results
+from ferry.storage import fs
 
 logger = logging.getLogger(__name__)
 

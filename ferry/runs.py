@@ -13,11 +13,11 @@ from enum import StrEnum
 
 from pydantic import TypeAdapter
 
-from ferry import fs
 from ferry.config import CopierOptions, ReplicationMode
 from ferry.manifest import REWRITE_BATCH_BYTES
 from ferry.plan import ReplicationPlan
-from ferry.s3 import MiB
+from ferry.storage import fs
+from ferry.storage.s3 import MiB
 
 
 class CopierKind(StrEnum):

@@ -23,7 +23,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from ferry import concurrency
 from ferry.copy_tasks import CopyReport, CopyTask, Manifest
 from ferry.core.errors import CopyError, TargetNotWritableError, VerificationError
-from ferry.s3 import (
+from ferry.storage.s3 import (
     MAX_PART_SIZE,
     MAX_PARTS,
     MAX_SINGLE_REQUEST_SIZE,
@@ -39,7 +39,7 @@ from ferry.s3 import (
     parse_s3_uri,
     refusal,
 )
-from ferry.s3_objects import delete_object, multipart_upload
+from ferry.storage.s3_objects import delete_object, multipart_upload
 
 #: CopyObject copies at most this much; a larger object is copied in parts.
 MAX_COPY_OBJECT_SIZE = MAX_SINGLE_REQUEST_SIZE
@@ -72,7 +72,7 @@ class S3ServerSideCopier:
     ``max_pool_connections`` of at least ``2 * threads`` (objects and parts run on two pools
     of ``threads`` each; ``AwsClients.client(..., connections=...)`` sizes it). A request that
     fails with a transient error (throttling, 5xx, a dropped connection) is retried by the
-    client (``ferry.aws``): only that request of that object, never the batch.
+    client (``ferry.storage.aws``): only that request of that object, never the batch.
     """
 
     def __init__(

@@ -12,9 +12,9 @@ import json
 from typing import Any
 from urllib.parse import urlparse
 
-from ferry import fs
-from ferry.aws import AwsClients
 from ferry.config import AssumeRole, CatalogConfig, ReplicationConfig
+from ferry.storage import fs
+from ferry.storage.aws import AwsClients
 
 #: Beside a run's manifest: the buckets reached with a role, and the role, for the Spark job
 #: (which reads the manifest, not the config).

@@ -21,7 +21,7 @@ from pydantic import (
     model_validator,
 )
 
-from ferry import budget, config_text, fs, triggers
+from ferry import budget, config_text, triggers
 from ferry.config import (
     ReplicationConfig,
     WholeNumber,
@@ -31,6 +31,7 @@ from ferry.config import (
 from ferry.config.objectives import parse_rpo
 from ferry.core.duration import format_duration
 from ferry.core.errors import ConfigError, SettingsError
+from ferry.storage import fs
 from infra.settings_access import (
     ACCOUNT,
     REGION,

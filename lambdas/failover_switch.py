@@ -12,10 +12,10 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ConfigDict, Field
 
-from ferry.aws import AwsClients
 from ferry.failover.stack_switch import StackClients
 from ferry.payloads import FailoverSwitchInput
 from ferry.states import failover_switch
+from ferry.storage.aws import AwsClients
 from lambdas.runtime import logger, tracer
 
 

@@ -15,8 +15,7 @@ from functools import cache
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
-from ferry import budget, fs, lifecycle
-from ferry.aws import AwsClients
+from ferry import budget, lifecycle
 from ferry.budget.dynamodb import DynamoDbSlots
 from ferry.config import load_config_uri
 from ferry.config_text import SECRET_PLACEHOLDER
@@ -24,6 +23,8 @@ from ferry.core.errors import ConfigError, FerryError, SecretNotFilledError
 from ferry.feeds import ChangeFeeds, FeedState, WindowExecutions
 from ferry.ledger import LONGEST_LEASE
 from ferry.states.context import StateContext
+from ferry.storage import fs
+from ferry.storage.aws import AwsClients
 
 SERVICE = "ferry"
 NAMESPACE = "Ferry"

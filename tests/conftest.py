@@ -17,11 +17,11 @@ import boto3
 import pytest
 import yaml
 
-from ferry import fs
 from ferry.catalog.glue import GlueCatalog
 from ferry.catalog.hive import HiveMetastoreCatalog
 from ferry.local import deploy, emulator, metastore, processes
 from ferry.local.samples import create_sample_tables, last_days
+from ferry.storage import fs
 
 # The tests' clock: every date helper and event id is computed from it.
 NOW = datetime(2026, 11, 21, 8, 30, tzinfo=UTC)

@@ -8,9 +8,9 @@ import subprocess
 import sys
 from typing import Any
 
-from ferry import fs
 from ferry.catalog import Catalog
-from ferry.fs import read_bytes  # noqa: F401 - the tests' reader of target bytes
+from ferry.storage import fs
+from ferry.storage.fs import read_bytes  # noqa: F401 - the tests' reader of target bytes
 
 # Parameters the metastore rewrites by itself; comparisons ignore them.
 VOLATILE = {"transient_lastDdlTime", "numFiles", "totalSize", "COLUMN_STATS_ACCURATE"}

@@ -19,13 +19,13 @@ from pyiceberg.catalog import Catalog as PyIcebergCatalog
 from pyiceberg.catalog.glue import GlueCatalog as PyIcebergGlueCatalog
 from pyiceberg.catalog.hive import HiveCatalog
 
-from ferry import fs
 from ferry.catalog import Catalog
 from ferry.catalog.glue import GlueCatalog
 from ferry.catalog.hive import HiveMetastoreCatalog
 from ferry.core.model import CatalogKind, Table
 from ferry.iceberg.recognise import METADATA_LOCATION, PREVIOUS_METADATA_LOCATION
 from ferry.replica import SOURCE_LOCATION, SOURCE_TABLE
+from ferry.storage import fs
 from tests.iceberg_tables import create_history_table, read_rows, rows
 
 #: What the source's entry carries that the replica keeps, whatever its kind.

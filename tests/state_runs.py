@@ -9,11 +9,11 @@ from typing import Any
 
 import yaml
 
-from ferry import fs
 from ferry.outcomes import resolved_tables
 from ferry.payloads import PlanResult
 from ferry.states import inline_copy, plan, resolve_tables
 from ferry.states.context import StateContext
+from ferry.storage import fs
 from tests.conftest import fixed_clock
 from tests.helpers import config_document
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from ferry.aws import AwsClients
 from ferry.catalog import Catalog
 from ferry.catalog.glue import GlueCatalog
 from ferry.catalog.hive import HiveMetastoreCatalog
 from ferry.config import CatalogConfig
+from ferry.storage.aws import AwsClients
 
 
 def open_catalog(config: CatalogConfig, aws: AwsClients) -> Catalog:

@@ -14,9 +14,9 @@ import bisect
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from ferry import fs
 from ferry.catalog import Catalog
 from ferry.core.model import Table
+from ferry.storage import fs
 
 
 class Paths:

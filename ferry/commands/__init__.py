@@ -19,8 +19,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 from ferry.core.errors import ConfigError, FailoverError, FerryError, StateStoreError
 
 if TYPE_CHECKING:
-    from ferry.aws import AwsClients
     from ferry.config import ReplicationConfig
+    from ferry.storage.aws import AwsClients
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -97,7 +97,7 @@ def check_work_location(work_uri: str, aws: AwsClients) -> None:
     A local one must be a folder, or one that can be created; an S3 one a bucket that
     exists (``HeadBucket``; a refusal still says the bucket exists).
     """
-    from ferry import fs
+    from ferry.storage import fs
 
     where = f"work location {work_uri}"
     if fs.scheme_of(work_uri) == "file":

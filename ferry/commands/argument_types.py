@@ -52,7 +52,7 @@ def home_folder(text: str) -> Path:
     Checked, not created: nothing is written before every check has passed. An existing one
     must be readable: every command reads its state there.
     """
-    from ferry.fs import nearest_existing
+    from ferry.storage.fs import nearest_existing
 
     path = Path(text)
     folder, problem = nearest_existing(path)
@@ -136,7 +136,7 @@ def state_machine_arn(text: str) -> str:
 def check_writable(home: Path) -> None:
     """The local runtime keeps its processes' state in ``home``: it must be writable (or
     creatable) before anything starts."""
-    from ferry.fs import why_not_creatable
+    from ferry.storage.fs import why_not_creatable
 
     problem = why_not_creatable(home)
     if problem:

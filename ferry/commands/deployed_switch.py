@@ -12,9 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ferry.aws import new_session
 from ferry.core.errors import FailoverError
 from ferry.failover.deployed import DeployedSwitch, Reach
+from ferry.storage.aws import new_session
 
 
 def switch_for(environment: str, *, home: Path = Path(".ferry")) -> DeployedSwitch:

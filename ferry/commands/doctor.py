@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ferry import fs
-from ferry.aws import AwsClients
 from ferry.commands import EXIT_FAILED, EXIT_OK, UsageError
 from ferry.doctor import FAILED, Deployment, Doctor, Finding
+from ferry.storage import fs
+from ferry.storage.aws import AwsClients
 
 
 def run_doctor(

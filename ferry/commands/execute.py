@@ -8,8 +8,6 @@ from pathlib import Path
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ferry import fs
-from ferry.aws import AwsClients
 from ferry.commands import EXIT_FAILED, EXIT_OK, UsageError, check_work_location, load_selected
 from ferry.commands.local import local_pipeline
 from ferry.config import ReplicationConfig
@@ -17,6 +15,8 @@ from ferry.core.errors import ConfigError, FerryError, describe_error
 from ferry.execute import follow, start
 from ferry.local import deploy
 from ferry.states.context import StateContext
+from ferry.storage import fs
+from ferry.storage.aws import AwsClients
 
 
 def _print_table_states(states: list[str]) -> None:

@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.markup import escape
 
-from ferry import fs
-from ferry.aws import AwsClients
 from ferry.commands import EXIT_OK, UsageError, load_selected
 from ferry.config import ReplicationConfig, TableReplication
 from ferry.core.errors import FailoverError
 from ferry.failover import ReplicationSwitch
 from ferry.sides import reach_sides
+from ferry.storage import fs
+from ferry.storage.aws import AwsClients
 
 if TYPE_CHECKING:
     from ferry.failover.failover import FailoverReport

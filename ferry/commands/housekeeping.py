@@ -15,10 +15,10 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from ferry import fs
-from ferry.aws import AwsClients
 from ferry.commands import EXIT_OK, check_regions, check_work_location, load_selected
 from ferry.core.errors import ConfigError, FerryError, describe_error
+from ferry.storage import fs
+from ferry.storage.aws import AwsClients
 
 
 def run_housekeeping(

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ferry import triggers
-from ferry.aws import AwsClients, new_session
 from ferry.catalog.hive import HiveMetastoreCatalog
 from ferry.commands import EXIT_FAILED, EXIT_OK, UsageError, print_warnings
 from ferry.config import ReplicationConfig, S3Trigger, load_config
@@ -18,6 +17,7 @@ from ferry.core.duration import format_duration
 from ferry.core.errors import ConfigError, FerryError
 from ferry.feeds.checks import notification_log_problem
 from ferry.local import catalog_triggers, deploy, emulator, processes, runtime
+from ferry.storage.aws import AwsClients, new_session
 
 
 def run_local(

@@ -18,10 +18,10 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from ferry.aws import AwsClients
 from ferry.commands import EXIT_FAILED, EXIT_OK, check_regions, load_selected
 from ferry.commands.replicate import human_bytes, plural
 from ferry.core.errors import FerryError
+from ferry.storage.aws import AwsClients
 
 #: At most this many partitions are listed per kind of change (all of them with --json).
 SHOWN = 20

@@ -22,9 +22,9 @@ from pathlib import Path
 
 from botocore.exceptions import ClientError
 
-from ferry.aws import AwsClients
 from ferry.commands import EXIT_FAILED, EXIT_OK, UsageError
 from ferry.redrive import redrive
+from ferry.storage.aws import AwsClients
 
 #: An execution's ARN (a Map Run's child's too: ``execution:<machine>/<label>:<name>``).
 _EXECUTION_ARN = re.compile(r"arn:aws[\w-]*:states:([\w-]+):\d{12}:execution:.+")

@@ -24,8 +24,6 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 
-from ferry import fs
-from ferry.aws import AwsClients
 from ferry.commands import (
     EXIT_FAILED,
     EXIT_OK,
@@ -35,6 +33,8 @@ from ferry.commands import (
     load_selected,
 )
 from ferry.core.errors import ConfigError, FerryError, describe_error
+from ferry.storage import fs
+from ferry.storage.aws import AwsClients
 
 if TYPE_CHECKING:
     from ferry.config import ReplicationConfig

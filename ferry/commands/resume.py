@@ -12,10 +12,10 @@ import re
 from datetime import timedelta
 from pathlib import Path
 
-from ferry import fs
-from ferry.aws import AwsClients
 from ferry.commands import check_regions, load_selected
 from ferry.core.errors import NotResumableError
+from ferry.storage import fs
+from ferry.storage.aws import AwsClients
 
 _EVENT = re.compile(r"^[A-Za-z0-9_.-]+$")
 

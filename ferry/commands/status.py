@@ -22,11 +22,11 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ferry.aws import AwsClients, new_session
 from ferry.commands import EXIT_FAILED, EXIT_OK, UsageError, load_selected
 from ferry.config import ReplicationConfig
 from ferry.core.clock import Clock, utc_now
 from ferry.freshness import FreshnessState, TableFreshness, measure
+from ferry.storage.aws import AwsClients, new_session
 
 #: Some table is over its RPO: scripts alert on it.
 EXIT_OVER_RPO = 3
@@ -171,9 +171,9 @@ def _state_of(
         sqlite.check(f"state store {path}")
         return config, aws, sqlite, f"--home {home}"
     if environment == "local":
-        from ferry import fs
         from ferry.commands.local import local_pipeline
         from ferry.local import deploy
+        from ferry.storage import fs
 
         config = load_selected(config_path, tables)
         _, _, aws = local_pipeline(home.resolve())

@@ -3,7 +3,7 @@
 DR guidance keeps the replica in an account of its own. A catalog section names the role
 (``replica-catalog.assume-role``): Ferry reaches that catalog (Glue) and the buckets of the
 tables it writes there with the role's credentials, which it renews before they expire
-(``ferry.aws``), and every other call with its own. Circus Train's
+(``ferry.storage.aws``), and every other call with its own. Circus Train's
 ``copier-options.assume-role`` (the role its copier writes the replica's data with) and
 ``assume-role-session-duration-seconds`` become this section (``translate_circus_train``).
 """
@@ -16,10 +16,10 @@ from typing import Any
 
 from pydantic import field_validator
 
-from ferry.aws_roles import assume_role_parameters
 from ferry.config.base import _Model
 from ferry.config.checks import check_bucket_name
 from ferry.core.duration import format_duration, parse_duration
+from ferry.storage.aws_roles import assume_role_parameters
 
 #: STS's limits on a role session (AssumeRole's ``DurationSeconds``): 15 minutes to 12 hours
 #: (a role's own ``MaxSessionDuration`` may be lower: STS refuses longer with one message).

@@ -19,7 +19,7 @@ from ferry.config.circus_train import (
     SDK_CREDENTIALS,
     SPARK_BALANCES,
 )
-from ferry.s3 import MiB
+from ferry.storage.s3 import MiB
 
 #: Locations a plan lists at once unless ``copier-options.threads`` says otherwise.
 LISTING_THREADS = 8

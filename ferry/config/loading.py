@@ -39,7 +39,7 @@ def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> R
 
 def load_config_uri(uri: str, environ: Mapping[str, str] | None = None) -> ReplicationConfig:
     """Read and validate the config at a URI (``s3://``, ``file://``), as the pipeline does."""
-    from ferry import fs  # the CLI reads local files without pyarrow
+    from ferry.storage import fs  # the CLI reads local files without pyarrow
 
     if "://" not in uri:
         return load_config(uri, environ)

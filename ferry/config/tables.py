@@ -176,7 +176,7 @@ class AvroSerdeOptions(_Model):
     The schema file a table's ``avro.schema.url`` names is copied to
     ``<base-url>/<event-id>/<file>`` (``…/<event-id>/.schema/<file>`` when ``base-url`` is the
     replica's ``table-location``, so Hive never reads it as data); the replica's
-    ``avro.schema.url`` points at the copy (``ferry/avro.py``).
+    ``avro.schema.url`` points at the copy (``ferry/storage/avro.py``).
     """
 
     location_keys: ClassVar[frozenset[str]] = frozenset({"base-url"})

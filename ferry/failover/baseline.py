@@ -23,7 +23,6 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ferry import fingerprint, fs
 from ferry.catalog import Catalog
 from ferry.core.errors import FailoverError
 from ferry.core.model import Partition, Table, partition_name
@@ -34,6 +33,7 @@ from ferry.replica import (
     SOURCE_VERSION,
     TABLE_FINGERPRINT,
 )
+from ferry.storage import fingerprint, fs
 
 #: The folder of the work area that holds the baselines and failback journals.
 FAILOVER_FOLDER = "failover"

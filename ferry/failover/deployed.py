@@ -29,12 +29,12 @@ from pathlib import Path
 from typing import Any
 
 from ferry import lifecycle
-from ferry.aws import AwsClients, new_session
 from ferry.config import ReplicationConfig
 from ferry.core.errors import FailoverError
 from ferry.failover import SwitchReport
 from ferry.failover.triggers import config_triggers
 from ferry.payloads import FailoverSwitchInput, FailoverSwitchResult
+from ferry.storage.aws import AwsClients, new_session
 
 LOCAL = "local"
 #: The stack output naming the function.

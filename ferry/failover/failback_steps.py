@@ -9,7 +9,6 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 from urllib.parse import urlparse
 
-from ferry import fs
 from ferry.catalog import Catalog
 from ferry.config import ReplicationConfig, ReplicationStrategy, TableReplication
 from ferry.core.errors import ConfigError, FailoverError
@@ -22,6 +21,7 @@ from ferry.failover.promotion import failover_id_of
 from ferry.failover.reverse import ReverseTable
 from ferry.replica import PARTITION_FINGERPRINT, TABLE_FINGERPRINT
 from ferry.sides import buckets_of
+from ferry.storage import fs
 
 #: Ferry's parameters all start so: the reverse's bookkeeping on the original table.
 FERRY_PREFIX = "ferry."

@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ferry import fs
 from ferry.catalog import Catalog
 from ferry.config import ReplicationConfig, TableReplication
 from ferry.core import faults
@@ -31,6 +30,7 @@ from ferry.failover import PROMOTED, ReplicationSwitch, SwitchReport
 from ferry.failover import baseline as baselines
 from ferry.failover.promotion import failover_id_of, promote, promotion_value
 from ferry.replica import REPLICATION_EVENT, SOURCE_READ_AT, SOURCE_VERSION
+from ferry.storage import fs
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ferry import fs
+from ferry.storage import fs
 
 PLANNED, COPIED, RESTORED, DONE = "planned", "copied", "restored", "done"
 

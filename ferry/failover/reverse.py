@@ -20,9 +20,9 @@ from typing import Any
 
 import yaml
 
-from ferry import fs
 from ferry.core.errors import FailoverError, FerryError
 from ferry.core.model import Column
+from ferry.storage import fs
 
 #: Partition key types a metastore filter compares as numbers (unquoted).
 _NUMERIC = ("tinyint", "smallint", "int", "integer", "bigint")

@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-from ferry import fingerprint
 from ferry.catalog import Catalog
 from ferry.core.model import Partition, Table, partition_name
 from ferry.failover.changes import Side
+from ferry.storage import fingerprint
 
 
 def replica_side(replica: Catalog, table: Table, threads: int = 8) -> Side:

@@ -26,7 +26,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ferry import fs
 from ferry.catalog import Catalog
 from ferry.config import ReplicationConfig, TableReplication
 from ferry.core.event_id import new_event_id
@@ -35,6 +34,7 @@ from ferry.failover.baseline import FAILOVER_FOLDER
 from ferry.failover.failback import fail_back
 from ferry.failover.stack_failover import AlreadySuspended, replications_of
 from ferry.payloads import FailbackInput, FailbackResult
+from ferry.storage import fs
 
 #: Where the reverse configs are written in the work bucket: below ``configs/``, which every
 #: function of the pipeline may read (``infra/functions.py``).

@@ -7,11 +7,11 @@ from __future__ import annotations
 from pyiceberg.io import InputFile, OutputFile
 from pyiceberg.io.pyarrow import PyArrowFile, PyArrowFileIO, PyArrowLocalFileSystem
 
-from ferry import fs
+from ferry.storage import fs
 
 
 class FerryFileIO(PyArrowFileIO):
-    """pyiceberg's pyarrow ``FileIO`` on Ferry's file systems (``ferry.fs.resolve``): the
+    """pyiceberg's pyarrow ``FileIO`` on Ferry's file systems (``ferry.storage.fs.resolve``): the
     S3 endpoint, regions and clients of this process, whatever the URI's spelling."""
 
     def new_input(self, location: str) -> PyArrowFile:

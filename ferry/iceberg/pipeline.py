@@ -22,7 +22,7 @@ isolation in place of a snapshot folder:
 
 Every name a run writes is new and derived from its event id, so nothing a replica version
 references is overwritten and a step run again for the same event writes the same files.
-All I/O goes through Ferry's file systems (``ferry.fs``: S3 with the configured endpoint,
+All I/O goes through Ferry's file systems (``ferry.storage.fs``: S3 with the configured endpoint,
 local disks, ...), wrapped as a pyiceberg ``FileIO``.
 """
 
@@ -36,7 +36,6 @@ from typing import Any
 from pydantic import TypeAdapter
 from pyiceberg.table.metadata import TableMetadata, TableMetadataUtil
 
-from ferry import fs
 from ferry.core.errors import CopyIncompleteError, IcebergMetadataError, ReplicaGuardError
 from ferry.iceberg.fileio import FerryFileIO
 from ferry.iceberg.paths import canonical
@@ -50,6 +49,7 @@ from ferry.iceberg.replicate import (
 )
 from ferry.iceberg.rewrite import DeleteFiles, ManifestWork, RewriteContext, rewrite_manifest
 from ferry.manifest import CopyRoot, ManifestWriter, Rewrite, batch_rewrites
+from ferry.storage import fs
 
 #: Beside the run's manifest: what Commit writes (``StagedCommit``).
 STAGED_NAME = "iceberg-commit.json"

@@ -29,9 +29,9 @@ from pyiceberg.manifest import (
 from pyiceberg.serializers import FromInputFile
 from pyiceberg.table.metadata import TableMetadata
 
-from ferry import fs
 from ferry.core.errors import FerryError, IcebergMetadataError
-from ferry.s3 import error_code
+from ferry.storage import fs
+from ferry.storage.s3 import error_code
 
 # The format versions whose manifests pyiceberg 0.12 writes (``write_manifest``: 1 and 2).
 SUPPORTED_FORMAT_VERSIONS = (1, 2)

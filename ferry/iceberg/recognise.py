@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ferry.core.model import Table
-from ferry.fs import normalise
+from ferry.storage.fs import normalise
 
 TABLE_TYPE = "table_type"
 ICEBERG = "ICEBERG"

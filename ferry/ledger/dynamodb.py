@@ -10,7 +10,6 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from ferry import retry_policy
 from ferry.core.errors import StateStoreError
 from ferry.ledger.records import (
     CREATED_PREFIX,
@@ -26,6 +25,7 @@ from ferry.ledger.records import (
     locked_error,
     moment_of,
 )
+from ferry.storage import retry_policy
 
 #: The state table's key: two strings (the CDK stack's table, ``create_table``'s).
 _DYNAMODB_KEY = {"pk": "HASH", "sk": "RANGE"}
@@ -34,7 +34,7 @@ _BATCH = 25
 #: BatchGetItem takes at most 100 keys per call.
 _GET_BATCH = 100
 #: How many times the items or keys a batch request left unprocessed (throttled) are sent
-#: again: the one bound of ``ferry.retry_policy``.
+#: again: the one bound of ``ferry.storage.retry_policy``.
 _UNPROCESSED_RETRIES = retry_policy.UNPROCESSED_RETRIES
 
 

@@ -9,7 +9,6 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from ferry import fs
 from ferry.core.errors import StateStoreError
 from ferry.ledger.records import (
     CreatedSnapshot,
@@ -20,6 +19,7 @@ from ferry.ledger.records import (
     locked_error,
     moment_of,
 )
+from ferry.storage import fs
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS ledger (

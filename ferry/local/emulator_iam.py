@@ -120,7 +120,7 @@ def _refusal(authorizer: Authorizer, environ: dict[str, Any]) -> tuple[int, list
         authorizer.record(denial)
     else:
         # HeadBucket answers a bucket's region whatever the caller may do (S3's documented
-        # way to find it, ferry.fs's): a refusal there is normal work, not a finding.
+        # way to find it, ferry.storage.fs's): a refusal there is normal work, not a finding.
         region_lookup = (
             signed.service == "s3"
             and request.method == "HEAD"

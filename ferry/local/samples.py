@@ -12,9 +12,9 @@ from datetime import date, timedelta
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ferry import fs
 from ferry.catalog import Catalog
 from ferry.core.model import Column, Database, Partition, StorageDescriptor, Table, TableType
+from ferry.storage import fs
 
 PARQUET = {
     "input_format": "org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat",

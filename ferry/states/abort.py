@@ -13,7 +13,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from ferry import attempts, fs, lifecycle
+from ferry import attempts, lifecycle
 from ferry.abort import clean_up, failure_of
 from ferry.config import ReplicationConfig
 from ferry.core.errors import FerryError, NotificationError
@@ -21,6 +21,7 @@ from ferry.notify import FAILURE
 from ferry.payloads import AbortInput, AbortResult, PlanLocations
 from ferry.runs import PlanDocument, RunLocations, read_plan
 from ferry.states.context import StateContext
+from ferry.storage import fs
 
 logger = logging.getLogger(__name__)
 

@@ -15,7 +15,6 @@ from datetime import datetime
 from typing import Any
 
 from ferry import lifecycle, selection, statemachine
-from ferry.aws import AwsClients
 from ferry.budget import EnvironmentBudget, Holder
 from ferry.catalog import Catalog
 from ferry.catalog.factory import open_catalog
@@ -30,6 +29,7 @@ from ferry.notify import replication_event as _replication_event
 from ferry.plan import ReplicationPlan
 from ferry.runs import PlanDocument
 from ferry.sides import reach_sides
+from ferry.storage.aws import AwsClients
 
 logger = logging.getLogger(__name__)
 

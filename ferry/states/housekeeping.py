@@ -10,10 +10,10 @@ from collections.abc import Mapping
 from contextlib import nullcontext
 from typing import Any
 
-from ferry import fs
 from ferry import housekeeping as rules
 from ferry.payloads import HousekeepingInput, HousekeepingResult
 from ferry.states.context import StateContext
+from ferry.storage import fs
 
 
 def run(

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from ferry import attempts, fs, lifecycle
+from ferry import attempts, lifecycle
 from ferry.config import CopierOptions, ReplicationConfig, TableReplication
 from ferry.core import faults
 from ferry.iceberg.pipeline import IcebergIntent
@@ -25,6 +25,7 @@ from ferry.preview import preview_of
 from ferry.runs import CopierKind, PlanDocument, RunLocations, choose_copier, write_plan
 from ferry.sides import write_sides
 from ferry.states.context import StateContext
+from ferry.storage import fs
 
 logger = logging.getLogger(__name__)
 

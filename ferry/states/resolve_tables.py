@@ -9,7 +9,6 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from ferry import fs
 from ferry.config import ReplicationConfig, TableReplication
 from ferry.core.errors import ConfigError
 from ferry.core.event_id import new_event_id
@@ -17,6 +16,7 @@ from ferry.payloads import ResolveTablesInput, ResolveTablesResult, TableItem, t
 from ferry.replica import promoted_replicas
 from ferry.runs import RunLocations
 from ferry.states.context import StateContext
+from ferry.storage import fs
 
 logger = logging.getLogger(__name__)
 

@@ -16,7 +16,6 @@ from datetime import UTC, datetime, timedelta
 import boto3
 import pytest
 
-from ferry import fs
 from ferry.catalog.glue import GlueCatalog
 from ferry.catalog.hive_events import HiveNotificationLog
 from ferry.commands.local import run_local_trigger
@@ -31,6 +30,7 @@ from ferry.local.samples import (
     order_rows,
     write_parquet,
 )
+from ferry.storage import fs
 from tests.conftest import NOW
 from tests.helpers import config_document
 

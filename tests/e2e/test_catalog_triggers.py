@@ -135,7 +135,7 @@ def hive_document(local_runtime, unique: str, source_uri: str | None = None, **e
 
 def feeds_of(config) -> list[feed_triggers.InstalledFeed]:
     """The catalog-events rules and schedules installed for this config file."""
-    from ferry.aws import AwsClients
+    from ferry.storage.aws import AwsClients
 
     return [
         f for f in feed_triggers.installed(AwsClients()) if f.config_path == str(config.resolve())

@@ -14,8 +14,8 @@ import time
 
 import pytest
 
-from ferry import fs
 from ferry.replica import REPLICATION_EVENT
+from ferry.storage import fs
 from tests.e2e.test_pipeline import table_entry
 from tests.helpers import (
     assert_each_partition_is_complete,

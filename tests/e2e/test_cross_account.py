@@ -22,13 +22,13 @@ import boto3
 import pytest
 import yaml
 
-from ferry import fs
-from ferry.aws import AwsClients
-from ferry.aws_roles import credentials_of
 from ferry.config import AssumeRole, CatalogConfig
 from ferry.config.catalogs import GlueSettings
 from ferry.local import accounts as accounts_of_emulator
 from ferry.local.accounts import deploy_dr_account
+from ferry.storage import fs
+from ferry.storage.aws import AwsClients
+from ferry.storage.aws_roles import credentials_of
 from infra.dr_account import trust_statement
 from infra.settings import load_settings
 
@@ -255,7 +255,7 @@ def test_a_role_whose_trust_does_not_name_ferrys_role_is_one_line_and_nothing_is
 
 
 def _sizes(location: str) -> list[int]:
-    from ferry import fs
+    from ferry.storage import fs
 
     return [entry.size for entry in fs.list_files(location)]
 

@@ -14,12 +14,12 @@ from __future__ import annotations
 import boto3
 import pytest
 
-from ferry import fs
 from ferry.catalog.glue import GlueCatalog
 from ferry.core.model import Partition
 from ferry.failover import PROMOTED
 from ferry.local.samples import order_rows, write_parquet
 from ferry.reader import read_rows
+from ferry.storage import fs
 from tests.e2e import test_deployed_failover, test_failover_switch
 from tests.e2e.test_deployed_failover import replicate
 from tests.e2e.test_failover_switch import TABLE, WEST, denials, rule_state, schedule_state

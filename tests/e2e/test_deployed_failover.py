@@ -15,7 +15,6 @@ import json
 import boto3
 import pytest
 
-from ferry import fs
 from ferry.catalog.glue import GlueCatalog
 from ferry.commands.deployed_switch import switch_for
 from ferry.core.errors import FailoverError
@@ -25,6 +24,7 @@ from ferry.failover.deployed_failover import FUNCTION_OUTPUT
 from ferry.local import deploy
 from ferry.payloads import FailoverInput
 from ferry.replica import REPLICATION_EVENT
+from ferry.storage import fs
 from tests.e2e import test_failover_switch
 from tests.e2e.test_catalog_events import wait_for
 from tests.e2e.test_failover_switch import (

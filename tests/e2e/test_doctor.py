@@ -99,12 +99,12 @@ def test_a_hive_source_with_catalog_events_must_write_its_notification_log(
     from datetime import UTC, datetime
     from types import SimpleNamespace
 
-    from ferry.aws import AwsClients
     from ferry.config import load_config
     from ferry.doctor import FAILED, OK, Deployment, Doctor
     from ferry.feeds import FeedState
     from ferry.feeds.checks import LISTENER
     from ferry.local import deploy
+    from ferry.storage.aws import AwsClients
 
     def config(name: str, source_uri: str):
         path = write_config(
@@ -200,9 +200,9 @@ def test_a_trigger_bucket_that_does_not_exist_fails_its_check_naming_the_config(
     """On AWS a trigger bucket that does not exist is a mistake: its triggers never fire."""
     from types import SimpleNamespace
 
-    from ferry.aws import AwsClients
     from ferry.config import load_config
     from ferry.doctor import FAILED, Doctor
+    from ferry.storage.aws import AwsClients
 
     bucket = f"ferry-no-landing-{unique}"
     path = write_config(

@@ -15,10 +15,10 @@ import sys
 import boto3
 import pytest
 
-from ferry import fs
 from ferry import statemachine as definition
 from ferry.replica import COMMIT_CLAIM, LAST_REPLICATED, SOURCE_READ_AT
 from ferry.replicate import substitutions
+from ferry.storage import fs
 from tests.e2e.test_pipeline import table_entry
 from tests.helpers import Replicator, catalog_state, config_document
 

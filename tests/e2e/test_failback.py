@@ -13,13 +13,13 @@ import pyarrow as pa
 import pytest
 import yaml
 
-from ferry import fs
 from ferry.cli import main
 from ferry.core import faults
 from ferry.core.model import Partition
 from ferry.failover import PROMOTED
 from ferry.local.samples import order_rows, write_parquet
 from ferry.reader import read_rows
+from ferry.storage import fs
 from tests.helpers import catalog_state, config_document
 
 pytestmark = pytest.mark.e2e

@@ -19,7 +19,6 @@ import time
 import boto3
 import pytest
 
-from ferry import fs
 from ferry.catalog.glue import GlueCatalog
 from ferry.execute import ExecutionOutcome, follow, start
 from ferry.local import deploy
@@ -27,6 +26,7 @@ from ferry.local.samples import order_rows, write_parquet
 from ferry.manifest import recorded_batches
 from ferry.replica import REPLICATION_EVENT
 from ferry.runs import RunLocations
+from ferry.storage import fs
 from tests.e2e.conftest import WEST
 from tests.e2e.test_pipeline import table_entry
 from tests.helpers import (

@@ -15,11 +15,11 @@ from datetime import UTC, datetime, timedelta
 import boto3
 import pytest
 
-from ferry import fs
 from ferry.execute import follow, start
 from ferry.ledger import DynamoDbStateStore, SqliteStateStore, replica_key
 from ferry.lifecycle import LOCAL_STATE_FILE
 from ferry.local import deploy
+from ferry.storage import fs
 from tests.e2e.test_pipeline import table_entry
 from tests.helpers import (
     assert_replica_holds_source,

@@ -8,11 +8,11 @@ import json
 
 import pytest
 
-from ferry import fs
 from ferry.catalog.glue import GlueCatalog
 from ferry.core.model import Column, Database, StorageDescriptor, Table, TableType
 from ferry.execute import follow, start
 from ferry.local import deploy
+from ferry.storage import fs
 from tests.e2e.test_limits import LIMIT, largest_state
 
 pytestmark = pytest.mark.e2e

@@ -18,11 +18,11 @@ import boto3
 import pytest
 import yaml
 
-from ferry import fs
 from ferry.catalog.hive import HiveMetastoreCatalog
 from ferry.core.model import Column, Database, Partition, StorageDescriptor, Table, TableType
 from ferry.local import deploy, emulator, emulator_snapshot, processes
 from ferry.local.samples import ORDER_COLUMNS, PARQUET, order_rows, write_parquet
+from ferry.storage import fs
 
 pytestmark = pytest.mark.e2e
 

@@ -10,7 +10,7 @@ import time
 import boto3
 import pytest
 
-from ferry import fs, triggers
+from ferry import triggers
 from ferry.catalog.glue import GlueCatalog
 from ferry.commands import run_command
 from ferry.commands.local import run_local_trigger
@@ -20,6 +20,7 @@ from ferry.local import deploy
 from ferry.local.samples import create_sample_tables, last_days, order_rows, write_parquet
 from ferry.payloads import trigger_time
 from ferry.replica import REPLICATION_EVENT
+from ferry.storage import fs
 from tests.conftest import NOW
 from tests.helpers import catalog_state, config_document, files_below, read_bytes
 

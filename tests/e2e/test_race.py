@@ -17,8 +17,8 @@ import sys
 
 import pytest
 
-from ferry import fs
 from ferry.replica import REPLICATION_EVENT
+from ferry.storage import fs
 from tests.e2e.test_pipeline import table_entry
 from tests.helpers import assert_replica_holds_source, config_document, files_below, rewrite_orders
 

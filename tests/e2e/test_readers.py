@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from ferry import fs
 from ferry.catalog.hive import HiveMetastoreCatalog
 from ferry.core.model import Column, Database, Partition, StorageDescriptor, Table, TableType
 from ferry.local.samples import PARQUET
+from ferry.storage import fs
 from tests.helpers import Replicator, config_document
 
 pytestmark = pytest.mark.e2e

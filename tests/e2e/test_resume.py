@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from ferry import fs
 from ferry.replica import REPLICATION_EVENT
+from ferry.storage import fs
 from tests.e2e.test_pipeline import table_entry
 from tests.helpers import assert_replica_holds_source, catalog_state, config_document, ferry
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from ferry import fs
 from ferry.core.model import Partition, StorageDescriptor
 from ferry.local.samples import ORDER_COLUMNS, PARQUET, order_rows, write_parquet
+from ferry.storage import fs
 from tests.helpers import catalog_state, config_document
 
 pytestmark = pytest.mark.e2e

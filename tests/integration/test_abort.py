@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from ferry import fs
 from ferry.states import abort
+from ferry.storage import fs
 from tests.state_runs import StateRun
 
 pytestmark = pytest.mark.integration

@@ -177,6 +177,6 @@ def test_a_conditional_write_lets_exactly_one_of_many_writers_through(catalog, u
 
 
 def fs_uri(path) -> str:
-    from ferry import fs
+    from ferry.storage import fs
 
     return fs.local_uri(path / "events")

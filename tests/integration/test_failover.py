@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import yaml
 
-from ferry import fs, lifecycle
+from ferry import lifecycle
 from ferry.cli import main
 from ferry.commit import commit
 from ferry.core.errors import PromotedReplicaError
@@ -20,6 +20,7 @@ from ferry.failover.promotion import promote
 from ferry.ledger import SqliteStateStore
 from ferry.local import processes
 from ferry.plan import plan_replication
+from ferry.storage import fs
 from tests.conftest import fixed_clock
 from tests.helpers import catalog_state, config_document
 

@@ -12,7 +12,6 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from ferry import fs
 from ferry.catalog.hive import HiveMetastoreCatalog
 from ferry.config import parse_config
 from ferry.core import faults
@@ -24,6 +23,7 @@ from ferry.lifecycle import ReplicaState
 from ferry.local.samples import ORDER_COLUMNS, PARQUET, order_rows, write_parquet
 from ferry.replica import SOURCE_READ_AT, SOURCE_VERSION
 from ferry.source_versions import SourceVersion
+from ferry.storage import fs
 from tests.helpers import Replicator, config_document
 
 pytestmark = pytest.mark.integration

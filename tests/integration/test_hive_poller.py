@@ -15,7 +15,6 @@ from datetime import timedelta
 import boto3
 import pytest
 
-from ferry.aws import AwsClients
 from ferry.catalog.factory import open_catalog
 from ferry.catalog.hive_events import HiveNotificationLog
 from ferry.config import parse_config
@@ -25,6 +24,7 @@ from ferry.feeds import ChangeFeeds, FeedState, WindowExecutions
 from ferry.feeds.intake import FULL_COMPARISON
 from ferry.ledger import DynamoDbStateStore
 from ferry.payloads import PollInput
+from ferry.storage.aws import AwsClients
 from tests.helpers import config_document
 
 pytestmark = pytest.mark.integration

@@ -21,13 +21,13 @@ from pyiceberg.catalog.hive import HiveCatalog
 from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.table import StaticTable, Table
 
-from ferry import fs
 from ferry.core import faults
 from ferry.iceberg.paths import canonical
 from ferry.iceberg.pipeline import CurrentReferences
 from ferry.iceberg.recognise import metadata_location
 from ferry.ledger import SqliteStateStore
 from ferry.lifecycle import ReplicaState
+from ferry.storage import fs
 from tests.conftest import NOW
 from tests.helpers import Replicator, at, config_document, files_below
 from tests.iceberg_tables import create_history_table, read_rows

@@ -17,7 +17,6 @@ from datetime import timedelta
 import pytest
 from pyiceberg.catalog.hive import HiveCatalog
 
-from ferry import fs
 from ferry.commands.plan import run_plan
 from ferry.core import faults
 from ferry.iceberg.paths import canonical
@@ -30,6 +29,7 @@ from ferry.iceberg.recognise import (
 )
 from ferry.ledger import SqliteStateStore
 from ferry.lifecycle import ReplicaState
+from ferry.storage import fs
 from tests.conftest import NOW
 from tests.helpers import (
     Replicator,

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 
-from ferry import copies, fs
+from ferry import copies
 from ferry.config import CopierOptions
 from ferry.core import faults
 from ferry.core.errors import CopyIncompleteError
@@ -31,6 +31,7 @@ from ferry.iceberg.pipeline import (
 )
 from ferry.iceberg.reading import read_manifest, read_manifest_list
 from ferry.manifest import BATCH_TEXT_LIMIT, ManifestWriter, batch_rewrites, read_batches
+from ferry.storage import fs
 from tests.iceberg_tables import create_history_table, read_rows, rows, static_table
 from tests.integration.test_iceberg_replicate import assert_names_no_source
 

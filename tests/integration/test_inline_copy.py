@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from ferry import fs
 from ferry.states import inline_copy
+from ferry.storage import fs
 from tests.state_runs import StateRun, run_of
 
 pytestmark = pytest.mark.integration

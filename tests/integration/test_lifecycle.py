@@ -15,10 +15,10 @@ from datetime import timedelta
 import boto3
 import pytest
 
-from ferry import fs
 from ferry.ledger import DynamoDbStateStore, LedgerEntry, SqliteStateStore, replica_key
 from ferry.lifecycle import ReplicaState
 from ferry.states import commit as commit_state
+from ferry.storage import fs
 from tests.conftest import NOW
 from tests.helpers import (
     Replicator,

@@ -15,10 +15,10 @@ from datetime import timedelta
 
 import pytest
 
-from ferry import fs
 from ferry.ledger import LedgerEntry, replica_key
 from ferry.lifecycle import ReplicaState
 from ferry.states import plan as plan_state
+from ferry.storage import fs
 from tests.conftest import NOW
 from tests.helpers import (
     Replicator,

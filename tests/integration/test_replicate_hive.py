@@ -7,7 +7,6 @@ from dataclasses import replace
 
 import pytest
 
-from ferry import fs
 from ferry.core.model import StorageDescriptor, Table, TableType
 from ferry.local.samples import order_rows, write_parquet
 from ferry.reader import read_rows
@@ -20,6 +19,7 @@ from ferry.replica import (
     SOURCE_LOCATION,
     SOURCE_TABLE,
 )
+from ferry.storage import fs
 from tests.helpers import (
     Replicator,
     assert_replica_holds_source,

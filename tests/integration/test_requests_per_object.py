@@ -16,13 +16,14 @@ import boto3
 import pytest
 from botocore.config import Config
 
-from ferry import concurrency, fs
-from ferry.aws import AwsClients
+from ferry import concurrency
 from ferry.copier import CopyTask, InlineCopier, Manifest
 from ferry.core.errors import VerificationError
 from ferry.local import emulator_requests
 from ferry.s3_copy import S3ServerSideCopier
-from ferry.s3_objects import put_file
+from ferry.storage import fs
+from ferry.storage.aws import AwsClients
+from ferry.storage.s3_objects import put_file
 
 pytestmark = pytest.mark.integration
 

@@ -17,13 +17,14 @@ from pathlib import Path
 import boto3
 import pytest
 
-from ferry import fs, statemachine
+from ferry import statemachine
 from ferry.catalog.hive import HiveMetastoreCatalog
 from ferry.catalog.hive_events import HiveNotificationLog
 from ferry.failover import PROMOTED
 from ferry.ledger import DynamoDbStateStore
 from ferry.local.lambda_worker import LambdaContext
 from ferry.outcomes import write_map_results
+from ferry.storage import fs
 from lambdas import runtime
 from tests.helpers import config_document
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from ferry import fs
 from ferry.outcomes import resolved_tables, write_map_results
 from ferry.states import inline_copy, plan, resolve_tables, summarize
+from ferry.storage import fs
 from tests.state_runs import StateRun, run_of
 
 pytestmark = pytest.mark.integration

@@ -1,4 +1,4 @@
-"""A role of another account (``ferry.aws_roles``), assumed through moto's STS in-process:
+"""A role of another account (``ferry.storage.aws_roles``), assumed through moto's STS in-process:
 one ``AssumeRole`` per session, renewed only when the session nears its end."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from moto import mock_aws
 
-from ferry.aws import AwsClients
-from ferry.aws_roles import RoleSession, credentials_of
 from ferry.config import AssumeRole, CatalogConfig
+from ferry.storage.aws import AwsClients
+from ferry.storage.aws_roles import RoleSession, credentials_of
 from tests.helpers import in_process_aws
 
 ROLE = "arn:aws:iam::210987654321:role/ferry-dr"

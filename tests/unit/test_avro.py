@@ -2,16 +2,16 @@
 
 import pytest
 
-from ferry import fs
-from ferry.avro import (
+from ferry.core.errors import CopyError, SourceMetadataError
+from ferry.core.model import Partition, StorageDescriptor, Table, TableType
+from ferry.storage import fs
+from ferry.storage.avro import (
     AVRO_SCHEMA_URL,
     SchemaCopy,
     copy_schema,
     point_at_replica_schema,
     replica_schema_url,
 )
-from ferry.core.errors import CopyError, SourceMetadataError
-from ferry.core.model import Partition, StorageDescriptor, Table, TableType
 
 EVENT = "ferry-20261121t083000000z-1a2b3c4d"
 

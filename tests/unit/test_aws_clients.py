@@ -10,8 +10,8 @@ import botocore.utils
 import pytest
 from moto import mock_aws
 
-from ferry import aws, fs
-from ferry.aws import AwsClients, parse_timestamp
+from ferry.storage import aws, fs
+from ferry.storage.aws import AwsClients, parse_timestamp
 from tests.helpers import in_process_aws
 
 
@@ -48,7 +48,7 @@ def test_listed_objects_carry_their_last_modified_time(monkeypatch):
         parsed.append(value)
         return parse_timestamp(value)
 
-    # Ferry's sessions read timestamps with ferry.aws.parse_timestamp (not dateutil's parser).
+    # Ferry's sessions read timestamps with ferry.storage.aws.parse_timestamp (not dateutil's parser).
     monkeypatch.setattr(aws, "parse_timestamp", counted)
     with mock_aws():
         s3 = AwsClients().client("s3", "us-east-1")

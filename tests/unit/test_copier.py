@@ -10,7 +10,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from ferry import concurrency, fs
+from ferry import concurrency
 from ferry.copier import CopyTask, InlineCopier, Manifest, verify_all
 from ferry.core import faults
 from ferry.core.errors import (
@@ -20,7 +20,8 @@ from ferry.core.errors import (
     VerificationError,
 )
 from ferry.manifest import batch_tasks, read_batches, read_manifest, write_manifest
-from ferry.s3_objects import put_file
+from ferry.storage import fs
+from ferry.storage.s3_objects import put_file
 from tests.helpers import in_process_aws
 
 

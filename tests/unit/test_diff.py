@@ -10,7 +10,6 @@ from dataclasses import replace
 
 import pytest
 
-from ferry.avro import AVRO_SCHEMA_URL, SchemaCopy
 from ferry.config import ReplicationMode
 from ferry.core.model import Column, Partition, StorageDescriptor, Table, TableType
 from ferry.diff import (
@@ -26,13 +25,14 @@ from ferry.diff import (
     same_partition,
     table_data_changed,
 )
-from ferry.fingerprint import Fingerprint
 from ferry.replica import (
     LAST_REPLICATED,
     PARTITION_FINGERPRINT,
     REPLICATION_EVENT,
     TABLE_FINGERPRINT,
 )
+from ferry.storage.avro import AVRO_SCHEMA_URL, SchemaCopy
+from ferry.storage.fingerprint import Fingerprint
 
 SOURCE = "s3://source/sales/orders"
 ROOT = "s3://replica/sales/orders"

@@ -183,8 +183,8 @@ def _document(replica_region: str, bucket: str) -> dict:
 def test_catalogs_and_buckets_of_another_region_need_a_nat_whatever_the_endpoints(vpc, tmp_path):
     """Endpoints serve their own region: a Glue catalog or a bucket in another region is
     reached from the VPC only through a NAT, and each is named with its config and region."""
-    from ferry.aws import AwsClients
     from ferry.doctor import Doctor
+    from ferry.storage.aws import AwsClients
 
     ec2, network, table, _ = vpc
     _endpoints_for_every_service(ec2, network, table)
@@ -219,8 +219,8 @@ def test_catalogs_and_buckets_of_another_region_need_a_nat_whatever_the_endpoint
 
 
 def test_a_config_within_the_region_needs_no_nat(vpc, tmp_path):
-    from ferry.aws import AwsClients
     from ferry.doctor import Doctor
+    from ferry.storage.aws import AwsClients
 
     ec2, network, table, _ = vpc
     _endpoints_for_every_service(ec2, network, table)
@@ -277,8 +277,8 @@ def test_what_a_config_reaches_in_other_regions_is_named_once_each(tmp_path):
 def test_a_state_machine_without_the_spark_job_fails_its_check_instead_of_stopping_the_doctor():
     from types import SimpleNamespace
 
-    from ferry.aws import AwsClients
     from ferry.doctor import Deployment, Doctor
+    from ferry.storage.aws import AwsClients
 
     definition = '{"StartAt": "Done", "States": {"Done": {"Type": "Succeed"}}}'
     with mock_aws():

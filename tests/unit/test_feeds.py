@@ -13,7 +13,6 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from ferry.aws import AwsClients
 from ferry.catalog.factory import open_catalog
 from ferry.catalog.hive_events import HiveEvent
 from ferry.config import parse_config
@@ -33,6 +32,7 @@ from ferry.payloads import (
     CloseWindowInput,
     IntakeResult,
 )
+from ferry.storage.aws import AwsClients
 
 EVENTS = Path(__file__).parents[2] / "events"
 CONFIG_URI = "s3://work/configs/sales-0123456789abcdef.yml"

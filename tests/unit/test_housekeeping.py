@@ -7,7 +7,6 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from ferry import fs
 from ferry.catalog.locations import ReferencedLocations
 from ferry.config import Housekeeping, OrphanedDataStrategy, parse_config
 from ferry.core.errors import ConfigError
@@ -15,6 +14,7 @@ from ferry.housekeeping import Request, housekeep_ledger
 from ferry.ledger import LedgerEntry, SqliteStateStore
 from ferry.lifecycle import ReplicaState
 from ferry.ownership import Ownership
+from ferry.storage import fs
 
 NOW = datetime(2026, 11, 21, 8, 30, tzinfo=UTC)
 DAY = timedelta(days=1)

@@ -8,12 +8,12 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from ferry.aws import AwsClients
 from ferry.config_text import SECRET_PLACEHOLDER
 from ferry.core.errors import ConfigError, FerryError
 from ferry.outcomes import resolved_tables
 from ferry.states import resolve_tables
 from ferry.states.context import StateContext
+from ferry.storage.aws import AwsClients
 from lambdas import runtime
 
 CONFIG = """

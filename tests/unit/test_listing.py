@@ -8,8 +8,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from ferry import fingerprint, fs
 from ferry.core.errors import CopyError
+from ferry.storage import fingerprint, fs
 from tests.helpers import in_process_aws, record_listings
 
 # Names whose order as strings differs from their order as folders: "dt=1-a" < "dt=1/x".

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-from ferry import fs
 from ferry.copier import CopyTask
 from ferry.copies import already_copied
 from ferry.manifest import (
@@ -18,6 +17,7 @@ from ferry.manifest import (
     batch_tasks,
     read_batches,
 )
+from ferry.storage import fs
 
 GIB = 1024**3
 

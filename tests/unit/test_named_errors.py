@@ -55,8 +55,8 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
     ("infra/settings_access.py", "_s3_prefix"): (1, "an AfterValidator: the load's SettingsError"),
     ("infra/settings_access.py", "_matching.check"): (1, "an AfterValidator: the load's SettingsError"),
     # Programming errors: an invariant the callers keep, never a person's input.
-    ("ferry/avro.py", "replica_schema_url"): (1, "its one caller asks with a place only"),
-    ("ferry/fingerprint.py", "_walk.finish"): (1, "an invariant of the sorted walk"),
+    ("ferry/storage/avro.py", "replica_schema_url"): (1, "its one caller asks with a place only"),
+    ("ferry/storage/fingerprint.py", "_walk.finish"): (1, "an invariant of the sorted walk"),
     ("ferry/lifecycle.py", "open_state"): (1, "every caller names a table or a home"),
     ("ferry/core/resource_names.py", "fitted"): (1, "settings bound the names' parts"),
     ("ferry/s3_copy.py", "S3ServerSideCopier.__init__"): (3, "copier-options bound them first"),

@@ -7,13 +7,14 @@ from datetime import UTC, datetime
 
 import yaml
 
-from ferry import fs, lifecycle
+from ferry import lifecycle
 from ferry.config import load_config
 from ferry.ledger import SqliteStateStore
 from ferry.lifecycle import ReplicaState
 from ferry.outcomes import write_map_results
 from ferry.states import summarize
 from ferry.states.context import StateContext
+from ferry.storage import fs
 
 NOW = datetime(2026, 11, 21, 8, 30, tzinfo=UTC)
 

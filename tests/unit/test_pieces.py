@@ -5,7 +5,6 @@ from datetime import UTC, datetime
 
 import pytest
 
-from ferry import fs
 from ferry.catalog import partition_sort_key
 from ferry.catalog.hive import value_range_filters
 from ferry.config import SnsEventListener
@@ -13,6 +12,7 @@ from ferry.core.errors import ReplicationModeError
 from ferry.core.event_id import EVENT_ID_PATTERN, new_event_id
 from ferry.core.model import Column, escape_path_name, partition_name
 from ferry.notify import IcebergChange, ReplicationEvent, SnsNotifier, message_body
+from ferry.storage import fs
 from ferry.views import rewrite_view_sql
 
 T0 = datetime(2026, 11, 21, 3, 4, 5, 678000, tzinfo=UTC)

@@ -4,9 +4,9 @@ import os
 
 import pytest
 
-from ferry import fs
 from ferry.core.errors import TargetNotWritableError
 from ferry.preflight import check_writable
+from ferry.storage import fs
 
 
 def tree(root) -> list[str]:

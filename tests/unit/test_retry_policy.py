@@ -19,19 +19,19 @@ import pytest
 from botocore.exceptions import ClientError
 
 from emr_jobs.copy_files import copy_bin, copy_with_settings, main
-from ferry import aws, fs, retry_policy
-from ferry.aws import AwsClients
 from ferry.config import load_config
 from ferry.copier import CopyTask, InlineCopier, Manifest
 from ferry.core.errors import FerryError, StateStoreError
 from ferry.ledger.dynamodb import DynamoDbStateStore
 from ferry.ledger.records import LedgerEntry
 from ferry.manifest import write_manifest
-from ferry.s3 import MiB
+from ferry.storage import aws, fs, retry_policy
+from ferry.storage.aws import AwsClients
+from ferry.storage.s3 import MiB
 from tests.throttling import REGION, throttling_endpoint
 
 #: The effective attempts of one throttled AWS request, on every path: the first and five
-#: retries (``ferry.retry_policy``).
+#: retries (``ferry.storage.retry_policy``).
 ATTEMPTS = 6
 CREDENTIALS = ("testing", "testing", None)
 

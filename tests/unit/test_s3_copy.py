@@ -12,10 +12,10 @@ from botocore.exceptions import ClientError
 from botocore.retries.standard import ExponentialBackoff
 from moto import mock_aws
 
-from ferry.aws import AwsClients
 from ferry.copier import CopyTask, Manifest
 from ferry.core.errors import CopyError, TargetNotWritableError, VerificationError
 from ferry.s3_copy import S3ServerSideCopier
+from ferry.storage.aws import AwsClients
 from tests.helpers import in_process_aws
 
 MiB = 1024 * 1024
@@ -201,7 +201,7 @@ def test_a_failed_multipart_copy_leaves_no_upload_behind(s3):
 
 @pytest.mark.parametrize("s3", ["ferry"], indirect=True)
 def test_a_throttled_copy_is_retried(s3, monkeypatch):
-    # By the client (ferry.aws: botocore's standard retries), not by the copier.
+    # By the client (ferry.storage.aws: botocore's standard retries), not by the copier.
     monkeypatch.setattr(ExponentialBackoff, "delay_amount", lambda *_: 0)  # no waiting here
     tasks = source_objects(s3, [100, 200])
     hook = throttle(times=1)

@@ -23,7 +23,7 @@ MODULES_OVER: dict[str, int] = {
     "ferry/catalog/hive.py": 579,
     "ferry/copier.py": 427,
     "ferry/doctor.py": 553,
-    "ferry/fs.py": 755,
+    "ferry/storage/fs.py": 755,
     "ferry/housekeeping.py": 496,
     "ferry/iceberg/plan.py": 417,
     "ferry/ledger/dynamodb.py": 421,
@@ -42,7 +42,7 @@ MODULES_OVER: dict[str, int] = {
     "ferry/payloads.py": 575,
     "ferry/plan.py": 711,
     "ferry/replicate.py": 598,
-    "ferry/s3_objects.py": 468,
+    "ferry/storage/s3_objects.py": 468,
 }
 
 #: (module, qualified function) → its lines today, for the functions still over

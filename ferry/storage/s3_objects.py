@@ -50,7 +50,7 @@ from ferry.core.errors import (
     TargetNotWritableError,
     VerificationError,
 )
-from ferry.s3 import (
+from ferry.storage.s3 import (
     MD5_ETAG,
     MULTIPART_ETAG,
     Progress,

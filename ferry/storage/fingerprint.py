@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
-from ferry import fs
 from ferry.core.errors import CopyError
+from ferry.storage import fs
 
 VERSION = "v1"
 _MODULUS = 2**256

@@ -1,8 +1,8 @@
 """The one retry policy of every request Ferry sends to AWS, stated once.
 
-Every library that speaks to AWS takes it from here: boto3's clients (``ferry.aws``: the
+Every library that speaks to AWS takes it from here: boto3's clients (``ferry.storage.aws``: the
 Lambda functions, the inline and server-side copiers, the small JSON documents, the Spark
-job's S3 requests), pyarrow's S3 file system (``ferry.fs``: the AWS SDK for C++'s standard
+job's S3 requests), pyarrow's S3 file system (``ferry.storage.fs``: the AWS SDK for C++'s standard
 strategy) and DynamoDB's unprocessed items (``ferry.ledger.dynamodb``). Nothing above it
 sends the same request again: the Spark job copies a file again only after a failure that
 is not an AWS request's answer (``answered_by_aws``), and past these attempts a step fails

@@ -145,7 +145,8 @@ _FILTER = _RaisedAnyway()
 
 def role_credentials(role: AssumeRole, sts: Any, clock: Clock = utc_now) -> CredentialResolver:
     """A credential chain of ``role``'s credentials, assumed through ``sts`` (a client of
-    Ferry's own session) and renewed before each set expires: for ``ferry.aws.new_session``."""
+    Ferry's own session) and renewed before each set expires: for
+    ``ferry.storage.aws.new_session``."""
     botocore_log = logging.getLogger("botocore.credentials")
     if _FILTER not in botocore_log.filters:
         botocore_log.addFilter(_FILTER)

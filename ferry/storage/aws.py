@@ -3,7 +3,7 @@
 boto3 honours the standard ``AWS_ENDPOINT_URL`` / ``AWS_ENDPOINT_URL_<SERVICE>`` variables,
 so the same clients talk to AWS or to the local emulator.
 
-Every client is configured here, once: its retries and timeouts (``ferry.retry_policy``, the
+Every client is configured here, once: its retries and timeouts (``ferry.storage.retry_policy``, the
 only retries of an AWS call in Ferry besides the state machine's ``Retry``), its connection
 pool, and for S3 how bodies are checked and sent (``s3_client``). The copiers and the file
 systems all take their S3 clients from ``AwsClients``.
@@ -22,9 +22,10 @@ import botocore.session
 import botocore.utils
 from botocore.config import Config
 
-from ferry import __version__, retry_policy
+from ferry import __version__
 from ferry.core.clock import Clock, utc_now
-from ferry.s3 import MiB
+from ferry.storage import retry_policy
+from ferry.storage.s3 import MiB
 
 #: Connections a client keeps open at least (botocore's own default is 10).
 MIN_POOL_CONNECTIONS = 10
@@ -89,7 +90,7 @@ def new_session(credential_resolver: Any | None = None, **arguments: Any) -> bot
     """A boto3 session whose clients parse timestamps with ``parse_timestamp``.
 
     ``credential_resolver``: where its credentials come from instead of the SDK's chain (a
-    role assumed in another account, ``ferry.aws_roles``).
+    role assumed in another account, ``ferry.storage.aws_roles``).
     """
     core = botocore.session.get_session()
     core.get_component("response_parser_factory").set_parser_defaults(
@@ -169,8 +170,8 @@ class AwsClients:
     def assuming(self, role: Any) -> AwsClients:
         """The clients of ``role``'s account (a ``ferry.config.AssumeRole``): one session per
         role (and external id, and duration), signed with the role's credentials, which STS
-        renews before they expire (``ferry.aws_roles``)."""
-        from ferry.aws_roles import role_credentials
+        renews before they expire (``ferry.storage.aws_roles``)."""
+        from ferry.storage.aws_roles import role_credentials
 
         with self._lock:
             if role not in self._roles:

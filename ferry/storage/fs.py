@@ -16,8 +16,8 @@ in pyarrow 26 ``S3FileSystem()`` ignores ``AWS_ENDPOINT_URL`` (only ``FileSystem
 honours it, and that takes none of the options below), and ``resolve_s3_region`` takes no
 endpoint, so it cannot reach an emulator; the region lookup goes through a boto3 client.
 
-Every boto3 client here comes from ``ferry.aws.AwsClients`` and every pyarrow S3 file system
-is given ``ferry.retry_policy``'s attempts and timeouts (``pyarrow_s3_policy``): one retry
+Every boto3 client here comes from ``ferry.storage.aws.AwsClients`` and every pyarrow S3 file system
+is given ``ferry.storage.retry_policy``'s attempts and timeouts (``pyarrow_s3_policy``): one retry
 policy whichever library sends the request.
 
 The module's functions (``resolve``, ``read_bytes``, ``list_files``, ...) use the process
@@ -41,14 +41,14 @@ from urllib.parse import urlparse
 from pyarrow import ArrowException
 from pyarrow import fs as pafs
 
-from ferry import retry_policy
 from ferry.core.errors import FileSystemUnavailableError
+from ferry.storage import retry_policy
 
 # Also the file systems' own answer to which schemes are S3 (``fs.S3_SCHEMES``).
-from ferry.s3 import S3_SCHEMES, Refusal, error_code, refusal
+from ferry.storage.s3 import S3_SCHEMES, Refusal, error_code, refusal
 
 if TYPE_CHECKING:
-    from ferry.aws import AwsClients
+    from ferry.storage.aws import AwsClients
 
 #: Connections of the S3 clients that list locations (a plan lists on up to this many threads).
 LISTING_CONNECTIONS = 64
@@ -216,7 +216,7 @@ def normalise(uri: str) -> str:
 
 
 def pyarrow_s3_policy() -> dict[str, Any]:
-    """``ferry.retry_policy`` in pyarrow's terms: the AWS SDK for C++'s standard retry
+    """``ferry.storage.retry_policy`` in pyarrow's terms: the AWS SDK for C++'s standard retry
     strategy with the same attempts in all (pyarrow's default is 3), and the same timeouts."""
     return {
         "retry_strategy": pafs.AwsStandardS3RetryStrategy(max_attempts=retry_policy.ATTEMPTS),
@@ -233,10 +233,10 @@ class FileSystems:
     """The file systems of one process: local, and one S3 file system per bucket region.
 
     Their boto3 clients (bucket regions, listings, the inline copier's objects) come from
-    ``aws`` (``ferry.aws.AwsClients``: the one configuration of every AWS client), by default
-    clients for ``settings`` made on first need; ``s3_client`` replaces the client that looks
-    bucket regions up. pyarrow's S3 file systems get the same retry policy and timeouts
-    (``ferry.retry_policy``). Safe to share between threads.
+    ``aws`` (``ferry.storage.aws.AwsClients``: the one configuration of every AWS client), by
+    default clients for ``settings`` made on first need; ``s3_client`` replaces the client that
+    looks bucket regions up. pyarrow's S3 file systems get the same retry policy and timeouts
+    (``ferry.storage.retry_policy``). Safe to share between threads.
     """
 
     def __init__(
@@ -261,7 +261,7 @@ class FileSystems:
 
     def reach_bucket_with(self, bucket: str, clients: AwsClients) -> None:
         """Reach ``bucket`` with ``clients`` (``AwsClients.assuming``): the bucket of a side in
-        another account, with the role Ferry assumes there (``ferry.aws_roles``).
+        another account, with the role Ferry assumes there (``ferry.storage.aws_roles``).
 
         Its boto3 clients are ``clients``' own: signed with the role's credentials, renewed as
         they expire, with the same retries and timeouts as every other client. pyarrow's S3
@@ -278,7 +278,7 @@ class FileSystems:
         with self._lock:
             if self._aws is None:
                 # Imported here: reading file:// locations (the CLI's config) needs no boto3.
-                from ferry.aws import AwsClients, new_session
+                from ferry.storage.aws import AwsClients, new_session
 
                 credentials = self.settings.credentials or (None, None, None)
                 session = new_session(

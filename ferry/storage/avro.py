@@ -24,9 +24,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
-from ferry import fs
 from ferry.core.errors import CopyError, SourceMetadataError
 from ferry.core.model import Partition, Table
+from ferry.storage import fs
 
 AVRO_SCHEMA_URL = "avro.schema.url"
 #: The hidden folder of a schema copied into the snapshot folder itself.
