@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
-from ferry.config_text import SECRET_PLACEHOLDER
+from ferry.config.text import SECRET_PLACEHOLDER
 from ferry.core.errors import DeploymentError
 from ferry.doctor_findings import FAILED, OK, SKIPPED, Finding
 from ferry.doctor_network import (

@@ -17,6 +17,7 @@ from pyiceberg.table.metadata import TableMetadata
 from ferry import source_versions
 from ferry.catalog import Catalog
 from ferry.config import ReplicationMode, ReplicationStrategy, TableReplication
+from ferry.config.filters import render_partition_filter
 from ferry.core import faults
 from ferry.core.clock import Clock
 from ferry.core.errors import (
@@ -39,7 +40,6 @@ from ferry.diff import (
     snapshot_target,
     table_data_changed,
 )
-from ferry.filters import render_partition_filter
 from ferry.iceberg.pipeline import IcebergIntent, IcebergRun, plan_iceberg
 from ferry.iceberg.recognise import (
     COMMITTED_METADATA_LOCATION,

@@ -21,12 +21,13 @@ from pydantic import (
     model_validator,
 )
 
-from ferry import budget, config_text, triggers
+from ferry import budget, triggers
 from ferry.config import (
     ReplicationConfig,
     WholeNumber,
     check_schedule_expression,
     load_config,
+    text,
 )
 from ferry.config.objectives import parse_rpo
 from ferry.core.duration import format_duration
@@ -327,7 +328,7 @@ def load_settings(path: Path, name: str) -> EnvironmentSettings:
     """The settings file at ``path`` as environment ``name`` (the local runtime's lives in
     ``ferry/local/``, not among the environments ``make synth`` deploys)."""
     try:
-        documents = config_text.read_documents(path.read_text(encoding="utf-8"), _shown(path))
+        documents = text.read_documents(path.read_text(encoding="utf-8"), _shown(path))
     except ConfigError as error:
         raise SettingsError(str(error)) from None
     except (OSError, UnicodeDecodeError) as error:

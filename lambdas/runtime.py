@@ -18,7 +18,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 from ferry import budget, lifecycle
 from ferry.budget.dynamodb import DynamoDbSlots
 from ferry.config import load_config_uri
-from ferry.config_text import SECRET_PLACEHOLDER
+from ferry.config.text import SECRET_PLACEHOLDER
 from ferry.core.errors import ConfigError, FerryError, SecretNotFilledError
 from ferry.feeds import ChangeFeeds, FeedState, WindowExecutions
 from ferry.ledger import LONGEST_LEASE

@@ -7,7 +7,7 @@ Circus Train's files load as they are. Each of its keys is either implemented or
 with one warning (``ReplicationConfig.warnings``) that says what Ferry does instead: each
 model lists those keys in ``circus_train_keys``. A key that is neither Ferry's nor Circus
 Train's is an error, with the closest known key as a suggestion. Spring's profile documents
-and ``${NAME}`` placeholders are resolved first (``ferry.config_text``).
+and ``${NAME}`` placeholders are resolved first (``ferry.config.text``).
 
 One module per concept, each importing only the ones before it:
 

@@ -14,7 +14,7 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, model_validator
 
-from ferry.config_text import KeyPath
+from ferry.config.text import KeyPath
 
 
 def kebab(name: str) -> str:

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from ferry.config.base import ConfigWarning, fields_by_key, kebab, model_of, path_text
 from ferry.config.checks import check_location
-from ferry.config_text import KeyPath
+from ferry.config.text import KeyPath
 from ferry.storage import retry_policy
 
 # -- what Ferry does instead of Circus Train's keys -------------------------------------------

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ferry import config_text
+from ferry.config import text as config_text
 from ferry.config.assume_role import translate_circus_train as translate_assume_role
 from ferry.config.base import ConfigWarning, path_of, path_text
 from ferry.config.circus_train import read_locations_as_hadoop, set_aside_circus_train_keys
@@ -78,7 +78,7 @@ def parse_config_text(
     """Validate YAML text; ``source`` names it in errors (a path or a URI).
 
     A file of several YAML documents is Circus Train's Spring profiles: the documents of the
-    active profiles (``SPRING_PROFILES_ACTIVE``) are merged first (``ferry.config_text``).
+    active profiles (``SPRING_PROFILES_ACTIVE``) are merged first (``ferry.config.text``).
     """
     environ = os.environ if environ is None else environ
     documents = config_text.read_documents(text, source)

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 from pydantic import Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from ferry import filters
+from ferry.config import filters
 from ferry.config.base import WholeNumber, _Model
 from ferry.config.checks import (
     MAX_DATABASE_NAME,

@@ -12,9 +12,9 @@ from typing import Any
 from ferry import lifecycle, selection
 from ferry.catalog import Catalog
 from ferry.config import Priority, ReplicationConfig, TableReplication
+from ferry.config.filters import render_partition_filter
 from ferry.core.errors import CatalogUnreachableError, FerryError
 from ferry.core.model import Table
-from ferry.filters import render_partition_filter
 from ferry.freshness.changes import SourceChanges, iceberg_changes, table_changes
 from ferry.iceberg.recognise import is_iceberg
 from ferry.ledger import Outcome, Outcomes

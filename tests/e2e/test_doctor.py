@@ -9,7 +9,7 @@ import boto3
 import pytest
 
 from ferry.commands.doctor import run_doctor
-from ferry.config_text import SECRET_PLACEHOLDER
+from ferry.config.text import SECRET_PLACEHOLDER
 
 pytestmark = pytest.mark.e2e
 

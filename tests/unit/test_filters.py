@@ -2,8 +2,8 @@ from datetime import UTC, datetime
 
 import pytest
 
+from ferry.config.filters import check_template, render_partition_filter, spel_equivalent
 from ferry.core.errors import ConfigError
-from ferry.filters import check_template, render_partition_filter, spel_equivalent
 
 NOW = datetime(2026, 3, 1, 2, 0, tzinfo=UTC)
 

@@ -8,7 +8,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from ferry.config_text import SECRET_PLACEHOLDER
+from ferry.config.text import SECRET_PLACEHOLDER
 from ferry.core.errors import ConfigError, FerryError
 from ferry.outcomes import resolved_tables
 from ferry.states import resolve_tables

@@ -50,8 +50,8 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
     ("ferry/config/tables.py", "_compile"): (1, CHECK),
     ("ferry/config/triggers.py", "check_catalog_events_source"): (1, CHECK),
     ("ferry/core/duration.py", "parse_duration"): (2, PARSER),
-    ("ferry/filters.py", "_check_arguments"): (2, "inside a template: check_template's"),
-    ("ferry/filters.py", "check_template"): (3, CHECK),
+    ("ferry/config/filters.py", "_check_arguments"): (2, "inside a template: check_template's"),
+    ("ferry/config/filters.py", "check_template"): (3, CHECK),
     ("infra/settings_access.py", "_s3_prefix"): (1, "an AfterValidator: the load's SettingsError"),
     ("infra/settings_access.py", "_matching.check"): (1, "an AfterValidator: the load's SettingsError"),
     # Programming errors: an invariant the callers keep, never a person's input.
