@@ -57,7 +57,7 @@ from ferry.local.samples import (  # noqa: E402
     order_rows,
     write_parquet,
 )
-from ferry.replica import SOURCE_LOCATION  # noqa: E402
+from ferry.replicas.replica import SOURCE_LOCATION  # noqa: E402
 from ferry.storage import fs  # noqa: E402
 
 # Buckets the local environment's roles may read and write (ferry/local/environment.yml).

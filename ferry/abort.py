@@ -18,7 +18,7 @@ from ferry.core.errors import CopyError, describe_error
 from ferry.iceberg.pipeline import remove_unreferenced
 from ferry.iceberg.recognise import metadata_location
 from ferry.plan import ReplicationPlan
-from ferry.replica import CREATED_BY_EVENT
+from ferry.replicas.replica import CREATED_BY_EVENT
 from ferry.runs import CopierKind, PlanDocument
 from ferry.storage import fs
 

@@ -35,10 +35,10 @@ from ferry.catalog import Catalog
 from ferry.commit import snapshot_references
 from ferry.core.errors import ReplicationInterruptedError
 from ferry.core.model import Table
-from ferry.ledger import Lease, LedgerEntry
 from ferry.lifecycle import BEFORE_COMMIT, ReplicaState
 from ferry.manifest import read_manifest, whole_at_target
-from ferry.replica import REPLICATION_EVENT
+from ferry.replicas.ledger import Lease, LedgerEntry
+from ferry.replicas.replica import REPLICATION_EVENT
 from ferry.runs import PlanDocument, RunLocations, read_plan
 from ferry.storage import fs
 

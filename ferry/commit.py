@@ -38,7 +38,7 @@ from ferry.core.model import Database, Table
 from ferry.iceberg.paths import canonical
 from ferry.iceberg.recognise import metadata_location
 from ferry.plan import ReplicationPlan
-from ferry.replica import (
+from ferry.replicas.replica import (
     CIRCUS_TRAIN_REPLICATION_EVENT,
     COMMIT_CLAIM,
     CREATED_BY_EVENT,

@@ -28,7 +28,7 @@ from enum import StrEnum
 
 from ferry.config import ReplicationMode
 from ferry.core.model import Partition, StorageDescriptor, Table, partition_name
-from ferry.replica import (
+from ferry.replicas.replica import (
     COMMIT_CLAIM,
     LAST_REPLICATED,
     PARTITION_FINGERPRINT,

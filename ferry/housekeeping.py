@@ -9,7 +9,7 @@ Housekeeping, per replica table of the config, deletes an entry's location when 
 - the replica catalog, asked right before, references nothing at or below it (nor a
   location it lies in: an unpartitioned table's data folder);
 - no other ledger entry below it is still in its grace period;
-- Ferry owns it (``ferry.ownership``): it lies in a snapshot folder Ferry created, no table
+- Ferry owns it (``ferry.replicas.ownership``): it lies in a snapshot folder Ferry created, no table
   of the replica databases references it, it is not inside a source's location, and the
   replica is not a METADATA_MIRROR (a mirror owns nothing, whatever its config says);
 - the table's ``orphaned-data-strategy`` is not ``NONE`` (which keeps everything);
@@ -51,10 +51,10 @@ from ferry.core.duration import format_duration
 from ferry.core.errors import FerryError
 from ferry.iceberg.pipeline import CurrentReferences
 from ferry.iceberg.recognise import is_iceberg, metadata_location
-from ferry.ledger import LedgerEntry
 from ferry.lifecycle import ReplicaState
-from ferry.ownership import IcebergOwnership, Ownership, event_time, is_snapshot_name
-from ferry.replica import PROMOTED
+from ferry.replicas.ledger import LedgerEntry
+from ferry.replicas.ownership import IcebergOwnership, Ownership, event_time, is_snapshot_name
+from ferry.replicas.replica import PROMOTED
 from ferry.storage import fs
 
 #: The event id of ledger entries the vacuum recorded (folders it found unknown).
@@ -316,7 +316,7 @@ def housekeep_ledger(
 ) -> list[PathOutcome]:
     """Decide, entry by entry, and delete (unless a dry run) what may go; the outcomes.
 
-    ``owner`` says what Ferry may delete at all (``ferry.ownership``): only folders it
+    ``owner`` says what Ferry may delete at all (``ferry.replicas.ownership``): only folders it
     created, nothing any table references, nothing inside a source's location.
     """
     grace = policy.expired_path_duration
@@ -443,8 +443,8 @@ def _vacuum(
 
     Only folders named by an event id are looked at: nothing else below a table-location is
     Ferry's. Asked to delete them, the vacuum hands those Ferry created
-    (``ferry.ownership``) to the ledger, recorded now: housekeeping deletes them once a grace
-    period has passed since Ferry first saw them unreferenced, asking the catalog again
+    (``ferry.replicas.ownership``) to the ledger, recorded now: housekeeping deletes them once a
+    grace period has passed since Ferry first saw them unreferenced, asking the catalog again
     first. Neither a folder's name nor its files' times tell when a reader last resolved it
     (a commit whose ledger entries were lost to a crash right after it leaves an old
     snapshot that readers used until a moment ago).

@@ -1,13 +1,13 @@
 """The snapshot lifecycle around one replication: its lock, and what its commit supersedes.
 
 The states' ``StateContext`` (``ferry.states.context``) is given a ``ReplicaState`` (the
-store of ``ferry.ledger`` plus the lease length); the states call the functions here at four
-points:
+store of ``ferry.replicas.ledger`` plus the lease length); the states call the functions here at
+four points:
 
 - **Plan**, first thing: ``take_lock`` — one replication per replica table at a time; a
   second one fails fast with ``ReplicaLockedError``; once planned, ``snapshot_created``
   records the snapshot folder the run is about to write (what makes it Ferry's to delete
-  later, ``ferry.ownership``); an Iceberg run, before it writes anything at its replica,
+  later, ``ferry.replicas.ownership``); an Iceberg run, before it writes anything at its replica,
   ledgers its intent (``iceberg_writes_intended``: the files it will write there);
 - **Commit**: ``locations_before_commit`` reads every location the replica references
   before anything is written (kept in the run's folder, so a retried commit uses the first
@@ -40,7 +40,9 @@ from ferry.catalog.locations import (
 from ferry.config import CatalogConfig, ReplicationMode, TableReplication
 from ferry.iceberg.pipeline import IcebergIntent, retired_by
 from ferry.iceberg.recognise import moved_since_commit
-from ferry.ledger import (
+from ferry.manifest import read_manifest
+from ferry.plan import ReplicationPlan
+from ferry.replicas.ledger import (
     CreatedSnapshot,
     DynamoDbStateStore,
     Lease,
@@ -49,10 +51,8 @@ from ferry.ledger import (
     StateStore,
     replica_key,
 )
-from ferry.manifest import read_manifest
-from ferry.ownership import IcebergOwnership, Ownership
-from ferry.plan import ReplicationPlan
-from ferry.replica import REPLICATION_MODE, SOURCE_LOCATION
+from ferry.replicas.ownership import IcebergOwnership, Ownership
+from ferry.replicas.replica import REPLICATION_MODE, SOURCE_LOCATION
 from ferry.storage import fs
 
 #: How long a replication holds its replica table's lock at most; a crashed run's lock is
@@ -236,7 +236,7 @@ def ownership(
     catalog: DatabaseReferences | None = None,
     ledgered: Sequence[str] = (),
 ) -> Ownership:
-    """What one replica's deletions must respect (``ferry.ownership``).
+    """What one replica's deletions must respect (``ferry.replicas.ownership``).
 
     ``replica_parameters``: the replica table's, as the catalog holds them now (its mode and
     its source's location).
@@ -268,7 +268,7 @@ def iceberg_ownership(
     replica_parameters: Mapping[str, str],
     now: datetime,
 ) -> IcebergOwnership:
-    """What an Iceberg replica's deletions must respect (``ferry.ownership``): ``current``,
+    """What an Iceberg replica's deletions must respect (``ferry.replicas.ownership``): ``current``,
     the files its current metadata needs; nothing while a replication holds its lock (its
     copies, not referenced yet, may be files a failed run ledgered)."""
     lease = state.store.lease(replica_key_)
@@ -474,7 +474,7 @@ def superseded_locations(
     """Locations referenced before and not after that lie in a snapshot folder Ferry created,
     each with that folder.
 
-    Only those are Ferry's (``ferry.ownership``); a location elsewhere (a mirrored table's
+    Only those are Ferry's (``ferry.replicas.ownership``); a location elsewhere (a mirrored table's
     source data, a location someone else set, anything below a table-location that merely
     changed to hold it) is never the ledger's.
     """

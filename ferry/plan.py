@@ -51,8 +51,8 @@ from ferry.iceberg.recognise import (
 )
 from ferry.iceberg.registration import register_iceberg_replica
 from ferry.manifest import CopyRoot, ManifestSummary, ManifestWriter
-from ferry.ownership import snapshot_root_of
-from ferry.replica import (
+from ferry.replicas.ownership import snapshot_root_of
+from ferry.replicas.replica import (
     CIRCUS_TRAIN_SOURCE_METASTORE_URIS,
     CIRCUS_TRAIN_SOURCE_TABLE,
     SOURCE_METASTORE_URIS,

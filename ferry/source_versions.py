@@ -11,7 +11,7 @@ with the table and its selected partitions (never from data files):
 
 Commit writes it on the replica table (``ferry.source.version``), with the time Plan read
 the source (``ferry.source.read-at``); the state store's outcome keeps the same pair for
-the last success (``ferry.ledger.Outcome``), the nothing-to-do path included. Written as
+the last success (``ferry.replicas.ledger.Outcome``), the nothing-to-do path included. Written as
 ``<kind>:key=value;key=value``: opaque to people, parsed back by ``ferry.freshness``.
 """
 
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from ferry.core.model import Partition, Table
-from ferry.replica import LAST_REPLICATED, SOURCE_READ_AT, SOURCE_VERSION
+from ferry.replicas.replica import LAST_REPLICATED, SOURCE_READ_AT, SOURCE_VERSION
 
 HIVE, GLUE, ICEBERG = "hive", "glue", "iceberg"
 

@@ -16,7 +16,7 @@ from infra.removal import KEEP
 
 
 class StateTable(Construct):
-    """The key schema of ``ferry.ledger.DynamoDbStateStore.create_table`` (pk, sk)."""
+    """The key schema of ``ferry.replicas.ledger.DynamoDbStateStore.create_table`` (pk, sk)."""
 
     def __init__(self, scope: Construct, construct_id: str, *, environment: str, key: kms.IKey):
         super().__init__(scope, construct_id)
@@ -38,7 +38,7 @@ class StateTable(Construct):
             removal_policy=KEEP,
         )
 
-    #: What ``ferry.ledger.DynamoDbStateStore`` calls: locks, ledger entries and outcomes,
+    #: What ``ferry.replicas.ledger.DynamoDbStateStore`` calls: locks, ledger entries and outcomes,
     #: by key (a failure's outcome is one ``UpdateItem``; outcomes are read in batches).
     ACTIONS = (
         "dynamodb:GetItem",

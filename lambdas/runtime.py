@@ -21,7 +21,7 @@ from ferry.config import load_config_uri
 from ferry.config.text import SECRET_PLACEHOLDER
 from ferry.core.errors import ConfigError, FerryError, SecretNotFilledError
 from ferry.feeds import ChangeFeeds, FeedState, WindowExecutions
-from ferry.ledger import LONGEST_LEASE
+from ferry.replicas.ledger import LONGEST_LEASE
 from ferry.states.context import StateContext
 from ferry.storage import fs
 from ferry.storage.aws import AwsClients

@@ -24,7 +24,7 @@ from ferry.catalog.glue import GlueCatalog
 from ferry.catalog.hive import HiveMetastoreCatalog
 from ferry.core.model import CatalogKind, Table
 from ferry.iceberg.recognise import METADATA_LOCATION, PREVIOUS_METADATA_LOCATION
-from ferry.replica import SOURCE_LOCATION, SOURCE_TABLE
+from ferry.replicas.replica import SOURCE_LOCATION, SOURCE_TABLE
 from ferry.storage import fs
 from tests.iceberg_tables import create_history_table, read_rows, rows
 

@@ -12,7 +12,7 @@ can take that slot. The line is ordered by *effective* rank — the table's prio
 one rank per ``aging`` period waited (so bulk reaches critical's rank after two periods:
 nothing waits forever) — then first come, first served.
 
-A slot is a lease like the replica's lock (``ferry.ledger``): its holder is the event, it
+A slot is a lease like the replica's lock (``ferry.replicas.ledger``): its holder is the event, it
 names the execution (or process) that holds it, it expires with the replication's time
 limit, and it is taken over once its holder is gone. A waiting claim not renewed for
 ``STALE_WAITER`` (its execution stopped while it waited) leaves the line.

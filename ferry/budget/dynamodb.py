@@ -1,4 +1,5 @@
-"""The copy budget's slots and line in the pipeline's state table (``ferry.ledger.dynamodb``'s).
+"""The copy budget's slots and line in the pipeline's state table
+(``ferry.replicas.ledger.dynamodb``'s).
 
 One partition, ``copy-budget``: a slot is the item ``slot#<nn>``, a waiting claim the item
 ``wait#<event id>``. A claim reads the partition (one strongly consistent ``Query``), decides

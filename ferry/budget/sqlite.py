@@ -1,4 +1,5 @@
-"""The copy budget's slots and line in the local SQLite state file (``ferry.ledger.sqlite``'s).
+"""The copy budget's slots and line in the local SQLite state file
+(``ferry.replicas.ledger.sqlite``'s).
 
 Two tables of their own; SQLite's write lock (``BEGIN IMMEDIATE``) makes a claim's read,
 decision and write one step across the threads and processes of this machine.

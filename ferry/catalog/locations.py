@@ -5,7 +5,7 @@ reader uses is narrower: partitions, and an unpartitioned table's location (a pa
 table's own folder is not read). Everything that must not delete or move what a replica
 points at asks here: the commit's supersession (``ferry.lifecycle``), housekeeping, a
 failed run's clean-up (``ferry.commit.snapshot_references``) and the ownership rules
-(``ferry.ownership``).
+(``ferry.replicas.ownership``).
 """
 
 from __future__ import annotations

@@ -26,9 +26,9 @@ def port(text: str) -> int:
 
 def lease(text: str) -> timedelta:
     """An argparse type: how long a run holds its replica's lock, an ISO-8601 duration
-    (``PT1H``, ``P1D``) above zero and at most ``ferry.ledger.LONGEST_LEASE``."""
+    (``PT1H``, ``P1D``) above zero and at most ``ferry.replicas.ledger.LONGEST_LEASE``."""
     from ferry.core.duration import format_duration, parse_duration
-    from ferry.ledger import LONGEST_LEASE
+    from ferry.replicas.ledger import LONGEST_LEASE
 
     try:
         length = parse_duration(text)

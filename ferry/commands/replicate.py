@@ -167,7 +167,7 @@ def open_state(
     whole lease (``ferry.lifecycle.holder_is_gone``).
     """
     from ferry import lifecycle
-    from ferry.ledger import DynamoDbStateStore
+    from ferry.replicas.ledger import DynamoDbStateStore
 
     if state_table and not aws.region:
         raise UsageError(

@@ -145,7 +145,7 @@ def _state_of(
     state_table: str | None,
 ) -> tuple[ReplicationConfig, AwsClients, Any, str]:
     """The config, the AWS clients, the state store to read and how to name it."""
-    from ferry.ledger import DynamoDbStateStore, SqliteStateStore
+    from ferry.replicas.ledger import DynamoDbStateStore, SqliteStateStore
 
     if environment is not None and state_table is not None:
         raise UsageError("--state-table goes without --environment: the stack names its table")
@@ -194,7 +194,7 @@ def _deployed(
 
     from ferry.commands import print_warnings
     from ferry.core.errors import ConfigError
-    from ferry.ledger import DynamoDbStateStore
+    from ferry.replicas.ledger import DynamoDbStateStore
     from infra.settings import ROOT, SettingsError, load_environment
 
     try:

@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Protocol
 
 # On a promoted replica table: ``<failover id>@<ISO-8601 time>``. Set by ``ferry failover``,
 # removed by ``ferry failback`` once both sides are equal. Defined with the other replica
-# parameter keys (``ferry.replica``), which Plan and Commit check without importing this
+# parameter keys (``ferry.replicas.replica``), which Plan and Commit check without importing this
 # package, which imports them.
-from ferry.replica import PROMOTED
+from ferry.replicas.replica import PROMOTED
 
 if TYPE_CHECKING:
     from ferry.config import ReplicationConfig

@@ -11,7 +11,7 @@ snapshot id.
 Where it is kept: one JSON document per replica table in the work area,
 ``<work>/failover/<replica key digest>.json`` (the work area of ``ferry replicate --home``,
 or ``--work-uri``), written before the table is marked promoted and named by the replica's
-key (``ferry.ledger.replica_key``), so failback finds it with no other record. 10,000
+key (``ferry.replicas.ledger.replica_key``), so failback finds it with no other record. 10,000
 partitions are about 3 MB. The work area lives where the state store does, on the DR side:
 it survives the primary's loss.
 """
@@ -27,7 +27,7 @@ from ferry.catalog import Catalog
 from ferry.core.errors import FailoverError
 from ferry.core.model import Partition, Table, partition_name
 from ferry.iceberg.recognise import is_iceberg, metadata_location
-from ferry.replica import (
+from ferry.replicas.replica import (
     PARTITION_FINGERPRINT,
     SOURCE_READ_AT,
     SOURCE_VERSION,

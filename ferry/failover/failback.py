@@ -327,7 +327,7 @@ def reverse_ledger_forgetter(
     """``fail_back``'s ``forget_reverse`` on a state store (none: nothing to forget): the
     reverse replica's (the original table's) ledger entries are forgotten."""
     from ferry import lifecycle
-    from ferry.ledger import replica_key
+    from ferry.replicas.ledger import replica_key
 
     def forget(replication: TableReplication) -> None:
         if state is None:

@@ -19,7 +19,7 @@ from ferry.failover.changes import TableChanges
 from ferry.failover.journal import Journal
 from ferry.failover.promotion import failover_id_of
 from ferry.failover.reverse import ReverseTable
-from ferry.replica import PARTITION_FINGERPRINT, TABLE_FINGERPRINT
+from ferry.replicas.replica import PARTITION_FINGERPRINT, TABLE_FINGERPRINT
 from ferry.sides import buckets_of
 from ferry.storage import fs
 

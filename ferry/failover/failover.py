@@ -29,7 +29,7 @@ from ferry.core.model import Table
 from ferry.failover import PROMOTED, ReplicationSwitch, SwitchReport
 from ferry.failover import baseline as baselines
 from ferry.failover.promotion import failover_id_of, promote, promotion_value
-from ferry.replica import REPLICATION_EVENT, SOURCE_READ_AT, SOURCE_VERSION
+from ferry.replicas.replica import REPLICATION_EVENT, SOURCE_READ_AT, SOURCE_VERSION
 from ferry.storage import fs
 
 

@@ -21,8 +21,8 @@ from ferry.budget import Slots
 from ferry.config import ReplicationConfig, TableReplication
 from ferry.core.errors import FailoverError
 from ferry.failover import SwitchReport
-from ferry.ledger import Lease
 from ferry.lifecycle import ReplicaState
+from ferry.replicas.ledger import Lease
 
 
 @dataclass

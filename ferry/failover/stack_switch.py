@@ -29,8 +29,8 @@ from botocore.exceptions import ClientError
 from ferry.budget.dynamodb import DynamoDbSlots
 from ferry.core.errors import FailoverError
 from ferry.failover import SwitchReport
-from ferry.ledger import DynamoDbStateStore
 from ferry.payloads import FailoverSwitchInput
+from ferry.replicas.ledger import DynamoDbStateStore
 
 #: What ``GetSchedule`` answers that ``UpdateSchedule`` takes back (all of it: UpdateSchedule
 #: resets what it is not sent).

@@ -49,7 +49,6 @@ from ferry.core.clock import Clock, utc_now
 from ferry.core.errors import ConfigError, NotificationLogGapError
 from ferry.feeds.changes import CatalogChange, GlueEventOrigin, glue_changes, hive_changes, in_scope
 from ferry.feeds.windows import FeedState, Window
-from ferry.ledger.records import iso
 from ferry.payloads import (
     CatalogEventInput,
     ChangeWindowInput,
@@ -60,6 +59,7 @@ from ferry.payloads import (
     PollInput,
     PollResult,
 )
+from ferry.replicas.ledger.records import iso
 
 logger = logging.getLogger(__name__)
 

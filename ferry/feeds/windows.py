@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ferry.ledger.records import iso, moment_of
+from ferry.replicas.ledger.records import iso, moment_of
 
 _WINDOW_PREFIX = "changes#"
 _TABLE_PREFIX = "table#"
@@ -52,7 +52,8 @@ class Window:
 
 
 class FeedState:
-    """Windows and positions in the DynamoDB state table (``ferry.ledger``'s key design)."""
+    """Windows and positions in the DynamoDB state table (``ferry.replicas.ledger``'s key
+    design)."""
 
     def __init__(self, client: Any, table_name: str):
         self.client = client

@@ -17,7 +17,7 @@ from ferry.core.errors import CatalogUnreachableError, FerryError
 from ferry.core.model import Table
 from ferry.freshness.changes import SourceChanges, iceberg_changes, table_changes
 from ferry.iceberg.recognise import is_iceberg
-from ferry.ledger import Outcome, Outcomes
+from ferry.replicas.ledger import Outcome, Outcomes
 from ferry.source_versions import SourceVersion, held_by
 
 #: Tables measured at once: each one is a few catalog calls, mostly waiting.

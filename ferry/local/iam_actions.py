@@ -297,7 +297,7 @@ def _dynamodb(request: HttpRequest) -> list[Check] | Unmodelled:
     return Unmodelled(f"dynamodb {operation}")
 
 
-#: The partition key of Ferry's state table (``ferry.ledger``'s key design). The mapping
+#: The partition key of Ferry's state table (``ferry.replicas.ledger``'s key design). The mapping
 #: sees a request, not the table's key schema: the condition key is given for this name.
 _PARTITION_KEY = "pk"
 

@@ -22,11 +22,11 @@ from ferry.config import CatalogConfig, ReplicationConfig, TableReplication, loa
 from ferry.core.clock import Clock, utc_now
 from ferry.core.event_id import new_event_id
 from ferry.freshness import TableFreshness, measure
-from ferry.ledger import Lease
-from ferry.ledger.records import one_line
 from ferry.notify import START, ReplicationEvent, catalog_description, notifier_for
 from ferry.notify import replication_event as _replication_event
 from ferry.plan import ReplicationPlan
+from ferry.replicas.ledger import Lease
+from ferry.replicas.ledger.records import one_line
 from ferry.runs import PlanDocument
 from ferry.sides import reach_sides
 from ferry.storage.aws import AwsClients
@@ -87,7 +87,7 @@ class StateContext:
         return catalog_description(catalog, self.aws.region)
 
     def replica_key(self, config: ReplicationConfig, replication: TableReplication) -> str:
-        """The replica table's key in the locks and the ledger (``ferry.ledger``)."""
+        """The replica table's key in the locks and the ledger (``ferry.replicas.ledger``)."""
         return lifecycle.replica_of(config.replica_catalog, replication, self.aws.region)
 
     def select_tables(
@@ -121,7 +121,7 @@ class StateContext:
             self.describe(config.replica_catalog), plan, **details,
         )  # fmt: skip
 
-    # -- locks, slots and outcomes (``ferry.ledger``, ``ferry.budget``) --------------------
+    # -- locks, slots and outcomes (``ferry.replicas.ledger``, ``ferry.budget``) ------------
 
     def lock_holder_gone(self, lease: Lease) -> bool:
         """A lock's holder that no longer runs: a process of this machine, or an execution
@@ -149,7 +149,7 @@ class StateContext:
 
     def record_success(self, config: ReplicationConfig, document: PlanDocument) -> None:
         """The replica holds the source as Plan read it: its outcome says so
-        (``ferry.ledger.Outcome``: what ``ferry status`` reads)."""
+        (``ferry.replicas.ledger.Outcome``: what ``ferry status`` reads)."""
         if self.state is None:
             return
         plan = document.plan

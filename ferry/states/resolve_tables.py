@@ -13,7 +13,7 @@ from ferry.config import ReplicationConfig, TableReplication
 from ferry.core.errors import ConfigError
 from ferry.core.event_id import new_event_id
 from ferry.payloads import ResolveTablesInput, ResolveTablesResult, TableItem, trigger_time
-from ferry.replica import promoted_replicas
+from ferry.replicas.replica import promoted_replicas
 from ferry.runs import RunLocations
 from ferry.states.context import StateContext
 from ferry.storage import fs

@@ -3,7 +3,7 @@
 Every library that speaks to AWS takes it from here: boto3's clients (``ferry.storage.aws``: the
 Lambda functions, the inline and server-side copiers, the small JSON documents, the Spark
 job's S3 requests), pyarrow's S3 file system (``ferry.storage.fs``: the AWS SDK for C++'s standard
-strategy) and DynamoDB's unprocessed items (``ferry.ledger.dynamodb``). Nothing above it
+strategy) and DynamoDB's unprocessed items (``ferry.replicas.ledger.dynamodb``). Nothing above it
 sends the same request again: the Spark job copies a file again only after a failure that
 is not an AWS request's answer (``answered_by_aws``), and past these attempts a step fails
 into the state machine's ``Retry`` (``ferry/statemachine/``), which runs the whole step again.

@@ -14,7 +14,7 @@ import pytest
 from ferry.core.model import Database
 from ferry.execute import follow, start
 from ferry.local import deploy
-from ferry.replica import REPLICATION_EVENT
+from ferry.replicas.replica import REPLICATION_EVENT
 from ferry.storage import fs
 from tests.e2e.test_pipeline import table_entry
 from tests.helpers import catalog_state, config_document

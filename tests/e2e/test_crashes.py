@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from ferry.replica import REPLICATION_EVENT
+from ferry.replicas.replica import REPLICATION_EVENT
 from ferry.storage import fs
 from tests.e2e.test_pipeline import table_entry
 from tests.helpers import (

@@ -23,7 +23,7 @@ from ferry.failover import PROMOTED
 from ferry.failover.deployed_failover import FUNCTION_OUTPUT
 from ferry.local import deploy
 from ferry.payloads import FailoverInput
-from ferry.replica import REPLICATION_EVENT
+from ferry.replicas.replica import REPLICATION_EVENT
 from ferry.storage import fs
 from tests.e2e import test_failover_switch
 from tests.e2e.test_catalog_events import wait_for

@@ -16,7 +16,7 @@ import boto3
 import pytest
 
 from ferry import statemachine as definition
-from ferry.replica import COMMIT_CLAIM, LAST_REPLICATED, SOURCE_READ_AT
+from ferry.replicas.replica import COMMIT_CLAIM, LAST_REPLICATED, SOURCE_READ_AT
 from ferry.replicate import substitutions
 from ferry.storage import fs
 from tests.e2e.test_pipeline import table_entry

@@ -305,7 +305,7 @@ def test_the_source_data_stays_the_source_s_and_housekeeping_deletes_none_of_it(
 ):
     from ferry import lifecycle
     from ferry.config import load_config
-    from ferry.ledger import SqliteStateStore, replica_key
+    from ferry.replicas.ledger import SqliteStateStore, replica_key
 
     source_files = {e.uri for e in fs.list_files(dr.source().location)}
     assert dr.ferry("failover")[0] == 0
@@ -327,7 +327,7 @@ def test_failover_and_failback_with_the_dynamodb_state_table(
 ):
     import boto3
 
-    from ferry.ledger import DynamoDbStateStore
+    from ferry.replicas.ledger import DynamoDbStateStore
 
     table = f"ferry-state-{unique}"
     DynamoDbStateStore.create_table(boto3.client("dynamodb", region_name="us-east-1"), table)

@@ -24,7 +24,7 @@ from ferry.execute import ExecutionOutcome, follow, start
 from ferry.local import deploy
 from ferry.local.samples import order_rows, write_parquet
 from ferry.manifest import recorded_batches
-from ferry.replica import REPLICATION_EVENT
+from ferry.replicas.replica import REPLICATION_EVENT
 from ferry.runs import RunLocations
 from ferry.storage import fs
 from tests.e2e.conftest import WEST

@@ -24,9 +24,9 @@ from ferry.execute import follow, start
 from ferry.iceberg.paths import canonical
 from ferry.iceberg.pipeline import CurrentReferences
 from ferry.iceberg.recognise import metadata_location
-from ferry.ledger import DynamoDbStateStore, SqliteStateStore, replica_key
 from ferry.lifecycle import LOCAL_STATE_FILE, ReplicaState
 from ferry.local import deploy
+from ferry.replicas.ledger import DynamoDbStateStore, SqliteStateStore, replica_key
 from tests.e2e.test_faults import copy_batch_results
 from tests.helpers import (
     Replicator,

@@ -19,7 +19,7 @@ from ferry.execute import follow, start
 from ferry.local import deploy
 from ferry.local.samples import create_sample_tables, last_days, order_rows, write_parquet
 from ferry.payloads import trigger_time
-from ferry.replica import REPLICATION_EVENT
+from ferry.replicas.replica import REPLICATION_EVENT
 from ferry.storage import fs
 from tests.conftest import NOW
 from tests.helpers import catalog_state, config_document, files_below, read_bytes

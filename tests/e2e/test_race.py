@@ -17,7 +17,7 @@ import sys
 
 import pytest
 
-from ferry.replica import REPLICATION_EVENT
+from ferry.replicas.replica import REPLICATION_EVENT
 from ferry.storage import fs
 from tests.e2e.test_pipeline import table_entry
 from tests.helpers import assert_replica_holds_source, config_document, files_below, rewrite_orders

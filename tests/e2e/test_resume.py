@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from ferry.replica import REPLICATION_EVENT
+from ferry.replicas.replica import REPLICATION_EVENT
 from ferry.storage import fs
 from tests.e2e.test_pipeline import table_entry
 from tests.helpers import assert_replica_holds_source, catalog_state, config_document, ferry

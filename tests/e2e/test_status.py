@@ -221,7 +221,7 @@ def test_status_reads_the_state_of_the_deployed_local_pipeline(
 def test_status_reads_the_dynamodb_state_table_ferry_replicate_used(orders, sample, unique):
     import boto3
 
-    from ferry.ledger import DynamoDbStateStore
+    from ferry.replicas.ledger import DynamoDbStateStore
 
     config, home = orders
     table = f"ferry-state-{unique}"

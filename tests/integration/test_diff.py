@@ -14,7 +14,7 @@ import pytest
 
 from ferry.core.model import Column
 from ferry.local.samples import order_rows, write_parquet
-from ferry.replica import PARTITION_FINGERPRINT, REPLICATION_EVENT, TABLE_FINGERPRINT
+from ferry.replicas.replica import PARTITION_FINGERPRINT, REPLICATION_EVENT, TABLE_FINGERPRINT
 from ferry.states import plan as plan_state
 from ferry.states.context import StateContext
 from ferry.storage import fs

@@ -17,9 +17,9 @@ from ferry.core.errors import PromotedReplicaError
 from ferry.failover import PROMOTED
 from ferry.failover.baseline import Baseline, PartitionBaseline
 from ferry.failover.promotion import promote
-from ferry.ledger import SqliteStateStore
 from ferry.local import processes
 from ferry.plan import plan_replication
+from ferry.replicas.ledger import SqliteStateStore
 from ferry.storage import fs
 from tests.conftest import fixed_clock
 from tests.helpers import catalog_state, config_document

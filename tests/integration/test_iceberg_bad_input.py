@@ -36,8 +36,8 @@ from ferry.iceberg.recognise import (
     TABLE_TYPE,
     metadata_location,
 )
-from ferry.ledger import SqliteStateStore
 from ferry.lifecycle import ReplicaState
+from ferry.replicas.ledger import SqliteStateStore
 from tests.conftest import NOW
 from tests.helpers import Replicator, at, catalog_state, config_document, files_below
 from tests.iceberg_tables import SCHEMA, SPEC, read_rows, rows

@@ -26,7 +26,7 @@ from ferry.iceberg.failback import fail_back_iceberg
 from ferry.iceberg.lineage import lineage
 from ferry.iceberg.pipeline import CurrentReferences
 from ferry.iceberg.recognise import COMMITTED_METADATA_LOCATION, metadata_location
-from ferry.replica import SOURCE_VERSION
+from ferry.replicas.replica import SOURCE_VERSION
 from ferry.source_versions import SourceVersion
 from tests.conftest import NOW
 from tests.helpers import Replicator, config_document

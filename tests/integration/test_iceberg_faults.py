@@ -25,8 +25,8 @@ from ferry.core import faults
 from ferry.iceberg.paths import canonical
 from ferry.iceberg.pipeline import CurrentReferences
 from ferry.iceberg.recognise import metadata_location
-from ferry.ledger import SqliteStateStore
 from ferry.lifecycle import ReplicaState
+from ferry.replicas.ledger import SqliteStateStore
 from ferry.storage import fs
 from tests.conftest import NOW
 from tests.helpers import Replicator, at, config_document, files_below

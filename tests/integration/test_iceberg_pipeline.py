@@ -27,8 +27,8 @@ from ferry.iceberg.recognise import (
     TABLE_TYPE,
     metadata_location,
 )
-from ferry.ledger import SqliteStateStore
 from ferry.lifecycle import ReplicaState
+from ferry.replicas.ledger import SqliteStateStore
 from ferry.storage import fs
 from tests.conftest import NOW
 from tests.helpers import (

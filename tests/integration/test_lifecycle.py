@@ -15,8 +15,8 @@ from datetime import timedelta
 import boto3
 import pytest
 
-from ferry.ledger import DynamoDbStateStore, LedgerEntry, SqliteStateStore, replica_key
 from ferry.lifecycle import ReplicaState
+from ferry.replicas.ledger import DynamoDbStateStore, LedgerEntry, SqliteStateStore, replica_key
 from ferry.states import commit as commit_state
 from ferry.storage import fs
 from tests.conftest import NOW

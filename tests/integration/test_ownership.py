@@ -15,8 +15,8 @@ from datetime import timedelta
 
 import pytest
 
-from ferry.ledger import LedgerEntry, replica_key
 from ferry.lifecycle import ReplicaState
+from ferry.replicas.ledger import LedgerEntry, replica_key
 from ferry.states import plan as plan_state
 from ferry.storage import fs
 from tests.conftest import NOW
@@ -37,7 +37,7 @@ HOUR, DAY = timedelta(hours=1), timedelta(days=1)
 
 @pytest.fixture
 def state(tmp_path) -> ReplicaState:
-    from ferry.ledger import SqliteStateStore
+    from ferry.replicas.ledger import SqliteStateStore
 
     return ReplicaState(SqliteStateStore(tmp_path / "state.sqlite3"))
 

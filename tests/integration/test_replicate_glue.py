@@ -6,7 +6,7 @@ import pytest
 
 from ferry.local.samples import order_rows, write_parquet
 from ferry.reader import read_rows
-from ferry.replica import REPLICATION_EVENT, SOURCE_TABLE
+from ferry.replicas.replica import REPLICATION_EVENT, SOURCE_TABLE
 from ferry.storage import fs
 from tests.helpers import Replicator, config_document, files_below, read_bytes
 from tests.integration.test_replicate_hive import event_ids

@@ -10,7 +10,7 @@ import pytest
 from ferry.core.model import StorageDescriptor, Table, TableType
 from ferry.local.samples import order_rows, write_parquet
 from ferry.reader import read_rows
-from ferry.replica import (
+from ferry.replicas.replica import (
     CIRCUS_TRAIN_REPLICATION_EVENT,
     LAST_REPLICATED,
     REPLICATION_EVENT,

@@ -23,8 +23,8 @@ from moto import mock_aws
 
 from ferry.cli import main
 from ferry.config import parse_config
-from ferry.ledger import SqliteStateStore
 from ferry.local.processes import free_port
+from ferry.replicas.ledger import SqliteStateStore
 
 TABLES = [
     {

@@ -17,8 +17,8 @@ from ferry.budget.dynamodb import DynamoDbSlots
 from ferry.budget.sqlite import SqliteSlots
 from ferry.config import Priority
 from ferry.core.errors import ConfigError
-from ferry.ledger import DynamoDbStateStore
 from ferry.local import emulator_dynamodb
+from ferry.replicas.ledger import DynamoDbStateStore
 
 NOW = datetime(2026, 11, 26, 9, 0, tzinfo=UTC)
 SECOND = timedelta(seconds=1)

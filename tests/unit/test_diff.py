@@ -25,7 +25,7 @@ from ferry.diff import (
     same_partition,
     table_data_changed,
 )
-from ferry.replica import (
+from ferry.replicas.replica import (
     LAST_REPLICATED,
     PARTITION_FINGERPRINT,
     REPLICATION_EVENT,

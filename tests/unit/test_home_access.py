@@ -110,7 +110,7 @@ def test_the_state_store_check_names_a_home_it_may_not_read(as_anyone, folders):
     """The store's own check, for a caller that did not check the home first."""
     here, _, locked = folders
     store = locked / "state.sqlite3"
-    check = f"from ferry.ledger import SqliteStateStore; SqliteStateStore({str(store)!r}).check()"
+    check = f"from ferry.replicas.ledger import SqliteStateStore; SqliteStateStore({str(store)!r}).check()"
     done = subprocess.run(
         [*as_anyone, sys.executable, "-c", check], cwd=here, capture_output=True, text=True
     )

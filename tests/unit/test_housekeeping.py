@@ -11,9 +11,9 @@ from ferry.catalog.locations import ReferencedLocations
 from ferry.config import Housekeeping, OrphanedDataStrategy, parse_config
 from ferry.core.errors import ConfigError
 from ferry.housekeeping import Request, housekeep_ledger
-from ferry.ledger import LedgerEntry, SqliteStateStore
 from ferry.lifecycle import ReplicaState
-from ferry.ownership import Ownership
+from ferry.replicas.ledger import LedgerEntry, SqliteStateStore
+from ferry.replicas.ownership import Ownership
 from ferry.storage import fs
 
 NOW = datetime(2026, 11, 21, 8, 30, tzinfo=UTC)

@@ -17,7 +17,7 @@ from ferry import lifecycle
 from ferry.catalog.locations import ReferencedLocations
 from ferry.core.duration import format_duration, parse_duration
 from ferry.core.errors import ReplicaLockedError
-from ferry.ledger import (
+from ferry.replicas.ledger import (
     CreatedSnapshot,
     DynamoDbStateStore,
     Lease,
@@ -25,7 +25,7 @@ from ferry.ledger import (
     SqliteStateStore,
     replica_key,
 )
-from ferry.ownership import Ownership
+from ferry.replicas.ownership import Ownership
 
 NOW = datetime(2026, 11, 21, 8, 30, tzinfo=UTC)
 HOUR = timedelta(hours=1)

@@ -9,9 +9,9 @@ import yaml
 
 from ferry import lifecycle
 from ferry.config import load_config
-from ferry.ledger import SqliteStateStore
 from ferry.lifecycle import ReplicaState
 from ferry.outcomes import write_map_results
+from ferry.replicas.ledger import SqliteStateStore
 from ferry.states import summarize
 from ferry.states.context import StateContext
 from ferry.storage import fs

@@ -10,7 +10,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from ferry.ledger import DynamoDbStateStore, Outcome, SqliteStateStore, replica_key
+from ferry.replicas.ledger import DynamoDbStateStore, Outcome, SqliteStateStore, replica_key
 
 NOW = datetime(2026, 11, 21, 8, 30, tzinfo=UTC)
 MINUTE = timedelta(minutes=1)

@@ -5,7 +5,7 @@ import pytest
 from ferry.config import TableReplication
 from ferry.core.errors import ReplicaGuardError, ReplicaLocationError
 from ferry.core.model import Column, Partition, StorageDescriptor, Table, TableType
-from ferry.replica import (
+from ferry.replicas.replica import (
     CIRCUS_TRAIN_REPLICATION_EVENT,
     CIRCUS_TRAIN_SOURCE_TABLE,
     REPLICATION_EVENT,

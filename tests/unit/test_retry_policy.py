@@ -22,9 +22,9 @@ from emr_jobs.copy_files import copy_bin, copy_with_settings, main
 from ferry.config import load_config
 from ferry.copier import CopyTask, InlineCopier, Manifest
 from ferry.core.errors import FerryError, StateStoreError
-from ferry.ledger.dynamodb import DynamoDbStateStore
-from ferry.ledger.records import LedgerEntry
 from ferry.manifest import write_manifest
+from ferry.replicas.ledger.dynamodb import DynamoDbStateStore
+from ferry.replicas.ledger.records import LedgerEntry
 from ferry.storage import aws, fs, retry_policy
 from ferry.storage.aws import AwsClients
 from ferry.storage.s3 import MiB

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from ferry.commands.status import short
 from ferry.core.model import Column, Partition, StorageDescriptor, Table, TableType
 from ferry.diff import definition
-from ferry.replica import LAST_REPLICATED, SOURCE_READ_AT, SOURCE_VERSION
+from ferry.replicas.replica import LAST_REPLICATED, SOURCE_READ_AT, SOURCE_VERSION
 from ferry.source_versions import (
     SourceVersion,
     held_by,

@@ -11,9 +11,9 @@ Two ports, one store:
   crashed run's lease is taken over once it expires.
 
 Adapters: ``DynamoDbStateStore`` (the pipeline; the local runtime's emulator;
-``ferry.ledger.dynamodb``) and ``SqliteStateStore`` (``ferry replicate`` with no AWS at all: a
-file under ``--home``; ``ferry.ledger.sqlite``). The records and the ports are
-``ferry.ledger.records``; this package exports what callers use.
+``ferry.replicas.ledger.dynamodb``) and ``SqliteStateStore`` (``ferry replicate`` with no AWS at
+all: a file under ``--home``; ``ferry.replicas.ledger.sqlite``). The records and the ports are
+``ferry.replicas.ledger.records``; this package exports what callers use.
 
 Keys, in one DynamoDB table (``pk`` string hash key, ``sk`` string range key, on-demand):
 
@@ -39,7 +39,7 @@ An Iceberg run's **intent** is a ledger entry too (``LedgerEntry.intent``): its 
 document in the run's folder listing the files the run writes at the replica, ledgered by
 Plan before it writes any of them; one entry per run, however many files it copies.
 
-A **created snapshot** is what makes a folder Ferry's (``ferry.ownership``): the run that
+A **created snapshot** is what makes a folder Ferry's (``ferry.replicas.ownership``): the run that
 writes ``<table-location>/<event-id>/`` records it, with that table-location and the source
 table's location, before it copies anything. Deletion trusts this record, never the
 config's table-location of the day.
@@ -50,8 +50,8 @@ ledger is one ``Query`` and its lock one item. Recording a path again overwrites
 (the same path, event and table: a retried commit records the same entries).
 """
 
-from ferry.ledger.dynamodb import DynamoDbStateStore
-from ferry.ledger.records import (
+from ferry.replicas.ledger.dynamodb import DynamoDbStateStore
+from ferry.replicas.ledger.records import (
     LONGEST_LEASE,
     CreatedSnapshot,
     Lease,
@@ -63,7 +63,7 @@ from ferry.ledger.records import (
     StateStore,
     replica_key,
 )
-from ferry.ledger.sqlite import SqliteStateStore
+from ferry.replicas.ledger.sqlite import SqliteStateStore
 
 __all__ = [
     "LONGEST_LEASE",

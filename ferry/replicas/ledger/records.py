@@ -1,7 +1,7 @@
 """The ledger's and the locks' records, and the ports their stores implement.
 
-``ferry.ledger`` describes what is kept and why; ``ferry.ledger.dynamodb`` and
-``ferry.ledger.sqlite`` keep it.
+``ferry.replicas.ledger`` describes what is kept and why; ``ferry.replicas.ledger.dynamodb`` and
+``ferry.replicas.ledger.sqlite`` keep it.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from ferry.core.errors import StateStoreError
-from ferry.ledger.records import (
+from ferry.replicas.ledger.records import (
     CreatedSnapshot,
     Lease,
     LedgerEntry,

@@ -4,7 +4,7 @@ Every deletion Ferry makes — housekeeping of the ledger, the vacuum, a failed 
 clean-up — asks ``Ownership.refusal`` first. A path may be deleted only when all hold:
 
 - it lies in a **snapshot folder Ferry created**: ``<root>/<event-id>`` recorded by the run
-  that wrote it (``ferry.ledger.CreatedSnapshot``, with the table-location of that time).
+  that wrote it (``ferry.replicas.ledger.CreatedSnapshot``, with the table-location of that time).
   Snapshots written before Ferry kept that record (or by Circus Train, for the replicas
   Ferry adopts) count when they lie directly below today's table-location, are named by an
   event id, that event is older than the replica's first recorded snapshot, and today's
@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from ferry.catalog.locations import DatabaseReferences, Paths, ReferencedLocations
-from ferry.ledger import CreatedSnapshot
+from ferry.replicas.ledger import CreatedSnapshot
 from ferry.storage import fs
 
 #: A snapshot folder's name: Ferry's event id (``ferry.core.event_id``), or Circus Train's

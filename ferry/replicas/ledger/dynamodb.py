@@ -1,6 +1,6 @@
 """The state store in one DynamoDB table: the pipeline's (and the local runtime's emulator's).
 
-The key design is ``ferry.ledger``'s table.
+The key design is ``ferry.replicas.ledger``'s table.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ferry.core.errors import StateStoreError
-from ferry.ledger.records import (
+from ferry.replicas.ledger.records import (
     CREATED_PREFIX,
     LEDGER_PREFIX,
     LOCK_KEY,
