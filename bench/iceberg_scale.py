@@ -39,9 +39,9 @@ from pyiceberg.types import LongType, NestedField, StringType  # noqa: E402
 
 from ferry import copies  # noqa: E402
 from ferry.config import CopierOptions  # noqa: E402
-from ferry.copy_tasks import CopyTask, Manifest  # noqa: E402
+from ferry.copying.copy_tasks import CopyTask, Manifest  # noqa: E402
+from ferry.copying.manifest import ManifestWriter, read_manifest, write_manifest  # noqa: E402
 from ferry.iceberg.pipeline import IcebergRun, commit_metadata, plan_iceberg  # noqa: E402
-from ferry.manifest import ManifestWriter, read_manifest, write_manifest  # noqa: E402
 from ferry.storage import fs  # noqa: E402
 
 SCHEMA = Schema(

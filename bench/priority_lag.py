@@ -35,8 +35,8 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ferry.budget.dynamodb import DynamoDbSlots  # noqa: E402
 from ferry.catalog.glue import GlueCatalog  # noqa: E402
+from ferry.copying.budget.dynamodb import DynamoDbSlots  # noqa: E402
 from ferry.core.faults import FaultFile  # noqa: E402
 from ferry.core.model import Partition, StorageDescriptor  # noqa: E402
 from ferry.local import deploy, emulator, processes  # noqa: E402

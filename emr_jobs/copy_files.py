@@ -1,7 +1,7 @@
 """The Spark copier: copy every file of a manifest on a cluster (an EMR Serverless job run).
 
 The driver reads the manifest, splits its files into bins of about equal bytes and hands each
-Spark task exactly one bin. A task copies its files with ``ferry.copier.copy_file`` (which
+Spark task exactly one bin. A task copies its files with ``ferry.copying.copier.copy_file`` (which
 verifies every file at the target: to S3, one request per small file), ``threads`` at a time
 (chosen from the manifest: many for small files, whose copies wait on requests, few for
 large ones), retries a file that failed for a reason the SDK does not retry (its AWS
@@ -31,17 +31,17 @@ from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from ferry import concurrency
-from ferry.copier import CopyTask, Manifest, copy_file, process_transfer
-from ferry.core.errors import FerryError
-from ferry.iceberg.pipeline import ManifestRewriter
-from ferry.manifest import (
+from ferry.copying import concurrency
+from ferry.copying.copier import CopyTask, Manifest, copy_file, process_transfer
+from ferry.copying.manifest import (
     batch_rewrites,
     batch_tasks,
     batch_work,
     read_batches,
     write_copy_record,
 )
+from ferry.core.errors import FerryError
+from ferry.iceberg.pipeline import ManifestRewriter
 from ferry.storage import fs
 from ferry.storage.retry_policy import answered_by_aws
 from ferry.storage.s3 import MiB
@@ -50,7 +50,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 APP_NAME = "ferry-copy-files"
-#: Beside the manifest when a side is in another account (``ferry.sides.SIDES_FILE``).
+#: Beside the manifest when a side is in another account
+#: (``ferry.copying.side_credentials.SIDES_FILE``).
 SIDES_FILE = "sides.json"
 REPORT_NAME = "copy-report.json"
 DEFAULT_ATTEMPTS = 3
@@ -111,9 +112,10 @@ class CopyWithSettings:
     settings: fs.S3Settings
     #: Files a task copies at once: the parts of large S3 uploads share a pool of as many.
     threads: int = 1
-    #: How files go to S3, chosen from the whole manifest (``ferry.concurrency.uploads``).
+    #: How files go to S3, chosen from the whole manifest (``ferry.copying.concurrency.uploads``).
     uploads: concurrency.Uploads | None = None
-    #: Buckets of a side in another account, each with its role (``ferry.sides``), as JSON.
+    #: Buckets of a side in another account, each with its role
+    #: (``ferry.copying.side_credentials``), as JSON.
     roles: tuple[tuple[str, str], ...] = ()
 
     def __call__(self, task: CopyTask, chunk_size: int) -> None:
@@ -145,8 +147,8 @@ _REACHED: set[tuple[str, str]] = set()
 
 def reach_with_roles(settings: fs.S3Settings, roles: tuple[tuple[str, str], ...]) -> None:
     """Reach each bucket of a side in another account with its role, as the steps do
-    (``ferry.sides``): the clients of the role assumed with this process's credentials (the
-    job role's), renewed before they expire. Once per process and bucket."""
+    (``ferry.copying.side_credentials``): the clients of the role assumed with this process's
+    credentials (the job role's), renewed before they expire. Once per process and bucket."""
     if not roles or all(role in _REACHED for role in roles):
         return
     from ferry.storage.aws import AwsClients
@@ -159,8 +161,8 @@ def reach_with_roles(settings: fs.S3Settings, roles: tuple[tuple[str, str], ...]
 
 
 def roles_of(manifest_uri: str) -> tuple[tuple[str, str], ...]:
-    """The roles Plan wrote beside the manifest (``ferry.sides.write_sides``: the job reads
-    no config, its environment has no YAML), as JSON by bucket: what the copy function
+    """The roles Plan wrote beside the manifest (``ferry.copying.side_credentials.write_sides``: the
+    job reads no config, its environment has no YAML), as JSON by bucket: what the copy function
     carries to the workers."""
     try:
         written = json.loads(fs.read_bytes(fs.join(manifest_uri.rsplit("/", 1)[0], SIDES_FILE)))
@@ -247,7 +249,7 @@ def copy_manifest(
 
     ``tasks`` (Spark tasks, one bin each) defaults to twice the default parallelism; there
     are never more of them than files. ``threads`` (files a task copies at once) defaults to
-    what fits the manifest's sizes (``ferry.concurrency``).
+    what fits the manifest's sizes (``ferry.copying.concurrency``).
     """
     started = time.monotonic()
     bins = balance(manifest.tasks, tasks or spark.sparkContext.defaultParallelism * 2)
@@ -289,7 +291,7 @@ def copy_bins(
     return rdd.flatMap(copy_one_bin).collect()
 
 
-#: A rewrite to run: its batch's shared context and its work item (``ferry.manifest``).
+#: A rewrite to run: its batch's shared context and its work item (``ferry.copying.manifest``).
 RewriteItem = tuple[dict[str, Any], list[Any]]
 
 
@@ -434,7 +436,7 @@ def default_report_uri(manifest_uri: str) -> str:
 def read_manifest(uri: str) -> tuple[Manifest, list[dict[str, Any]]]:
     """The manifest at ``uri`` (any scheme ``ferry.storage.fs`` resolves): the files to copy, and
     its batches. A resumed run's files that its failed attempt already copied whole, from the
-    same source version, are not copied again (``ferry.manifest.batch_work``)."""
+    same source version, are not copied again (``ferry.copying.manifest.batch_work``)."""
     batches = read_batches(uri)
     event_id = batches[0]["eventId"] if batches else ""
     tasks = tuple(task for batch in batches for task in batch_work(batch)[1])

@@ -16,9 +16,9 @@ its grace period, unreferenced, not running, not an Iceberg table's, and the rep
 not changed since the attempt planned: it adopts the attempt's event id, re-plans from the
 source as it is now, and marks every file whose target is already there whole *and* was
 planned by the attempt from the same source (same size, same change marker) to be reused
-(``ferry.manifest.REUSE``); every other file is copied. Commit still requires a copy record
+(``ferry.copying.manifest.REUSE``); every other file is copied. Commit still requires a copy record
 for every batch of the new manifest, and a record counts only for the identical batch
-(``ferry.manifest.batch_digest``).
+(``ferry.copying.manifest.batch_digest``).
 
 The replica never points at an attempt before its Commit: an attempt is a folder nothing
 references, as any snapshot being copied.
@@ -33,10 +33,10 @@ from datetime import datetime, timedelta
 
 from ferry.catalog import Catalog
 from ferry.commit import snapshot_references
+from ferry.copying.manifest import read_manifest, whole_at_target
 from ferry.core.errors import ReplicationInterruptedError
 from ferry.core.model import Table
 from ferry.lifecycle import BEFORE_COMMIT, ReplicaState
-from ferry.manifest import read_manifest, whole_at_target
 from ferry.replicas.ledger import Lease, LedgerEntry
 from ferry.replicas.replica import REPLICATION_EVENT
 from ferry.runs import PlanDocument, RunLocations, read_plan
@@ -261,7 +261,7 @@ def resumed_as(work_uri: str, item_event: str) -> str:
 
 def reusable_targets(work_uri: str, event_id: str) -> Mapping[str, tuple[str, int, str | None]]:
     """The targets the attempt copied whole, each with the source, size and change marker
-    it planned (``ferry.manifest.ManifestWriter``'s ``reusable``)."""
+    it planned (``ferry.copying.manifest.ManifestWriter``'s ``reusable``)."""
     previous = fs.join(RunLocations.for_event(work_uri, event_id).root, ATTEMPT_MANIFEST)
     if not fs.exists(previous):
         return {}

@@ -1,7 +1,7 @@
 """The copy states' work: the whole manifest here, batch by batch (Inline copy), or one
 batch of it server-side (Copy batch, one item of the S3 copy Map).
 
-Both record each batch they finished (a copy record, ``ferry.manifest``) — its files copied
+Both record each batch they finished (a copy record, ``ferry.copying.manifest``) — its files copied
 and verified, and its rewrites (an Iceberg table's manifests, ``ferry.iceberg.pipeline``)
 written — which Commit checks before it writes anything, and both resume where a retry left
 off.
@@ -12,12 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ferry import concurrency
 from ferry.config import CopierOptions
-from ferry.copier import Progress
-from ferry.core import faults
-from ferry.iceberg.pipeline import rewrite_batch
-from ferry.manifest import (
+from ferry.copying import concurrency
+from ferry.copying.copier import Progress
+from ferry.copying.manifest import (
     DIGEST,
     batch_tasks,
     batch_work,
@@ -26,6 +24,8 @@ from ferry.manifest import (
     whole_at_target,
     write_copy_record,
 )
+from ferry.core import faults
+from ferry.iceberg.pipeline import rewrite_batch
 from ferry.payloads import CopyBatchResult, InlineCopyResult
 from ferry.storage import fs
 from ferry.storage.s3 import MiB
@@ -35,7 +35,7 @@ def copy_inline(
     manifest_uri: str, options: CopierOptions, progress: Progress | None = None
 ) -> InlineCopyResult:
     """Copy every batch of the manifest without a copy record, in this process."""
-    from ferry.copier import InlineCopier, Manifest
+    from ferry.copying.copier import InlineCopier, Manifest
 
     copier = InlineCopier(threads=options.threads, chunk_size=options.chunk_size_mib * MiB)
     batches = read_batches(manifest_uri)
@@ -93,8 +93,8 @@ def copy_batch_server_side(
     ``resume``: a retry (the Lambda ran out of time, or failed part-way), which skips the
     objects already at the target, whole.
     """
-    from ferry.copier import Manifest
-    from ferry.s3_copy import S3ServerSideCopier
+    from ferry.copying.copier import Manifest
+    from ferry.copying.s3_copy import S3ServerSideCopier
 
     done, tasks = batch_work(batch)
     if resume:
@@ -128,5 +128,5 @@ def copy_batch_server_side(
 
 def already_copied(tasks: Sequence[Any]) -> tuple[list[Any], list[Any]]:
     """``(done, pending)``: the tasks whose target is there with the planned size, the rest
-    (``ferry.manifest.whole_at_target``)."""
+    (``ferry.copying.manifest.whole_at_target``)."""
     return whole_at_target(tasks)

@@ -38,9 +38,9 @@ from ferry.catalog.locations import (
     referenced_locations,
 )
 from ferry.config import CatalogConfig, ReplicationMode, TableReplication
+from ferry.copying.manifest import read_manifest
 from ferry.iceberg.pipeline import IcebergIntent, retired_by
 from ferry.iceberg.recognise import moved_since_commit
-from ferry.manifest import read_manifest
 from ferry.plan import ReplicationPlan
 from ferry.replicas.ledger import (
     CreatedSnapshot,

@@ -181,7 +181,8 @@ class InlineCopyResult(Result):
 
 
 class CopyBatchInput(Input):
-    """One item of the S3 copy Map: a batch of the manifest, as ``ferry.manifest`` writes it."""
+    """One item of the S3 copy Map: a batch of the manifest, as ``ferry.copying.manifest`` writes
+    it."""
 
     event_id: str
     manifest_uri: str
@@ -219,7 +220,7 @@ class NotifySuccessResult(Result):
     lag_seconds: float
     #: Source snapshots an Iceberg replica got in this run (0 for every other table).
     iceberg_snapshots: int = 0
-    #: The table's priority (``ferry.budget``): its lag is published by priority.
+    #: The table's priority (``ferry.copying.budget``): its lag is published by priority.
     priority: str = "normal"
 
 
@@ -441,7 +442,7 @@ class FreshnessCheckResult(Result):
     skipped: str | None = None
 
 
-# -- Claim copy slot (``ferry.budget``) ------------------------------------------------------
+# -- Claim copy slot (``ferry.copying.budget``) ----------------------------------------------------
 
 
 class CopySlotInput(Input):

@@ -18,6 +18,7 @@ from ferry import source_versions
 from ferry.catalog import Catalog
 from ferry.config import ReplicationMode, ReplicationStrategy, TableReplication
 from ferry.config.filters import render_partition_filter
+from ferry.copying.manifest import CopyRoot, ManifestSummary, ManifestWriter
 from ferry.core import faults
 from ferry.core.clock import Clock
 from ferry.core.errors import (
@@ -50,7 +51,6 @@ from ferry.iceberg.recognise import (
     moved_since_commit,
 )
 from ferry.iceberg.registration import register_iceberg_replica
-from ferry.manifest import CopyRoot, ManifestSummary, ManifestWriter
 from ferry.replicas.ownership import snapshot_root_of
 from ferry.replicas.replica import (
     CIRCUS_TRAIN_SOURCE_METASTORE_URIS,

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ferry import statemachine
-from ferry.copier import Progress
+from ferry.copying.copier import Progress
 from ferry.core.errors import FerryError, ReplicationInterruptedError, StateError
 from ferry.core.faults import InjectedFault
 from ferry.outcomes import write_map_results

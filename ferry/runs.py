@@ -14,7 +14,7 @@ from enum import StrEnum
 from pydantic import TypeAdapter
 
 from ferry.config import CopierOptions, ReplicationMode
-from ferry.manifest import REWRITE_BATCH_BYTES
+from ferry.copying.manifest import REWRITE_BATCH_BYTES
 from ferry.plan import ReplicationPlan
 from ferry.storage import fs
 from ferry.storage.s3 import MiB

@@ -125,7 +125,7 @@ def add_function_widgets(dashboard: cloudwatch.Dashboard, functions: Functions) 
     )
 
 
-# -- the copy budget (``ferry.budget``): its line and each priority's lag ---------------------
+# -- the copy budget (``ferry.copying.budget``): its line and each priority's lag ------------------
 
 #: The priorities the copy budget's metrics carry (``ferry.config.Priority``).
 PRIORITIES = ("critical", "normal", "bulk")

@@ -15,7 +15,7 @@ stack's resources and a role that may do exactly that, in this environment only:
   ``DescribeExecution``, ``StopExecution`` of their executions (a table's child execution,
   the holder of its lock, included);
 - ``dynamodb:GetItem``, ``Query``, ``DeleteItem`` on the state table: a replica's lock and the
-  copy budget's slots (``ferry.replicas.ledger``, ``ferry.budget.dynamodb``).
+  copy budget's slots (``ferry.replicas.ledger``, ``ferry.copying.budget.dynamodb``).
 
 A person invokes it synchronously (RequestResponse) and reads its answer or its error: no
 dead-letter queue, no retries.

@@ -46,7 +46,7 @@ FEED_STATE = "feed-state"
 READ_STATE = "read-state"
 #: PutMetricData in the namespace ``Ferry`` only (``cloudwatch:namespace``).
 PUT_METRICS = "put-metrics"
-#: The copy budget's slots and line in the state table (``ferry.budget.dynamodb``) only.
+#: The copy budget's slots and line in the state table (``ferry.copying.budget.dynamodb``) only.
 BUDGET_STATE = "budget-state"
 #: Reads and alters the configured replica tables (``DataAccess.promote_replicas``).
 PROMOTE_REPLICAS = "promote-replicas"

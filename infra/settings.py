@@ -21,7 +21,7 @@ from pydantic import (
     model_validator,
 )
 
-from ferry import budget, triggers
+from ferry import triggers
 from ferry.config import (
     ReplicationConfig,
     WholeNumber,
@@ -30,6 +30,7 @@ from ferry.config import (
     text,
 )
 from ferry.config.objectives import parse_rpo
+from ferry.copying import budget
 from ferry.core.duration import format_duration
 from ferry.core.errors import ConfigError, SettingsError
 from ferry.storage import fs
@@ -76,7 +77,7 @@ class Spark(SettingsModel):
 
 class CopyBudget(SettingsModel):
     """How many tables copy data at once in this environment, and in what order they start
-    (``ferry.budget``): one slot is one table's copy — an inline copy Lambda, an S3
+    (``ferry.copying.budget``): one slot is one table's copy — an inline copy Lambda, an S3
     server-side copy's Map (up to 16 copy Lambdas), or a Spark job on the EMR application."""
 
     #: Tables copying at once (the environment's, across every run and config).

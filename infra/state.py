@@ -10,7 +10,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
-from ferry.budget.dynamodb import BUDGET_KEY
+from ferry.copying.budget.dynamodb import BUDGET_KEY
 from infra.access import allow
 from infra.removal import KEEP
 
@@ -78,7 +78,7 @@ class StateTable(Construct):
             )
         )
 
-    #: What ``ferry.budget.dynamodb.DynamoDbSlots`` calls: one Query of the budget's
+    #: What ``ferry.copying.budget.dynamodb.DynamoDbSlots`` calls: one Query of the budget's
     #: partition, conditional puts of a slot, deletes of a slot or a waiting claim.
     BUDGET_ACTIONS = ("dynamodb:Query", "dynamodb:PutItem", "dynamodb:DeleteItem")
 

@@ -15,10 +15,11 @@ from functools import cache
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
-from ferry import budget, lifecycle
-from ferry.budget.dynamodb import DynamoDbSlots
+from ferry import lifecycle
 from ferry.config import load_config_uri
 from ferry.config.text import SECRET_PLACEHOLDER
+from ferry.copying import budget
+from ferry.copying.budget.dynamodb import DynamoDbSlots
 from ferry.core.errors import ConfigError, FerryError, SecretNotFilledError
 from ferry.feeds import ChangeFeeds, FeedState, WindowExecutions
 from ferry.replicas.ledger import LONGEST_LEASE

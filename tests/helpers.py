@@ -105,8 +105,8 @@ class Replicator:
         )
 
     def run(self, tables: list[str] | None = None):
+        from ferry.copying.spark_job import LocalSpark
         from ferry.replicate import InProcessDriver
-        from ferry.spark_job import LocalSpark
 
         outcomes = _Collect(self.observer)
         driver = InProcessDriver(

@@ -14,9 +14,9 @@ from rich.markup import escape
 
 from ferry.commands import EXIT_OK, UsageError, load_selected
 from ferry.config import ReplicationConfig, TableReplication
+from ferry.copying.side_credentials import reach_sides
 from ferry.core.errors import FailoverError
 from ferry.failover import ReplicationSwitch
-from ferry.sides import reach_sides
 from ferry.storage import fs
 from ferry.storage.aws import AwsClients
 
@@ -75,8 +75,8 @@ def switch_for(
 
         return deployed_switch(environment, home=home)
     from ferry import lifecycle
-    from ferry.budget.dynamodb import DynamoDbSlots
-    from ferry.budget.sqlite import SqliteSlots
+    from ferry.copying.budget.dynamodb import DynamoDbSlots
+    from ferry.copying.budget.sqlite import SqliteSlots
     from ferry.core.clock import utc_now
     from ferry.failover.home_switch import HomeSwitch
 

@@ -205,7 +205,7 @@ def _failed_preview(replication, error: FerryError):
 
 
 def _spark_runner(config, aws: AwsClients, home: Path):
-    from ferry.spark_job import EmrServerlessSpark, LocalSpark
+    from ferry.copying.spark_job import EmrServerlessSpark, LocalSpark
 
     settings = config.emr_serverless
     if settings is None:

@@ -15,7 +15,7 @@ from ferry.core.duration import parse_duration
 
 
 class Priority(StrEnum):
-    """Which copies start first when the copy budget is taken (``ferry.budget``)."""
+    """Which copies start first when the copy budget is taken (``ferry.copying.budget``)."""
 
     CRITICAL = "critical"  # may take every slot of the budget; first in line
     NORMAL = "normal"

@@ -11,6 +11,7 @@ from urllib.parse import urlparse
 
 from ferry.catalog import Catalog
 from ferry.config import ReplicationConfig, ReplicationStrategy, TableReplication
+from ferry.copying.side_credentials import buckets_of
 from ferry.core.errors import ConfigError, FailoverError
 from ferry.core.model import Table, TableType
 from ferry.failover import Prefer
@@ -20,7 +21,6 @@ from ferry.failover.journal import Journal
 from ferry.failover.promotion import failover_id_of
 from ferry.failover.reverse import ReverseTable
 from ferry.replicas.replica import PARTITION_FINGERPRINT, TABLE_FINGERPRINT
-from ferry.sides import buckets_of
 from ferry.storage import fs
 
 #: Ferry's parameters all start so: the reverse's bookkeeping on the original table.

@@ -17,8 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from ferry.budget import Slots
 from ferry.config import ReplicationConfig, TableReplication
+from ferry.copying.budget import Slots
 from ferry.core.errors import FailoverError
 from ferry.failover import SwitchReport
 from ferry.lifecycle import ReplicaState

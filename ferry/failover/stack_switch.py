@@ -26,7 +26,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from ferry.budget.dynamodb import DynamoDbSlots
+from ferry.copying.budget.dynamodb import DynamoDbSlots
 from ferry.core.errors import FailoverError
 from ferry.failover import SwitchReport
 from ferry.payloads import FailoverSwitchInput

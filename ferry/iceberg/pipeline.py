@@ -36,6 +36,7 @@ from typing import Any
 from pydantic import TypeAdapter
 from pyiceberg.table.metadata import TableMetadata, TableMetadataUtil
 
+from ferry.copying.manifest import CopyRoot, ManifestWriter, Rewrite, batch_rewrites
 from ferry.core.errors import CopyIncompleteError, IcebergMetadataError, ReplicaGuardError
 from ferry.iceberg.fileio import FerryFileIO
 from ferry.iceberg.paths import canonical
@@ -48,7 +49,6 @@ from ferry.iceberg.replicate import (
     write_staged,
 )
 from ferry.iceberg.rewrite import DeleteFiles, ManifestWork, RewriteContext, rewrite_manifest
-from ferry.manifest import CopyRoot, ManifestWriter, Rewrite, batch_rewrites
 from ferry.storage import fs
 
 #: Beside the run's manifest: what Commit writes (``StagedCommit``).
@@ -223,7 +223,8 @@ def _stream_copies(
 
 
 def rewrite_batch(batch: dict[str, Any], threads: int = 8) -> int:
-    """Execute a manifest batch's rewrites here (``ferry.manifest.batch_rewrites``); how many.
+    """Execute a manifest batch's rewrites here (``ferry.copying.manifest.batch_rewrites``); how
+    many.
 
     A copier calls it before it records the batch, so a batch's copy record says its
     rewrites are written too. Run again, it writes the same bytes."""

@@ -114,7 +114,7 @@ def _tuples(value: Any) -> Any:
 @dataclass(frozen=True)
 class ManifestWork:
     """One source manifest the replica gets its own copy of: a work item of the run's
-    manifest (``ferry.manifest``), executed by the copier with ``rewrite_manifest``."""
+    manifest (``ferry.copying.manifest``), executed by the copier with ``rewrite_manifest``."""
 
     source: str
     target: str

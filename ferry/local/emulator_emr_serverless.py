@@ -31,10 +31,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from ferry.copying.spark_job import spark_submit
 from ferry.core import faults
 from ferry.core.errors import LocalRuntimeError
 from ferry.local.authorization import Authorizer, Caller, Check
-from ferry.spark_job import spark_submit
 
 _TERMINAL_JOB_STATES = {"SUCCESS", "FAILED", "CANCELLED"}
 _FAILED_JOB_STATES = {"FAILED", "CANCELLED"}

@@ -12,9 +12,9 @@ from typing import Any
 
 from ferry import lifecycle
 from ferry.commit import DEFAULT_CLAIM_LEASE, commit
+from ferry.copying.manifest import recorded_batches
 from ferry.core.errors import CopyIncompleteError, FerryError
 from ferry.iceberg.pipeline import commit_metadata
-from ferry.manifest import recorded_batches
 from ferry.payloads import CommitResult, PlannedRun
 from ferry.runs import CopierKind, RunLocations, read_plan
 from ferry.source_versions import recorded_parameters

@@ -15,10 +15,11 @@ from datetime import datetime
 from typing import Any
 
 from ferry import lifecycle, selection, statemachine
-from ferry.budget import EnvironmentBudget, Holder
 from ferry.catalog import Catalog
 from ferry.catalog.factory import open_catalog
 from ferry.config import CatalogConfig, ReplicationConfig, TableReplication, load_config_uri
+from ferry.copying.budget import EnvironmentBudget, Holder
+from ferry.copying.side_credentials import reach_sides
 from ferry.core.clock import Clock, utc_now
 from ferry.core.event_id import new_event_id
 from ferry.freshness import TableFreshness, measure
@@ -28,7 +29,6 @@ from ferry.plan import ReplicationPlan
 from ferry.replicas.ledger import Lease
 from ferry.replicas.ledger.records import one_line
 from ferry.runs import PlanDocument
-from ferry.sides import reach_sides
 from ferry.storage.aws import AwsClients
 
 logger = logging.getLogger(__name__)
@@ -62,7 +62,8 @@ class StateContext:
         self.clock = clock
         self.event_ids = event_ids or (lambda started: new_event_id(lambda: started))
         self.catalogs = catalogs
-        #: The environment's copy slots (``ferry.budget``); None: every claim granted at once.
+        #: The environment's copy slots (``ferry.copying.budget``); None: every claim granted
+        #: at once.
         self.budget = budget
         #: Replica tables (``database.table``, lower case) taken as replicas though they are
         #: none yet: ``ferry failback``'s original source tables, and only those.
@@ -121,7 +122,7 @@ class StateContext:
             self.describe(config.replica_catalog), plan, **details,
         )  # fmt: skip
 
-    # -- locks, slots and outcomes (``ferry.replicas.ledger``, ``ferry.budget``) ------------
+    # -- locks, slots and outcomes (``ferry.replicas.ledger``, ``ferry.copying.budget``) -----------
 
     def lock_holder_gone(self, lease: Lease) -> bool:
         """A lock's holder that no longer runs: a process of this machine, or an execution

@@ -1,6 +1,6 @@
 """State `Claim copy slot`: take one of the environment's copy slots for this table's copy
 (critical tables first), or wait in line: the answer says how long before asking again.
-Commit and Abort free it (``StateContext.release_copy_slot``; ``ferry.budget``)."""
+Commit and Abort free it (``StateContext.release_copy_slot``; ``ferry.copying.budget``)."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ferry import copies
-from ferry.copier import Progress
+from ferry.copying.copier import Progress
 from ferry.payloads import InlineCopyResult, PlannedRun
 from ferry.runs import RunLocations, read_plan
 from ferry.states.context import StateContext

@@ -14,16 +14,16 @@ from typing import Any
 
 from ferry import attempts, lifecycle
 from ferry.config import CopierOptions, ReplicationConfig, TableReplication
+from ferry.copying.manifest import ManifestWriter
+from ferry.copying.side_credentials import write_sides
 from ferry.core import faults
 from ferry.iceberg.pipeline import IcebergIntent
-from ferry.manifest import ManifestWriter
 from ferry.notify import START
 from ferry.payloads import PlanInput, PlanResult, batch_copier_options
 from ferry.plan import ReplicationPlan, plan_replication
 from ferry.preflight import check_writable
 from ferry.preview import preview_of
 from ferry.runs import CopierKind, PlanDocument, RunLocations, choose_copier, write_plan
-from ferry.sides import write_sides
 from ferry.states.context import StateContext
 from ferry.storage import fs
 

@@ -8,9 +8,9 @@ from typing import Any
 
 from ferry import copies
 from ferry.config import CopierOptions
-from ferry.copier import Progress
+from ferry.copying.copier import Progress
+from ferry.copying.side_credentials import side_of_batch
 from ferry.payloads import CopyBatchInput, CopyBatchResult
-from ferry.sides import side_of_batch
 from ferry.states.context import StateContext
 
 

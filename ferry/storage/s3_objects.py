@@ -10,7 +10,7 @@ touches is one boto3 request where it can be:
 - a small object is written with one ``PutObject`` carrying the ``Content-MD5`` of the bytes
   read: S3 refuses a body that does not match it (``BadDigest``), so a corrupted or short
   body never becomes an object, and the response's ETag confirms what was stored;
-- a large local file, where the copier chose so (``ferry.concurrency.uploads``), is read
+- a large local file, where the copier chose so (``ferry.copying.concurrency.uploads``), is read
   once for its MD5 and then streamed from disk in one ``PutObject`` carrying it
   (``put_file``), checked as a small object's;
 - any other large object is a multipart upload whose every part carries its

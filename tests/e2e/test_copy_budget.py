@@ -11,7 +11,7 @@ from contextlib import contextmanager
 import boto3
 import pytest
 
-from ferry.budget.dynamodb import DynamoDbSlots
+from ferry.copying.budget.dynamodb import DynamoDbSlots
 from ferry.execute import follow, start
 from ferry.local import deploy
 from ferry.replicas.replica import REPLICATION_EVENT

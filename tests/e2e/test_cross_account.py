@@ -348,9 +348,9 @@ def spark_copy(tmp_path, bucket: str, role: AssumeRole, name: str) -> tuple[int,
     """The Spark job on a manifest of two local files into the DR bucket, with the role
     written beside the manifest as Plan writes it; its exit code and report."""
     from emr_jobs.copy_files import main
-    from ferry.copier import CopyTask, Manifest
-    from ferry.manifest import write_manifest
-    from ferry.sides import SIDES_FILE
+    from ferry.copying.copier import CopyTask, Manifest
+    from ferry.copying.manifest import write_manifest
+    from ferry.copying.side_credentials import SIDES_FILE
 
     run = tmp_path / name
     tasks = []
@@ -392,11 +392,11 @@ def test_an_s3_copy_into_the_dr_bucket_reads_the_source_as_the_role_its_policy_a
 ):
     """S3 copies into the bucket the request goes to: the DR role writes, and reads the
     primary account's source, which only that bucket's policy can allow (cross-account)."""
-    from ferry.copier import CopyTask, Manifest
+    from ferry.copying.copier import CopyTask, Manifest
+    from ferry.copying.manifest import read_batches, write_manifest
+    from ferry.copying.side_credentials import SIDES_FILE
     from ferry.core.errors import CopyError
-    from ferry.manifest import read_batches, write_manifest
     from ferry.payloads import CopyBatchInput
-    from ferry.sides import SIDES_FILE
     from ferry.states import s3_copy_batch
     from ferry.states.context import StateContext
 

@@ -21,10 +21,10 @@ from datetime import timedelta
 import boto3
 import pytest
 
-from ferry.budget.dynamodb import DynamoDbSlots
 from ferry.catalog.glue import GlueCatalog
 from ferry.commands.deployed_switch import switch_for
 from ferry.config import load_config
+from ferry.copying.budget.dynamodb import DynamoDbSlots
 from ferry.core.errors import FailoverError
 from ferry.execute import start
 from ferry.failover.triggers import config_triggers

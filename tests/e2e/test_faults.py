@@ -20,10 +20,10 @@ import boto3
 import pytest
 
 from ferry.catalog.glue import GlueCatalog
+from ferry.copying.manifest import recorded_batches
 from ferry.execute import ExecutionOutcome, follow, start
 from ferry.local import deploy
 from ferry.local.samples import order_rows, write_parquet
-from ferry.manifest import recorded_batches
 from ferry.replicas.replica import REPLICATION_EVENT
 from ferry.runs import RunLocations
 from ferry.storage import fs

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from ferry.budget.dynamodb import BUDGET_KEY
+from ferry.copying.budget.dynamodb import BUDGET_KEY
 from tests.infra.test_first_deploy import decide, of_type, role_of_function
 
 pytestmark = pytest.mark.infra

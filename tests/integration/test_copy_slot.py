@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from ferry.budget import CopyBudget, EnvironmentBudget
-from ferry.budget.sqlite import SqliteSlots
+from ferry.copying.budget import CopyBudget, EnvironmentBudget
+from ferry.copying.budget.sqlite import SqliteSlots
 from ferry.states import copy_slot
 from tests.state_runs import StateRun
 

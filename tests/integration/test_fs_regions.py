@@ -8,7 +8,7 @@ import boto3
 import pytest
 
 from emr_jobs.copy_files import CopyWithSettings, copy_manifest
-from ferry.copier import CopyTask, InlineCopier, Manifest
+from ferry.copying.copier import CopyTask, InlineCopier, Manifest
 from ferry.storage import fs
 
 pytestmark = pytest.mark.integration

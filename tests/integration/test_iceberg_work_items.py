@@ -19,6 +19,7 @@ from pyiceberg.catalog.sql import SqlCatalog
 
 from ferry import copies
 from ferry.config import CopierOptions
+from ferry.copying.manifest import BATCH_TEXT_LIMIT, ManifestWriter, batch_rewrites, read_batches
 from ferry.core import faults
 from ferry.core.errors import CopyIncompleteError
 from ferry.iceberg.pipeline import (
@@ -30,7 +31,6 @@ from ferry.iceberg.pipeline import (
     rewrite_batch,
 )
 from ferry.iceberg.reading import read_manifest, read_manifest_list
-from ferry.manifest import BATCH_TEXT_LIMIT, ManifestWriter, batch_rewrites, read_batches
 from ferry.storage import fs
 from tests.iceberg_tables import create_history_table, read_rows, rows, static_table
 from tests.integration.test_iceberg_replicate import assert_names_no_source

@@ -16,11 +16,11 @@ import boto3
 import pytest
 from botocore.config import Config
 
-from ferry import concurrency
-from ferry.copier import CopyTask, InlineCopier, Manifest
+from ferry.copying import concurrency
+from ferry.copying.copier import CopyTask, InlineCopier, Manifest
+from ferry.copying.s3_copy import S3ServerSideCopier
 from ferry.core.errors import VerificationError
 from ferry.local import emulator_requests
-from ferry.s3_copy import S3ServerSideCopier
 from ferry.storage import fs
 from ferry.storage.aws import AwsClients
 from ferry.storage.s3_objects import put_file

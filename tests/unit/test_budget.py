@@ -12,10 +12,10 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from ferry.budget import STALE_WAITER, CopyBudget
-from ferry.budget.dynamodb import DynamoDbSlots
-from ferry.budget.sqlite import SqliteSlots
 from ferry.config import Priority
+from ferry.copying.budget import STALE_WAITER, CopyBudget
+from ferry.copying.budget.dynamodb import DynamoDbSlots
+from ferry.copying.budget.sqlite import SqliteSlots
 from ferry.core.errors import ConfigError
 from ferry.local import emulator_dynamodb
 from ferry.replicas.ledger import DynamoDbStateStore
@@ -196,7 +196,7 @@ def test_two_claims_racing_for_the_last_slot_one_wins(slots):
 
 
 def test_the_wait_between_claims_grows_with_the_time_waited():
-    from ferry.budget import LONGEST_WAIT_SECONDS, wait_seconds
+    from ferry.copying.budget import LONGEST_WAIT_SECONDS, wait_seconds
 
     assert wait_seconds(BUDGET, 0) == BUDGET.wait_seconds
     assert wait_seconds(BUDGET, 100) == BUDGET.wait_seconds + 10
@@ -217,7 +217,7 @@ def test_a_budget_that_cannot_work_is_refused_with_its_key(arguments, message):
 
 
 def test_whether_a_holder_is_gone_is_asked_only_when_nothing_else_is_free():
-    from ferry.budget import Holder, Waiter, grant
+    from ferry.copying.budget import Holder, Waiter, grant
 
     def holder(slot: int, event: str) -> Holder:
         return Holder(slot, event, BULK, NOW, NOW + timedelta(hours=24), f"arn:{event}")

@@ -10,8 +10,9 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from ferry import concurrency
-from ferry.copier import CopyTask, InlineCopier, Manifest, verify_all
+from ferry.copying import concurrency
+from ferry.copying.copier import CopyTask, InlineCopier, Manifest, verify_all
+from ferry.copying.manifest import batch_tasks, read_batches, read_manifest, write_manifest
 from ferry.core import faults
 from ferry.core.errors import (
     CopyError,
@@ -19,7 +20,6 @@ from ferry.core.errors import (
     TargetNotWritableError,
     VerificationError,
 )
-from ferry.manifest import batch_tasks, read_batches, read_manifest, write_manifest
 from ferry.storage import fs
 from ferry.storage.s3_objects import put_file
 from tests.helpers import in_process_aws
@@ -184,7 +184,7 @@ def test_a_large_file_goes_up_in_parts_checked_one_by_one(tmp_path, s3, monkeypa
     manifest = planned(tmp_path, [13 * MiB])
     sent = requests_sent()
 
-    # 32 threads may hold 8 MiB each (ferry.concurrency): 13 MiB goes in parts of 5 MiB.
+    # 32 threads may hold 8 MiB each (ferry.copying.concurrency): 13 MiB goes in parts of 5 MiB.
     InlineCopier(threads=32, chunk_size=5 * MiB).copy(manifest)
 
     [task] = manifest.tasks
@@ -426,7 +426,7 @@ def test_a_streamed_body_refused_once_goes_again_whole(tmp_path, s3):
 
 
 def test_large_local_files_stream_up_to_64_mib_and_up_to_256_mib_when_enough_for_every_thread():
-    from ferry.concurrency import uploads
+    from ferry.copying.concurrency import uploads
 
     def how(size, sizes, threads=8):
         chosen = uploads(sizes, threads, 8 * MiB)  # 8 threads hold 32 MiB each
@@ -467,7 +467,7 @@ def test_s3_to_s3_inline_reads_the_planned_version_only(s3):
 
 
 def test_parts_keep_every_thread_busy_within_s3s_limits_and_the_memory_bound():
-    from ferry.concurrency import IN_FLIGHT_BYTES, uploads
+    from ferry.copying.concurrency import IN_FLIGHT_BYTES, uploads
 
     def part_size(size, threads, chunk, sizes=None):
         return uploads(sizes or [size], threads, chunk).part_size(size, chunk)

@@ -17,8 +17,8 @@ from emr_jobs.copy_files import (
     main,
     task_threads,
 )
-from ferry.copier import CopyTask, Manifest, copy_file
-from ferry.manifest import recorded_batches, write_manifest
+from ferry.copying.copier import CopyTask, Manifest, copy_file
+from ferry.copying.manifest import recorded_batches, write_manifest
 
 pytestmark = pytest.mark.spark
 
@@ -239,7 +239,7 @@ def test_the_job_leaves_out_a_resumed_runs_files_already_copied_whole(tmp_path):
     # The failed attempt copied a whole and b part-way (b's target is short): a resumed run's
     # manifest lists a as reusable; the job copies b and c only.
     from emr_jobs.copy_files import read_manifest
-    from ferry.manifest import CopyRoot, ManifestWriter
+    from ferry.copying.manifest import CopyRoot, ManifestWriter
     from ferry.storage import fs
 
     source, target = tmp_path / "src", tmp_path / "dst" / "ferry-e1"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import yaml
 
 from ferry.config.loading import parse_config_text
+from ferry.copying.side_credentials import buckets_of
 from ferry.core.model import Column
 from ferry.failover.reverse import ReverseTable, reverse_document
-from ferry.sides import buckets_of
 
 ROLE = "arn:aws:iam::210987654321:role/ferry-dr"
 

@@ -5,11 +5,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from ferry.config import CopierOptions, ReplicationMode, TableReplication
-from ferry.copier import CopyTask
+from ferry.copying.copier import CopyTask
+from ferry.copying.manifest import REWRITE_BATCH_BYTES, ManifestSummary
 from ferry.core.errors import describe_error
 from ferry.core.model import Column, Partition, StorageDescriptor, Table, TableType
 from ferry.local.emulator_emr_serverless import api_parameters
-from ferry.manifest import REWRITE_BATCH_BYTES, ManifestSummary
 from ferry.outcomes import map_results, summary, write_map_results
 from ferry.plan import ReplicationPlan
 from ferry.runs import CopierKind, choose_copier

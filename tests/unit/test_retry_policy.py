@@ -20,9 +20,9 @@ from botocore.exceptions import ClientError
 
 from emr_jobs.copy_files import copy_bin, copy_with_settings, main
 from ferry.config import load_config
-from ferry.copier import CopyTask, InlineCopier, Manifest
+from ferry.copying.copier import CopyTask, InlineCopier, Manifest
+from ferry.copying.manifest import write_manifest
 from ferry.core.errors import FerryError, StateStoreError
-from ferry.manifest import write_manifest
 from ferry.replicas.ledger.dynamodb import DynamoDbStateStore
 from ferry.replicas.ledger.records import LedgerEntry
 from ferry.storage import aws, fs, retry_policy

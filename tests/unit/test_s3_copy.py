@@ -12,9 +12,9 @@ from botocore.exceptions import ClientError
 from botocore.retries.standard import ExponentialBackoff
 from moto import mock_aws
 
-from ferry.copier import CopyTask, Manifest
+from ferry.copying.copier import CopyTask, Manifest
+from ferry.copying.s3_copy import S3ServerSideCopier
 from ferry.core.errors import CopyError, TargetNotWritableError, VerificationError
-from ferry.s3_copy import S3ServerSideCopier
 from ferry.storage.aws import AwsClients
 from tests.helpers import in_process_aws
 

@@ -20,8 +20,8 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ferry import concurrency
-from ferry.copy_tasks import CopyReport, CopyTask, Manifest
+from ferry.copying import concurrency
+from ferry.copying.copy_tasks import CopyReport, CopyTask, Manifest
 from ferry.core.errors import CopyError, TargetNotWritableError, VerificationError
 from ferry.storage.s3 import (
     MAX_PART_SIZE,
@@ -67,8 +67,8 @@ class _Job:
 class S3ServerSideCopier:
     """Copies S3 objects to S3 with ``CopyObject`` / ``UploadPartCopy``, ``threads`` at a time.
 
-    ``threads`` None: chosen from the manifest (``ferry.concurrency``). ``client`` is a boto3
-    S3 client in the target buckets' region (a copy request goes to the target bucket), with
+    ``threads`` None: chosen from the manifest (``ferry.copying.concurrency``). ``client`` is a
+    boto3 S3 client in the target buckets' region (a copy request goes to the target bucket), with
     ``max_pool_connections`` of at least ``2 * threads`` (objects and parts run on two pools
     of ``threads`` each; ``AwsClients.client(..., connections=...)`` sizes it). A request that
     fails with a transient error (throttling, 5xx, a dropped connection) is retried by the

@@ -18,7 +18,7 @@ from typing import Any
 
 from ferry.core.errors import StateError
 
-COPY_JOB = Path(__file__).resolve().parents[1] / "emr_jobs" / "copy_files.py"
+COPY_JOB = Path(__file__).resolve().parents[2] / "emr_jobs" / "copy_files.py"
 TERMINAL_STATES = {"SUCCESS", "FAILED", "CANCELLED"}
 
 

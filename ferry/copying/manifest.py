@@ -47,7 +47,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ferry.copier import CopyTask, Manifest
+from ferry.copying.copier import CopyTask, Manifest
 from ferry.storage import fs
 
 RECORDS = "copied"

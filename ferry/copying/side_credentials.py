@@ -77,7 +77,7 @@ def side_of_batch(batch: dict[str, Any], manifest_uri: str, aws: AwsClients) -> 
     """The clients an S3 server-side copy of ``batch`` signs with: its target bucket's role
     when ``write_sides`` named one (S3 copies into the bucket the request goes to, so the
     role reads the source too: the source bucket's policy must allow it), else ``aws``."""
-    from ferry.manifest import batch_tasks
+    from ferry.copying.manifest import batch_tasks
 
     roles = read_sides(manifest_uri)
     if not roles:

@@ -17,8 +17,8 @@ names the execution (or process) that holds it, it expires with the replication'
 limit, and it is taken over once its holder is gone. A waiting claim not renewed for
 ``STALE_WAITER`` (its execution stopped while it waited) leaves the line.
 
-The rules are here (``grant``); the stores are ``ferry.budget.sqlite`` (``ferry replicate``,
-a SQLite file) and ``ferry.budget.dynamodb`` (the pipeline's state table).
+The rules are here (``grant``); the stores are ``ferry.copying.budget.sqlite`` (``ferry replicate``,
+a SQLite file) and ``ferry.copying.budget.dynamodb`` (the pipeline's state table).
 """
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ Gone = Callable[[Holder], bool]
 
 
 class Slots(Protocol):
-    """A store of the budget's slots and line (``ferry.budget.sqlite``, ``.dynamodb``)."""
+    """A store of the budget's slots and line (``ferry.copying.budget.sqlite``, ``.dynamodb``)."""
 
     def claim(
         self, budget: CopyBudget, event_id: str, priority: Priority, now: datetime,

@@ -11,8 +11,8 @@ import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ferry.budget import Answer, CopyBudget, Gone, Holder, Waiter, decide, holder_for
 from ferry.config import Priority
+from ferry.copying.budget import Answer, CopyBudget, Gone, Holder, Waiter, decide, holder_for
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS copy_slots (

@@ -1,12 +1,12 @@
 """The inline copier: move the files of a manifest into the new snapshot folder, here.
 
-``InlineCopier`` copies a manifest (``ferry.copy_tasks``) on bounded thread pools, never
+``InlineCopier`` copies a manifest (``ferry.copying.copy_tasks``) on bounded thread pools, never
 holding more than a part of a file in memory, and a file counts as copied only once it is
 verified at the target:
 
 - to S3, a file is sent whole in one ``PutObject`` with its ``Content-MD5``, a large local
   one streamed from disk in one ``PutObject``, or any other in a multipart upload whose
-  parts carry theirs, as ``ferry.concurrency.uploads`` chooses from the manifest's sizes;
+  parts carry theirs, as ``ferry.copying.concurrency.uploads`` chooses from the manifest's sizes;
   what S3 answers is the verification (``ferry.storage.s3_objects``), no second request looks at
   the target;
 - to any other file system, the file is streamed through ``pyarrow.fs`` and its size is
@@ -30,8 +30,8 @@ from typing import Any, Protocol
 
 from pyarrow import fs as pafs
 
-from ferry import concurrency
-from ferry.copy_tasks import CopyReport, CopyTask, Manifest
+from ferry.copying import concurrency
+from ferry.copying.copy_tasks import CopyReport, CopyTask, Manifest
 from ferry.core import faults
 from ferry.core.errors import (
     CopyError,

@@ -1,8 +1,8 @@
 """What every copier is given and what it reports: copy tasks, a manifest, a copy report.
 
 The manifest is the contract between planning and copying: a list of (source, target, size,
-change marker) that any copier can execute — inline (``ferry.copier``), S3 server-side
-(``ferry.s3_copy``) or Spark (``emr_jobs/copy_files.py``).
+change marker) that any copier can execute — inline (``ferry.copying.copier``), S3 server-side
+(``ferry.copying.s3_copy``) or Spark (``emr_jobs/copy_files.py``).
 """
 
 from __future__ import annotations

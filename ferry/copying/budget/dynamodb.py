@@ -3,7 +3,7 @@
 
 One partition, ``copy-budget``: a slot is the item ``slot#<nn>``, a waiting claim the item
 ``wait#<event id>``. A claim reads the partition (one strongly consistent ``Query``), decides
-(``ferry.budget.decide``) and takes its slot with a conditional write that holds only if the
+(``ferry.copying.budget.decide``) and takes its slot with a conditional write that holds only if the
 slot is still as it read it; when another claim took it first, this one waits and asks again.
 """
 
@@ -12,7 +12,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from ferry.budget import (
+from ferry.config import Priority
+from ferry.copying.budget import (
     Answer,
     CopyBudget,
     Gone,
@@ -23,7 +24,6 @@ from ferry.budget import (
     queued,
     wait_seconds,
 )
-from ferry.config import Priority
 
 #: The budget's partition key in the state table (the Claim copy slot function's role may
 #: touch these items and no other).
