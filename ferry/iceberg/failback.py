@@ -46,7 +46,6 @@ from ferry.core.model import Table
 from ferry.iceberg.fileio import FerryFileIO
 from ferry.iceberg.lineage import Divergence, diverge, lineage
 from ferry.iceberg.paths import PATH_PROPERTIES
-from ferry.iceberg.plan import plan_replication
 from ferry.iceberg.reading import read_table_metadata
 from ferry.iceberg.recognise import (
     COMMITTED_METADATA_LOCATION,
@@ -55,7 +54,8 @@ from ferry.iceberg.recognise import (
     metadata_location,
 )
 from ferry.iceberg.registration import register_iceberg_replica
-from ferry.iceberg.replicate import execute_plan
+from ferry.iceberg.replication import execute_plan
+from ferry.iceberg.snapshot_plan import plan_replication
 
 
 @dataclass(frozen=True)

@@ -40,15 +40,15 @@ from ferry.copying.manifest import CopyRoot, ManifestWriter, Rewrite, batch_rewr
 from ferry.core.errors import CopyIncompleteError, IcebergMetadataError, ReplicaGuardError
 from ferry.iceberg.fileio import FerryFileIO
 from ferry.iceberg.paths import canonical
-from ferry.iceberg.plan import FileCopy, StagedCommit, foreign_snapshots, plan_replication
 from ferry.iceberg.reading import is_live, read_manifest, read_table_metadata, referenced_files
-from ferry.iceberg.replicate import (
+from ferry.iceberg.replication import (
     dropped_files,
     manifest_work,
     run_manifest_work,
     write_staged,
 )
 from ferry.iceberg.rewrite import DeleteFiles, ManifestWork, RewriteContext, rewrite_manifest
+from ferry.iceberg.snapshot_plan import FileCopy, StagedCommit, foreign_snapshots, plan_replication
 from ferry.storage import fs
 
 #: Beside the run's manifest: what Commit writes (``StagedCommit``).

@@ -58,8 +58,8 @@ from pyiceberg.typedef import Record
 
 from ferry.core.errors import IcebergMetadataError
 from ferry.iceberg.paths import PathMover
-from ferry.iceberg.plan import DeleteRewrite
 from ferry.iceberg.reading import is_live, read_manifest, read_table_metadata
+from ferry.iceberg.snapshot_plan import DeleteRewrite
 
 # The reserved field ids of a position delete file's columns (Iceberg spec).
 DELETE_FILE_PATH_ID = 2147483546

@@ -226,7 +226,7 @@ import pyarrow.fs, pydantic_core
 from thrift.protocol import fastbinary
 # The Iceberg path as the steps run it: pyiceberg's Avro, manifests and pyarrow FileIO, and
 # its compiled dependencies (zstandard for zstd Avro and Parquet, pyroaring, mmh3).
-import ferry.iceberg.replicate, pyiceberg.io.pyarrow, zstandard, pyroaring, mmh3
+import ferry.iceberg.replication, pyiceberg.io.pyarrow, zstandard, pyroaring, mmh3
 import ferry.states.plan, ferry.states.commit, ferry.states.abort, ferry.states.summarize
 import pyarrow.dataset, pyarrow.compute, pyarrow.parquet, pyarrow.substrait
 # An Iceberg replica's registration uses pyiceberg's Hive and Glue catalogs' converters

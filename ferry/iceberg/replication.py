@@ -24,7 +24,6 @@ from pyiceberg.table.metadata import TableMetadata, TableMetadataUtil
 
 from ferry.core import faults
 from ferry.core.errors import IcebergMetadataError, VerificationError
-from ferry.iceberg.plan import FileCopy, IcebergPlan, ListWrite, StagedCommit, plan_replication
 from ferry.iceberg.reading import metadata_side_files, read_manifest_list, referenced_files
 from ferry.iceberg.rewrite import (
     DeleteFiles,
@@ -34,6 +33,13 @@ from ferry.iceberg.rewrite import (
     rewrite_manifest,
     write_manifest_list,
     write_table_metadata,
+)
+from ferry.iceberg.snapshot_plan import (
+    FileCopy,
+    IcebergPlan,
+    ListWrite,
+    StagedCommit,
+    plan_replication,
 )
 
 CHUNK = 8 * 1024 * 1024
