@@ -39,7 +39,7 @@ from ferry.config import parse_config  # noqa: E402
 from ferry.copying.spark_job import LocalSpark  # noqa: E402
 from ferry.core.model import Column, Database, Partition, StorageDescriptor, Table, TableType  # noqa: E402
 from ferry.local import metastore, processes  # noqa: E402
-from ferry.plan import plan_replication  # noqa: E402
+from ferry.planning.table_plan import plan_replication  # noqa: E402
 from ferry.replicas.replica import PARTITION_FINGERPRINT  # noqa: E402
 from ferry.replicate import InProcessDriver  # noqa: E402
 from ferry.states.context import StateContext  # noqa: E402

@@ -37,9 +37,9 @@ from ferry.config import parse_config  # noqa: E402
 from ferry.core.model import Column, Database, Partition, StorageDescriptor, Table, TableType  # noqa: E402
 from ferry.freshness import FreshnessState, measure  # noqa: E402
 from ferry.local import metastore, processes  # noqa: E402
+from ferry.planning.source_versions import of_table, recorded_parameters  # noqa: E402
 from ferry.replicas.ledger import SqliteStateStore  # noqa: E402
 from ferry.replicas.replica import REPLICATION_EVENT, SOURCE_TABLE  # noqa: E402
-from ferry.source_versions import of_table, recorded_parameters  # noqa: E402
 from ferry.storage import fs  # noqa: E402
 
 

@@ -17,9 +17,9 @@ from ferry.commit import release_claim, snapshot_references
 from ferry.core.errors import CopyError, describe_error
 from ferry.iceberg.pipeline import remove_unreferenced
 from ferry.iceberg.recognise import metadata_location
-from ferry.plan import ReplicationPlan
+from ferry.planning.runs import CopierKind, PlanDocument
+from ferry.planning.table_plan import ReplicationPlan
 from ferry.replicas.replica import CREATED_BY_EVENT
-from ferry.runs import CopierKind, PlanDocument
 from ferry.storage import fs
 
 logger = logging.getLogger(__name__)

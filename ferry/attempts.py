@@ -37,9 +37,9 @@ from ferry.copying.manifest import read_manifest, whole_at_target
 from ferry.core.errors import ReplicationInterruptedError
 from ferry.core.model import Table
 from ferry.lifecycle import BEFORE_COMMIT, ReplicaState
+from ferry.planning.runs import PlanDocument, RunLocations, read_plan
 from ferry.replicas.ledger import Lease, LedgerEntry
 from ferry.replicas.replica import REPLICATION_EVENT
-from ferry.runs import PlanDocument, RunLocations, read_plan
 from ferry.storage import fs
 
 #: In the run's folder: the attempt Abort kept for a resume.

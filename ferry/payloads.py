@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, PlainSerializer
 from pydantic.alias_generators import to_camel
 
 from ferry.config import CopierOptions
-from ferry.runs import CopierKind
+from ferry.planning.runs import CopierKind
 
 #: A moment as the payloads carry it: ISO 8601 with its offset (``datetime.isoformat``).
 Moment = Annotated[datetime, PlainSerializer(datetime.isoformat, return_type=str)]

@@ -119,7 +119,7 @@ class ReplicationConfig(_Model):
 
         Hive (and Glue) names are case-insensitive: ``Sales.Orders`` is ``sales.orders``.
         Which tables a pattern selects is known only once the source catalog is read: its
-        replicas are checked then (``ferry.selection.expand``).
+        replicas are checked then (``ferry.planning.selection.expand``).
         """
         seen: dict[str, int] = {}
         for index, replication in enumerate(self.table_replications):
@@ -185,7 +185,7 @@ class ReplicationConfig(_Model):
 
         A name a ``table-name-pattern`` matches selects that replication; which tables it
         selects when none is named is known only from the source catalog
-        (``ferry.selection.expand``).
+        (``ferry.planning.selection.expand``).
         """
         if not tables:
             return list(self.table_replications)

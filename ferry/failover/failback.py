@@ -37,7 +37,6 @@ from typing import Any
 
 import yaml
 
-from ferry import source_versions
 from ferry.catalog import Catalog
 from ferry.config import ReplicationConfig, TableReplication
 from ferry.core import faults
@@ -64,6 +63,7 @@ from ferry.failover.reverse import reverse_document
 from ferry.failover.sides import replica_side, source_side
 from ferry.iceberg.failback import fail_back_iceberg
 from ferry.iceberg.recognise import is_iceberg
+from ferry.planning import source_versions
 from ferry.storage import fs
 
 #: Runs the reverse config: (config URI, source tables, tables to adopt) → each table's

@@ -3,7 +3,7 @@
 Both feeds become the same ``CatalogChange``s: the EventBridge events AWS Glue sends for
 its Data Catalog (``glue_changes``) and the events of a Hive metastore's notification log
 (``hive_changes``). A change only says which table to look at: the replication that follows
-compares the catalogs (``ferry.diff``), so a lost, repeated or reordered event changes when
+compares the catalogs (``ferry.planning.diff``), so a lost, repeated or reordered event changes when
 a table is replicated, never what the replica holds.
 """
 

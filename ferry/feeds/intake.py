@@ -39,7 +39,6 @@ from contextlib import AbstractContextManager
 from datetime import timedelta
 from typing import Any
 
-from ferry import selection
 from ferry.catalog import Catalog
 from ferry.catalog.hive import HiveMetastoreCatalog
 from ferry.catalog.hive_events import MAX_EVENTS, HiveNotificationLog
@@ -59,6 +58,7 @@ from ferry.payloads import (
     PollInput,
     PollResult,
 )
+from ferry.planning import selection
 from ferry.replicas.ledger.records import iso
 
 logger = logging.getLogger(__name__)

@@ -15,7 +15,7 @@ from ferry.core.model import CatalogKind, Partition, Table, partition_name
 from ferry.iceberg.fileio import FerryFileIO
 from ferry.iceberg.reading import read_table_metadata
 from ferry.iceberg.recognise import metadata_location
-from ferry.source_versions import ICEBERG, SourceVersion, names_digest, of_iceberg
+from ferry.planning.source_versions import ICEBERG, SourceVersion, names_digest, of_iceberg
 
 #: Partitions fetched by name per metastore call.
 _NAMES_PER_CALL = 500

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from ferry import lifecycle, selection
+from ferry import lifecycle
 from ferry.catalog import Catalog
 from ferry.config import Priority, ReplicationConfig, TableReplication
 from ferry.config.filters import render_partition_filter
@@ -17,8 +17,9 @@ from ferry.core.errors import CatalogUnreachableError, FerryError
 from ferry.core.model import Table
 from ferry.freshness.changes import SourceChanges, iceberg_changes, table_changes
 from ferry.iceberg.recognise import is_iceberg
+from ferry.planning import selection
+from ferry.planning.source_versions import SourceVersion, held_by
 from ferry.replicas.ledger import Outcome, Outcomes
-from ferry.source_versions import SourceVersion, held_by
 
 #: Tables measured at once: each one is a few catalog calls, mostly waiting.
 DEFAULT_THREADS = 16
@@ -58,7 +59,7 @@ class TableFreshness:
     rpo: timedelta | None
     over_rpo: bool
     priority: Priority
-    #: The source's version now, and the one the replica holds (``ferry.source_versions``).
+    #: The source's version now, and the one the replica holds (``ferry.planning.source_versions``).
     source_version: str | None = None
     replica_version: str | None = None
     #: When the source was read for the version the replica holds.

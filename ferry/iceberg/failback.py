@@ -89,8 +89,9 @@ class IcebergFailback:
 PREFER_REPLICA, PREFER_SOURCE = "replica", "source"
 
 #: What a forward Commit records on the replica of a source at a snapshot (its id and its
-#: time in milliseconds): ``ferry.source_versions``' parameters, passed in by the caller
-#: (``ferry.source_versions`` reads ``ferry.replicas.replica``'s keys; see ``PREFER_REPLICA``).
+#: time in milliseconds): ``ferry.planning.source_versions``' parameters, passed in by the caller
+#: (``ferry.planning.source_versions`` reads ``ferry.replicas.replica``'s keys; see
+#: ``PREFER_REPLICA``).
 RecordSource = Callable[[int | None, int | None], Mapping[str, str]]
 
 

@@ -19,7 +19,7 @@ from ferry.config import ReplicationConfig
 from ferry.core.errors import FerryError, NotificationError
 from ferry.notify import FAILURE
 from ferry.payloads import AbortInput, AbortResult, PlanLocations
-from ferry.runs import PlanDocument, RunLocations, read_plan
+from ferry.planning.runs import PlanDocument, RunLocations, read_plan
 from ferry.states.context import StateContext
 from ferry.storage import fs
 

@@ -16,8 +16,8 @@ from ferry.copying.manifest import recorded_batches
 from ferry.core.errors import CopyIncompleteError, FerryError
 from ferry.iceberg.pipeline import commit_metadata
 from ferry.payloads import CommitResult, PlannedRun
-from ferry.runs import CopierKind, RunLocations, read_plan
-from ferry.source_versions import recorded_parameters
+from ferry.planning.runs import CopierKind, RunLocations, read_plan
+from ferry.planning.source_versions import recorded_parameters
 from ferry.states.context import StateContext
 
 

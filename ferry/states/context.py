@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from ferry import lifecycle, selection, statemachine
+from ferry import lifecycle, statemachine
 from ferry.catalog import Catalog
 from ferry.catalog.factory import open_catalog
 from ferry.config import CatalogConfig, ReplicationConfig, TableReplication, load_config_uri
@@ -25,10 +25,11 @@ from ferry.core.event_id import new_event_id
 from ferry.freshness import TableFreshness, measure
 from ferry.notify import START, ReplicationEvent, catalog_description, notifier_for
 from ferry.notify import replication_event as _replication_event
-from ferry.plan import ReplicationPlan
+from ferry.planning import selection
+from ferry.planning.runs import PlanDocument
+from ferry.planning.table_plan import ReplicationPlan
 from ferry.replicas.ledger import Lease
 from ferry.replicas.ledger.records import one_line
-from ferry.runs import PlanDocument
 from ferry.storage.aws import AwsClients
 
 logger = logging.getLogger(__name__)

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ferry.payloads import CopySlotInput, CopySlotResult
-from ferry.runs import read_plan
+from ferry.planning.runs import read_plan
 from ferry.states.context import StateContext
 
 

@@ -9,7 +9,7 @@ from typing import Any
 from ferry import copies
 from ferry.copying.copier import Progress
 from ferry.payloads import InlineCopyResult, PlannedRun
-from ferry.runs import RunLocations, read_plan
+from ferry.planning.runs import RunLocations, read_plan
 from ferry.states.context import StateContext
 
 

@@ -15,7 +15,7 @@ from ferry import lifecycle
 from ferry.core import faults
 from ferry.notify import SUCCESS
 from ferry.payloads import NotifySuccessResult, PlannedRun
-from ferry.runs import CopierKind, read_plan
+from ferry.planning.runs import CopierKind, read_plan
 from ferry.states.context import StateContext
 
 

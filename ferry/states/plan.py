@@ -1,5 +1,5 @@
 """State `Plan`: tell consumers START, plan, stream the manifest, write the plan; choose the
-copier (the planning rules themselves are ``ferry.plan``; this module is the state).
+copier (the planning rules themselves are ``ferry.planning.table_plan``; this module is the state).
 
 Planning only reads both catalogs and the source files; what it writes is under the run's
 own folder of the work location, so running it again is harmless. ``preview`` is what Plan
@@ -20,10 +20,10 @@ from ferry.core import faults
 from ferry.iceberg.pipeline import IcebergIntent
 from ferry.notify import START
 from ferry.payloads import PlanInput, PlanResult, batch_copier_options
-from ferry.plan import ReplicationPlan, plan_replication
-from ferry.preflight import check_writable
-from ferry.preview import preview_of
-from ferry.runs import CopierKind, PlanDocument, RunLocations, choose_copier, write_plan
+from ferry.planning.preflight import check_writable
+from ferry.planning.preview import preview_of
+from ferry.planning.runs import CopierKind, PlanDocument, RunLocations, choose_copier, write_plan
+from ferry.planning.table_plan import ReplicationPlan, plan_replication
 from ferry.states.context import StateContext
 from ferry.storage import fs
 

@@ -1,6 +1,6 @@
 """State `Resolve tables`: validate the config; one Map item per table, each with its own
 event id. A ``table-name-pattern`` is expanded here, against the source catalog: each table
-it matches is an item of its own (``ferry.selection``)."""
+it matches is an item of its own (``ferry.planning.selection``)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from ferry.config import ReplicationConfig, TableReplication
 from ferry.core.errors import ConfigError
 from ferry.core.event_id import new_event_id
 from ferry.payloads import ResolveTablesInput, ResolveTablesResult, TableItem, trigger_time
+from ferry.planning.runs import RunLocations
 from ferry.replicas.replica import promoted_replicas
-from ferry.runs import RunLocations
 from ferry.states.context import StateContext
 from ferry.storage import fs
 

@@ -24,8 +24,8 @@ from ferry.copying.manifest import recorded_batches
 from ferry.execute import ExecutionOutcome, follow, start
 from ferry.local import deploy
 from ferry.local.samples import order_rows, write_parquet
+from ferry.planning.runs import RunLocations
 from ferry.replicas.replica import REPLICATION_EVENT
-from ferry.runs import RunLocations
 from ferry.storage import fs
 from tests.e2e.conftest import WEST
 from tests.e2e.test_pipeline import table_entry

@@ -18,7 +18,7 @@ from ferry.failover import PROMOTED
 from ferry.failover.baseline import Baseline, PartitionBaseline
 from ferry.failover.promotion import promote
 from ferry.local import processes
-from ferry.plan import plan_replication
+from ferry.planning.table_plan import plan_replication
 from ferry.replicas.ledger import SqliteStateStore
 from ferry.storage import fs
 from tests.conftest import fixed_clock

@@ -20,9 +20,9 @@ from ferry.core.model import Partition, StorageDescriptor
 from ferry.freshness import FreshnessState, measure
 from ferry.lifecycle import ReplicaState
 from ferry.local.samples import ORDER_COLUMNS, PARQUET, order_rows, write_parquet
+from ferry.planning.source_versions import SourceVersion
 from ferry.replicas.ledger import SqliteStateStore
 from ferry.replicas.replica import SOURCE_READ_AT, SOURCE_VERSION
-from ferry.source_versions import SourceVersion
 from ferry.storage import fs
 from tests.helpers import Replicator, config_document
 

@@ -17,7 +17,6 @@ import pytest
 from pyiceberg.catalog.hive import HiveCatalog
 from pyiceberg.types import StringType
 
-from ferry import source_versions
 from ferry.config import load_config
 from ferry.core import faults
 from ferry.core.errors import FailoverError
@@ -26,8 +25,9 @@ from ferry.iceberg.failback import fail_back_iceberg
 from ferry.iceberg.lineage import lineage
 from ferry.iceberg.pipeline import CurrentReferences
 from ferry.iceberg.recognise import COMMITTED_METADATA_LOCATION, metadata_location
+from ferry.planning import source_versions
+from ferry.planning.source_versions import SourceVersion
 from ferry.replicas.replica import SOURCE_VERSION
-from ferry.source_versions import SourceVersion
 from tests.conftest import NOW
 from tests.helpers import Replicator, config_document
 from tests.iceberg_catalogs import files_naming, glue_to_hive, hive_to_glue

@@ -1,4 +1,4 @@
-"""State `Plan` (``ferry/states/plan.py``; the planning rules are ``ferry/plan.py``): the
+"""State `Plan` (``ferry/states/plan.py``; the planning rules are ``ferry/planning/table_plan.py``): the
 manifest and the plan written under the run's folder, the copier chosen, the replica catalog
 left as it was; real metastores."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from ferry.runs import read_plan
+from ferry.planning.runs import read_plan
 from ferry.storage import fs
 from tests.state_runs import StateRun
 

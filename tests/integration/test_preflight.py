@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ferry.core.errors import TargetNotWritableError
-from ferry.preflight import check_writable
+from ferry.planning.preflight import check_writable
 
 pytestmark = pytest.mark.integration
 

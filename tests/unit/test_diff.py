@@ -12,7 +12,7 @@ import pytest
 
 from ferry.config import ReplicationMode
 from ferry.core.model import Column, Partition, StorageDescriptor, Table, TableType
-from ferry.diff import (
+from ferry.planning.diff import (
     Change,
     PartitionChange,
     PartitionDecision,

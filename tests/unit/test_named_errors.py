@@ -60,7 +60,7 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
     ("ferry/lifecycle.py", "open_state"): (1, "every caller names a table or a home"),
     ("ferry/core/resource_names.py", "fitted"): (1, "settings bound the names' parts"),
     ("ferry/copying/s3_copy.py", "S3ServerSideCopier.__init__"): (3, "copier-options bound them first"),
-    ("ferry/selection.py", "expand"): (1, "needs_catalog decides who passes list_tables"),
+    ("ferry/planning/selection.py", "expand"): (1, "needs_catalog decides who passes list_tables"),
     ("ferry/statemachine/__init__.py", "render"): (1, "Ferry's own substitutions, all of them"),
     ("ferry/local/emulator_resume.py", "_resume"): (1, "resume_all records it as stopped"),
     ("emr_jobs/copy_files.py", "balance"): (1, "--tasks is positive, and so is Spark's parallelism"),

@@ -12,8 +12,8 @@ from ferry.core.errors import ReplicationModeError
 from ferry.core.event_id import EVENT_ID_PATTERN, new_event_id
 from ferry.core.model import Column, escape_path_name, partition_name
 from ferry.notify import IcebergChange, ReplicationEvent, SnsNotifier, message_body
+from ferry.planning.views import rewrite_view_sql
 from ferry.storage import fs
-from ferry.views import rewrite_view_sql
 
 T0 = datetime(2026, 11, 21, 3, 4, 5, 678000, tzinfo=UTC)
 

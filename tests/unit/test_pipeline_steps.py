@@ -11,8 +11,8 @@ from ferry.core.errors import describe_error
 from ferry.core.model import Column, Partition, StorageDescriptor, Table, TableType
 from ferry.local.emulator_emr_serverless import api_parameters
 from ferry.outcomes import map_results, summary, write_map_results
-from ferry.plan import ReplicationPlan
-from ferry.runs import CopierKind, choose_copier
+from ferry.planning.runs import CopierKind, choose_copier
+from ferry.planning.table_plan import ReplicationPlan
 
 EVENTS = Path(__file__).parents[2] / "events"
 

@@ -5,7 +5,7 @@ import os
 import pytest
 
 from ferry.core.errors import TargetNotWritableError
-from ferry.preflight import check_writable
+from ferry.planning.preflight import check_writable
 from ferry.storage import fs
 
 

@@ -4,7 +4,7 @@ import pytest
 
 from ferry.config import parse_config
 from ferry.core.errors import ConfigError
-from ferry.selection import expand, needs_catalog
+from ferry.planning.selection import expand, needs_catalog
 
 CATALOG = {
     "sales": ["customers", "orders", "orders_2025", "orders_tmp", "returns"],

@@ -7,9 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 from ferry.commands.status import short
 from ferry.core.model import Column, Partition, StorageDescriptor, Table, TableType
-from ferry.diff import definition
-from ferry.replicas.replica import LAST_REPLICATED, SOURCE_READ_AT, SOURCE_VERSION
-from ferry.source_versions import (
+from ferry.planning.diff import definition
+from ferry.planning.source_versions import (
     SourceVersion,
     held_by,
     names_digest,
@@ -17,6 +16,7 @@ from ferry.source_versions import (
     of_table,
     recorded_parameters,
 )
+from ferry.replicas.replica import LAST_REPLICATED, SOURCE_READ_AT, SOURCE_VERSION
 
 NOW = datetime(2026, 11, 26, 10, 12, 0, 123000, tzinfo=UTC)
 

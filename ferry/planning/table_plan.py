@@ -3,7 +3,7 @@
 Planning only reads (the source and replica catalogs and the source files); it writes
 nothing, so a plan that fails, or a dry run, changes neither side. This module does the
 reading and the listing; what each partition and the table become, and why, are the rules
-of ``ferry.diff``, which it applies to what it read.
+of ``ferry.planning.diff``, which it applies to what it read.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from dataclasses import dataclass, replace
 
 from pyiceberg.table.metadata import TableMetadata
 
-from ferry import source_versions
 from ferry.catalog import Catalog
 from ferry.config import ReplicationMode, ReplicationStrategy, TableReplication
 from ferry.config.filters import render_partition_filter
@@ -28,7 +27,18 @@ from ferry.core.errors import (
     SourceTableNotFoundError,
 )
 from ferry.core.model import CatalogKind, Partition, Table
-from ferry.diff import (
+from ferry.iceberg.pipeline import IcebergIntent, IcebergRun, plan_iceberg
+from ferry.iceberg.recognise import (
+    COMMITTED_METADATA_LOCATION,
+    METADATA_LOCATION,
+    PREVIOUS_METADATA_LOCATION,
+    is_iceberg,
+    metadata_location,
+    moved_since_commit,
+)
+from ferry.iceberg.registration import register_iceberg_replica
+from ferry.planning import source_versions
+from ferry.planning.diff import (
     COPYING_MODES,
     Change,
     PartitionChange,
@@ -41,16 +51,7 @@ from ferry.diff import (
     snapshot_target,
     table_data_changed,
 )
-from ferry.iceberg.pipeline import IcebergIntent, IcebergRun, plan_iceberg
-from ferry.iceberg.recognise import (
-    COMMITTED_METADATA_LOCATION,
-    METADATA_LOCATION,
-    PREVIOUS_METADATA_LOCATION,
-    is_iceberg,
-    metadata_location,
-    moved_since_commit,
-)
-from ferry.iceberg.registration import register_iceberg_replica
+from ferry.planning.views import rewrite_view_sql
 from ferry.replicas.ownership import snapshot_root_of
 from ferry.replicas.replica import (
     CIRCUS_TRAIN_SOURCE_METASTORE_URIS,
@@ -66,7 +67,6 @@ from ferry.replicas.replica import (
 )
 from ferry.storage import fingerprint, fs
 from ferry.storage.avro import SchemaCopy
-from ferry.views import rewrite_view_sql
 
 
 @dataclass(frozen=True)
@@ -106,7 +106,7 @@ class ReplicationPlan:
     #: An Iceberg table: its replica's next metadata and what the run writes for it
     #: (``ferry.iceberg.pipeline``); None for every other table.
     iceberg: IcebergRun | None = None
-    #: The source version this plan read (``ferry.source_versions``): Commit records it.
+    #: The source version this plan read (``ferry.planning.source_versions``): Commit records it.
     source_version: str | None = None
 
     @property

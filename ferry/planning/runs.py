@@ -15,7 +15,7 @@ from pydantic import TypeAdapter
 
 from ferry.config import CopierOptions, ReplicationMode
 from ferry.copying.manifest import REWRITE_BATCH_BYTES
-from ferry.plan import ReplicationPlan
+from ferry.planning.table_plan import ReplicationPlan
 from ferry.storage import fs
 from ferry.storage.s3 import MiB
 
@@ -65,7 +65,7 @@ class PlanDocument:
     #: else the run's start): the replication lag is measured from it.
     triggered: datetime | None = None
     #: When Plan read the source (before it read anything): the replica holds every change
-    #: the source made before then once this run succeeds (``ferry.source_versions``).
+    #: the source made before then once this run succeeds (``ferry.planning.source_versions``).
     source_read_at: datetime | None = None
     #: The replica is adopted (``TableItem.adopt``): Commit claims it as Plan took it.
     adopt: bool = False
