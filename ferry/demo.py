@@ -34,7 +34,6 @@ from ferry.commands import EXIT_FAILED, EXIT_OK, run_command
 from ferry.commands.doctor import run_doctor
 from ferry.commands.execute import run_execute
 from ferry.commands.replicate import run_replicate
-from ferry.execute import follow
 from ferry.local import deploy, runtime
 from ferry.local.samples import (
     create_iceberg_sample,
@@ -44,6 +43,7 @@ from ferry.local.samples import (
     write_parquet,
 )
 from ferry.reader import read_rows
+from ferry.statemachine.executions import follow
 from ferry.storage import fs
 from ferry.storage.aws import AwsClients
 

@@ -34,7 +34,7 @@ from ferry import statemachine
 from ferry.copying.copier import Progress
 from ferry.core.errors import FerryError, ReplicationInterruptedError, StateError
 from ferry.core.faults import InjectedFault
-from ferry.outcomes import write_map_results
+from ferry.statemachine.outcomes import write_map_results
 from ferry.storage import fs
 
 logger = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from ferry.feeds.checks import NOTIFICATION_LOG, check_notification_log
-from ferry.payloads import PollInput
+from ferry.statemachine.payloads import PollInput
 from ferry.states import catalog_poller
 from ferry.triggers import POLL_SECONDS
 from lambdas.runtime import feeds, logger, metrics, tracer

@@ -6,7 +6,7 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from ferry.payloads import CatalogCheckInput, PlanInput
+from ferry.statemachine.payloads import CatalogCheckInput, PlanInput
 from ferry.states import catalog_check, plan
 from lambdas.runtime import context as states_context
 from lambdas.runtime import logger, tracer

@@ -9,8 +9,8 @@ from typing import Any
 
 import yaml
 
-from ferry.outcomes import resolved_tables
-from ferry.payloads import PlanResult
+from ferry.statemachine.outcomes import resolved_tables
+from ferry.statemachine.payloads import PlanResult
 from ferry.states import inline_copy, plan, resolve_tables
 from ferry.states.context import StateContext
 from ferry.storage import fs

@@ -12,8 +12,8 @@ from ferry.commands import EXIT_FAILED, EXIT_OK, UsageError, check_work_location
 from ferry.commands.local import local_pipeline
 from ferry.config import ReplicationConfig
 from ferry.core.errors import ConfigError, FerryError, describe_error
-from ferry.execute import follow, start
 from ferry.local import deploy
+from ferry.statemachine.executions import follow, start
 from ferry.states.context import StateContext
 from ferry.storage import fs
 from ferry.storage.aws import AwsClients

@@ -75,8 +75,8 @@ def run_failback(
 def _through_stack(switch, config, replications, prefer, dry_run: bool, as_json: bool):
     """The failback by the deployed Failback function; its reverse run followed here."""
     from ferry.core.errors import describe_error
-    from ferry.execute import follow
     from ferry.failover import deployed_failback
+    from ferry.statemachine.executions import follow
 
     def follow_run(arn: str) -> tuple[str, str]:
         sfn = switch.client("stepfunctions", arn.split(":")[3])

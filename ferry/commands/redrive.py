@@ -8,8 +8,8 @@
   stays in the queue).
 - **An execution** of the replication state machine that timed out, was stopped or failed
   where no ``Catch`` takes the error: Step Functions' ``RedriveExecution`` goes on with the
-  same execution from its unsuccessful state (``ferry.execution_redrive``). One line says
-  what runs again; ``--wait`` follows it to its end (exit 0 when it succeeds, 1 when not).
+  same execution from its unsuccessful state (``ferry.statemachine.execution_redrive``). One line
+  says what runs again; ``--wait`` follows it to its end (exit 0 when it succeeds, 1 when not).
   An execution that cannot be redriven gets one line with the reason, exit 2, and nothing
   starts.
 """
@@ -78,8 +78,8 @@ def run_redrive_execution(
     as_json: bool = False,
 ) -> int:
     """Redrive one execution of the replication state machine (its region is its ARN's)."""
-    from ferry.execute import follow
-    from ferry.execution_redrive import NotRedrivableError, redrive_execution
+    from ferry.statemachine.execution_redrive import NotRedrivableError, redrive_execution
+    from ferry.statemachine.executions import follow
 
     if environment == "local":
         from ferry.commands.local import local_pipeline

@@ -33,7 +33,7 @@ from ferry.config import ReplicationConfig
 from ferry.core.errors import FailoverError
 from ferry.failover import SwitchReport
 from ferry.failover.triggers import config_triggers
-from ferry.payloads import FailoverSwitchInput, FailoverSwitchResult
+from ferry.statemachine.payloads import FailoverSwitchInput, FailoverSwitchResult
 from ferry.storage.aws import AwsClients, new_session
 
 LOCAL = "local"

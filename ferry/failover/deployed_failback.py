@@ -23,7 +23,7 @@ from ferry.core.errors import FerryError
 from ferry.failover import Prefer
 from ferry.failover.deployed import DeployedSwitch
 from ferry.failover.failback import FailbackReport, TableFailback
-from ferry.payloads import FailbackInput, FailbackResult
+from ferry.statemachine.payloads import FailbackInput, FailbackResult
 
 #: The stack output naming the function.
 FUNCTION_OUTPUT = "FailbackFunctionArn"

@@ -22,7 +22,7 @@ from datetime import timedelta
 from ferry.config import ReplicationConfig
 from ferry.failover.deployed import DeployedSwitch
 from ferry.failover.failover import FailoverReport, TableFailover
-from ferry.payloads import FailoverInput, FailoverResult
+from ferry.statemachine.payloads import FailoverInput, FailoverResult
 
 #: The stack output naming the function.
 FUNCTION_OUTPUT = "FailoverFunctionArn"

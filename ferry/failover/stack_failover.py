@@ -21,7 +21,7 @@ from ferry.config import ReplicationConfig, TableReplication
 from ferry.core.errors import FailoverError
 from ferry.failover import SwitchReport
 from ferry.failover.failover import FailoverReport, check_replicas, fail_over
-from ferry.payloads import FailoverInput
+from ferry.statemachine.payloads import FailoverInput
 
 
 class AlreadySuspended:

@@ -29,8 +29,8 @@ from botocore.exceptions import ClientError
 from ferry.copying.budget.dynamodb import DynamoDbSlots
 from ferry.core.errors import FailoverError
 from ferry.failover import SwitchReport
-from ferry.payloads import FailoverSwitchInput
 from ferry.replicas.ledger import DynamoDbStateStore
+from ferry.statemachine.payloads import FailoverSwitchInput
 
 #: What ``GetSchedule`` answers that ``UpdateSchedule`` takes back (all of it: UpdateSchedule
 #: resets what it is not sent).

@@ -16,7 +16,7 @@ from typing import Any
 
 from ferry.catalog.hive_events import HiveEvent
 from ferry.config import ReplicationConfig
-from ferry.payloads import optional_time
+from ferry.statemachine.payloads import optional_time
 
 #: The detail-types of the events AWS Glue sends for its Data Catalog.
 GLUE_TABLE_CHANGE = "Glue Data Catalog Table State Change"

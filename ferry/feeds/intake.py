@@ -48,7 +48,9 @@ from ferry.core.clock import Clock, utc_now
 from ferry.core.errors import ConfigError, NotificationLogGapError
 from ferry.feeds.changes import CatalogChange, GlueEventOrigin, glue_changes, hive_changes, in_scope
 from ferry.feeds.windows import FeedState, Window
-from ferry.payloads import (
+from ferry.planning import selection
+from ferry.replicas.ledger.records import iso
+from ferry.statemachine.payloads import (
     CatalogEventInput,
     ChangeWindowInput,
     ClaimResult,
@@ -58,8 +60,6 @@ from ferry.payloads import (
     PollInput,
     PollResult,
 )
-from ferry.planning import selection
-from ferry.replicas.ledger.records import iso
 
 logger = logging.getLogger(__name__)
 

@@ -36,7 +36,6 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from ferry.execution_redrive import unsuccessful_state
 from ferry.local import emulator_redrive_branches, emulator_redrive_map_runs
 from ferry.local.emulator_redrive_branches import (
     attempt_of,
@@ -50,6 +49,7 @@ from ferry.local.emulator_redrive_map_runs import (
     expect_map_run,
     live,
 )
+from ferry.statemachine.execution_redrive import unsuccessful_state
 
 logger = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ import json
 import threading
 from typing import Any
 
-from ferry.execution_redrive import unsuccessful_state
+from ferry.statemachine.execution_redrive import unsuccessful_state
 
 _lock = threading.Lock()
 #: Parallel states to redrive, by name and input (canonical JSON): their attempt's events.

@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from ferry.execution_redrive import MAX_MAP_RUN_REDRIVES, unsuccessful_state
+from ferry.statemachine.execution_redrive import MAX_MAP_RUN_REDRIVES, unsuccessful_state
 
 _lock = threading.Lock()
 #: Map Runs to redrive, by the Map state's name and its input (canonical JSON).

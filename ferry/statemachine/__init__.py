@@ -12,7 +12,7 @@ events and the Hive poller (``FEED_FUNCTIONS``); no definition invokes them.
 
 Each Lambda task is one function (its handler in ``lambdas/<state>.py``), which runs one
 state module (``ferry/states/<state>.py``, ``STATES``) on one input model and returns one
-result model (``ferry.payloads``); ``PAYLOADS`` names them, and a test holds the
+result model (``ferry.statemachine.payloads``); ``PAYLOADS`` names them, and a test holds the
 definition's paths to the models' fields.
 
 Each definition carries its own ``TimeoutSeconds`` (the replication 24 h, housekeeping 2 h,
@@ -29,8 +29,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ferry import payloads
 from ferry.core.errors import transient_errors
+from ferry.statemachine import payloads
 
 DEFINITION_PATH = Path(__file__).parent / "replication.asl.json"
 HOUSEKEEPING_PATH = Path(__file__).parent / "housekeeping.asl.json"

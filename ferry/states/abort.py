@@ -18,8 +18,8 @@ from ferry.abort import clean_up, failure_of
 from ferry.config import ReplicationConfig
 from ferry.core.errors import FerryError, NotificationError
 from ferry.notify import FAILURE
-from ferry.payloads import AbortInput, AbortResult, PlanLocations
 from ferry.planning.runs import PlanDocument, RunLocations, read_plan
+from ferry.statemachine.payloads import AbortInput, AbortResult, PlanLocations
 from ferry.states.context import StateContext
 from ferry.storage import fs
 

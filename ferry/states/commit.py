@@ -15,9 +15,9 @@ from ferry.commit import DEFAULT_CLAIM_LEASE, commit
 from ferry.copying.manifest import recorded_batches
 from ferry.core.errors import CopyIncompleteError, FerryError
 from ferry.iceberg.pipeline import commit_metadata
-from ferry.payloads import CommitResult, PlannedRun
 from ferry.planning.runs import CopierKind, RunLocations, read_plan
 from ferry.planning.source_versions import recorded_parameters
+from ferry.statemachine.payloads import CommitResult, PlannedRun
 from ferry.states.context import StateContext
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ferry.payloads import CopySlotInput, CopySlotResult
 from ferry.planning.runs import read_plan
+from ferry.statemachine.payloads import CopySlotInput, CopySlotResult
 from ferry.states.context import StateContext
 
 

@@ -10,7 +10,7 @@ from ferry.core.errors import ConfigError
 from ferry.failover.failback import reverse_ledger_forgetter
 from ferry.failover.stack_failback import StackReverse, record_folder
 from ferry.failover.stack_failback import run as fail_back
-from ferry.payloads import FailbackInput, FailbackResult
+from ferry.statemachine.payloads import FailbackInput, FailbackResult
 from ferry.states.context import StateContext
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ferry import lifecycle
 from ferry.failover.stack_failover import run as fail_over
-from ferry.payloads import FailoverInput, FailoverResult
+from ferry.statemachine.payloads import FailoverInput, FailoverResult
 from ferry.states.context import StateContext
 
 

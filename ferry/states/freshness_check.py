@@ -6,7 +6,7 @@ starts nothing."""
 from __future__ import annotations
 
 from ferry.freshness_metrics import check_freshness
-from ferry.payloads import FreshnessCheckInput, FreshnessCheckResult
+from ferry.statemachine.payloads import FreshnessCheckInput, FreshnessCheckResult
 from ferry.states.context import StateContext
 
 

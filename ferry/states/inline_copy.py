@@ -8,8 +8,8 @@ from typing import Any
 
 from ferry import copies
 from ferry.copying.copier import Progress
-from ferry.payloads import InlineCopyResult, PlannedRun
 from ferry.planning.runs import RunLocations, read_plan
+from ferry.statemachine.payloads import InlineCopyResult, PlannedRun
 from ferry.states.context import StateContext
 
 

@@ -14,8 +14,8 @@ from typing import Any
 from ferry import lifecycle
 from ferry.core import faults
 from ferry.notify import SUCCESS
-from ferry.payloads import NotifySuccessResult, PlannedRun
 from ferry.planning.runs import CopierKind, read_plan
+from ferry.statemachine.payloads import NotifySuccessResult, PlannedRun
 from ferry.states.context import StateContext
 
 

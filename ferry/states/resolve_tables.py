@@ -12,9 +12,14 @@ from typing import Any
 from ferry.config import ReplicationConfig, TableReplication
 from ferry.core.errors import ConfigError
 from ferry.core.event_id import new_event_id
-from ferry.payloads import ResolveTablesInput, ResolveTablesResult, TableItem, trigger_time
 from ferry.planning.runs import RunLocations
 from ferry.replicas.replica import promoted_replicas
+from ferry.statemachine.payloads import (
+    ResolveTablesInput,
+    ResolveTablesResult,
+    TableItem,
+    trigger_time,
+)
 from ferry.states.context import StateContext
 from ferry.storage import fs
 

@@ -10,7 +10,7 @@ from ferry import copies
 from ferry.config import CopierOptions
 from ferry.copying.copier import Progress
 from ferry.copying.side_credentials import side_of_batch
-from ferry.payloads import CopyBatchInput, CopyBatchResult
+from ferry.statemachine.payloads import CopyBatchInput, CopyBatchResult
 from ferry.states.context import StateContext
 
 

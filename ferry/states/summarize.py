@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ferry.core import faults
-from ferry.outcomes import map_results, summary
-from ferry.payloads import SummarizeInput, SummarizeResult
+from ferry.statemachine.outcomes import map_results, summary
+from ferry.statemachine.payloads import SummarizeInput, SummarizeResult
 from ferry.states import abort
 from ferry.states.context import StateContext
 

@@ -10,10 +10,10 @@ import pytest
 
 from ferry.catalog.glue import GlueCatalog
 from ferry.core.faults import FaultFile
-from ferry.execute import ExecutionOutcome, follow, start
 from ferry.local import deploy
 from ferry.local.emulator_server import FAULTS_FILE
 from ferry.local.samples import SampleTables, create_sample_tables, last_days
+from ferry.statemachine.executions import ExecutionOutcome, follow, start
 from tests.conftest import NOW
 
 

@@ -12,9 +12,9 @@ from dataclasses import replace
 import pytest
 
 from ferry.core.model import Database
-from ferry.execute import follow, start
 from ferry.local import deploy
 from ferry.replicas.replica import REPLICATION_EVENT
+from ferry.statemachine.executions import follow, start
 from ferry.storage import fs
 from tests.e2e.test_pipeline import table_entry
 from tests.helpers import catalog_state, config_document

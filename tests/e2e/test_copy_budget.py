@@ -12,9 +12,9 @@ import boto3
 import pytest
 
 from ferry.copying.budget.dynamodb import DynamoDbSlots
-from ferry.execute import follow, start
 from ferry.local import deploy
 from ferry.replicas.replica import REPLICATION_EVENT
+from ferry.statemachine.executions import follow, start
 from tests.e2e.test_pipeline import table_entry
 from tests.e2e.test_summarize_metrics import emf_records, log_of
 from tests.helpers import config_document

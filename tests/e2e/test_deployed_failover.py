@@ -18,12 +18,12 @@ import pytest
 from ferry.catalog.glue import GlueCatalog
 from ferry.commands.deployed_switch import switch_for
 from ferry.core.errors import FailoverError
-from ferry.execute import start
 from ferry.failover import PROMOTED
 from ferry.failover.deployed_failover import FUNCTION_OUTPUT
 from ferry.local import deploy
-from ferry.payloads import FailoverInput
 from ferry.replicas.replica import REPLICATION_EVENT
+from ferry.statemachine.executions import start
+from ferry.statemachine.payloads import FailoverInput
 from ferry.storage import fs
 from tests.e2e import test_failover_switch
 from tests.e2e.test_catalog_events import wait_for

@@ -26,11 +26,11 @@ from ferry.commands.deployed_switch import switch_for
 from ferry.config import load_config
 from ferry.copying.budget.dynamodb import DynamoDbSlots
 from ferry.core.errors import FailoverError
-from ferry.execute import start
 from ferry.failover.triggers import config_triggers
 from ferry.local import deploy
 from ferry.local.samples import create_sample_tables, last_days
 from ferry.replicas.ledger import DynamoDbStateStore
+from ferry.statemachine.executions import start
 from tests.conftest import NOW
 from tests.e2e.test_catalog_events import wait_for
 

@@ -21,11 +21,11 @@ import pytest
 
 from ferry.catalog.glue import GlueCatalog
 from ferry.copying.manifest import recorded_batches
-from ferry.execute import ExecutionOutcome, follow, start
 from ferry.local import deploy
 from ferry.local.samples import order_rows, write_parquet
 from ferry.planning.runs import RunLocations
 from ferry.replicas.replica import REPLICATION_EVENT
+from ferry.statemachine.executions import ExecutionOutcome, follow, start
 from ferry.storage import fs
 from tests.e2e.conftest import WEST
 from tests.e2e.test_pipeline import table_entry
@@ -244,7 +244,7 @@ def test_a_failed_summary_is_reported_as_such_and_the_replicas_stand(run, arm, h
 
 def copy_batch_results(plan: dict) -> list[dict]:
     """Each batch's result, as the S3 copy Map's ResultWriter wrote it."""
-    from ferry.outcomes import map_results
+    from ferry.statemachine.outcomes import map_results
 
     bucket, prefix = plan["manifestBucket"], plan["copyResultsPrefix"]
     listed = boto3.client("s3").list_objects_v2(Bucket=bucket, Prefix=prefix)

@@ -15,10 +15,10 @@ from datetime import UTC, datetime, timedelta
 import boto3
 import pytest
 
-from ferry.execute import follow, start
 from ferry.lifecycle import LOCAL_STATE_FILE
 from ferry.local import deploy
 from ferry.replicas.ledger import DynamoDbStateStore, SqliteStateStore, replica_key
+from ferry.statemachine.executions import follow, start
 from ferry.storage import fs
 from tests.e2e.test_pipeline import table_entry
 from tests.helpers import (

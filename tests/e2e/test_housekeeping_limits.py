@@ -10,8 +10,8 @@ import pytest
 
 from ferry.catalog.glue import GlueCatalog
 from ferry.core.model import Column, Database, StorageDescriptor, Table, TableType
-from ferry.execute import follow, start
 from ferry.local import deploy
+from ferry.statemachine.executions import follow, start
 from ferry.storage import fs
 from tests.e2e.test_limits import LIMIT, largest_state
 

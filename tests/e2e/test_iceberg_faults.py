@@ -20,13 +20,13 @@ from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.table import StaticTable
 
 from ferry.catalog.glue import GlueCatalog
-from ferry.execute import follow, start
 from ferry.iceberg.paths import canonical
 from ferry.iceberg.pipeline import CurrentReferences
 from ferry.iceberg.recognise import metadata_location
 from ferry.lifecycle import LOCAL_STATE_FILE, ReplicaState
 from ferry.local import deploy
 from ferry.replicas.ledger import DynamoDbStateStore, SqliteStateStore, replica_key
+from ferry.statemachine.executions import follow, start
 from tests.e2e.test_faults import copy_batch_results
 from tests.helpers import (
     Replicator,

@@ -21,8 +21,8 @@ from ferry import statemachine as definition
 from ferry.catalog.glue import GlueCatalog
 from ferry.copying.manifest import CopyRoot, ManifestWriter
 from ferry.core.model import Column, StorageDescriptor, Table, TableType
-from ferry.execute import follow, start
 from ferry.local import deploy
+from ferry.statemachine.executions import follow, start
 from ferry.storage import fs
 from tests.helpers import catalog_state, files_below
 

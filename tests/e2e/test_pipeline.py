@@ -15,11 +15,11 @@ from ferry.catalog.glue import GlueCatalog
 from ferry.commands import run_command
 from ferry.commands.local import run_local_trigger
 from ferry.config import load_config
-from ferry.execute import follow, start
 from ferry.local import deploy
 from ferry.local.samples import create_sample_tables, last_days, order_rows, write_parquet
-from ferry.payloads import trigger_time
 from ferry.replicas.replica import REPLICATION_EVENT
+from ferry.statemachine.executions import follow, start
+from ferry.statemachine.payloads import trigger_time
 from ferry.storage import fs
 from tests.conftest import NOW
 from tests.helpers import catalog_state, config_document, files_below, read_bytes

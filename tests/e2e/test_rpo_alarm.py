@@ -22,8 +22,8 @@ from datetime import UTC, datetime, timedelta
 import boto3
 import pytest
 
-from ferry.execute import follow, start
 from ferry.local import deploy
+from ferry.statemachine.executions import follow, start
 from infra.freshness import schedule_name
 from tests.e2e.test_catalog_events import add_partitions, wait_for
 from tests.e2e.test_dead_letters import ENVIRONMENT, alarm_state, dead_letters, subscribed, told

@@ -11,9 +11,9 @@ import boto3
 import pytest
 
 from ferry import statemachine
-from ferry.execute import follow, start
 from ferry.feeds import FeedState
 from ferry.local import deploy
+from ferry.statemachine.executions import follow, start
 from tests.helpers import config_document
 
 pytestmark = pytest.mark.e2e

@@ -15,8 +15,8 @@ import time
 import boto3
 import pytest
 
-from ferry.execute import follow, start
 from ferry.local import deploy
+from ferry.statemachine.executions import follow, start
 from tests.e2e.test_catalog_events import wait_for
 from tests.e2e.test_dead_letters import ENVIRONMENT, alarm_state, subscribed, told
 

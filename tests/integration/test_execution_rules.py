@@ -19,10 +19,10 @@ import boto3
 import pytest
 
 from ferry.core.faults import FaultFile
-from ferry.execute import follow, start
 from ferry.local import deploy
 from ferry.local.emulator_executions import name_problem
 from ferry.local.emulator_server import FAULTS_FILE
+from ferry.statemachine.executions import follow, start
 
 pytestmark = pytest.mark.integration
 

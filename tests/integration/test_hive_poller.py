@@ -22,8 +22,8 @@ from ferry.core import faults
 from ferry.core.model import Partition
 from ferry.feeds import ChangeFeeds, FeedState, WindowExecutions
 from ferry.feeds.intake import FULL_COMPARISON
-from ferry.payloads import PollInput
 from ferry.replicas.ledger import DynamoDbStateStore
+from ferry.statemachine.payloads import PollInput
 from ferry.storage.aws import AwsClients
 from tests.helpers import config_document
 

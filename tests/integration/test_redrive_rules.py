@@ -18,10 +18,10 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from ferry.execute import start
-from ferry.execution_redrive import NotRedrivableError, plan_redrive
 from ferry.local import deploy, emulator, processes
 from ferry.local.emulator_redrive import DRILL_PATH
+from ferry.statemachine.execution_redrive import NotRedrivableError, plan_redrive
+from ferry.statemachine.executions import start
 
 pytestmark = pytest.mark.integration
 

@@ -22,8 +22,8 @@ from ferry.catalog.hive import HiveMetastoreCatalog
 from ferry.catalog.hive_events import HiveNotificationLog
 from ferry.failover import PROMOTED
 from ferry.local.lambda_worker import LambdaContext
-from ferry.outcomes import write_map_results
 from ferry.replicas.ledger import DynamoDbStateStore
+from ferry.statemachine.outcomes import write_map_results
 from ferry.storage import fs
 from lambdas import runtime
 from tests.helpers import config_document

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from ferry.outcomes import resolved_tables, write_map_results
+from ferry.statemachine.outcomes import resolved_tables, write_map_results
 from ferry.states import inline_copy, plan, resolve_tables, summarize
 from ferry.storage import fs
 from tests.state_runs import StateRun, run_of

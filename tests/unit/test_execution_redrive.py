@@ -1,11 +1,11 @@
-"""Where a redrive goes on (``ferry.execution_redrive.unsuccessful_state``): the last state
+"""Where a redrive goes on (``ferry.statemachine.execution_redrive.unsuccessful_state``): the last state
 entered with no exited event after it, with the input it was entered with."""
 
 from __future__ import annotations
 
 import json
 
-from ferry.execution_redrive import UnsuccessfulState, unsuccessful_state
+from ferry.statemachine.execution_redrive import UnsuccessfulState, unsuccessful_state
 
 STATES = ["Resolve tables", "Replicate tables", "Summarize", "Replication failed"]
 

@@ -25,13 +25,13 @@ from ferry.feeds import (
     glue_changes,
 )
 from ferry.feeds.changes import CatalogChange, hive_changes
-from ferry.payloads import (
+from ferry.replicas.ledger import DynamoDbStateStore
+from ferry.statemachine.payloads import (
     CatalogEventInput,
     ChangeWindowInput,
     CloseWindowInput,
     IntakeResult,
 )
-from ferry.replicas.ledger import DynamoDbStateStore
 from ferry.storage.aws import AwsClients
 
 EVENTS = Path(__file__).parents[2] / "events"

@@ -10,7 +10,7 @@ from moto import mock_aws
 
 from ferry.config.text import SECRET_PLACEHOLDER
 from ferry.core.errors import ConfigError, FerryError
-from ferry.outcomes import resolved_tables
+from ferry.statemachine.outcomes import resolved_tables
 from ferry.states import resolve_tables
 from ferry.states.context import StateContext
 from ferry.storage.aws import AwsClients

@@ -10,8 +10,8 @@ import yaml
 from ferry import lifecycle
 from ferry.config import load_config
 from ferry.lifecycle import ReplicaState
-from ferry.outcomes import write_map_results
 from ferry.replicas.ledger import SqliteStateStore
+from ferry.statemachine.outcomes import write_map_results
 from ferry.states import summarize
 from ferry.states.context import StateContext
 from ferry.storage import fs

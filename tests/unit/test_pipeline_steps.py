@@ -10,9 +10,9 @@ from ferry.copying.manifest import REWRITE_BATCH_BYTES, ManifestSummary
 from ferry.core.errors import describe_error
 from ferry.core.model import Column, Partition, StorageDescriptor, Table, TableType
 from ferry.local.emulator_emr_serverless import api_parameters
-from ferry.outcomes import map_results, summary, write_map_results
 from ferry.planning.runs import CopierKind, choose_copier
 from ferry.planning.table_plan import ReplicationPlan
+from ferry.statemachine.outcomes import map_results, summary, write_map_results
 
 EVENTS = Path(__file__).parents[2] / "events"
 
@@ -188,7 +188,7 @@ def test_step_functions_parameters_become_emr_serverless_api_names():
 def test_the_trigger_time_comes_from_the_s3_event_or_the_schedule():
     from datetime import UTC, datetime
 
-    from ferry.payloads import trigger_time
+    from ferry.statemachine.payloads import trigger_time
 
     due = datetime(2026, 11, 21, 3, 0, tzinfo=UTC)
     assert (

@@ -290,7 +290,7 @@ class ListingCatalog:
 def test_resolve_tables_gives_each_matched_table_its_own_item(tmp_path):
     import yaml
 
-    from ferry.outcomes import resolved_tables
+    from ferry.statemachine.outcomes import resolved_tables
     from ferry.states import resolve_tables
     from ferry.states.context import StateContext
 
@@ -329,7 +329,7 @@ def test_resolve_tables_marks_the_tables_to_adopt_and_refuses_one_the_run_does_n
     import yaml
 
     from ferry.core.errors import ConfigError
-    from ferry.outcomes import resolved_tables
+    from ferry.statemachine.outcomes import resolved_tables
     from ferry.states import resolve_tables
     from ferry.states.context import StateContext
 

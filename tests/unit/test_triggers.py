@@ -12,7 +12,7 @@ from ferry import triggers
 from ferry.cli import main
 from ferry.config import S3Trigger, ScheduleTrigger, check_schedule_expression, parse_config
 from ferry.core.errors import ConfigError
-from ferry.outcomes import resolved_tables
+from ferry.statemachine.outcomes import resolved_tables
 from ferry.states import resolve_tables
 from ferry.states.context import StateContext
 

@@ -152,7 +152,7 @@ def table_outcomes(output: Any, state_outputs: dict[str, Any]) -> list[dict[str,
     A table whose iteration failed where no ``Catch`` took the error has no outcome of its
     own: it is described by its item and the error (Summarize aborts it).
     """
-    from ferry.outcomes import map_results
+    from ferry.statemachine.outcomes import map_results
 
     data = output or state_outputs.get("Replicate tables") or state_outputs.get("Summarize")
     details = ((data or {}).get("results") or {}).get("ResultWriterDetails")

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ferry.core.errors import FerryError
-from ferry.execute import execution_history
+from ferry.statemachine.executions import execution_history
 
 #: AWS's limit on the redrives of one Map Run (more fail the Map with ``States.Runtime``).
 MAX_MAP_RUN_REDRIVES = 1_000
