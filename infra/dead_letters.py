@@ -20,7 +20,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from ferry import triggers
+from ferry.feeds import trigger_events
 
 #: How long a dead letter waits for its redrive (SQS's longest).
 RETENTION = Duration.days(14)
@@ -28,9 +28,9 @@ RETENTION = Duration.days(14)
 ASYNC_RETRY_ATTEMPTS = 2
 ASYNC_MAX_EVENT_AGE = Duration.hours(6)
 #: EventBridge rules' and Scheduler schedules' targets: a few retries within two hours, as
-#: the rules and schedules ``ferry local trigger`` installs (``ferry.triggers``).
-TARGET_RETRY_ATTEMPTS = triggers.TARGET_RETRY_ATTEMPTS
-TARGET_MAX_EVENT_AGE = Duration.seconds(triggers.TARGET_MAX_EVENT_AGE_SECONDS)
+#: the rules and schedules ``ferry local trigger`` installs (``ferry.feeds.trigger_events``).
+TARGET_RETRY_ATTEMPTS = trigger_events.TARGET_RETRY_ATTEMPTS
+TARGET_MAX_EVENT_AGE = Duration.seconds(trigger_events.TARGET_MAX_EVENT_AGE_SECONDS)
 #: The alarms' period.
 PERIOD = Duration.minutes(5)
 

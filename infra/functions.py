@@ -128,8 +128,8 @@ SIZING = {
     "Abort": Sizing(1024, Duration.minutes(15)),
     "Housekeeping": Sizing(1024, Duration.minutes(15)),
     "Summarize": Sizing(1024, Duration.minutes(15)),  # may abort tables no Catch took
-    # Polls for up to ferry.triggers.POLL_SECONDS, then returns: a schedule starts it every
-    # minute, so one run ends about when the next starts.
+    # Polls for up to ferry.feeds.trigger_events.POLL_SECONDS, then returns: a schedule starts it
+    # every minute, so one run ends about when the next starts.
     "CatalogPoller": Sizing(512, Duration.seconds(90)),
     # Every table of every config, a few catalog calls each (16 at once): seconds for a
     # thousand tables. A check that overlaps the next one only reads.

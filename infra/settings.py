@@ -21,7 +21,6 @@ from pydantic import (
     model_validator,
 )
 
-from ferry import triggers
 from ferry.config import (
     ReplicationConfig,
     WholeNumber,
@@ -33,6 +32,7 @@ from ferry.config.objectives import parse_rpo
 from ferry.copying import budget
 from ferry.core.duration import format_duration
 from ferry.core.errors import ConfigError, SettingsError
+from ferry.feeds import trigger_events
 from ferry.storage import fs
 from infra.settings_access import (
     ACCOUNT,
@@ -143,7 +143,7 @@ class EnvironmentSettings(SettingsModel):
     #: object, filled after deployment), each with a sample value that only checks the
     #: configs at synth: the real value is never in the repository or the template.
     secret_variables: dict[str, str] = Field(default_factory=dict)
-    housekeeping_schedule: str = triggers.HOUSEKEEPING_SCHEDULE
+    housekeeping_schedule: str = trigger_events.HOUSEKEEPING_SCHEDULE
     #: How often the freshness check measures every table and publishes its freshness
     #: (``rate(N minutes)``, 1 to 60): the RPO alarm's period.
     freshness_check_rate: str = "rate(5 minutes)"

@@ -2,7 +2,7 @@
 
 A config's ``triggers.schedule`` becomes an EventBridge Scheduler schedule, each of its
 ``triggers.s3`` an EventBridge rule on S3 "Object Created" events, with the same pattern
-and input as ``ferry local trigger`` installs locally (``ferry/triggers.py``). Its
+and input as ``ferry local trigger`` installs locally (``ferry/feeds/trigger_events.py``). Its
 ``triggers.catalog-events`` becomes, for a Glue source, an EventBridge rule on Glue's Data
 Catalog events whose target is the CatalogEvents function, and for a Hive source a schedule
 that starts the CatalogPoller function every minute. A bucket or a Glue catalog in another
@@ -33,9 +33,9 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from ferry import triggers
 from ferry.config import ReplicationConfig
 from ferry.failover import triggers as names
+from ferry.feeds import trigger_events
 from infra.access import allow, trusted_service
 from infra.configs import ReplicationConfigs
 from infra.dead_letters import (
@@ -182,7 +182,7 @@ class Triggers(Construct):
                 expression=declared.schedule.expression,
                 time_zone=declared.schedule.time_zone,
                 machine=replication,
-                execution_input=triggers.scheduled_input(uri, declared.schedule),
+                execution_input=trigger_events.scheduled_input(uri, declared.schedule),
                 key=encryption.key,
             )
         for number, trigger in enumerate(declared.s3):
@@ -191,9 +191,9 @@ class Triggers(Construct):
                     self,
                     f"S3Trigger{index}x{number}",
                     name=config_resource_name(settings, name, names.s3_rule_suffix(number)),
-                    description=f"{triggers.describe_s3_trigger(trigger)} "
+                    description=f"{trigger_events.describe_s3_trigger(trigger)} "
                     f"starts a replication of {path}",
-                    event_pattern=triggers.s3_event_pattern(trigger),
+                    event_pattern=trigger_events.s3_event_pattern(trigger),
                     state="ENABLED",
                     targets=[
                         events.CfnRule.TargetProperty(
@@ -201,8 +201,8 @@ class Triggers(Construct):
                             arn=replication.state_machine_arn,
                             role_arn=self.rule_role.role_arn,
                             input_transformer=events.CfnRule.InputTransformerProperty(
-                                input_paths_map=dict(triggers.S3_INPUT_PATHS),
-                                input_template=triggers.s3_input_template(uri),
+                                input_paths_map=dict(trigger_events.S3_INPUT_PATHS),
+                                input_template=trigger_events.s3_input_template(uri),
                             ),
                             **rule_target_failures(self.dead_letters),
                         )
@@ -260,7 +260,7 @@ class Triggers(Construct):
             f"CatalogEvents{index}",
             name=config_resource_name(settings, name, names.CATALOG_EVENTS_SUFFIX),
             description=f"Changes of the Glue tables of {file_name} start their replications",
-            event_pattern=triggers.glue_event_pattern(config),
+            event_pattern=trigger_events.glue_event_pattern(config),
             state="ENABLED",
             targets=[
                 events.CfnRule.TargetProperty(
@@ -268,7 +268,7 @@ class Triggers(Construct):
                     arn=function.function_arn,
                     input_transformer=events.CfnRule.InputTransformerProperty(
                         input_paths_map={},
-                        input_template=triggers.catalog_event_input_template(uri),
+                        input_template=trigger_events.catalog_event_input_template(uri),
                     ),
                     **rule_target_failures(self.dead_letters),
                 )
@@ -303,18 +303,18 @@ class Triggers(Construct):
             name=config_resource_name(settings, name, names.CATALOG_POLLER_SUFFIX),
             description=f"Read the source notification log of {file_name}",
             group_name=self.schedule_group.schedule_group_name,
-            schedule_expression=triggers.POLLER_SCHEDULE,
-            flexible_time_window=scheduler.CfnSchedule.FlexibleTimeWindowProperty(
-                mode="OFF"
-            ),
+            schedule_expression=trigger_events.POLLER_SCHEDULE,
+            flexible_time_window=scheduler.CfnSchedule.FlexibleTimeWindowProperty(mode="OFF"),
             state="ENABLED",
             target=scheduler.CfnSchedule.TargetProperty(
                 arn=function.function_arn,
                 role_arn=self.poller_role.role_arn,
-                input=json.dumps(triggers.poller_input(uri)),
+                input=json.dumps(trigger_events.poller_input(uri)),
                 retry_policy=scheduler.CfnSchedule.RetryPolicyProperty(
-                    maximum_retry_attempts=triggers.POLLER_RETRY_POLICY["MaximumRetryAttempts"],
-                    maximum_event_age_in_seconds=triggers.POLLER_RETRY_POLICY[
+                    maximum_retry_attempts=trigger_events.POLLER_RETRY_POLICY[
+                        "MaximumRetryAttempts"
+                    ],
+                    maximum_event_age_in_seconds=trigger_events.POLLER_RETRY_POLICY[
                         "MaximumEventAgeInSeconds"
                     ],
                 ),
@@ -382,7 +382,9 @@ def foreign_regions(settings: EnvironmentSettings) -> dict[str, list[dict[str, A
     for config in settings.configs.values():
         for trigger in config.triggers.s3:
             if trigger.region and trigger.region != settings.region:
-                found.setdefault(trigger.region, []).append(triggers.s3_event_pattern(trigger))
+                found.setdefault(trigger.region, []).append(
+                    trigger_events.s3_event_pattern(trigger)
+                )
         glue = config.source_catalog.glue
         if (
             config.triggers.catalog_events is not None
@@ -391,5 +393,5 @@ def foreign_regions(settings: EnvironmentSettings) -> dict[str, list[dict[str, A
             and glue.region != settings.region
             and glue.catalog_id in (None, settings.account)
         ):
-            found.setdefault(glue.region, []).append(triggers.glue_event_pattern(config))
+            found.setdefault(glue.region, []).append(trigger_events.glue_event_pattern(config))
     return found

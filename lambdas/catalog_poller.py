@@ -1,7 +1,8 @@
 """The Hive poller: reads the source metastore's notification log, started every minute by a
 schedule, and hands the changes of the tables the config selects over (``ferry.feeds``).
 
-It polls for up to ``ferry.triggers.POLL_SECONDS``, and never past the function's own time.
+It polls for up to ``ferry.feeds.trigger_events.POLL_SECONDS``, and never past the function's own
+time.
 ``ferry doctor`` invokes it with ``{"check": "notification-log", …}``: then it only reads
 where the metastore's log is and where the poller stands (``ferry.feeds.checks``).
 """
@@ -14,9 +15,9 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from ferry.feeds.checks import NOTIFICATION_LOG, check_notification_log
+from ferry.feeds.trigger_events import POLL_SECONDS
 from ferry.statemachine.payloads import PollInput
 from ferry.states import catalog_poller
-from ferry.triggers import POLL_SECONDS
 from lambdas.runtime import feeds, logger, metrics, tracer
 
 #: Left of the function's time when the poll stops: enough to return and record metrics.

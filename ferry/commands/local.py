@@ -9,12 +9,12 @@ from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
-from ferry import triggers
 from ferry.catalog.hive import HiveMetastoreCatalog
 from ferry.commands import EXIT_FAILED, EXIT_OK, UsageError, print_warnings
 from ferry.config import ReplicationConfig, S3Trigger, load_config
 from ferry.core.duration import format_duration
 from ferry.core.errors import ConfigError, FerryError
+from ferry.feeds import trigger_events
 from ferry.feeds.checks import notification_log_problem
 from ferry.local import catalog_triggers, deploy, emulator, processes, runtime
 from ferry.storage.aws import AwsClients, new_session
@@ -80,7 +80,7 @@ def run_local(
 def run_local_trigger(config_path: Path, home: Path) -> int:
     """Install the triggers ``config_path`` declares into the local runtime, one line each.
 
-    Each S3 trigger becomes an EventBridge rule, as on AWS (``ferry.triggers``), and
+    Each S3 trigger becomes an EventBridge rule, as on AWS (``ferry.feeds.trigger_events``), and
     ``catalog-events`` what the stack deploys for it: for a Glue source a rule on Glue's
     events whose target is the CatalogEvents function (with its permission), for a Hive
     source the poller's schedule, with the stack's role for it
@@ -113,7 +113,7 @@ def run_local_trigger(config_path: Path, home: Path) -> int:
                 aws, state_machine_arn, config_uri, trigger, role_arn, dead_letters
             )
             print(
-                f"an object created at {triggers.describe_s3_trigger(trigger)} now starts "
+                f"an object created at {trigger_events.describe_s3_trigger(trigger)} now starts "
                 f"a replication of {config_path} (rule {rule})"
             )
     if feeds is not None:
@@ -191,7 +191,7 @@ def _install_catalog_events(
         )
         where = glue.region or deploy.REGION
         print(
-            f"a change of the Glue tables of {', '.join(triggers.source_databases(config))} "
+            f"a change of the Glue tables of {', '.join(trigger_events.source_databases(config))} "
             f"({where}) now starts a replication of the table {window} later, of "
             f"{config_path} (rule {rule})"
         )
@@ -208,7 +208,7 @@ def _install_catalog_events(
     print(
         f"the notification log of {config.source_catalog.name} is now read every {interval} and "
         f"a change of a table starts its replication {window} later, of {config_path} "
-        f"(schedule {schedule}, {triggers.POLLER_SCHEDULE})"
+        f"(schedule {schedule}, {trigger_events.POLLER_SCHEDULE})"
     )
 
 

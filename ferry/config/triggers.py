@@ -1,6 +1,6 @@
 """What starts a replication of the config besides a person: ``triggers``, a schedule, S3
 objects and the source catalog's own changes. What each trigger becomes on AWS and locally is
-``ferry.triggers``.
+``ferry.feeds.trigger_events``.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from ferry.core.duration import format_duration, parse_duration
 class ScheduleTrigger(_Model):
     """``triggers.schedule``: runs at the times of a cron or rate expression, in a time zone.
 
-    An EventBridge Scheduler schedule on AWS (``ferry.triggers.scheduled_input``); the local
-    runtime fires no schedules.
+    An EventBridge Scheduler schedule on AWS (``ferry.feeds.trigger_events.scheduled_input``); the
+    local runtime fires no schedules.
     """
 
     expression: str
@@ -40,7 +40,8 @@ class ScheduleTrigger(_Model):
 
 class S3Trigger(_Model):
     """One of ``triggers.s3``: an object created in ``bucket`` whose key starts with
-    ``prefix`` and ends with ``suffix`` starts a run (``ferry.triggers.s3_event_pattern``).
+    ``prefix`` and ends with ``suffix`` starts a run
+    (``ferry.feeds.trigger_events.s3_event_pattern``).
 
     ``region`` is the bucket's region when it is not the pipeline's (S3 sends its events to
     EventBridge in the bucket's region: cross-region disaster recovery).

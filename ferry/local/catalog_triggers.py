@@ -19,8 +19,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from ferry import triggers
 from ferry.config import ReplicationConfig
+from ferry.feeds import trigger_events
 
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
@@ -129,7 +129,7 @@ def install_glue_rule(
     to the pipeline's bus, as the stack's ``EventForwarding`` does.
     """
     name = rule_name(config_path)
-    pattern = triggers.glue_event_pattern(config)
+    pattern = trigger_events.glue_event_pattern(config)
     events = aws.client("events", REGION)
     rule_arn = events.put_rule(
         Name=name,
@@ -145,9 +145,9 @@ def install_glue_rule(
                 "Arn": function_arn,
                 "InputTransformer": {
                     "InputPathsMap": {},
-                    "InputTemplate": triggers.catalog_event_input_template(config_uri),
+                    "InputTemplate": trigger_events.catalog_event_input_template(config_uri),
                 },
-                **triggers.target_failures(dead_letters_arn),
+                **trigger_events.target_failures(dead_letters_arn),
             }
         ],
     )
@@ -193,15 +193,15 @@ def install_poller_schedule(
     arguments: dict[str, Any] = {
         "Name": name,
         "GroupName": GROUP,
-        "ScheduleExpression": triggers.POLLER_SCHEDULE,
+        "ScheduleExpression": trigger_events.POLLER_SCHEDULE,
         "FlexibleTimeWindow": {"Mode": "OFF"},
         "State": "ENABLED",
         "Description": _description(_SCHEDULE_DESCRIPTION, config_path),
         "Target": {
             "Arn": function_arn,
             "RoleArn": role_arn,
-            "Input": json.dumps(triggers.poller_input(config_uri)),
-            **triggers.target_failures(dead_letters_arn, triggers.POLLER_RETRY_POLICY),
+            "Input": json.dumps(trigger_events.poller_input(config_uri)),
+            **trigger_events.target_failures(dead_letters_arn, trigger_events.POLLER_RETRY_POLICY),
         },
     }
     try:

@@ -26,8 +26,8 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 
-from ferry import triggers
 from ferry.config import S3Trigger
+from ferry.feeds import trigger_events
 from ferry.local import stack
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -222,12 +222,12 @@ def add_s3_trigger(
         Bucket=trigger.bucket, NotificationConfiguration={"EventBridgeConfiguration": {}}
     )
     events = aws.client("events", trigger.region)
-    pattern = triggers.s3_event_pattern(trigger)
+    pattern = trigger_events.s3_event_pattern(trigger)
     name = "ferry-" + hashlib.sha256(json.dumps(pattern, sort_keys=True).encode()).hexdigest()[:16]
     events.put_rule(Name=name, EventPattern=json.dumps(pattern), State="ENABLED")
     transformer = {
-        "InputPathsMap": triggers.S3_INPUT_PATHS,
-        "InputTemplate": triggers.s3_input_template(config_uri),
+        "InputPathsMap": trigger_events.S3_INPUT_PATHS,
+        "InputTemplate": trigger_events.s3_input_template(config_uri),
     }
     events.put_targets(
         Rule=name,
@@ -237,7 +237,7 @@ def add_s3_trigger(
                 "Arn": state_machine_arn,
                 "RoleArn": role_arn,
                 "InputTransformer": transformer,
-                **triggers.target_failures(dead_letters_arn),
+                **trigger_events.target_failures(dead_letters_arn),
             }
         ],
     )

@@ -326,7 +326,7 @@ class HousekeepingResult(Result):
 
 class CatalogEventInput(Input):
     """An EventBridge rule's input to the intake: the config, and AWS Glue's event whole
-    (``events/catalog_events.json``; the rule's template is ``ferry.triggers``')."""
+    (``events/catalog_events.json``; the rule's template is ``ferry.feeds.trigger_events``')."""
 
     config_uri: str
     event: dict[str, Any]

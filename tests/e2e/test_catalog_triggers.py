@@ -12,8 +12,8 @@ import json
 import boto3
 import pytest
 
-from ferry import triggers
 from ferry.config import load_config
+from ferry.feeds import trigger_events
 from ferry.local import catalog_triggers as feed_triggers
 from ferry.local import deploy, processes
 from tests.e2e.test_cli import ferry
@@ -53,15 +53,15 @@ def test_a_glue_sources_catalog_events_become_a_rule_whose_target_is_the_intake(
 
     events = boto3.client("events", region_name="us-east-1")
     described = events.describe_rule(Name=rule)
-    assert json.loads(described["EventPattern"]) == triggers.glue_event_pattern(load_config(config))
+    assert json.loads(described["EventPattern"]) == trigger_events.glue_event_pattern(load_config(config))
     [target] = events.list_targets_by_rule(Rule=rule)["Targets"]
     intake = pipeline.outputs["CatalogEventsFunctionArn"]
     assert target["Arn"] == intake
-    assert target["InputTransformer"]["InputTemplate"] == triggers.catalog_event_input_template(uri)
+    assert target["InputTransformer"]["InputTemplate"] == trigger_events.catalog_event_input_template(uri)
     assert not target["InputTransformer"].get("InputPathsMap")
     # What it could not deliver goes to the stack's triggers' queue, after the stack's retries.
     assert target["DeadLetterConfig"] == {"Arn": pipeline.outputs["TriggerDeadLettersArn"]}
-    assert target["RetryPolicy"]["MaximumRetryAttempts"] == triggers.TARGET_RETRY_ATTEMPTS
+    assert target["RetryPolicy"]["MaximumRetryAttempts"] == trigger_events.TARGET_RETRY_ATTEMPTS
     # EventBridge may invoke the intake for this rule.
     policy = json.loads(boto3.client("lambda").get_policy(FunctionName=intake)["Policy"])
     [statement] = [s for s in policy["Statement"] if s["Sid"] == rule]
@@ -97,17 +97,17 @@ def test_a_hive_sources_catalog_events_become_the_pollers_schedule(
     name = feed_triggers.schedule_name(config)
     [line] = result.stdout.splitlines()
     assert line.startswith("the notification log of onprem is now read every PT2S")
-    assert f"(schedule {name}, {triggers.POLLER_SCHEDULE})" in line
+    assert f"(schedule {name}, {trigger_events.POLLER_SCHEDULE})" in line
 
     schedule = boto3.client("scheduler").get_schedule(Name=name, GroupName="ferry-local")
-    assert schedule["ScheduleExpression"] == triggers.POLLER_SCHEDULE
+    assert schedule["ScheduleExpression"] == trigger_events.POLLER_SCHEDULE
     assert schedule["State"] == "ENABLED"
     target = schedule["Target"]
     assert target["Arn"] == pipeline.outputs["CatalogPollerFunctionArn"]
     assert target["RoleArn"] == pipeline.outputs["PollerScheduleRoleArn"]
-    assert json.loads(target["Input"]) == triggers.poller_input(uri)
+    assert json.loads(target["Input"]) == trigger_events.poller_input(uri)
     assert target["DeadLetterConfig"] == {"Arn": pipeline.outputs["TriggerDeadLettersArn"]}
-    assert target["RetryPolicy"] == triggers.POLLER_RETRY_POLICY
+    assert target["RetryPolicy"] == trigger_events.POLLER_RETRY_POLICY
     # The stack's role for it: Scheduler assumes it, and it may invoke the poller only.
     iam = boto3.client("iam")
     role_name = target["RoleArn"].rsplit("/", 1)[-1]

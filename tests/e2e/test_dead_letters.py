@@ -14,10 +14,10 @@ from typing import Any
 import boto3
 import pytest
 
-from ferry import cli, triggers
+from ferry import cli
 from ferry.catalog.glue import GlueCatalog
 from ferry.commands.local import run_local_trigger
-from ferry.feeds import FeedState
+from ferry.feeds import FeedState, trigger_events
 from ferry.local import catalog_triggers as feed_triggers
 from ferry.local import deploy
 from ferry.local.samples import create_sample_tables, last_days
@@ -174,7 +174,7 @@ def test_a_poll_that_fails_waits_in_its_queue_alarms_and_is_redriven(
     (letter,) = dead_letters(queue)
     record = json.loads(letter["Body"])
     assert record["requestContext"]["condition"] == "RetriesExhausted"
-    assert record["requestPayload"] == triggers.poller_input(uri)
+    assert record["requestPayload"] == trigger_events.poller_input(uri)
     assert record["responsePayload"]["errorMessage"] == "injected failure at poller.read"
     wait_for(lambda: alarm_state(errors) == "ALARM", "the poller's errors alarm")
     wait_for(lambda: alarm_state(queue) == "ALARM", "the poller's dead-letter alarm")
@@ -213,7 +213,7 @@ def deploy_forwarding(config) -> dict[str, Any]:
     app = cdk.App()
     name = f"{settings.stack_name}-events-{WEST}"
     forwarding = EventForwarding(
-        app, name, settings=settings, region=WEST, patterns=[triggers.glue_event_pattern(config)]
+        app, name, settings=settings, region=WEST, patterns=[trigger_events.glue_event_pattern(config)]
     )
     template = app.synth().get_stack_by_name(forwarding.stack_name).template
     session = boto3.session.Session(region_name=WEST)

@@ -10,11 +10,11 @@ import time
 import boto3
 import pytest
 
-from ferry import triggers
 from ferry.catalog.glue import GlueCatalog
 from ferry.commands import run_command
 from ferry.commands.local import run_local_trigger
 from ferry.config import load_config
+from ferry.feeds import trigger_events
 from ferry.local import deploy
 from ferry.local.samples import create_sample_tables, last_days, order_rows, write_parquet
 from ferry.replicas.replica import REPLICATION_EVENT
@@ -265,8 +265,8 @@ def test_a_scheduled_run_keeps_its_schedule_as_the_trigger(
     schedule = load_config(config).triggers.schedule
     # What EventBridge Scheduler sends: the input with its scheduled time filled in.
     sent = json.loads(
-        json.dumps(triggers.scheduled_input(config_uri, schedule)).replace(
-            triggers.SCHEDULED_TIME, "2026-11-21T03:00:00Z"
+        json.dumps(trigger_events.scheduled_input(config_uri, schedule)).replace(
+            trigger_events.SCHEDULED_TIME, "2026-11-21T03:00:00Z"
         )
     )
     arn = start(sfn, pipeline.state_machine_arn, deploy.execution_name("scheduled"), sent)

@@ -13,7 +13,8 @@ import json
 
 import pytest
 
-from ferry import statemachine, triggers
+from ferry import statemachine
+from ferry.feeds import trigger_events
 from infra.pipeline import STATES_SYNC_RULE
 from infra.settings import load_environment
 from tests.infra.test_first_deploy import decide, of_type, role_of_function
@@ -42,19 +43,19 @@ def test_a_hive_source_is_polled_every_minute_by_its_own_schedule(deployed):
     name = stack.settings.name
     _, schedule = named(template, "AWS::Scheduler::Schedule", "-sales-dr-catalog-poller")
     properties = resolved.value(schedule["Properties"])
-    assert properties["ScheduleExpression"] == triggers.POLLER_SCHEDULE
+    assert properties["ScheduleExpression"] == trigger_events.POLLER_SCHEDULE
     assert properties["GroupName"] == f"ferry-{name}"
     target = properties["Target"]
     assert target["Arn"].endswith(f":function:ferry-{name}-catalog-poller")
     uri = config_uri(template, resolved, "sales-dr")
-    assert json.loads(target["Input"]) == triggers.poller_input(uri)
+    assert json.loads(target["Input"]) == trigger_events.poller_input(uri)
     assert target["RoleArn"] == resolved.value(template["Outputs"]["PollerScheduleRoleArn"]["Value"])
     # The poller polls for POLL_SECONDS, within its own time.
     [poller] = [
         f["Properties"] for f in of_type(template, "AWS::Lambda::Function").values()
         if f["Properties"]["FunctionName"] == f"ferry-{name}-catalog-poller"
     ]  # fmt: skip
-    assert triggers.POLL_SECONDS + 10 <= poller["Timeout"] <= 120
+    assert trigger_events.POLL_SECONDS + 10 <= poller["Timeout"] <= 120
     assert "VpcConfig" in poller, "it reads the metastore over Thrift, as the other catalog steps"
 
 
@@ -69,14 +70,14 @@ def test_a_glue_source_is_a_rule_on_glues_events_whose_target_is_the_intake(stac
     logical, rule = named(template, "AWS::Events::Rule", "-landing-dr-catalog-events")
     config = next(c for p, c in stack.settings.configs.items() if p.stem == "landing-dr")
     properties = rule["Properties"]
-    assert properties["EventPattern"] == triggers.glue_event_pattern(config)
+    assert properties["EventPattern"] == trigger_events.glue_event_pattern(config)
     [target] = properties["Targets"]
     assert resolved.value(target["Arn"]).endswith(":function:ferry-prod-catalog-events")
     assert "RoleArn" not in target  # Lambda targets are allowed by the function's policy
     uri = config_uri(template, resolved, "landing-dr")
     assert target["InputTransformer"] == {
         "InputPathsMap": {},
-        "InputTemplate": triggers.catalog_event_input_template(uri),
+        "InputTemplate": trigger_events.catalog_event_input_template(uri),
     }
     # EventBridge may invoke the intake for this rule only.
     [permission] = [
@@ -101,14 +102,14 @@ def test_glue_events_of_another_region_are_forwarded_to_the_pipelines(app):
 
     settings = load_environment("prod")
     config = next(c for p, c in settings.configs.items() if p.stem == "landing-dr")
-    assert triggers.glue_event_pattern(config) in foreign_regions(settings)["us-east-1"]
+    assert trigger_events.glue_event_pattern(config) in foreign_regions(settings)["us-east-1"]
     [forwarder] = [
         c for c in app.node.children
         if isinstance(c, EventForwarding) and c.region == "us-east-1"
     ]  # fmt: skip
     rules = of_type(Template.from_stack(forwarder).to_json(), "AWS::Events::Rule").values()
     patterns = [r["Properties"]["EventPattern"] for r in rules]
-    assert triggers.glue_event_pattern(config) in patterns
+    assert trigger_events.glue_event_pattern(config) in patterns
 
 
 def test_the_change_window_state_machine_runs_the_definition_with_its_functions(deployed):

@@ -2,7 +2,7 @@
 
 The templates are read back (``aws_cdk.assertions.Template``) and checked against their
 sources: the ASL files, ``ferry/statemachine``'s functions, the configs' triggers
-(``ferry.triggers``), and the environment's settings for every IAM grant.
+(``ferry.feeds.trigger_events``), and the environment's settings for every IAM grant.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from aws_cdk import Stack
 from aws_cdk.assertions import Template
 
 from ferry import statemachine as definition
-from ferry import triggers
+from ferry.feeds import trigger_events
 from infra import bundling
 from infra.network import NETWORK_INTERFACE_ACTIONS
 from infra.settings import environment_names
@@ -126,13 +126,13 @@ def test_each_declared_schedule_starts_the_replication_with_its_input(deployed):
             assert schedule["ScheduleExpression"] == config.triggers.schedule.expression
             assert schedule["ScheduleExpressionTimezone"] == zone
             assert schedule["Target"]["Arn"] == {"Ref": replication_id}
-            assert json.loads(schedule["Target"]["Input"]) == triggers.scheduled_input(
+            assert json.loads(schedule["Target"]["Input"]) == trigger_events.scheduled_input(
                 uri, config.triggers.schedule
             )
         if config.triggers.catalog_events and config.source_catalog.glue is None:
             expected += 1  # the Hive poller's (tests/infra/test_catalog_events.py)
             poller = schedules[f"ferry-{stack.settings.name}-{path.stem}-catalog-poller"]
-            assert json.loads(poller["Target"]["Input"]) == triggers.poller_input(uri)
+            assert json.loads(poller["Target"]["Input"]) == trigger_events.poller_input(uri)
         housekeeping = schedules[f"ferry-{stack.settings.name}-{path.stem}-housekeeping"]
         expected += 1
         assert housekeeping["ScheduleExpression"] == stack.settings.housekeeping_schedule
@@ -157,13 +157,13 @@ def test_each_declared_s3_trigger_is_a_rule_with_the_local_pattern_and_input(dep
     assert len(rules) == len(declared) > 0
     for (path, trigger), rule in zip(declared, rules, strict=True):
         properties = rule["Properties"]
-        assert properties["EventPattern"] == triggers.s3_event_pattern(trigger)
+        assert properties["EventPattern"] == trigger_events.s3_event_pattern(trigger)
         (target,) = properties["Targets"]
         assert target["Arn"] == {"Ref": replication_id}
         transformer = target["InputTransformer"]
-        assert transformer["InputPathsMap"] == triggers.S3_INPUT_PATHS
+        assert transformer["InputPathsMap"] == trigger_events.S3_INPUT_PATHS
         uri = _literal(stack, stack.configs.uri(path))
-        assert transformer["InputTemplate"] == triggers.s3_input_template(uri)
+        assert transformer["InputTemplate"] == trigger_events.s3_input_template(uri)
 
 
 def test_buckets_in_other_regions_forward_their_events(app, stacks):

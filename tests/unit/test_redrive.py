@@ -12,8 +12,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from ferry import triggers
 from ferry.cli import main
+from ferry.feeds import trigger_events
 from ferry.redrive import target_input
 
 REGION = "us-east-1"
@@ -82,8 +82,8 @@ def test_an_undelivered_start_and_an_undelivered_event_go_to_their_targets_again
                 "Id": "replicate",
                 "Arn": target_arn,
                 "InputTransformer": {
-                    "InputPathsMap": triggers.S3_INPUT_PATHS,
-                    "InputTemplate": triggers.s3_input_template("s3://work/configs/b.yml"),
+                    "InputPathsMap": trigger_events.S3_INPUT_PATHS,
+                    "InputTemplate": trigger_events.s3_input_template("s3://work/configs/b.yml"),
                 },
             }
         ],
@@ -108,8 +108,8 @@ def test_an_undelivered_start_and_an_undelivered_event_go_to_their_targets_again
     rule_input = target_input(
         {
             "InputTransformer": {
-                "InputPathsMap": triggers.S3_INPUT_PATHS,
-                "InputTemplate": triggers.s3_input_template("s3://work/configs/b.yml"),
+                "InputPathsMap": trigger_events.S3_INPUT_PATHS,
+                "InputTemplate": trigger_events.s3_input_template("s3://work/configs/b.yml"),
             }
         },
         event,

@@ -8,10 +8,10 @@ import yaml
 from moto.events.models import EventPattern
 from moto.events.utils import EventTemplateParser
 
-from ferry import triggers
 from ferry.cli import main
 from ferry.config import S3Trigger, ScheduleTrigger, check_schedule_expression, parse_config
 from ferry.core.errors import ConfigError
+from ferry.feeds import trigger_events
 from ferry.statemachine.outcomes import resolved_tables
 from ferry.states import resolve_tables
 from ferry.states.context import StateContext
@@ -291,12 +291,12 @@ def test_a_poll_interval_for_a_glue_source_is_refused_in_one_line():
 
 
 def test_the_poller_schedule_is_one_eventbridge_takes():
-    assert check_schedule_expression(triggers.POLLER_SCHEDULE) == triggers.POLLER_SCHEDULE
+    assert check_schedule_expression(trigger_events.POLLER_SCHEDULE) == trigger_events.POLLER_SCHEDULE
 
 
 def test_the_housekeeping_schedule_is_one_eventbridge_takes():
-    assert check_schedule_expression(triggers.HOUSEKEEPING_SCHEDULE) == (
-        triggers.HOUSEKEEPING_SCHEDULE
+    assert check_schedule_expression(trigger_events.HOUSEKEEPING_SCHEDULE) == (
+        trigger_events.HOUSEKEEPING_SCHEDULE
     )
 
 
@@ -319,7 +319,7 @@ KEYS = (
 
 
 def matched_keys(trigger: S3Trigger, bucket: str = "landing") -> list[str]:
-    pattern = EventPattern.load(json.dumps(triggers.s3_event_pattern(trigger)))
+    pattern = EventPattern.load(json.dumps(trigger_events.s3_event_pattern(trigger)))
     return [key for key in KEYS if pattern.matches_event(object_created(bucket, key))]
 
 
@@ -353,7 +353,7 @@ def test_neither_matches_every_object_of_the_bucket():
 
 def test_a_star_in_a_prefix_is_a_character_of_the_key_not_a_wildcard():
     trigger = S3Trigger(bucket="landing", prefix="warehouse/*/", suffix="_SUCCESS")
-    pattern = EventPattern.load(json.dumps(triggers.s3_event_pattern(trigger)))
+    pattern = EventPattern.load(json.dumps(trigger_events.s3_event_pattern(trigger)))
     assert pattern.matches_event(object_created("landing", "warehouse/*/x/_SUCCESS"))
     assert not pattern.matches_event(object_created("landing", "warehouse/sales.db/_SUCCESS"))
 
@@ -362,7 +362,7 @@ def test_an_s3_trigger_starts_a_run_of_the_config_with_the_object_as_trigger():
     event = {**object_created("landing", "warehouse/sales.db/orders/_SUCCESS")}
     event["ingestion-time"] = event["time"]  # moto's template parser needs it; AWS sets it
     body = EventTemplateParser.parse(
-        triggers.s3_input_template("s3://w/c.yml"), triggers.S3_INPUT_PATHS, event
+        trigger_events.s3_input_template("s3://w/c.yml"), trigger_events.S3_INPUT_PATHS, event
     )
     assert body == {
         "configUri": "s3://w/c.yml",
@@ -377,11 +377,11 @@ def test_an_s3_trigger_starts_a_run_of_the_config_with_the_object_as_trigger():
 def test_a_schedule_starts_a_run_with_its_expression_and_the_time_it_was_due():
     sample = json.loads((EVENTS / "scheduled.json").read_text())
     schedule = ScheduleTrigger(expression=sample["trigger"]["schedule"], time_zone="Europe/London")
-    sent = triggers.scheduled_input(sample["configUri"], schedule)
+    sent = trigger_events.scheduled_input(sample["configUri"], schedule)
     assert sent["trigger"]["scheduledTime"] == "<aws.scheduler.scheduled-time>"
     # EventBridge Scheduler fills the time in: the sample is what the state machine receives.
     delivered = json.loads(
-        json.dumps(sent).replace(triggers.SCHEDULED_TIME, sample["trigger"]["scheduledTime"])
+        json.dumps(sent).replace(trigger_events.SCHEDULED_TIME, sample["trigger"]["scheduledTime"])
     )
     assert delivered == sample
 
@@ -396,7 +396,7 @@ def test_resolve_tables_runs_the_config_whatever_started_it(tmp_path, sample):
         event = object_created("landing", "warehouse/sales.db/orders/_SUCCESS")
         event["ingestion-time"] = event["time"]
         payload = EventTemplateParser.parse(
-            triggers.s3_input_template("unused"), triggers.S3_INPUT_PATHS, event
+            trigger_events.s3_input_template("unused"), trigger_events.S3_INPUT_PATHS, event
         )
     payload["configUri"] = str(path)
     context = StateContext((tmp_path / "work").as_uri(), event_ids=lambda _: "ferry-e1")
@@ -499,8 +499,8 @@ def glue_event(name: str, **changes) -> dict:
 
 def test_the_glue_rule_matches_the_source_databases_events_and_no_others():
     config = parse_config(glue_document(), "c.yml", {})
-    assert triggers.source_databases(config) == ["events", "sales"]
-    pattern = EventPattern.load(json.dumps(triggers.glue_event_pattern(config)))
+    assert trigger_events.source_databases(config) == ["events", "sales"]
+    pattern = EventPattern.load(json.dumps(trigger_events.glue_event_pattern(config)))
     assert pattern.matches_event(glue_event("glue-table-state-change.json"))
     assert pattern.matches_event(glue_event("glue-database-state-change.json"))
     assert pattern.matches_event(glue_event("glue-table-state-change.json", databaseName="events"))
@@ -514,7 +514,7 @@ def test_the_glue_rule_matches_the_source_databases_events_and_no_others():
 
 def test_a_catalog_of_another_account_is_matched_by_its_account():
     config = parse_config(glue_document(**{"catalog-id": "210987654321"}), "c.yml", {})
-    pattern = EventPattern.load(json.dumps(triggers.glue_event_pattern(config)))
+    pattern = EventPattern.load(json.dumps(trigger_events.glue_event_pattern(config)))
     event = glue_event("glue-table-state-change.json")
     assert not pattern.matches_event(event)
     assert pattern.matches_event({**event, "account": "210987654321"})
@@ -523,7 +523,7 @@ def test_a_catalog_of_another_account_is_matched_by_its_account():
 def test_the_glue_rule_sends_the_intake_the_config_and_the_whole_event():
     event = glue_event("glue-table-state-change.json")
     body = EventTemplateParser.parse(
-        triggers.catalog_event_input_template('s3://w/c "x".yml'), {},
+        trigger_events.catalog_event_input_template('s3://w/c "x".yml'), {},
         {**event, "ingestion-time": event["time"]},
     )  # fmt: skip
     assert body["configUri"] == 's3://w/c "x".yml'
