@@ -37,11 +37,11 @@ from pyiceberg.table import StaticTable  # noqa: E402
 from pyiceberg.transforms import IdentityTransform  # noqa: E402
 from pyiceberg.types import LongType, NestedField, StringType  # noqa: E402
 
-from ferry import copies  # noqa: E402
 from ferry.config import CopierOptions  # noqa: E402
 from ferry.copying.copy_tasks import CopyTask, Manifest  # noqa: E402
 from ferry.copying.manifest import ManifestWriter, read_manifest, write_manifest  # noqa: E402
 from ferry.iceberg.pipeline import IcebergRun, commit_metadata, plan_iceberg  # noqa: E402
+from ferry.lifecycle import copy_work  # noqa: E402
 from ferry.storage import fs  # noqa: E402
 
 SCHEMA = Schema(
@@ -77,7 +77,7 @@ def ferry_run(
     run = plan_iceberg(source_metadata, replica, previous, event_id, writer, write=True)
     writer.close()
     planned = time.perf_counter()
-    copies.copy_inline(manifest_uri, CopierOptions())
+    copy_work.copy_inline(manifest_uri, CopierOptions())
     copied = time.perf_counter()
     commit_metadata(run)
     seconds = time.perf_counter() - started
@@ -99,7 +99,7 @@ def baselines(files: list[tuple[str, str, int]], replica: str, folder: Path, wor
     )
     write_manifest(manifest_uri, Manifest("baseline", tasks))
     started = time.perf_counter()
-    copies.copy_inline(manifest_uri, CopierOptions())
+    copy_work.copy_inline(manifest_uri, CopierOptions())
     inline = time.perf_counter() - started
     plain_root = folder / "plain"
     started = time.perf_counter()

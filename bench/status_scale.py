@@ -30,12 +30,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ferry import lifecycle  # noqa: E402
 from ferry.catalog import batched  # noqa: E402
 from ferry.catalog.hive import HiveMetastoreCatalog  # noqa: E402
 from ferry.config import parse_config  # noqa: E402
 from ferry.core.model import Column, Database, Partition, StorageDescriptor, Table, TableType  # noqa: E402
 from ferry.freshness import FreshnessState, measure  # noqa: E402
+from ferry.lifecycle import replica_state  # noqa: E402
 from ferry.local import metastore, processes  # noqa: E402
 from ferry.planning.source_versions import of_table, recorded_parameters  # noqa: E402
 from ferry.replicas.ledger import SqliteStateStore  # noqa: E402
@@ -156,7 +156,7 @@ def build(home: Path, config, source_uri: str, replica_uri: str, count: int, par
             replica_table, partitions_of(replica_table, range(1, partitions + 1))
         )
         replication = replications[0].for_table(name)
-        key = lifecycle.replica_of(config.replica_catalog, replication, None)
+        key = replica_state.replica_of(config.replica_catalog, replication, None)
         store.record_success(key, f"bench_dr.{name}", "bench-event", read_at, version, read_at)
 
     with (

@@ -503,7 +503,7 @@ class TableOutcome:
     states: tuple[str, ...] = ()
     #: What a person should know about the run, one line each (``ReplicationPlan.notices``).
     notices: tuple[str, ...] = ()
-    #: A failed attempt of the same event was continued (``ferry.attempts``): of ``files``
+    #: A failed attempt of the same event was continued (``ferry.lifecycle.attempts``): of ``files``
     #: and ``bytes``, what it had already copied (and was not copied again).
     resumed: bool = False
     reused_files: int = 0

@@ -15,13 +15,13 @@ from functools import cache
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
-from ferry import lifecycle
 from ferry.config import load_config_uri
 from ferry.config.text import SECRET_PLACEHOLDER
 from ferry.copying import budget
 from ferry.copying.budget.dynamodb import DynamoDbSlots
 from ferry.core.errors import ConfigError, FerryError, SecretNotFilledError
 from ferry.feeds import ChangeFeeds, FeedState, WindowExecutions
+from ferry.lifecycle import replica_state
 from ferry.replicas.ledger import LONGEST_LEASE
 from ferry.states.context import StateContext
 from ferry.storage import fs
@@ -77,7 +77,7 @@ class Settings(BaseModel):
         description="the replication state machine failback's reverse run is started on",
     )
     lock_lease: timedelta = Field(
-        default=lifecycle.DEFAULT_LEASE,
+        default=replica_state.DEFAULT_LEASE,
         gt=timedelta(0),
         le=LONGEST_LEASE,
         alias="FERRY_LOCK_LEASE",
@@ -135,7 +135,7 @@ def context() -> StateContext:
     fs.configure(fs.S3Settings(settings().s3_endpoint or None, settings().region or None), aws)
     state = None
     if settings().state_table:
-        state = lifecycle.open_state(
+        state = replica_state.open_state(
             state_table=settings().state_table,
             dynamodb=aws.client("dynamodb"),
             lease=settings().lock_lease,

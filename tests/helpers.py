@@ -84,7 +84,7 @@ class Replicator:
         self.clock = clock or fixed_clock
         self.event_ids = event_ids
         self.observer = observer
-        #: Replica locks and the snapshot ledger (``ferry.lifecycle.ReplicaState``), if any.
+        #: Replica locks and the snapshot ledger (``ferry.lifecycle.replica_state.ReplicaState``), if any.
         self.state = state
         self.execution = None
 

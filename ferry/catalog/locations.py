@@ -3,8 +3,8 @@
 A table references its own location and, when partitioned, each partition's. What a
 reader uses is narrower: partitions, and an unpartitioned table's location (a partitioned
 table's own folder is not read). Everything that must not delete or move what a replica
-points at asks here: the commit's supersession (``ferry.lifecycle``), housekeeping, a
-failed run's clean-up (``ferry.commit.snapshot_references``) and the ownership rules
+points at asks here: the commit's supersession (``ferry.lifecycle.replica_state``), housekeeping, a
+failed run's clean-up (``ferry.lifecycle.committing.snapshot_references``) and the ownership rules
 (``ferry.replicas.ownership``).
 """
 

@@ -27,9 +27,9 @@ def run_failback(
     as_json: bool = False,
 ) -> int:
     """Fail the config's promoted replicas back (``ferry.failover.failback``)."""
-    from ferry import lifecycle
     from ferry.commands.replicate import _spark_runner
     from ferry.failover.failback import fail_back, reverse_ledger_forgetter
+    from ferry.lifecycle import replica_state
 
     prepared = prepare(config_path, tables, home, state_table, work_uri, environment)
     config, replications, work, aws, state, switch = (
@@ -63,7 +63,7 @@ def run_failback(
             replica,
             switch,
             work,
-            lambda r: lifecycle.replica_of(config.replica_catalog, r, aws.region),
+            lambda r: replica_state.replica_of(config.replica_catalog, r, aws.region),
             run_reverse,
             prefer=prefer,
             dry_run=dry_run,

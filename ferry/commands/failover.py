@@ -74,25 +74,25 @@ def switch_for(
         from ferry.commands.deployed_switch import switch_for as deployed_switch
 
         return deployed_switch(environment, home=home)
-    from ferry import lifecycle
     from ferry.copying.budget.dynamodb import DynamoDbSlots
     from ferry.copying.budget.sqlite import SqliteSlots
     from ferry.core.clock import utc_now
     from ferry.failover.home_switch import HomeSwitch
+    from ferry.lifecycle import replica_state
 
     slots = (
         DynamoDbSlots(aws.client("dynamodb"), state_table)
         if state_table
-        else SqliteSlots(home / lifecycle.LOCAL_STATE_FILE)
+        else SqliteSlots(home / replica_state.LOCAL_STATE_FILE)
     )
     return HomeSwitch(
         state,
         slots,
-        lambda config, replication: lifecycle.replica_of(
+        lambda config, replication: replica_state.replica_of(
             config.replica_catalog, replication, aws.region
         ),
         utc_now,
-        lifecycle.holder_is_gone,
+        replica_state.holder_is_gone,
     )
 
 
@@ -109,10 +109,10 @@ def run_failover(
     as_json: bool = False,
 ) -> int:
     """Promote the config's replicas (``ferry.failover.failover``) and say what each holds."""
-    from ferry import lifecycle
     from ferry.core.clock import utc_now
     from ferry.core.event_id import new_event_id
     from ferry.failover.failover import fail_over
+    from ferry.lifecycle import replica_state
 
     prepared = prepare(config_path, tables, home, state_table, work_uri, environment)
     config, replications, work, aws, switch = (
@@ -134,7 +134,7 @@ def run_failover(
                 replica,
                 switch,
                 work,
-                lambda r: lifecycle.replica_of(config.replica_catalog, r, aws.region),
+                lambda r: replica_state.replica_of(config.replica_catalog, r, aws.region),
                 new_event_id(),
                 utc_now,
                 cancel_runs=cancel_runs,

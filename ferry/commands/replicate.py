@@ -56,7 +56,7 @@ def run_replicate(
     """Replicate the config's tables in this process: the state machine's steps, in order.
 
     Replica locks and the snapshot ledger live in the DynamoDB table ``state_table``, else
-    in ``<home>/state.sqlite3`` (``ferry.lifecycle``).
+    in ``<home>/state.sqlite3`` (``ferry.lifecycle.replica_state``).
     """
     from ferry.replicate import InProcessDriver
     from ferry.states.context import StateContext
@@ -164,9 +164,9 @@ def open_state(
     Checked before it is returned (``StateStore.check``: one line, exit 2, when it cannot be
     used), and nothing is created yet: the file and ``home`` are created on first use. The
     lock's owner is this process: a run killed with SIGKILL does not hold the replica for a
-    whole lease (``ferry.lifecycle.holder_is_gone``).
+    whole lease (``ferry.lifecycle.replica_state.holder_is_gone``).
     """
-    from ferry import lifecycle
+    from ferry.lifecycle import replica_state
     from ferry.replicas.ledger import DynamoDbStateStore
 
     if state_table and not aws.region:
@@ -174,12 +174,12 @@ def open_state(
             f"--state-table {state_table}: the AWS SDK has no default region (AWS_REGION, "
             "AWS_DEFAULT_REGION or the profile's region) to find the table in"
         )
-    state = lifecycle.open_state(
+    state = replica_state.open_state(
         home=home,
         state_table=state_table,
         dynamodb=aws.client("dynamodb") if state_table else None,
-        lease=lock_lease or lifecycle.DEFAULT_LEASE,
-        owner=lifecycle.this_process(),
+        lease=lock_lease or replica_state.DEFAULT_LEASE,
+        owner=replica_state.this_process(),
     )
     if state_table:
         # Asked with short timeouts: a table that does not answer is one line in seconds.

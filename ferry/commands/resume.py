@@ -1,9 +1,10 @@
 """``ferry resume EVENT``: continue a table's failed attempt without re-copying what it copied.
 
 The event's run folder under the work location holds its plan: the config it ran with and
-the table it replicated. When that attempt may be continued (``ferry.attempts.resumable``),
-the table is replicated again in this process, as ``ferry replicate`` does, and its Plan
-adopts the attempt. Otherwise one line says why, and nothing is changed.
+the table it replicated. When that attempt may be continued
+(``ferry.lifecycle.attempts.resumable``), the table is replicated again in this process, as ``ferry
+replicate`` does, and its Plan adopts the attempt. Otherwise one line says why, and nothing is
+changed.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """What happens to replica data a replication replaced: ``orphaned-data-strategy`` and
 Circus Train's ``housekeeping`` section, and the two together for one table
-(``Housekeeping``, which ``ferry.housekeeping`` applies).
+(``Housekeeping``, which ``ferry.lifecycle.retired_snapshots`` applies).
 """
 
 from __future__ import annotations

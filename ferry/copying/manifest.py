@@ -133,7 +133,7 @@ class ManifestWriter:
         reusable: Mapping[str, tuple[str, int, str | None]] | None = None,
     ):
         """``reusable``: a resumed run's targets already there whole, each with the source,
-        size and change marker its failed attempt planned (``ferry.attempts``)."""
+        size and change marker its failed attempt planned (``ferry.lifecycle.attempts``)."""
         self.uri = uri
         self.reusable = reusable or {}
         self._reuse: list[int] = []

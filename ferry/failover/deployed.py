@@ -28,11 +28,11 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from ferry import lifecycle
 from ferry.config import ReplicationConfig
 from ferry.core.errors import FailoverError
 from ferry.failover import SwitchReport
 from ferry.failover.triggers import config_triggers
+from ferry.lifecycle import replica_state
 from ferry.statemachine.payloads import FailoverSwitchInput, FailoverSwitchResult
 from ferry.storage.aws import AwsClients, new_session
 
@@ -110,7 +110,7 @@ class DeployedSwitch:
             except Exception as error:  # noqa: BLE001 - the config's own one line
                 raise FailoverError(str(error)) from None
             replicas.append(
-                lifecycle.replica_of(config.replica_catalog, replication, settings.region)
+                replica_state.replica_of(config.replica_catalog, replication, settings.region)
             )
         return FailoverSwitchInput(
             action=action,

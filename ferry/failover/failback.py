@@ -326,14 +326,14 @@ def reverse_ledger_forgetter(
 ) -> Callable[[TableReplication], None]:
     """``fail_back``'s ``forget_reverse`` on a state store (none: nothing to forget): the
     reverse replica's (the original table's) ledger entries are forgotten."""
-    from ferry import lifecycle
+    from ferry.lifecycle import replica_state
     from ferry.replicas.ledger import replica_key
 
     def forget(replication: TableReplication) -> None:
         if state is None:
             return
         key = replica_key(
-            lifecycle.catalog_identity(config.source_catalog, region),
+            replica_state.catalog_identity(config.source_catalog, region),
             replication.source_table.qualified_name,
         )
         for entry in state.store.entries(key):

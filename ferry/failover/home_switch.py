@@ -21,7 +21,7 @@ from ferry.config import ReplicationConfig, TableReplication
 from ferry.copying.budget import Slots
 from ferry.core.errors import FailoverError
 from ferry.failover import SwitchReport
-from ferry.lifecycle import ReplicaState
+from ferry.lifecycle.replica_state import ReplicaState
 from ferry.replicas.ledger import Lease
 
 
@@ -31,7 +31,7 @@ class HomeSwitch:
 
     state: ReplicaState
     slots: Slots | None
-    #: The replica key (``ferry.lifecycle.replica_of``) of a config's replication.
+    #: The replica key (``ferry.lifecycle.replica_state.replica_of``) of a config's replication.
     key_of: Callable[[ReplicationConfig, TableReplication], str]
     now: Callable[[], datetime]
     gone: Callable[[Lease], bool]

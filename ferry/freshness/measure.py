@@ -9,7 +9,6 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from ferry import lifecycle
 from ferry.catalog import Catalog
 from ferry.config import Priority, ReplicationConfig, TableReplication
 from ferry.config.filters import render_partition_filter
@@ -17,6 +16,7 @@ from ferry.core.errors import CatalogUnreachableError, FerryError
 from ferry.core.model import Table
 from ferry.freshness.changes import SourceChanges, iceberg_changes, table_changes
 from ferry.iceberg.recognise import is_iceberg
+from ferry.lifecycle import replica_state
 from ferry.planning import selection
 from ferry.planning.source_versions import SourceVersion, held_by
 from ferry.replicas.ledger import Outcome, Outcomes
@@ -136,7 +136,7 @@ def measure(
     does not answer raises ``CatalogUnreachableError``.
     """
     replications = selection.expand(config, tables, source.list_table_names)
-    keys = [lifecycle.replica_of(config.replica_catalog, r, region) for r in replications]
+    keys = [replica_state.replica_of(config.replica_catalog, r, region) for r in replications]
     recorded = outcomes.outcomes(keys) if outcomes is not None and keys else {}
     # Every table of both sides in a few calls (a Hive metastore: 100 a call; Glue: a page
     # of the database); only partitions and Iceberg metadata are read table by table.

@@ -101,8 +101,8 @@ class PlannedIceberg:
 @dataclass(frozen=True)
 class IcebergIntent:
     """What a run is about to write at an Iceberg replica, known before it writes any of it
-    (the write-ahead record ``ferry.lifecycle`` ledgers, so that a run killed before its
-    Abort leaves nothing housekeeping cannot find)."""
+    (the write-ahead record ``ferry.lifecycle.replica_state`` ledgers, so that a run killed before
+    its Abort leaves nothing housekeeping cannot find)."""
 
     #: The replica's table location, where every file below is written.
     root: str

@@ -162,7 +162,7 @@ def plan_replication(
     only it, says so of the original source table; ``check_replica_guard``).
 
     ``intend``: told, for an Iceberg table, what the run will write at the replica before
-    Plan writes any of it (its metadata files; ``ferry.lifecycle`` ledgers it).
+    Plan writes any of it (its metadata files; ``ferry.lifecycle.replica_state`` ledgers it).
 
     A selected source partition is replicated when it is missing on the replica, when its
     data fingerprint (``ferry/storage/fingerprint.py``) differs from the one stored on the replica

@@ -29,8 +29,8 @@ deletion time. A file Ferry did not ledger is never a candidate.
 
 "Which locations does this replica table reference" has one answer,
 ``ferry.catalog.locations.referenced_locations`` (``locations_of`` for a table already
-read): the commit's supersession (``ferry.lifecycle``), housekeeping and a failed run's
-clean-up all call it.
+read): the commit's supersession (``ferry.lifecycle.replica_state``), housekeeping and a failed
+run's clean-up all call it.
 """
 
 from __future__ import annotations
@@ -169,8 +169,8 @@ class Ownership:
 class IcebergOwnership:
     """What an Iceberg replica's deletions must respect (see the module's rules).
 
-    Answers as ``Ownership`` does, for ``ferry.housekeeping``'s ledger: ``refusal`` per path;
-    no path is a snapshot folder (nothing to forget but the ledger entry).
+    Answers as ``Ownership`` does, for ``ferry.lifecycle.retired_snapshots``'s ledger: ``refusal``
+    per path; no path is a snapshot folder (nothing to forget but the ledger entry).
     """
 
     #: Every file the replica's current metadata needs (``ferry.iceberg.pipeline.

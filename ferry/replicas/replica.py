@@ -29,7 +29,8 @@ SOURCE_METASTORE_URIS = "ferry.source.metastore.uris"
 SOURCE_LOCATION = "ferry.source.location"
 REPLICATION_EVENT = "ferry.replication.event"
 REPLICATION_MODE = "ferry.replication.mode"
-#: ``<event id>@<time>``: the event that claimed the replica to commit (``ferry.commit``).
+#: ``<event id>@<time>``: the event that claimed the replica to commit
+#: (``ferry.lifecycle.committing``).
 COMMIT_CLAIM = "ferry.commit.claim"
 LAST_REPLICATED = "ferry.last.replicated"
 #: The data fingerprint (``ferry/storage/fingerprint.py``) of what a partition, or an unpartitioned

@@ -117,7 +117,7 @@ class PlanResult(Result):
     source_table: str
     replica_table: str
     notices: list[str]
-    #: A failed attempt of the same event continued (``ferry.attempts``), and what of
+    #: A failed attempt of the same event continued (``ferry.lifecycle.attempts``), and what of
     #: ``files``/``bytes`` it had already copied: those are not copied again.
     resumed: bool = False
     reused_files: int = 0
@@ -307,8 +307,8 @@ class HousekeepingInput(Input):
 
 
 class HousekeepingResult(Result):
-    """Counts (``ferry.housekeeping``) and the URI of the report that names every table and
-    path: the same few hundred bytes whatever the number of tables."""
+    """Counts (``ferry.lifecycle.retired_snapshots``) and the URI of the report that names every
+    table and path: the same few hundred bytes whatever the number of tables."""
 
     dry_run: bool
     vacuum: bool

@@ -1,5 +1,6 @@
 """State `Abort table`: a table failed: remove what nothing references, tell consumers, name
-the error (the clean-up rules themselves are ``ferry.abort``; this module is the state).
+the error (the clean-up rules themselves are ``ferry.lifecycle.aborting``; this module is the
+state).
 
 The snapshot folder is removed only when no replica table or partition references it (a
 failure after or part-way through Commit leaves it in place: readers may use it). What was
@@ -13,11 +14,11 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from ferry import attempts, lifecycle
-from ferry.abort import clean_up, failure_of
 from ferry.config import ReplicationConfig
 from ferry.core.errors import FerryError, NotificationError
-from ferry.notify import FAILURE
+from ferry.lifecycle import attempts, replica_state
+from ferry.lifecycle.aborting import clean_up, failure_of
+from ferry.lifecycle.notify import FAILURE
 from ferry.planning.runs import PlanDocument, RunLocations, read_plan
 from ferry.statemachine.payloads import AbortInput, AbortResult, PlanLocations
 from ferry.states.context import StateContext
@@ -48,7 +49,9 @@ def run(context: StateContext, payload: AbortInput | Mapping[str, Any]) -> Abort
         outcome, message = _clean_up(context, config, document, payload, name, message)
     if config is not None and replication is not None:  # never another run's lock
         context.record_failure(config, replication, event_id, f"{name}: {message}")
-        lifecycle.release_lock(context.state, context.replica_key(config, replication), event_id)
+        replica_state.release_lock(
+            context.state, context.replica_key(config, replication), event_id
+        )
     context.release_copy_slot(event_id)
     notified = False
     if config is not None and replication is not None:

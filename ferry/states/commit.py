@@ -1,5 +1,6 @@
 """State `Commit`: check every batch of the manifest was copied and verified, then point the
-replica catalog at the new snapshot (the catalog writes themselves are ``ferry.commit``).
+replica catalog at the new snapshot (the catalog writes themselves are
+``ferry.lifecycle.committing``).
 
 Commit runs only when every batch has its copy record: a location any replica table or
 partition references always holds a complete, verified snapshot.
@@ -10,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ferry import lifecycle
-from ferry.commit import DEFAULT_CLAIM_LEASE, commit
 from ferry.copying.manifest import recorded_batches
 from ferry.core.errors import CopyIncompleteError, FerryError
 from ferry.iceberg.pipeline import commit_metadata
+from ferry.lifecycle import replica_state
+from ferry.lifecycle.committing import DEFAULT_CLAIM_LEASE, commit
 from ferry.planning.runs import CopierKind, RunLocations, read_plan
 from ferry.planning.source_versions import recorded_parameters
 from ferry.statemachine.payloads import CommitResult, PlannedRun
@@ -43,7 +44,7 @@ def run(context: StateContext, payload: PlannedRun | Mapping[str, Any]) -> Commi
         commit_metadata(plan.iceberg)
     state = context.state
     with context.open(config.replica_catalog) as replica:
-        before = lifecycle.locations_before_commit(state, plan, replica, where.root)
+        before = replica_state.locations_before_commit(state, plan, replica, where.root)
         result = commit(
             plan,
             replica,
@@ -51,12 +52,12 @@ def run(context: StateContext, payload: PlannedRun | Mapping[str, Any]) -> Commi
             context.clock(),
             state.lease if state is not None else DEFAULT_CLAIM_LEASE,
             state.owner if state is not None else None,
-            lifecycle.process_is_gone,
+            replica_state.process_is_gone,
             recorded_parameters(plan.source_version, document.source_read_at),
             adopt=document.adopt or plan.replica_table.qualified_name.lower() in context.adopt,
         )
         key = context.replica_key(config, plan.replication)
-        lifecycle.committed(state, key, plan, replica, before, context.clock(), where.root)
+        replica_state.committed(state, key, plan, replica, before, context.clock(), where.root)
     context.release_copy_slot(plan.event_id)
     context.record_success(config, document)
     return CommitResult(

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from ferry import lifecycle, statemachine
+from ferry import statemachine
 from ferry.catalog import Catalog
 from ferry.catalog.factory import open_catalog
 from ferry.config import CatalogConfig, ReplicationConfig, TableReplication, load_config_uri
@@ -23,8 +23,9 @@ from ferry.copying.side_credentials import reach_sides
 from ferry.core.clock import Clock, utc_now
 from ferry.core.event_id import new_event_id
 from ferry.freshness import TableFreshness, measure
-from ferry.notify import START, ReplicationEvent, catalog_description, notifier_for
-from ferry.notify import replication_event as _replication_event
+from ferry.lifecycle import replica_state
+from ferry.lifecycle.notify import START, ReplicationEvent, catalog_description, notifier_for
+from ferry.lifecycle.notify import replication_event as _replication_event
 from ferry.planning import selection
 from ferry.planning.runs import PlanDocument
 from ferry.planning.table_plan import ReplicationPlan
@@ -48,7 +49,7 @@ class StateContext:
         *,
         event_ids: Callable[[datetime], str] | None = None,
         catalogs: CatalogOpener = open_catalog,
-        state: lifecycle.ReplicaState | None = None,
+        state: replica_state.ReplicaState | None = None,
         config_environment: Mapping[str, str] | None = None,
         budget: EnvironmentBudget | None = None,
         adopt: frozenset[str] = frozenset(),
@@ -57,7 +58,7 @@ class StateContext:
         #: What the configs' ``${NAME}`` placeholders resolve from (None: this process's
         #: environment); the functions add the values of their Secrets Manager secret.
         self.config_environment = config_environment
-        #: Replica locks and the snapshot ledger (``ferry.lifecycle``); None: neither.
+        #: Replica locks and the snapshot ledger (``ferry.lifecycle.replica_state``); None: neither.
         self.state = state
         self.aws = aws or AwsClients()
         self.clock = clock
@@ -90,7 +91,7 @@ class StateContext:
 
     def replica_key(self, config: ReplicationConfig, replication: TableReplication) -> str:
         """The replica table's key in the locks and the ledger (``ferry.replicas.ledger``)."""
-        return lifecycle.replica_of(config.replica_catalog, replication, self.aws.region)
+        return replica_state.replica_of(config.replica_catalog, replication, self.aws.region)
 
     def select_tables(
         self, config: ReplicationConfig, tables: Sequence[str] = (), source: str = "config"
@@ -116,7 +117,7 @@ class StateContext:
         plan: ReplicationPlan | None = None,
         **details: Any,
     ) -> ReplicationEvent:
-        """What consumers are told (``ferry.notify.replication_event``), ended now."""
+        """What consumers are told (``ferry.lifecycle.notify.replication_event``), ended now."""
         return _replication_event(
             config, replication, kind, event_id, started,
             None if kind == START else self.clock(),
@@ -128,11 +129,11 @@ class StateContext:
     def lock_holder_gone(self, lease: Lease) -> bool:
         """A lock's holder that no longer runs: a process of this machine, or an execution
         of the pipeline that ended without releasing it."""
-        if lifecycle.holder_is_gone(lease):
+        if replica_state.holder_is_gone(lease):
             return True
         if lease.owner and lease.owner.startswith("arn:aws:states:"):
             region = lease.owner.split(":")[3]
-            return lifecycle.execution_has_ended(
+            return replica_state.execution_has_ended(
                 self.aws.client("stepfunctions", region), lease.owner
             )
         return False

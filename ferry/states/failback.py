@@ -5,11 +5,11 @@ original tables restored and the replicas un-promoted (``ferry.failover.stack_fa
 
 from __future__ import annotations
 
-from ferry import lifecycle
 from ferry.core.errors import ConfigError
 from ferry.failover.failback import reverse_ledger_forgetter
 from ferry.failover.stack_failback import StackReverse, record_folder
 from ferry.failover.stack_failback import run as fail_back
+from ferry.lifecycle import replica_state
 from ferry.statemachine.payloads import FailbackInput, FailbackResult
 from ferry.states.context import StateContext
 
@@ -28,6 +28,6 @@ def run(
     ):
         return fail_back(
             request, config, source, replica, work_uri,
-            lambda r: lifecycle.replica_of(config.replica_catalog, r, context.aws.region),
+            lambda r: replica_state.replica_of(config.replica_catalog, r, context.aws.region),
             reverse, reverse_ledger_forgetter(context.state, config, context.aws.region),
         )  # fmt: skip

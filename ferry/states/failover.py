@@ -4,8 +4,8 @@ their baselines in the work location and promote them (``ferry.failover.stack_fa
 
 from __future__ import annotations
 
-from ferry import lifecycle
 from ferry.failover.stack_failover import run as fail_over
+from ferry.lifecycle import replica_state
 from ferry.statemachine.payloads import FailoverInput, FailoverResult
 from ferry.states.context import StateContext
 
@@ -16,7 +16,7 @@ def run(context: StateContext, request: FailoverInput, work_uri: str) -> Failove
     with context.open(config.replica_catalog) as replica:
         report = fail_over(
             request, config, replica, work_uri,
-            lambda r: lifecycle.replica_of(config.replica_catalog, r, context.aws.region),
+            lambda r: replica_state.replica_of(config.replica_catalog, r, context.aws.region),
             context.clock,
         )  # fmt: skip
     return FailoverResult.model_validate(

@@ -1,7 +1,7 @@
 """State `Housekeeping` (its own state machine): delete superseded snapshots past their grace
-period; the vacuum when asked (the rules themselves are ``ferry.housekeeping``; this module is
-the state). Writes the full report under ``<work>/housekeeping/``; returns counts, the first
-paths and the report's URI."""
+period; the vacuum when asked (the rules themselves are ``ferry.lifecycle.retired_snapshots``; this
+module is the state). Writes the full report under ``<work>/housekeeping/``; returns counts, the
+first paths and the report's URI."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from contextlib import nullcontext
 from typing import Any
 
-from ferry import housekeeping as rules
+from ferry.lifecycle import retired_snapshots as rules
 from ferry.statemachine.payloads import HousekeepingInput, HousekeepingResult
 from ferry.states.context import StateContext
 from ferry.storage import fs

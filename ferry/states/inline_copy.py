@@ -1,13 +1,13 @@
 """State `Inline copy`: copy a small manifest here, batch by batch, verified; a retry skips
-the batches already recorded (``ferry.copies``)."""
+the batches already recorded (``ferry.lifecycle.copy_work``)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from ferry import copies
 from ferry.copying.copier import Progress
+from ferry.lifecycle import copy_work
 from ferry.planning.runs import RunLocations, read_plan
 from ferry.statemachine.payloads import InlineCopyResult, PlannedRun
 from ferry.states.context import StateContext
@@ -21,4 +21,4 @@ def run(
     config = context.load(document.config_uri)
     options = config.copier_options_for(document.plan.replication)
     where = RunLocations.for_event(context.work_uri, document.plan.event_id)
-    return copies.copy_inline(where.manifest, options, progress)
+    return copy_work.copy_inline(where.manifest, options, progress)

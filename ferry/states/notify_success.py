@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ferry import lifecycle
 from ferry.core import faults
-from ferry.notify import SUCCESS
+from ferry.lifecycle import replica_state
+from ferry.lifecycle.notify import SUCCESS
 from ferry.planning.runs import CopierKind, read_plan
 from ferry.statemachine.payloads import NotifySuccessResult, PlannedRun
 from ferry.states.context import StateContext
@@ -33,7 +33,7 @@ def run(context: StateContext, payload: PlannedRun | Mapping[str, Any]) -> Notif
     context.publish(config, event)
     if unchanged:  # nothing to do: the replica is in sync with what Plan read
         context.record_success(config, document)
-    lifecycle.release_lock(
+    replica_state.release_lock(
         context.state, context.replica_key(config, plan.replication), plan.event_id
     )
     ended = event.end_time or document.started

@@ -12,13 +12,13 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from ferry import attempts, lifecycle
 from ferry.config import CopierOptions, ReplicationConfig, TableReplication
 from ferry.copying.manifest import ManifestWriter
 from ferry.copying.side_credentials import write_sides
 from ferry.core import faults
 from ferry.iceberg.pipeline import IcebergIntent
-from ferry.notify import START
+from ferry.lifecycle import attempts, replica_state
+from ferry.lifecycle.notify import START
 from ferry.planning.preflight import check_writable
 from ferry.planning.preview import preview_of
 from ferry.planning.runs import CopierKind, PlanDocument, RunLocations, choose_copier, write_plan
@@ -37,12 +37,12 @@ def run(context: StateContext, payload: PlanInput | Mapping[str, Any]) -> PlanRe
     config = context.load(config_uri)
     replication = config.replication_of(payload.source_table, payload.replica_table)
     adopted = payload.adopt or replication.replica_qualified_name.lower() in context.adopt
-    # A failed attempt of this table is continued, not restarted (``ferry.attempts``).
+    # A failed attempt of this table is continued, not restarted (``ferry.lifecycle.attempts``).
     attempt = _resumable(context, config, replication)
     if attempt is not None:
         event_id = attempt.event_id
     key = context.replica_key(config, replication)
-    lifecycle.take_lock(
+    replica_state.take_lock(
         context.state, key, event_id, context.clock(), owner=payload.execution,
         gone=context.lock_holder_gone,
     )  # fmt: skip
@@ -53,7 +53,7 @@ def run(context: StateContext, payload: PlanInput | Mapping[str, Any]) -> PlanRe
 
     def intend(intent: IcebergIntent) -> None:
         """Write-ahead: an Iceberg run's files at the replica, ledgered before any is."""
-        lifecycle.iceberg_writes_intended(
+        replica_state.iceberg_writes_intended(
             context.state, key, replication, event_id, intent, where.root, context.clock()
         )
 
@@ -77,7 +77,7 @@ def run(context: StateContext, payload: PlanInput | Mapping[str, Any]) -> PlanRe
             intend,
             adopt=adopted,
         )  # fmt: skip
-    lifecycle.snapshot_created(context.state, key, plan, context.clock())
+    replica_state.snapshot_created(context.state, key, plan, context.clock())
     for notice in plan.notices:
         logger.warning("%s", notice)
     faults.point("plan.planned")
@@ -131,7 +131,8 @@ def _result(
 def _resumable(
     context: StateContext, config: ReplicationConfig, replication: TableReplication
 ) -> attempts.Attempt | None:
-    """The replica table's failed attempt this run continues, if any (``ferry.attempts``)."""
+    """The replica table's failed attempt this run continues, if any
+    (``ferry.lifecycle.attempts``)."""
     if context.state is None or replication.replica_table.table_location is None:
         return None
     attempt, why = resumable_attempt(context, config, replication)
@@ -147,7 +148,7 @@ def resumable_attempt(
     event_id: str | None = None,
 ) -> tuple[attempts.Attempt | None, str]:
     """The replica table's newest failed attempt a run may continue (``event_id``: that
-    one), or None and why not (``ferry.attempts.resumable``)."""
+    one), or None and why not (``ferry.lifecycle.attempts.resumable``)."""
     with context.open(config.replica_catalog) as replica:
         return attempts.resumable(
             context.state,

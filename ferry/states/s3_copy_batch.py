@@ -1,15 +1,15 @@
 """State `Copy batch`: server-side copy of one batch of the manifest (one item of the S3
-copy Map; ``ferry.copies``)."""
+copy Map; ``ferry.lifecycle.copy_work``)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from ferry import copies
 from ferry.config import CopierOptions
 from ferry.copying.copier import Progress
 from ferry.copying.side_credentials import side_of_batch
+from ferry.lifecycle import copy_work
 from ferry.statemachine.payloads import CopyBatchInput, CopyBatchResult
 from ferry.states.context import StateContext
 
@@ -24,7 +24,7 @@ def run(
     payload = CopyBatchInput.model_validate(payload)
     # A target bucket of another account is written (and the source read) as its role.
     aws = side_of_batch(payload.batch, payload.manifest_uri, context.aws)
-    return copies.copy_batch_server_side(
+    return copy_work.copy_batch_server_side(
         payload.batch,
         payload.manifest_uri,
         CopierOptions.model_validate(payload.copier_options),

@@ -303,8 +303,8 @@ def test_a_partition_dropped_in_dr_is_dropped_at_the_source_only_under_propagate
 def test_the_source_data_stays_the_source_s_and_housekeeping_deletes_none_of_it(
     dr, source_catalog, replica_catalog
 ):
-    from ferry import lifecycle
     from ferry.config import load_config
+    from ferry.lifecycle import replica_state
     from ferry.replicas.ledger import SqliteStateStore, replica_key
 
     source_files = {e.uri for e in fs.list_files(dr.source().location)}
@@ -313,9 +313,9 @@ def test_the_source_data_stays_the_source_s_and_housekeeping_deletes_none_of_it(
     assert dr.ferry("failback")[0] == 0
     config = load_config(dr.config_path)
     reverse = replica_key(
-        lifecycle.catalog_identity(config.source_catalog, None), f"{dr.source_db}.orders"
+        replica_state.catalog_identity(config.source_catalog, None), f"{dr.source_db}.orders"
     )
-    store = SqliteStateStore(dr.home_dir / lifecycle.LOCAL_STATE_FILE)
+    store = SqliteStateStore(dr.home_dir / replica_state.LOCAL_STATE_FILE)
     assert store.entries(reverse) == []
     code, out, err = dr.ferry("housekeeping", "--vacuum", "--delete-orphans")
     assert code == 0, err

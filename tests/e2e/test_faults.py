@@ -90,7 +90,7 @@ def table_result(outcome) -> dict:
 
 def kept_for_a_resume(result: dict) -> bool:
     """A failed copy's snapshot: kept for a resume when it copied files (then the cause says
-    until when), else removed (``ferry.attempts``)."""
+    until when), else removed (``ferry.lifecycle.attempts``)."""
     if result["snapshotRemoved"]:
         return not files_below(result["snapshot"])
     assert "kept for a resume until" in result["cause"], result["cause"]

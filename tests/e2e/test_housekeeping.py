@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 import boto3
 import pytest
 
-from ferry.lifecycle import LOCAL_STATE_FILE
+from ferry.lifecycle.replica_state import LOCAL_STATE_FILE
 from ferry.local import deploy
 from ferry.replicas.ledger import DynamoDbStateStore, SqliteStateStore, replica_key
 from ferry.statemachine.executions import follow, start

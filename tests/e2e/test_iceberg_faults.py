@@ -23,7 +23,7 @@ from ferry.catalog.glue import GlueCatalog
 from ferry.iceberg.paths import canonical
 from ferry.iceberg.pipeline import CurrentReferences
 from ferry.iceberg.recognise import metadata_location
-from ferry.lifecycle import LOCAL_STATE_FILE, ReplicaState
+from ferry.lifecycle.replica_state import LOCAL_STATE_FILE, ReplicaState
 from ferry.local import deploy
 from ferry.replicas.ledger import DynamoDbStateStore, SqliteStateStore, replica_key
 from ferry.statemachine.executions import follow, start

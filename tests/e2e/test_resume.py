@@ -262,8 +262,8 @@ def test_an_attempt_past_its_grace_period_is_not_resumed_and_housekeeping_delete
 def test_summarize_aborting_a_resumed_table_finds_the_attempt_it_continued(resumable, sample):
     # Summarize aborts a table whose iteration failed where no Catch takes the error, by the
     # event id its item was given; a resumed table's plan is under the attempt's event id.
-    from ferry import lifecycle
     from ferry.config import load_config_uri
+    from ferry.lifecycle import replica_state
     from ferry.states import abort as abort_state
     from ferry.states import plan as plan_state
     from ferry.states.context import StateContext
@@ -272,7 +272,7 @@ def test_summarize_aborting_a_resumed_table_finds_the_attempt_it_continued(resum
     resumable["killed_after"](39, "replicate", config)
     (attempt,) = resumable["runs"]()
     home = Path(resumable["home"])
-    state = lifecycle.open_state(home=home)
+    state = replica_state.open_state(home=home)
     context = StateContext(fs.local_uri(home / "work"), state=state)
     item = "ferry-20991231t000000000z-0000000e"
     table = {
@@ -289,7 +289,7 @@ def test_summarize_aborting_a_resumed_table_finds_the_attempt_it_continued(resum
     assert aborted.event_id == attempt
     document = load_config_uri(config)
     replication = document.replication_of(table["sourceTable"], table["replicaTable"])
-    key = lifecycle.replica_of(document.replica_catalog, replication, context.aws.region)
+    key = replica_state.replica_of(document.replica_catalog, replication, context.aws.region)
     assert state.store.lease(key) is None, "the attempt's lock was released"
     # Found: its snapshot is the attempt's (an uncaught failure is not kept: removed).
     assert aborted.snapshot.endswith(f"/{attempt}") and aborted.snapshot_removed

@@ -1,4 +1,4 @@
-"""State `Abort table` (``ferry/states/abort.py``; the clean-up rules are ``ferry/abort.py``):
+"""State `Abort table` (``ferry/states/abort.py``; the clean-up rules are ``ferry/lifecycle/aborting.py``):
 a failed table's snapshot, which nothing references, is removed; consumers are told FAILURE
 with the error's name; real metastores, the emulator's SNS and SQS."""
 

@@ -1,4 +1,4 @@
-"""State `Commit` (``ferry/states/commit.py``; the catalog writes are ``ferry/commit.py``):
+"""State `Commit` (``ferry/states/commit.py``; the catalog writes are ``ferry/lifecycle/committing.py``):
 no commit before every batch has its copy record; then the replica table points at the new
 snapshot, with its partitions; real metastores."""
 

@@ -10,13 +10,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import yaml
 
-from ferry import lifecycle
 from ferry.cli import main
-from ferry.commit import commit
 from ferry.core.errors import PromotedReplicaError
 from ferry.failover import PROMOTED
 from ferry.failover.baseline import Baseline, PartitionBaseline
 from ferry.failover.promotion import promote
+from ferry.lifecycle import replica_state
+from ferry.lifecycle.committing import commit
 from ferry.local import processes
 from ferry.planning.table_plan import plan_replication
 from ferry.replicas.ledger import SqliteStateStore
@@ -139,13 +139,13 @@ def test_a_live_run_holding_a_lock_is_refused_unless_cancelled(setup, replica_ca
     from ferry.config import load_config
 
     config = load_config(setup.config_path)
-    store = SqliteStateStore(setup.home_dir / lifecycle.LOCAL_STATE_FILE)
-    key = lifecycle.replica_of(
+    store = SqliteStateStore(setup.home_dir / replica_state.LOCAL_STATE_FILE)
+    key = replica_state.replica_of(
         config.replica_catalog, config.replication_of(f"{setup.database}.orders"), None
     )
     store.acquire(
         key, "ferry-20261121t083000000z-0000beef", datetime.now(UTC), timedelta(hours=1),
-        owner=lifecycle.this_process(),
+        owner=replica_state.this_process(),
     )  # fmt: skip
     before = setup.state()
     code, _, err = setup.ferry("failover")
@@ -225,12 +225,12 @@ def test_failover_waits_for_a_live_run_when_told_to(setup):
 
     assert setup.ferry("replicate")[0] == 0
     config = load_config(setup.config_path)
-    store = SqliteStateStore(setup.home_dir / lifecycle.LOCAL_STATE_FILE)
-    key = lifecycle.replica_of(
+    store = SqliteStateStore(setup.home_dir / replica_state.LOCAL_STATE_FILE)
+    key = replica_state.replica_of(
         config.replica_catalog, config.replication_of(f"{setup.database}.orders"), None
     )
     run = subprocess.Popen(["sleep", "2"])  # a run of another process, which ends soon
-    owner = f"{socket.gethostname()}/{run.pid}/{lifecycle._start_ticks(run.pid)}"
+    owner = f"{socket.gethostname()}/{run.pid}/{replica_state._start_ticks(run.pid)}"
     holder = "ferry-20261121t083000000z-0000cafe"
     store.acquire(key, holder, datetime.now(UTC), timedelta(hours=1), owner=owner)
     code, out, err = setup.ferry("failover", "--wait", "PT30S", "--json")

@@ -18,7 +18,7 @@ from ferry.core import faults
 from ferry.core.clock import utc_now
 from ferry.core.model import Partition, StorageDescriptor
 from ferry.freshness import FreshnessState, measure
-from ferry.lifecycle import ReplicaState
+from ferry.lifecycle.replica_state import ReplicaState
 from ferry.local.samples import ORDER_COLUMNS, PARQUET, order_rows, write_parquet
 from ferry.planning.source_versions import SourceVersion
 from ferry.replicas.ledger import SqliteStateStore

@@ -36,7 +36,7 @@ from ferry.iceberg.recognise import (
     TABLE_TYPE,
     metadata_location,
 )
-from ferry.lifecycle import ReplicaState
+from ferry.lifecycle.replica_state import ReplicaState
 from ferry.replicas.ledger import SqliteStateStore
 from tests.conftest import NOW
 from tests.helpers import Replicator, at, catalog_state, config_document, files_below

@@ -25,7 +25,7 @@ from ferry.core import faults
 from ferry.iceberg.paths import canonical
 from ferry.iceberg.pipeline import CurrentReferences
 from ferry.iceberg.recognise import metadata_location
-from ferry.lifecycle import ReplicaState
+from ferry.lifecycle.replica_state import ReplicaState
 from ferry.replicas.ledger import SqliteStateStore
 from ferry.storage import fs
 from tests.conftest import NOW

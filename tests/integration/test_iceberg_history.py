@@ -17,7 +17,7 @@ from pyiceberg.catalog.hive import HiveCatalog
 from ferry.iceberg.paths import canonical
 from ferry.iceberg.pipeline import CurrentReferences
 from ferry.iceberg.recognise import metadata_location
-from ferry.lifecycle import ReplicaState
+from ferry.lifecycle.replica_state import ReplicaState
 from ferry.replicas.ledger import SqliteStateStore
 from tests.conftest import NOW
 from tests.helpers import (

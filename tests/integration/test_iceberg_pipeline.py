@@ -27,7 +27,7 @@ from ferry.iceberg.recognise import (
     TABLE_TYPE,
     metadata_location,
 )
-from ferry.lifecycle import ReplicaState
+from ferry.lifecycle.replica_state import ReplicaState
 from ferry.replicas.ledger import SqliteStateStore
 from ferry.storage import fs
 from tests.conftest import NOW

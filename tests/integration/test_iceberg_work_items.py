@@ -17,7 +17,6 @@ import pyarrow.parquet as pq
 import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 
-from ferry import copies
 from ferry.config import CopierOptions
 from ferry.copying.manifest import BATCH_TEXT_LIMIT, ManifestWriter, batch_rewrites, read_batches
 from ferry.core import faults
@@ -31,6 +30,7 @@ from ferry.iceberg.pipeline import (
     rewrite_batch,
 )
 from ferry.iceberg.reading import read_manifest, read_manifest_list
+from ferry.lifecycle import copy_work
 from ferry.storage import fs
 from tests.iceberg_tables import create_history_table, read_rows, rows, static_table
 from tests.integration.test_iceberg_replicate import assert_names_no_source
@@ -110,7 +110,7 @@ def test_batches_rewritten_in_any_order_and_again_give_the_same_bytes_and_commit
         table.metadata_location, replica_root.as_uri(), None, tmp_path / "work"
     )
 
-    copies.copy_inline(manifest_uri, CopierOptions())
+    copy_work.copy_inline(manifest_uri, CopierOptions())
     written = contents_below(replica_root)
     for batch in reversed(read_batches(manifest_uri)):  # a retried batch, out of order
         rewrite_batch(batch)
@@ -175,7 +175,7 @@ def test_commit_refuses_while_a_rewritten_manifest_or_a_new_file_is_missing(hist
         table.metadata_location, replica_root.as_uri(), None, tmp_path / "work"
     )
     batches = read_batches(manifest_uri)
-    copies.copy_inline(manifest_uri, CopierOptions())
+    copy_work.copy_inline(manifest_uri, CopierOptions())
     staged = read_staged(run.staged)
     manifest = Path(next(iter(staged.rewritten.values())).removeprefix("file://"))
     manifest.unlink()
@@ -206,7 +206,7 @@ def test_commit_failing_between_the_lists_and_the_metadata_json_converges_when_r
     run, _, manifest_uri = plan_run(
         table.metadata_location, replica_root.as_uri(), None, tmp_path / "work"
     )
-    copies.copy_inline(manifest_uri, CopierOptions())
+    copy_work.copy_inline(manifest_uri, CopierOptions())
 
     with faults.armed(faults.Fault("commit.metadata")), pytest.raises(faults.InjectedFault):
         commit_metadata(run)
@@ -224,7 +224,7 @@ def test_an_incremental_commit_checks_only_the_files_the_run_brought(history, tm
     replica_root = tmp_path / "replica" / "history"
     work = tmp_path / "work"
     full, _, manifest_uri = plan_run(table.metadata_location, replica_root.as_uri(), None, work)
-    copies.copy_inline(manifest_uri, CopierOptions())
+    copy_work.copy_inline(manifest_uri, CopierOptions())
     commit_metadata(full)
     table.append(rows([40, 41], ["eu", "us"]))
     table = catalog.load_table("db.history")
@@ -233,7 +233,7 @@ def test_an_incremental_commit_checks_only_the_files_the_run_brought(history, tm
         table.metadata_location, replica_root.as_uri(), full.metadata_location, work,
         event_id="ferry-20261125t100000000z-4e5f6a7b",
     )  # fmt: skip
-    copies.copy_inline(manifest_uri, CopierOptions())
+    copy_work.copy_inline(manifest_uri, CopierOptions())
     commit_metadata(run)
 
     staged = read_staged(run.staged)

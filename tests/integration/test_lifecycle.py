@@ -15,7 +15,7 @@ from datetime import timedelta
 import boto3
 import pytest
 
-from ferry.lifecycle import ReplicaState
+from ferry.lifecycle.replica_state import ReplicaState
 from ferry.replicas.ledger import DynamoDbStateStore, LedgerEntry, SqliteStateStore, replica_key
 from ferry.states import commit as commit_state
 from ferry.storage import fs

@@ -15,7 +15,7 @@ from datetime import timedelta
 
 import pytest
 
-from ferry.lifecycle import ReplicaState
+from ferry.lifecycle.replica_state import ReplicaState
 from ferry.replicas.ledger import LedgerEntry, replica_key
 from ferry.states import plan as plan_state
 from ferry.storage import fs

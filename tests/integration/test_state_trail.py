@@ -242,7 +242,7 @@ def check_outcome(trail: Trail, state: str, result: dict) -> None:
         )
     elif state == "abort":
         assert (result["status"], result["error"]) == ("FAILED", "TargetNotWritableError")
-        # The inline copy before it wrote the snapshot: kept for a resume (ferry.attempts).
+        # The inline copy before it wrote the snapshot: kept for a resume (ferry.lifecycle.attempts).
         assert not result["snapshotRemoved"] and fs.list_files(result["snapshot"])
         assert "kept for a resume until" in result["cause"]
     elif state == "s3_copy_batch":

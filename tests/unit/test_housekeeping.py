@@ -10,8 +10,8 @@ import pytest
 from ferry.catalog.locations import ReferencedLocations
 from ferry.config import Housekeeping, OrphanedDataStrategy, parse_config
 from ferry.core.errors import ConfigError
-from ferry.housekeeping import Request, housekeep_ledger
-from ferry.lifecycle import ReplicaState
+from ferry.lifecycle.replica_state import ReplicaState
+from ferry.lifecycle.retired_snapshots import Request, housekeep_ledger
 from ferry.replicas.ledger import LedgerEntry, SqliteStateStore
 from ferry.replicas.ownership import Ownership
 from ferry.storage import fs
@@ -176,7 +176,7 @@ def test_deleting_orphans_implies_the_vacuum():
 
 
 def test_an_attempt_whose_event_holds_the_lock_is_kept_past_its_grace_period(state, root):
-    # A failed attempt kept for a resume (ferry.attempts), ledgered under its own event, that
+    # A failed attempt kept for a resume (ferry.lifecycle.attempts), ledgered under its own event, that
     # a run is continuing: the run holds the replica's lock for that event.
     attempt = folder(root, C)
     state.store.record([LedgerEntry(KEY, attempt, C, "sales_dr.orders", NOW - 4 * DAY)])

@@ -13,10 +13,10 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from ferry import lifecycle
 from ferry.catalog.locations import ReferencedLocations
 from ferry.core.duration import format_duration, parse_duration
 from ferry.core.errors import ReplicaLockedError
+from ferry.lifecycle import replica_state
 from ferry.replicas.ledger import (
     CreatedSnapshot,
     DynamoDbStateStore,
@@ -207,17 +207,17 @@ def test_concurrent_takers_get_one_lock(tmp_path):
 def test_a_holder_process_that_died_is_recognised():
     finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                               capture_output=True, text=True, check=True)  # fmt: skip
-    me = lifecycle.this_process()
+    me = replica_state.this_process()
     host, pid, ticks = me.split("/")
 
     def lease(owner):
         return Lease(REPLICA, "ferry-a", NOW, NOW + HOUR, owner)
 
-    assert lifecycle.holder_is_gone(lease(me)) is False
-    assert lifecycle.holder_is_gone(lease(f"{host}/{finished.stdout.strip()}/1")) is True
-    assert lifecycle.holder_is_gone(lease(f"{host}/{pid}/{int(ticks) + 1}")) is True  # PID reused
-    assert lifecycle.holder_is_gone(lease(f"elsewhere/{finished.stdout.strip()}/1")) is False
-    assert lifecycle.holder_is_gone(lease(None)) is False  # Lambda: only the expiry frees it
+    assert replica_state.holder_is_gone(lease(me)) is False
+    assert replica_state.holder_is_gone(lease(f"{host}/{finished.stdout.strip()}/1")) is True
+    assert replica_state.holder_is_gone(lease(f"{host}/{pid}/{int(ticks) + 1}")) is True  # PID reused
+    assert replica_state.holder_is_gone(lease(f"elsewhere/{finished.stdout.strip()}/1")) is False
+    assert replica_state.holder_is_gone(lease(None)) is False  # Lambda: only the expiry frees it
 
 
 def test_superseded_locations_are_those_in_snapshot_folders_ferry_created():
@@ -237,13 +237,13 @@ def test_superseded_locations_are_those_in_snapshot_folders_ferry_created():
         CreatedSnapshot(REPLICA, f"{root}/{b}", b, root, "s3://src/orders", NOW),
     ]
     owner = Ownership(ReferencedLocations(), created, root=root)
-    assert lifecycle.superseded_locations(before, after, owner) == [
+    assert replica_state.superseded_locations(before, after, owner) == [
         (f"s3://dr/orders/{a}", f"s3://dr/orders/{a}"),
         (f"s3://dr/orders/{a}/dt=2", f"s3://dr/orders/{a}"),
     ]
     # A mirror supersedes nothing of Ferry's.
     mirror = Ownership(ReferencedLocations(), created, root=root, owns_nothing="a mirror")
-    assert lifecycle.superseded_locations(before, after, mirror) == []
+    assert replica_state.superseded_locations(before, after, mirror) == []
 
 
 def test_created_snapshots_are_recorded_listed_and_forgotten(store):

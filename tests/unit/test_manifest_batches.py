@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-from ferry.copies import already_copied
 from ferry.copying.copier import CopyTask
 from ferry.copying.manifest import (
     BATCH_TEXT_LIMIT,
@@ -17,6 +16,7 @@ from ferry.copying.manifest import (
     batch_tasks,
     read_batches,
 )
+from ferry.lifecycle.copy_work import already_copied
 from ferry.storage import fs
 
 GIB = 1024**3

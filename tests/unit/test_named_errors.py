@@ -57,7 +57,7 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
     # Programming errors: an invariant the callers keep, never a person's input.
     ("ferry/storage/avro.py", "replica_schema_url"): (1, "its one caller asks with a place only"),
     ("ferry/storage/fingerprint.py", "_walk.finish"): (1, "an invariant of the sorted walk"),
-    ("ferry/lifecycle.py", "open_state"): (1, "every caller names a table or a home"),
+    ("ferry/lifecycle/replica_state.py", "open_state"): (1, "every caller names a table or a home"),
     ("ferry/core/resource_names.py", "fitted"): (1, "settings bound the names' parts"),
     ("ferry/copying/s3_copy.py", "S3ServerSideCopier.__init__"): (3, "copier-options bound them first"),
     ("ferry/planning/selection.py", "expand"): (1, "needs_catalog decides who passes list_tables"),

@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 
 import yaml
 
-from ferry import lifecycle
 from ferry.config import load_config
-from ferry.lifecycle import ReplicaState
+from ferry.lifecycle import replica_state
+from ferry.lifecycle.replica_state import ReplicaState
 from ferry.replicas.ledger import SqliteStateStore
 from ferry.statemachine.outcomes import write_map_results
 from ferry.states import summarize
@@ -52,7 +52,7 @@ def test_summarize_records_the_failure_of_a_table_it_aborts(tmp_path):
     )
     assert result.failed == 1
     replication = load_config(config_path).table_replications[0]
-    key = lifecycle.replica_of(load_config(config_path).replica_catalog, replication, None)
+    key = replica_state.replica_of(load_config(config_path).replica_catalog, replication, None)
     outcome = store.outcomes([key])[key]
     assert (outcome.failing_since, outcome.last_failure_event) == (NOW, "ferry-e1")
     assert outcome.last_error.startswith("States.DataLimitExceeded: ")

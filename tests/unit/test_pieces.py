@@ -11,7 +11,7 @@ from ferry.config import SnsEventListener
 from ferry.core.errors import ReplicationModeError
 from ferry.core.event_id import EVENT_ID_PATTERN, new_event_id
 from ferry.core.model import Column, escape_path_name, partition_name
-from ferry.notify import IcebergChange, ReplicationEvent, SnsNotifier, message_body
+from ferry.lifecycle.notify import IcebergChange, ReplicationEvent, SnsNotifier, message_body
 from ferry.planning.views import rewrite_view_sql
 from ferry.storage import fs
 

@@ -24,11 +24,11 @@ MODULES_OVER: dict[str, int] = {
     "ferry/copying/copier.py": 427,
     "ferry/doctor.py": 553,
     "ferry/storage/fs.py": 755,
-    "ferry/housekeeping.py": 496,
+    "ferry/lifecycle/retired_snapshots.py": 496,
     "ferry/iceberg/snapshot_plan.py": 417,
     "ferry/replicas/ledger/dynamodb.py": 421,
     "ferry/replicas/ledger/sqlite.py": 462,
-    "ferry/lifecycle.py": 517,
+    "ferry/lifecycle/replica_state.py": 517,
     "ferry/local/emulator_cloudwatch.py": 462,
     "ferry/local/emulator_emr_serverless.py": 430,
     "ferry/local/emulator_executions.py": 433,
@@ -48,7 +48,7 @@ MODULES_OVER: dict[str, int] = {
 #: (module, qualified function) → its lines today, for the functions still over
 #: ``FUNCTION_LINES``.
 FUNCTIONS_OVER: dict[tuple[str, str], int] = {
-    ("ferry/commit.py", "commit"): 87,
+    ("ferry/lifecycle/committing.py", "commit"): 87,
     ("ferry/local/emulator_emr_serverless.py", "install"): 199,
     ("ferry/local/emulator_executions.py", "_endings_final"): 94,
     ("ferry/local/emulator_states.py", "_result_writer_writes_results"): 89,

@@ -4,8 +4,8 @@ Two ports, one store:
 
 - the **ledger** (``Ledger``) lists every location a commit superseded — the replica table's
   or a partition's previous snapshot below its managed table location — with the event that
-  superseded it and when. Housekeeping (``ferry.housekeeping``) deletes them after the grace
-  period, never one the replica still references.
+  superseded it and when. Housekeeping (``ferry.lifecycle.retired_snapshots``) deletes them after
+  the grace period, never one the replica still references.
 - the **locks** (``Locks``) let one replication at a time work on a replica table: a lease
   with an expiry, taken with a conditional write (free, expired, or already ours), so a
   crashed run's lease is taken over once it expires.

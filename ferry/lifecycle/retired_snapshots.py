@@ -1,6 +1,6 @@
 """Housekeeping: delete superseded snapshots once no reader can still be using them.
 
-Every commit records the locations it superseded in the ledger (``ferry.lifecycle``).
+Every commit records the locations it superseded in the ledger (``ferry.lifecycle.replica_state``).
 Housekeeping, per replica table of the config, deletes an entry's location when all of:
 
 - its grace period is over: it was superseded longer ago than the table's
@@ -14,7 +14,8 @@ Housekeeping, per replica table of the config, deletes an entry's location when 
   replica is not a METADATA_MIRROR (a mirror owns nothing, whatever its config says);
 - the table's ``orphaned-data-strategy`` is not ``NONE`` (which keeps everything);
 - no run holds the replica's lock for the entry's event: a failed attempt kept for a resume
-  (``ferry.attempts``, ledgered by Abort table under its own event) that a run is continuing.
+  (``ferry.lifecycle.attempts``, ledgered by Abort table under its own event) that a run is
+  continuing.
 
 An **Iceberg replica** has no snapshot folders; its ledger names files (those only
 superseded replica metadata referenced) and runs' intents (the files a run was about to
@@ -43,7 +44,6 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from ferry import lifecycle
 from ferry.catalog import Catalog
 from ferry.catalog.locations import DatabaseReferences, Paths, locations_of
 from ferry.config import Housekeeping, ReplicationConfig, ReplicationMode, TableReplication
@@ -51,7 +51,8 @@ from ferry.core.duration import format_duration
 from ferry.core.errors import FerryError
 from ferry.iceberg.pipeline import CurrentReferences
 from ferry.iceberg.recognise import is_iceberg, metadata_location
-from ferry.lifecycle import ReplicaState
+from ferry.lifecycle import replica_state
+from ferry.lifecycle.replica_state import ReplicaState
 from ferry.replicas.ledger import LedgerEntry
 from ferry.replicas.ownership import IcebergOwnership, Ownership, event_time, is_snapshot_name
 from ferry.replicas.replica import PROMOTED
@@ -267,7 +268,7 @@ def _housekeep_table(
     if (table is not None and is_iceberg(table)) or (table is None and intents):
         # An Iceberg replica (or the first run of one, which never committed): the ledger's
         # files and the runs' intents, against its current metadata read now.
-        iceberg = lifecycle.iceberg_ownership(
+        iceberg = replica_state.iceberg_ownership(
             state,
             key,
             CurrentReferences(metadata_location(table) if table is not None else None),
@@ -282,7 +283,7 @@ def _housekeep_table(
         )
         return outcome
     live = locations_of(replica, table)
-    owner = lifecycle.ownership(
+    owner = replica_state.ownership(
         state, key, replication, live, table.parameters if table else None, catalog,
         ledgered=[e.snapshot for e in entries if e.snapshot],
     )  # fmt: skip
@@ -321,7 +322,7 @@ def housekeep_ledger(
     """
     grace = policy.expired_path_duration
     waiting = Paths(e.path for e in entries if now < e.recorded_at + grace)
-    # A failed attempt kept for a resume (``ferry.attempts``) that a run is continuing.
+    # A failed attempt kept for a resume (``ferry.lifecycle.attempts``) that a run is continuing.
     lease = state.store.lease(key)
     running = lease.holder if lease is not None and not lease.expired(now) else None
     outcomes = []
@@ -376,8 +377,8 @@ def _housekeep_intents(
     state: ReplicaState,
     key: str,
 ) -> list[PathOutcome]:
-    """Iceberg runs' intents (``ferry.lifecycle.iceberg_writes_intended``: the files a run
-    was about to write at the replica, ledgered before it wrote any; a commit forgets its
+    """Iceberg runs' intents (``ferry.lifecycle.replica_state.iceberg_writes_intended``: the files a
+    run was about to write at the replica, ledgered before it wrote any; a commit forgets its
     run's). Past the grace period, each of those files that exists, that the replica's
     current metadata does not reference and that Ferry owns (``IcebergOwnership``) is
     deleted: what a run left that failed, or was killed, before its commit. An intent is
@@ -405,7 +406,7 @@ def _housekeep_intents(
             outcomes.append(outcome(entry.path, Action.KEPT, owner.owns_nothing))
             continue
         settled = True
-        for path in lifecycle.intended_files(entry.path):
+        for path in replica_state.intended_files(entry.path):
             # Referenced files first: no I/O for them (a committed run's, all of them).
             if path in owner.current or not fs.exists(path):
                 continue

@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from ferry.catalog import Catalog
-from ferry.commit import release_claim, snapshot_references
 from ferry.core.errors import CopyError, describe_error
 from ferry.iceberg.pipeline import remove_unreferenced
 from ferry.iceberg.recognise import metadata_location
+from ferry.lifecycle.committing import release_claim, snapshot_references
 from ferry.planning.runs import CopierKind, PlanDocument
 from ferry.planning.table_plan import ReplicationPlan
 from ferry.replicas.replica import CREATED_BY_EVENT
@@ -67,7 +67,7 @@ def _spark_failure(report_uri: str | None, name: str, message: str) -> tuple[str
 
 def clean_up(plan: ReplicationPlan, replica: Catalog, keep: bool = False) -> dict[str, Any]:
     """Remove the run's snapshot unless the replica references it (or ``keep``: a failed
-    copy kept for a resume, ``ferry.attempts``), release the run's claim on the replica
+    copy kept for a resume, ``ferry.lifecycle.attempts``), release the run's claim on the replica
     table, drop a database the run created and left empty; what was done."""
     snapshot = plan.snapshot_location
     outcome: dict[str, Any] = {"snapshot": snapshot, "removed": False, "referencedBy": []}
