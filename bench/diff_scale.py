@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from ferry.catalog import batched  # noqa: E402
 from ferry.catalog.hive import HiveMetastoreCatalog, partition_to_thrift  # noqa: E402
+from ferry.commands.in_process import InProcessDriver  # noqa: E402
 from ferry.config import parse_config  # noqa: E402
 from ferry.copying.spark_job import LocalSpark  # noqa: E402
 from ferry.core.model import Column, Database, Partition, StorageDescriptor, Table, TableType  # noqa: E402
@@ -41,7 +42,6 @@ from ferry.lifecycle.committing import commit  # noqa: E402
 from ferry.local import metastore, processes  # noqa: E402
 from ferry.planning.table_plan import plan_replication  # noqa: E402
 from ferry.replicas.replica import PARTITION_FINGERPRINT  # noqa: E402
-from ferry.replicate import InProcessDriver  # noqa: E402
 from ferry.states.context import StateContext  # noqa: E402
 from ferry.storage import fingerprint, fs  # noqa: E402
 

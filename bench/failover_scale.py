@@ -39,7 +39,7 @@ from ferry.storage import fs  # noqa: E402
 def ferry(*args: str) -> tuple[float, str]:
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "ferry.cli", *args],
+        [sys.executable, "-m", "ferry.commands.cli", *args],
         capture_output=True,
         text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT)},

@@ -68,7 +68,7 @@ def replicate(config: Path, home: Path, faults: list | None = None) -> tuple[flo
         environment["FERRY_FAULTS"] = json.dumps(faults)
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "ferry.cli", "replicate", str(config), "--home", str(home),
+        [sys.executable, "-m", "ferry.commands.cli", "replicate", str(config), "--home", str(home),
          "--json"],
         env=environment, capture_output=True, text=True, check=False,
     )  # fmt: skip

@@ -95,7 +95,7 @@ def main() -> None:
 
             begun = time.monotonic()
             done = subprocess.run(
-                [sys.executable, "-m", "ferry.cli", "status", str(config_path), "--home",
+                [sys.executable, "-m", "ferry.commands.cli", "status", str(config_path), "--home",
                  str(home), "--json"],
                 capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
             )  # fmt: skip

@@ -1,7 +1,7 @@
 """The freshness check's schedule: every ``freshness-check-rate`` (5 minutes by default),
 EventBridge Scheduler invokes the FreshnessCheck function with every config the environment
 deploys; it measures each table's freshness from the catalogs and the state table and
-publishes it (``ferry.freshness_metrics``), which the ``rpo-breached`` alarm and the
+publishes it (``ferry.freshness.metrics``), which the ``rpo-breached`` alarm and the
 dashboard read (``infra/operations.py``).
 
 As the Hive pollers' schedules: a start is not retried (the next one comes within the

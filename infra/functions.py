@@ -21,7 +21,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from ferry import statemachine
-from ferry.freshness_metrics import NAMESPACE as METRICS_NAMESPACE
+from ferry.freshness.metrics import NAMESPACE as METRICS_NAMESPACE
 from infra import bundling
 from infra.access import DataAccess, allow, allow_prefix, trusted_service
 from infra.assets import lambda_code
@@ -89,7 +89,7 @@ NEEDS: dict[str, frozenset[str]] = {
     "ClaimChanges": frozenset({CATALOGS, FEED_STATE}),
     "CloseWindow": frozenset({FEED_STATE}),
     # Measures every table's freshness from both catalogs and the state table (no data, no
-    # copy, no lock) and publishes it (ferry.freshness_metrics).
+    # copy, no lock) and publishes it (ferry.freshness.metrics).
     "FreshnessCheck": frozenset({CATALOGS, READ_STATE, PUT_METRICS}),
     # Turns a config's rules and schedules off and on, stops its runs, releases its claims:
     # nothing of the data, the catalogs or the configs (infra/failover.py grants it all).

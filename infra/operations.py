@@ -13,7 +13,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from ferry.freshness_metrics import FRESHNESS, SERVICE, TABLES_OVER_RPO
+from ferry.freshness.metrics import FRESHNESS, SERVICE, TABLES_OVER_RPO
 from infra.alarms import failure_alarm
 from infra.dashboard import (
     NAMESPACE,

@@ -7,7 +7,7 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from ferry.freshness_metrics import FRESHNESS
+from ferry.freshness.metrics import FRESHNESS
 from ferry.statemachine.payloads import AbortInput
 from ferry.states import abort
 from lambdas.runtime import context as states_context
@@ -22,7 +22,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     result = abort.run(states_context(), payload)
     metrics.add_dimension(name="table", value=result.source_table)
     metrics.add_metric(name="TablesFailed", unit=MetricUnit.Count, value=1)
-    # Its freshness now, without waiting for the periodic check (ferry.freshness_metrics).
+    # Its freshness now, without waiting for the periodic check (ferry.freshness.metrics).
     behind = abort.failed_table_freshness(states_context(), result, payload.config_uri)
     if behind is not None:
         metrics.add_metric(name=FRESHNESS, unit=MetricUnit.Seconds, value=behind)

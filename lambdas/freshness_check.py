@@ -1,7 +1,7 @@
 """The freshness check: a schedule starts it every few minutes (``freshness-check-rate``); it
 reads the catalogs and the state store of every config the environment deploys and
 publishes each table's ``Freshness`` and the environment's ``TablesOverRpo``
-(``ferry.freshness_metrics``). It copies nothing and starts nothing."""
+(``ferry.freshness.metrics``). It copies nothing and starts nothing."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from ferry.freshness_metrics import FRESHNESS
+from ferry.freshness.metrics import FRESHNESS
 from ferry.statemachine.payloads import PlannedRun
 from ferry.states import notify_success
 from lambdas.runtime import NAMESPACE, SERVICE, logger, metrics, tracer
@@ -33,7 +33,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         name="ReplicationLagSeconds", unit=MetricUnit.Seconds, value=result.lag_seconds
     )
     # The replica now holds what the source held when Plan read it: it is in sync, without
-    # waiting for the periodic check (ferry.freshness_metrics).
+    # waiting for the periodic check (ferry.freshness.metrics).
     metrics.add_metric(name=FRESHNESS, unit=MetricUnit.Seconds, value=0)
     if result.status == "SUCCEEDED":
         # The change → replica lag by the table's priority (the copy budget's dashboard).

@@ -64,7 +64,7 @@ def _stable(parameters) -> dict[str, str]:
 class Replicator:
     """``ferry replicate``'s driver as tests use it: a config document, a fixed clock.
 
-    Runs the state machine's definition in this process (``ferry.replicate``) with Spark in
+    Runs the state machine's definition in this process (``ferry.commands.in_process``) with Spark in
     local mode, the plan and manifest under a fresh work folder.
     """
 
@@ -105,8 +105,8 @@ class Replicator:
         )
 
     def run(self, tables: list[str] | None = None):
+        from ferry.commands.in_process import InProcessDriver
         from ferry.copying.spark_job import LocalSpark
-        from ferry.replicate import InProcessDriver
 
         outcomes = _Collect(self.observer)
         driver = InProcessDriver(
@@ -121,7 +121,7 @@ class Replicator:
         ``request``: ``dryRun``, ``vacuum``, ``deleteOrphans``, ``tables``.
         """
         from ferry import statemachine as definition
-        from ferry.replicate import InProcessDriver
+        from ferry.commands.in_process import InProcessDriver
 
         driver = InProcessDriver(
             self.context(clock), None, definition_path=definition.HOUSEKEEPING_PATH
@@ -147,7 +147,7 @@ class _Collect:
         pass
 
     def table_finished(self, table, result, states, seconds):
-        from ferry.replicate import outcome_of
+        from ferry.commands.in_process import outcome_of
 
         self.outcomes.append(outcome_of(result, states, seconds, None))
 
@@ -251,13 +251,13 @@ def in_process_aws(monkeypatch) -> None:
 
 
 def ferry(*args: str, faults: list[dict] | None = None, **popen) -> subprocess.Popen:
-    """``ferry <args>`` in a process of its own (``python -m ferry.cli``), with ``faults``
+    """``ferry <args>`` in a process of its own (``python -m ferry.commands.cli``), with ``faults``
     armed in it (``FERRY_FAULTS``): a process the tests may kill."""
     environment = {**os.environ}
     if faults:
         environment["FERRY_FAULTS"] = json.dumps(faults)
     return subprocess.Popen(
-        [sys.executable, "-m", "ferry.cli", *args],
+        [sys.executable, "-m", "ferry.commands.cli", *args],
         env=environment,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -1,6 +1,6 @@
 """What each ``ferry`` command runs, one module per command.
 
-``ferry.cli`` parses the command line and calls them; ``ferry demo`` calls them as a person
+``ferry.commands.cli`` parses the command line and calls them; ``ferry demo`` calls them as a person
 would type the commands. A command returns its exit code: 0 every table succeeded; 1 any
 table failed; 2 bad config or usage (nothing was run). ``run_command`` turns a mistake into
 one line on stderr and its exit code, never a stack trace.

@@ -1,4 +1,4 @@
-"""``ferry doctor``'s arguments (``ferry.cli`` adds them) and its handler: the arguments
+"""``ferry doctor``'s arguments (``ferry.commands.cli`` adds them) and its handler: the arguments
 turned into one call of the command, imported only when it runs."""
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ def run_failback(
     home = prepared.home
 
     def run_reverse(config_uri: str, names: Sequence[str], adopt: frozenset[str]) -> list:
-        from ferry.replicate import InProcessDriver
+        from ferry.commands.in_process import InProcessDriver
         from ferry.states.context import StateContext
 
         collected = _Outcomes()
@@ -175,6 +175,6 @@ class _Outcomes:
         pass
 
     def table_finished(self, table, result, states, seconds) -> None:
-        from ferry.replicate import outcome_of
+        from ferry.commands.in_process import outcome_of
 
         self.outcomes.append(outcome_of(result, states, seconds, "FULL"))

@@ -1,4 +1,5 @@
-"""The command lines of ``ferry failover`` and ``ferry failback`` (``ferry.cli`` adds them)."""
+"""The command lines of ``ferry failover`` and ``ferry failback`` (``ferry.commands.cli`` adds
+them)."""
 
 from __future__ import annotations
 

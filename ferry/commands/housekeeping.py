@@ -39,8 +39,8 @@ def run_housekeeping(
     DynamoDB table ``state_table`` (the pipeline's).
     """
     from ferry import statemachine
+    from ferry.commands.in_process import InProcessDriver
     from ferry.commands.replicate import open_state
-    from ferry.replicate import InProcessDriver
     from ferry.states.context import StateContext
 
     # Every check first: nothing is created before all of them have passed.

@@ -1,5 +1,5 @@
-"""``ferry housekeeping``'s arguments (``ferry.cli`` adds them) and its handler: the arguments
-turned into one call of the command, imported only when it runs."""
+"""``ferry housekeeping``'s arguments (``ferry.commands.cli`` adds them) and its handler: the
+arguments turned into one call of the command, imported only when it runs."""
 
 from __future__ import annotations
 

@@ -2,8 +2,8 @@
 
 - **A dead-letter queue.** What failed outside the state machines (a catalog event the
   intake could not take, a poll, an event a rule could not deliver, a start a schedule could
-  not) waits in a dead-letter queue and keeps its alarm in ALARM (``ferry.redrive``). Once
-  the cause is fixed, this sends each message again to where it was going and deletes it:
+  not) waits in a dead-letter queue and keeps its alarm in ALARM (``ferry.commands.dead_letters``).
+  Once the cause is fixed, this sends each message again to where it was going and deletes it:
   one line per message, exit 0 when every one was sent again, 1 when one could not be (it
   stays in the queue).
 - **An execution** of the replication state machine that timed out, was stopped or failed
@@ -23,7 +23,7 @@ from pathlib import Path
 from botocore.exceptions import ClientError
 
 from ferry.commands import EXIT_FAILED, EXIT_OK, UsageError
-from ferry.redrive import redrive
+from ferry.commands.dead_letters import redrive
 from ferry.storage.aws import AwsClients
 
 #: An execution's ARN (a Map Run's child's too: ``execution:<machine>/<label>:<name>``).

@@ -1,7 +1,7 @@
 """``ferry replicate``: replicate the tables of a config in this process, and say how it went.
 
 The replication runs the state machine's own definition with the in-process driver
-(``ferry.replicate``): the same steps, in the same order, choosing the same copier.
+(``ferry.commands.in_process``): the same steps, in the same order, choosing the same copier.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def run_replicate(
     Replica locks and the snapshot ledger live in the DynamoDB table ``state_table``, else
     in ``<home>/state.sqlite3`` (``ferry.lifecycle.replica_state``).
     """
-    from ferry.replicate import InProcessDriver
+    from ferry.commands.in_process import InProcessDriver
     from ferry.states.context import StateContext
 
     # Every check first, each one line: nothing is created (no home, no work folder, no
@@ -119,7 +119,7 @@ def _previews(
     out: Console | None,
 ) -> list:  # fmt: skip
     """A dry run: what each selected table's run would do, printed to ``out`` as it comes."""
-    from ferry.replicate import preview_outcome
+    from ferry.commands.in_process import preview_outcome
     from ferry.states import plan as plan_state
 
     config_uri = str(config_path.resolve())
@@ -191,7 +191,7 @@ def open_state(
 
 
 def _failed_preview(replication, error: FerryError):
-    from ferry.replicate import TableOutcome
+    from ferry.commands.in_process import TableOutcome
 
     return TableOutcome(
         source_table=replication.source_table.qualified_name,
@@ -261,7 +261,7 @@ class _Observer:
             self.progress = None
 
     def table_finished(self, table: str, result, states, seconds: float) -> None:
-        from ferry.replicate import outcome_of
+        from ferry.commands.in_process import outcome_of
 
         outcome = outcome_of(result, states, seconds, self.mode_of(table))
         self.outcomes.append(outcome)

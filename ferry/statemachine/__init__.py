@@ -1,5 +1,5 @@
 """The state machines: one ASL file each, deployed by the CDK (``infra/``), run by the
-emulator and walked by ``ferry replicate`` (``ferry.replicate``).
+emulator and walked by ``ferry replicate`` (``ferry.commands.in_process``).
 
 ``replication.asl.json`` is plain Amazon States Language (JSONPath) with ``${Name}``
 placeholders for resource ARNs and settings, as the CDK's ``DefinitionSubstitutions``
@@ -64,7 +64,7 @@ FEED_FUNCTIONS = {
     "CatalogPoller": "lambdas.catalog_poller.handler",
 }
 #: The functions that watch the replicas instead of replicating: the freshness check, started
-#: by a schedule (``ferry.freshness_metrics``). No definition invokes them.
+#: by a schedule (``ferry.freshness.metrics``). No definition invokes them.
 CHECK_FUNCTIONS = {"FreshnessCheck": "lambdas.freshness_check.handler"}
 #: What a rule or a schedule invokes, outside every execution: their failures go to a
 #: dead-letter queue of their own and are alarmed on (``infra/functions.py``).
@@ -112,7 +112,7 @@ ALL_FUNCTIONS = {
 }
 #: The state module each function's handler runs (``ferry/states/<state>.py``, named after
 #: the handler's module ``lambdas/<state>.py``): the same module the in-process driver
-#: (``ferry.replicate``) runs for the replication and housekeeping definitions' functions.
+#: (``ferry.commands.in_process``) runs for the replication and housekeeping definitions' functions.
 STATES = {
     function: "ferry.states." + handler.split(".")[1] for function, handler in ALL_FUNCTIONS.items()
 }

@@ -73,8 +73,8 @@ class StateContext:
 
     def run_state(self, function: str, payload: Any, *extra: Any) -> Any:
         """The state module of ``function`` (``ferry.statemachine.STATES``) run on ``payload``
-        with this context: what the in-process driver (``ferry.replicate``) runs at a Task,
-        the module the function's handler runs."""
+        with this context: what the in-process driver (``ferry.commands.in_process``) runs at a
+        Task, the module the function's handler runs."""
         return importlib.import_module(statemachine.STATES[function]).run(self, payload, *extra)
 
     # -- configs and catalogs -------------------------------------------------------------
@@ -187,7 +187,7 @@ class StateContext:
         except Exception as failure:  # noqa: BLE001 - the failure being aborted comes first
             logger.warning("could not record the failure of event %s: %s", event_id, failure)
 
-    # -- freshness (the periodic check's and a failed table's, ferry.freshness_metrics) ----
+    # -- freshness (the periodic check's and a failed table's, ferry.freshness.metrics) ----
 
     def measure_freshness(
         self, config_uri: str, tables: Sequence[str] = ()

@@ -1,11 +1,11 @@
 """The freshness check (a schedule's target, no definition's state): read the catalogs and
 the state store of every config the environment deploys, publish each table's ``Freshness``
-and the environment's ``TablesOverRpo`` (``ferry.freshness_metrics``). It copies nothing and
+and the environment's ``TablesOverRpo`` (``ferry.freshness.metrics``). It copies nothing and
 starts nothing."""
 
 from __future__ import annotations
 
-from ferry.freshness_metrics import check_freshness
+from ferry.freshness.metrics import check_freshness
 from ferry.statemachine.payloads import FreshnessCheckInput, FreshnessCheckResult
 from ferry.states.context import StateContext
 

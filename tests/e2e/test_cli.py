@@ -22,7 +22,7 @@ SPEL_FILTER = r"""    partition-filter: "dt = '#{ #nowUtc().minusDays(1).toStrin
 
 def ferry(*args: str, env: dict[str, str] | None = None, cwd=None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "ferry.cli", *args],
+        [sys.executable, "-m", "ferry.commands.cli", *args],
         capture_output=True,
         text=True,
         timeout=300,

@@ -189,7 +189,7 @@ def replicate(local_runtime, sample, accounts, write_config, tmp_path, role_arn)
     }
     return subprocess.run(
         [
-            sys.executable, "-m", "ferry.cli", "replicate", str(write_config(document)),
+            sys.executable, "-m", "ferry.commands.cli", "replicate", str(write_config(document)),
             "--home", str(tmp_path / "home"),
         ],
         capture_output=True,

@@ -150,7 +150,7 @@ def ferry(primary, accounts, write_config, tmp_path):  # noqa: F811 - the fixtur
 def as_operator(accounts, *arguments: str) -> subprocess.CompletedProcess:  # noqa: F811
     """``ferry ARGUMENTS`` in a process of its own, as the primary account's operator role."""
     return subprocess.run(
-        [sys.executable, "-m", "ferry.cli", *arguments],
+        [sys.executable, "-m", "ferry.commands.cli", *arguments],
         capture_output=True,
         text=True,
         timeout=300,

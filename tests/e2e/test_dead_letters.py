@@ -14,8 +14,8 @@ from typing import Any
 import boto3
 import pytest
 
-from ferry import cli
 from ferry.catalog.glue import GlueCatalog
+from ferry.commands import cli
 from ferry.commands.local import run_local_trigger
 from ferry.feeds import FeedState, trigger_events
 from ferry.local import catalog_triggers as feed_triggers

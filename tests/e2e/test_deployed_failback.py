@@ -15,10 +15,10 @@ import boto3
 import pytest
 
 from ferry.catalog.glue import GlueCatalog
+from ferry.commands.reader import read_rows
 from ferry.core.model import Partition
 from ferry.failover import PROMOTED
 from ferry.local.samples import order_rows, write_parquet
-from ferry.reader import read_rows
 from ferry.storage import fs
 from tests.e2e import test_deployed_failover, test_failover_switch
 from tests.e2e.test_deployed_failover import replicate

@@ -60,7 +60,7 @@ def replicate(sfn, pipeline) -> None:
 @pytest.fixture
 def ferry(local_runtime, pipeline, monkeypatch, capsys):
     """``ferry COMMAND LANDING --environment local --json``: (exit code, JSON or stderr)."""
-    from ferry.cli import main
+    from ferry.commands.cli import main
 
     monkeypatch.setenv("FERRY_EVENTS_TOPIC_ARN", pipeline.topic_arn)
 

@@ -82,7 +82,7 @@ def test_a_secret_still_holding_its_placeholder_fails_its_check_and_names_the_va
 
 
 def test_an_unknown_environment_is_one_line_and_exit_2(capsys):
-    from ferry.cli import main
+    from ferry.commands.cli import main
 
     assert main(["doctor", "--environment", "prd"]) == 2
     error = capsys.readouterr().err
@@ -99,8 +99,8 @@ def test_a_hive_source_with_catalog_events_must_write_its_notification_log(
     from datetime import UTC, datetime
     from types import SimpleNamespace
 
+    from ferry.commands.doctor_checks import FAILED, OK, Deployment, Doctor
     from ferry.config import load_config
-    from ferry.doctor import FAILED, OK, Deployment, Doctor
     from ferry.feeds import FeedState
     from ferry.feeds.checks import LISTENER
     from ferry.local import deploy
@@ -177,7 +177,7 @@ def test_a_fresh_runtime_passes_the_doctor_and_stderr_stays_empty(pipeline, loca
     environment = {k: v for k, v in os.environ.items() if not k.startswith("JSII_SILENCE")}
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "ferry.cli", "doctor", "--environment", "local",
+            [sys.executable, "-m", "ferry.commands.cli", "doctor", "--environment", "local",
              "--home", str(local_runtime.state_dir)],
             capture_output=True, text=True, timeout=300, env=environment,
         )  # fmt: skip
@@ -200,8 +200,8 @@ def test_a_trigger_bucket_that_does_not_exist_fails_its_check_naming_the_config(
     """On AWS a trigger bucket that does not exist is a mistake: its triggers never fire."""
     from types import SimpleNamespace
 
+    from ferry.commands.doctor_checks import FAILED, Doctor
     from ferry.config import load_config
-    from ferry.doctor import FAILED, Doctor
     from ferry.storage.aws import AwsClients
 
     bucket = f"ferry-no-landing-{unique}"

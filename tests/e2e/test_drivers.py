@@ -16,8 +16,8 @@ import boto3
 import pytest
 
 from ferry import statemachine as definition
+from ferry.commands.in_process import substitutions
 from ferry.replicas.replica import COMMIT_CLAIM, LAST_REPLICATED, SOURCE_READ_AT
-from ferry.replicate import substitutions
 from ferry.storage import fs
 from tests.e2e.test_pipeline import table_entry
 from tests.helpers import Replicator, catalog_state, config_document
@@ -212,13 +212,13 @@ def test_ferry_replicate_runs_spark_on_emr_serverless_when_the_config_names_an_a
     )
     config = str(write_config(document))
     local = subprocess.run(
-        [sys.executable, "-m", "ferry.cli", "replicate", config, "--json"],
+        [sys.executable, "-m", "ferry.commands.cli", "replicate", config, "--json"],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert local.returncode == 2 and "give --work-uri s3://" in local.stderr
 
     result = subprocess.run(
-        [sys.executable, "-m", "ferry.cli", "replicate", config, "--json",
+        [sys.executable, "-m", "ferry.commands.cli", "replicate", config, "--json",
          "--work-uri", f"{pipeline.work_uri}/cli", "--home", str(tmp_path / "home")],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip

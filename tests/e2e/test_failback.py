@@ -13,12 +13,12 @@ import pyarrow as pa
 import pytest
 import yaml
 
-from ferry.cli import main
+from ferry.commands.cli import main
+from ferry.commands.reader import read_rows
 from ferry.core import faults
 from ferry.core.model import Partition
 from ferry.failover import PROMOTED
 from ferry.local.samples import order_rows, write_parquet
-from ferry.reader import read_rows
 from ferry.storage import fs
 from tests.helpers import catalog_state, config_document
 

@@ -301,7 +301,7 @@ def test_ferry_failover_and_failback_of_a_deployed_config_switch_its_triggers_th
     """The commands as an operator types them: ``--environment local`` promotes the replica
     the deployed pipeline wrote and turns the config's rule and schedule off through the
     deployed switch; failback (nothing changed in DR) turns them on and un-promotes it."""
-    from ferry.cli import main
+    from ferry.commands.cli import main
     from ferry.failover import PROMOTED
 
     monkeypatch.setenv("FERRY_EVENTS_TOPIC_ARN", pipeline.topic_arn)

@@ -39,7 +39,7 @@ def test_execute_wait_reads_the_tables_outcomes_from_the_runtime_home_selects(
 ):
     path = write_config(setup["document"]())
     result = subprocess.run(
-        [sys.executable, "-m", "ferry.cli", "execute", str(path), "--wait", "--json",
+        [sys.executable, "-m", "ferry.commands.cli", "execute", str(path), "--wait", "--json",
          "--home", str(local_runtime.state_dir), "--table", f"{sample.database}.customers"],
         capture_output=True, text=True, timeout=300, env=bare_shell(tmp_path),
     )  # fmt: skip

@@ -176,7 +176,7 @@ def ferry(*args: str, faults=None) -> subprocess.CompletedProcess:
     if faults:
         environment["FERRY_FAULTS"] = json.dumps(faults)
     return subprocess.run(
-        [sys.executable, "-m", "ferry.cli", *args],
+        [sys.executable, "-m", "ferry.commands.cli", *args],
         capture_output=True,
         text=True,
         timeout=300,

@@ -29,7 +29,7 @@ TRIES = 20
 
 def replicate(config: str, home: str, faults: list[dict]) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "ferry.cli", "replicate", config, "--home", home, "--json"],
+        [sys.executable, "-m", "ferry.commands.cli", "replicate", config, "--home", home, "--json"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -28,7 +28,7 @@ pytestmark = pytest.mark.e2e
 
 def ferry(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "ferry.cli", *args],
+        [sys.executable, "-m", "ferry.commands.cli", *args],
         capture_output=True,
         text=True,
         timeout=300,

@@ -9,11 +9,11 @@ from datetime import UTC, datetime
 import pytest
 import yaml
 
+from ferry.commands.in_process import InProcessDriver
 from ferry.config import Priority
 from ferry.copying.budget import CopyBudget, EnvironmentBudget
 from ferry.copying.budget.sqlite import SqliteSlots
 from ferry.copying.spark_job import LocalSpark
-from ferry.replicate import InProcessDriver
 from ferry.states.context import StateContext
 from ferry.storage import fs
 from tests.conftest import fixed_clock

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import yaml
 
-from ferry.cli import main
+from ferry.commands.cli import main
 from ferry.core.errors import PromotedReplicaError
 from ferry.failover import PROMOTED
 from ferry.failover.baseline import Baseline, PartitionBaseline

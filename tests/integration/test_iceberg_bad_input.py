@@ -121,7 +121,7 @@ def scene(local_runtime, source_catalog, replica_catalog, tmp_path, unique):
 
 def ferry(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "ferry.cli", *args],
+        [sys.executable, "-m", "ferry.commands.cli", *args],
         capture_output=True,
         text=True,
         timeout=300,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from ferry.commands.reader import read_rows
 from ferry.local.samples import order_rows, write_parquet
-from ferry.reader import read_rows
 from ferry.replicas.replica import REPLICATION_EVENT, SOURCE_TABLE
 from ferry.storage import fs
 from tests.helpers import Replicator, config_document, files_below, read_bytes

@@ -7,9 +7,9 @@ from dataclasses import replace
 
 import pytest
 
+from ferry.commands.reader import read_rows
 from ferry.core.model import StorageDescriptor, Table, TableType
 from ferry.local.samples import order_rows, write_parquet
-from ferry.reader import read_rows
 from ferry.replicas.replica import (
     CIRCUS_TRAIN_REPLICATION_EVENT,
     LAST_REPLICATED,

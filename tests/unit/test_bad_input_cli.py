@@ -4,7 +4,7 @@ Every mistake — a command-line option, a state store Ferry cannot use, a confi
 large or not what it looks like — is one ``ferry: error:`` (or argparse's ``ferry …:
 error:``) line on stderr naming the option, key or file, exit code 2, and nothing created or
 changed: no home folder, no work folder, no state file, the files that were there as they
-were. The CLI runs in process (``ferry.cli.main``) in an empty folder of its own.
+were. The CLI runs in process (``ferry.commands.cli.main``) in an empty folder of its own.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import pytest
 import yaml
 from moto import mock_aws
 
-from ferry.cli import main
+from ferry.commands.cli import main
 from ferry.config import parse_config
 from ferry.local.processes import free_port
 from ferry.replicas.ledger import SqliteStateStore

@@ -10,8 +10,8 @@ from datetime import timedelta
 
 import pytest
 
-from ferry.cli import main
 from ferry.commands import print_warnings
+from ferry.commands.cli import main
 from ferry.config import (
     CopierOptions,
     OrphanedDataStrategy,

@@ -218,7 +218,7 @@ def test_each_function_runs_the_state_module_its_handler_calls():
 
 
 def test_the_in_process_driver_understands_every_path_the_definition_uses():
-    from ferry.replicate import _PATH, substitutions
+    from ferry.commands.in_process import _PATH, substitutions
 
     text = json.dumps(definition.load(substitutions()))
     for path in re.findall(r'"(\$\$?\.[^"]*|\$)"', text):

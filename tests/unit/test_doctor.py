@@ -6,7 +6,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from ferry.doctor import (
+from ferry.commands.doctor_checks import (
     FAILED,
     OK,
     POLLER_SERVICES,
@@ -183,7 +183,7 @@ def _document(replica_region: str, bucket: str) -> dict:
 def test_catalogs_and_buckets_of_another_region_need_a_nat_whatever_the_endpoints(vpc, tmp_path):
     """Endpoints serve their own region: a Glue catalog or a bucket in another region is
     reached from the VPC only through a NAT, and each is named with its config and region."""
-    from ferry.doctor import Doctor
+    from ferry.commands.doctor_checks import Doctor
     from ferry.storage.aws import AwsClients
 
     ec2, network, table, _ = vpc
@@ -219,7 +219,7 @@ def test_catalogs_and_buckets_of_another_region_need_a_nat_whatever_the_endpoint
 
 
 def test_a_config_within_the_region_needs_no_nat(vpc, tmp_path):
-    from ferry.doctor import Doctor
+    from ferry.commands.doctor_checks import Doctor
     from ferry.storage.aws import AwsClients
 
     ec2, network, table, _ = vpc
@@ -243,7 +243,7 @@ def test_what_a_config_reaches_in_other_regions_is_named_once_each(tmp_path):
     from pathlib import Path
     from types import SimpleNamespace
 
-    from ferry.doctor_regions import Elsewhere, reached_elsewhere
+    from ferry.commands.doctor_regions import Elsewhere, reached_elsewhere
 
     document = _document("us-west-2", "dr-west")
     document["sns-event-listener"] = {"topic": "arn:aws:sns:us-east-1:123456789012:ferry"}
@@ -277,7 +277,7 @@ def test_what_a_config_reaches_in_other_regions_is_named_once_each(tmp_path):
 def test_a_state_machine_without_the_spark_job_fails_its_check_instead_of_stopping_the_doctor():
     from types import SimpleNamespace
 
-    from ferry.doctor import Deployment, Doctor
+    from ferry.commands.doctor_checks import Deployment, Doctor
     from ferry.storage.aws import AwsClients
 
     definition = '{"StartAt": "Done", "States": {"Done": {"Type": "Succeed"}}}'

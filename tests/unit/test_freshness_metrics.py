@@ -1,4 +1,4 @@
-"""The freshness check's metrics (``ferry.freshness_metrics``), published to moto's
+"""The freshness check's metrics (``ferry.freshness.metrics``), published to moto's
 CloudWatch: each table's ``Freshness`` and ``RpoSeconds`` and the environment's
 ``TablesOverRpo``, in requests within PutMetricData's limit, a config that cannot be measured
 named without keeping the others' tables from being published."""
@@ -13,7 +13,7 @@ import pytest
 from moto import mock_aws
 
 from ferry.core.errors import FerryError
-from ferry.freshness_metrics import METRICS_PER_REQUEST, check_freshness
+from ferry.freshness.metrics import METRICS_PER_REQUEST, check_freshness
 
 NOW = datetime(2026, 11, 21, 8, 30, tzinfo=UTC)
 

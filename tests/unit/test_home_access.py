@@ -58,7 +58,7 @@ def run(prefix: list[str], here: Path, *argv: str) -> subprocess.CompletedProces
     for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"):
         environment.pop(name, None)
     return subprocess.run(
-        [*prefix, sys.executable, "-m", "ferry.cli", *argv],
+        [*prefix, sys.executable, "-m", "ferry.commands.cli", *argv],
         cwd=here, env=environment, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
 

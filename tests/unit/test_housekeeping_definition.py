@@ -65,7 +65,7 @@ def test_the_function_runs_the_step_its_handler_calls_and_has_a_sample_event():
 
 
 def test_both_definitions_functions_are_deployed_and_driven():
-    from ferry.replicate import substitutions
+    from ferry.commands.in_process import substitutions
 
     assert set(definition.ALL_FUNCTIONS) == (
         set(definition.FUNCTIONS)

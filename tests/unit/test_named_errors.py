@@ -150,7 +150,7 @@ def test_the_local_runtime_refuses_a_port_in_use_with_its_named_error(tmp_path, 
 
 
 def test_ferry_local_up_on_a_port_in_use_is_one_line_and_exit_1(tmp_path, busy_port, capsys):
-    from ferry.cli import main
+    from ferry.commands.cli import main
 
     home = tmp_path / "home"
     code = main(["local", "up", "--home", str(home), "--source-port", str(busy_port)])

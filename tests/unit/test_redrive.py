@@ -12,9 +12,9 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from ferry.cli import main
+from ferry.commands.cli import main
+from ferry.commands.dead_letters import target_input
 from ferry.feeds import trigger_events
-from ferry.redrive import target_input
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"

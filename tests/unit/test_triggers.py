@@ -8,7 +8,7 @@ import yaml
 from moto.events.models import EventPattern
 from moto.events.utils import EventTemplateParser
 
-from ferry.cli import main
+from ferry.commands.cli import main
 from ferry.config import S3Trigger, ScheduleTrigger, check_schedule_expression, parse_config
 from ferry.core.errors import ConfigError
 from ferry.feeds import trigger_events

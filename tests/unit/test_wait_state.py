@@ -3,7 +3,7 @@ as the claim said, never more than ``LONGEST_WAIT_SECONDS``; and a Choice on a b
 
 from __future__ import annotations
 
-from ferry.replicate import LONGEST_WAIT_SECONDS, InProcessDriver, _choose
+from ferry.commands.in_process import LONGEST_WAIT_SECONDS, InProcessDriver, _choose
 from ferry.states.context import StateContext
 
 

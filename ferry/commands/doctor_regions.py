@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ferry.doctor_findings import FAILED, OK, Finding
+from ferry.commands.doctor_findings import FAILED, OK, Finding
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from ferry.catalog.hive import HiveMetastoreCatalog
 from ferry.commands import EXIT_FAILED, EXIT_OK, run_command
 from ferry.commands.doctor import run_doctor
 from ferry.commands.execute import run_execute
+from ferry.commands.reader import read_rows
 from ferry.commands.replicate import run_replicate
 from ferry.local import deploy, runtime
 from ferry.local.samples import (
@@ -42,7 +43,6 @@ from ferry.local.samples import (
     order_rows,
     write_parquet,
 )
-from ferry.reader import read_rows
 from ferry.statemachine.executions import follow
 from ferry.storage import fs
 from ferry.storage.aws import AwsClients

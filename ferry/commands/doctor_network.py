@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ferry.doctor_findings import FAILED, OK, Finding
+from ferry.commands.doctor_findings import FAILED, OK, Finding
 
 #: Services the functions call from their subnets (VPC endpoint service names).
 VPC_SERVICES = ("s3", "dynamodb", "glue", "sns", "secretsmanager", "sts", "emr-serverless", "logs")

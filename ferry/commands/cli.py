@@ -102,7 +102,7 @@ def _add_demo(commands: argparse._SubParsersAction) -> None:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from ferry import demo
+    from ferry.commands import demo
 
     check_writable(args.home.resolve())
     node.quiet_jsii()  # the demo starts the local runtime, which synthesizes with the CDK

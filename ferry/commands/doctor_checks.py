@@ -23,10 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
-from ferry.config.text import SECRET_PLACEHOLDER
-from ferry.core.errors import DeploymentError
-from ferry.doctor_findings import FAILED, OK, SKIPPED, Finding
-from ferry.doctor_network import (
+from ferry.commands.doctor_findings import FAILED, OK, SKIPPED, Finding
+from ferry.commands.doctor_network import (
     POLLER_SERVICES,
     VPC_SERVICES,
     check_routes,
@@ -34,7 +32,9 @@ from ferry.doctor_network import (
     check_subnets,
     subnets_without_nat,
 )
-from ferry.doctor_regions import check_other_regions, head_bucket_region, reached_elsewhere
+from ferry.commands.doctor_regions import check_other_regions, head_bucket_region, reached_elsewhere
+from ferry.config.text import SECRET_PLACEHOLDER
+from ferry.core.errors import DeploymentError
 from ferry.storage.aws import AwsClients
 
 __all__ = [
@@ -280,7 +280,7 @@ class Doctor:
 
     def other_regions(self, ec2: Any, network: Any) -> list[Finding]:
         """The catalogs, buckets and topics of other regions, which the VPC's functions reach
-        only through a NAT (``ferry.doctor_regions``)."""
+        only through a NAT (``ferry.commands.doctor_regions``)."""
         from botocore.exceptions import BotoCoreError, ClientError
 
         s3 = self.aws.client("s3", self.settings.region)
