@@ -29,7 +29,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from ferry.failover.triggers import schedule_group
+from ferry.failover.trigger_names import schedule_group
 from infra.access import allow
 from infra.encryption import Encryption
 from infra.settings import EnvironmentSettings

@@ -34,7 +34,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from ferry.config import ReplicationConfig
-from ferry.failover import triggers as names
+from ferry.failover import trigger_names as names
 from ferry.feeds import trigger_events
 from infra.access import allow, trusted_service
 from infra.configs import ReplicationConfigs
@@ -60,7 +60,7 @@ LONGEST_TRIGGER_NAME = names.LONGEST_TRIGGER_NAME
 
 def config_resource_name(settings: EnvironmentSettings, config_name: str, suffix: str) -> str:
     """``ferry-<environment>-<config>[suffix]``, the config's part shortened (with a digest)
-    when the whole would not fit a rule's or a schedule's name (``ferry.failover.triggers``:
+    when the whole would not fit a rule's or a schedule's name (``ferry.failover.trigger_names``:
     a failover finds them by the same names)."""
     return names.trigger_name(settings.name, config_name, suffix)
 

@@ -4,7 +4,7 @@ schedule, and hands the changes of the tables the config selects over (``ferry.f
 It polls for up to ``ferry.feeds.trigger_events.POLL_SECONDS``, and never past the function's own
 time.
 ``ferry doctor`` invokes it with ``{"check": "notification-log", …}``: then it only reads
-where the metastore's log is and where the poller stands (``ferry.feeds.checks``).
+where the metastore's log is and where the poller stands (``ferry.feeds.feed_checks``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from ferry.feeds.checks import NOTIFICATION_LOG, check_notification_log
+from ferry.feeds.feed_checks import NOTIFICATION_LOG, check_notification_log
 from ferry.feeds.trigger_events import POLL_SECONDS
 from ferry.statemachine.payloads import PollInput
 from ferry.states import catalog_poller

@@ -26,9 +26,9 @@ def run_failback(
     environment: str | None = None,
     as_json: bool = False,
 ) -> int:
-    """Fail the config's promoted replicas back (``ferry.failover.failback``)."""
+    """Fail the config's promoted replicas back (``ferry.failover.config_failback``)."""
     from ferry.commands.replicate import _spark_runner
-    from ferry.failover.failback import fail_back, reverse_ledger_forgetter
+    from ferry.failover.config_failback import fail_back, reverse_ledger_forgetter
     from ferry.lifecycle import replica_state
 
     prepared = prepare(config_path, tables, home, state_table, work_uri, environment)

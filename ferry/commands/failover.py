@@ -21,7 +21,7 @@ from ferry.storage import fs
 from ferry.storage.aws import AwsClients
 
 if TYPE_CHECKING:
-    from ferry.failover.failover import FailoverReport
+    from ferry.failover.config_failover import FailoverReport
 
 
 def selected_replications(
@@ -108,15 +108,20 @@ def run_failover(
     environment: str | None = None,
     as_json: bool = False,
 ) -> int:
-    """Promote the config's replicas (``ferry.failover.failover``) and say what each holds."""
+    """Promote the config's replicas (``ferry.failover.config_failover``) and say what each
+    holds."""
     from ferry.core.clock import utc_now
     from ferry.core.event_id import new_event_id
-    from ferry.failover.failover import fail_over
+    from ferry.failover.config_failover import fail_over
     from ferry.lifecycle import replica_state
 
     prepared = prepare(config_path, tables, home, state_table, work_uri, environment)
     config, replications, work, aws, switch = (
-        prepared.config, prepared.replications, prepared.work, prepared.aws, prepared.switch
+        prepared.config,
+        prepared.replications,
+        prepared.work,
+        prepared.aws,
+        prepared.switch,
     )
     if environment:
         # Through the stack: its functions check, baseline and promote under their roles.

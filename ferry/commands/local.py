@@ -15,7 +15,7 @@ from ferry.config import ReplicationConfig, S3Trigger, load_config
 from ferry.core.duration import format_duration
 from ferry.core.errors import ConfigError, FerryError
 from ferry.feeds import trigger_events
-from ferry.feeds.checks import notification_log_problem
+from ferry.feeds.feed_checks import notification_log_problem
 from ferry.local import catalog_triggers, deploy, emulator, processes, runtime
 from ferry.storage.aws import AwsClients, new_session
 

@@ -12,7 +12,7 @@ runtime.
 What the function is asked is worked out here, from the environment's settings
 (``infra/environments/<name>.yml``, the local runtime's ``ferry/local/environment.yml``):
 which deployed config the operator's config is (the one replicating the same tables between
-the same catalogs), its file name (its triggers' names, ``ferry.failover.triggers``), its
+the same catalogs), its file name (its triggers' names, ``ferry.failover.trigger_names``), its
 deployed object (the stack's ``ConfigUri…`` output: its runs are found by it) and the
 replica keys of the tables (their locks). A config's triggers are turned off only when
 every table of it fails over; they are turned on again whenever it fails back (a table
@@ -31,7 +31,7 @@ from typing import Any
 from ferry.config import ReplicationConfig
 from ferry.core.errors import FailoverError
 from ferry.failover import SwitchReport
-from ferry.failover.triggers import config_triggers
+from ferry.failover.trigger_names import config_triggers
 from ferry.lifecycle import replica_state
 from ferry.statemachine.payloads import FailoverSwitchInput, FailoverSwitchResult
 from ferry.storage.aws import AwsClients, new_session

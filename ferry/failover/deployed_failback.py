@@ -21,8 +21,8 @@ from collections.abc import Callable, Sequence
 from ferry.config import ReplicationConfig
 from ferry.core.errors import FerryError
 from ferry.failover import Prefer
+from ferry.failover.config_failback import FailbackReport, TableFailback
 from ferry.failover.deployed import DeployedSwitch
-from ferry.failover.failback import FailbackReport, TableFailback
 from ferry.statemachine.payloads import FailbackInput, FailbackResult
 
 #: The stack output naming the function.

@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from datetime import timedelta
 
 from ferry.config import ReplicationConfig
+from ferry.failover.config_failover import FailoverReport, TableFailover
 from ferry.failover.deployed import DeployedSwitch
-from ferry.failover.failover import FailoverReport, TableFailover
 from ferry.statemachine.payloads import FailoverInput, FailoverResult
 
 #: The stack output naming the function.

@@ -1,5 +1,5 @@
-"""The steps of ``ferry failback`` for one Hive table (``ferry.failover.failback`` runs them in
-order, each recorded in the table's journal): what the journal records, the reverse table,
+"""The steps of ``ferry failback`` for one Hive table (``ferry.failover.config_failback`` runs them
+in order, each recorded in the table's journal): what the journal records, the reverse table,
 the restore of both sides, and the outcome reported."""
 
 from __future__ import annotations
@@ -16,15 +16,16 @@ from ferry.core.errors import ConfigError, FailoverError
 from ferry.core.model import Table, TableType
 from ferry.failover import Prefer
 from ferry.failover import baseline as baselines
-from ferry.failover.changes import TableChanges
 from ferry.failover.journal import Journal
 from ferry.failover.promotion import failover_id_of
 from ferry.failover.reverse import ReverseTable
+from ferry.failover.side_changes import TableChanges
 from ferry.replicas.replica import PARTITION_FINGERPRINT, TABLE_FINGERPRINT
 from ferry.storage import fs
 
 #: Ferry's parameters all start so: the reverse's bookkeeping on the original table.
 FERRY_PREFIX = "ferry."
+
 
 @dataclass
 class TableFailback:

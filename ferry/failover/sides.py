@@ -1,11 +1,11 @@
 """Each side of a failed-over table as it is now: its partitions and their files' fingerprints
-(``ferry.failover.changes`` compares them with the baseline)."""
+(``ferry.failover.side_changes`` compares them with the baseline)."""
 
 from __future__ import annotations
 
 from ferry.catalog import Catalog
 from ferry.core.model import Partition, Table, partition_name
-from ferry.failover.changes import Side
+from ferry.failover.side_changes import Side
 from ferry.storage import fingerprint
 
 

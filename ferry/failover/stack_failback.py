@@ -5,7 +5,7 @@ operator's process reads no catalog and no data:
 
 - ``plan`` (``--dry-run``): the checks and each table's changes since the failover; nothing
   is written.
-- ``run``: the checks, then ``ferry.failover.failback``'s steps as far as one invocation
+- ``run``: the checks, then ``ferry.failover.config_failback``'s steps as far as one invocation
   goes. The reverse config is written below the work bucket's ``configs/failback/`` (every
   function of the pipeline reads configs there) and replicated by the stack's own
   replication state machine, which this function starts (``StackReverse``): it answers
@@ -31,7 +31,7 @@ from ferry.config import ReplicationConfig, TableReplication
 from ferry.core.event_id import new_event_id
 from ferry.failover import Prefer
 from ferry.failover.baseline import FAILOVER_FOLDER
-from ferry.failover.failback import fail_back
+from ferry.failover.config_failback import fail_back
 from ferry.failover.stack_failover import AlreadySuspended, replications_of
 from ferry.statemachine.payloads import FailbackInput, FailbackResult
 from ferry.storage import fs
@@ -55,7 +55,7 @@ class ReversePending(Exception):
 
 @dataclass(frozen=True)
 class ReverseOutcome:
-    """A table's outcome of the reverse run, as ``ferry.failover.failback`` reads it."""
+    """A table's outcome of the reverse run, as ``ferry.failover.config_failback`` reads it."""
 
     source_table: str
     ok: bool = True
@@ -64,7 +64,7 @@ class ReverseOutcome:
 
 
 class StackReverse:
-    """``ferry.failover.failback.ReverseRun`` on the replication state machine.
+    """``ferry.failover.config_failback.ReverseRun`` on the replication state machine.
 
     The execution started for a reverse config is recorded in ``record_folder``; asked
     again for the same config, its outcome is read rather than a second one started.

@@ -4,7 +4,7 @@
 (``ferry.failover.stack_switch``): ``check`` first (each replica exists and was replicated
 by Ferry: nothing has changed yet when one is not), then, once the switch has stopped the
 config's triggers and runs, ``promote``: the baseline of each replica in the stack's work
-bucket (``failover/``), then its promotion (``ferry.failover.failover``). The function's role
+bucket (``failover/``), then its promotion (``ferry.failover.config_failover``). The function's role
 reads the replica catalog, alters the configured replica tables and lists the replica
 locations; it cannot stop or start anything, which the switch does.
 
@@ -20,7 +20,7 @@ from ferry.catalog import Catalog
 from ferry.config import ReplicationConfig, TableReplication
 from ferry.core.errors import FailoverError
 from ferry.failover import SwitchReport
-from ferry.failover.failover import FailoverReport, check_replicas, fail_over
+from ferry.failover.config_failover import FailoverReport, check_replicas, fail_over
 from ferry.statemachine.payloads import FailoverInput
 
 

@@ -2,11 +2,11 @@
 
 AWS Glue sends its Data Catalog's changes to EventBridge; a Hive metastore writes them to
 its notification log, which a scheduled function polls. Both become ``CatalogChange``s
-(``ferry.feeds.changes``), merged per table in a window (``ferry.feeds.windows``) that one
+(``ferry.feeds.catalog_changes``), merged per table in a window (``ferry.feeds.windows``) that one
 execution of the change window state machine replicates (``ferry.feeds.intake``).
 """
 
-from ferry.feeds.changes import CatalogChange, glue_changes, hive_changes, in_scope
+from ferry.feeds.catalog_changes import CatalogChange, glue_changes, hive_changes, in_scope
 from ferry.feeds.intake import ChangeFeeds, WindowExecutions, execution_name
 from ferry.feeds.windows import FeedState, Window
 

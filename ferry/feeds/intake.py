@@ -46,7 +46,13 @@ from ferry.config import CatalogConfig, ReplicationConfig, ReplicationStrategy
 from ferry.core import faults
 from ferry.core.clock import Clock, utc_now
 from ferry.core.errors import ConfigError, NotificationLogGapError
-from ferry.feeds.changes import CatalogChange, GlueEventOrigin, glue_changes, hive_changes, in_scope
+from ferry.feeds.catalog_changes import (
+    CatalogChange,
+    GlueEventOrigin,
+    glue_changes,
+    hive_changes,
+    in_scope,
+)
 from ferry.feeds.windows import FeedState, Window
 from ferry.planning import selection
 from ferry.replicas.ledger.records import iso

@@ -25,7 +25,7 @@ import json
 from typing import Any
 
 from ferry.config import ReplicationConfig, S3Trigger, ScheduleTrigger
-from ferry.feeds.changes import GLUE_DETAIL_TYPES
+from ferry.feeds.catalog_changes import GLUE_DETAIL_TYPES
 
 #: How often the housekeeping state machine runs for each config on AWS. Replaced data is
 #: kept for ``housekeeping.expired-path-duration`` (default three days); a few hours more

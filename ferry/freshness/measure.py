@@ -14,7 +14,7 @@ from ferry.config import Priority, ReplicationConfig, TableReplication
 from ferry.config.filters import render_partition_filter
 from ferry.core.errors import CatalogUnreachableError, FerryError
 from ferry.core.model import Table
-from ferry.freshness.changes import SourceChanges, iceberg_changes, table_changes
+from ferry.freshness.pending_changes import SourceChanges, iceberg_changes, table_changes
 from ferry.iceberg.recognise import is_iceberg
 from ferry.lifecycle import replica_state
 from ferry.planning import selection

@@ -269,7 +269,7 @@ def foreign_snapshots(
     """The replica's snapshots whose manifest list Ferry did not write (another writer's
     commit: Ferry names every list it writes with ``FERRY_NAME_MARK``) and that the
     ``source`` does not have either: a snapshot written in DR that a failback brought home
-    (``ferry.iceberg.failback``) is the source's own now, and replicating keeps it."""
+    (``ferry.iceberg.failback_snapshots``) is the source's own now, and replicating keeps it."""
     home = {s.snapshot_id for s in source.snapshots} if source is not None else set()
     return [
         s

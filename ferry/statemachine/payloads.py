@@ -481,7 +481,7 @@ class FailoverSwitchInput(Input):
     config_name: str = Field(min_length=1)
     #: The deployed config object (the stack's ``ConfigUri…`` output): its runs are found by it.
     config_uri: str = Field(min_length=1)
-    #: Its rules and schedules (``ferry.failover.triggers.config_triggers``); empty when only
+    #: Its rules and schedules (``ferry.failover.trigger_names.config_triggers``); empty when only
     #: some of its tables fail over (their promotion leaves them out of each run).
     rules: list[str] = Field(default_factory=list)
     schedules: list[str] = Field(default_factory=list)
@@ -524,7 +524,7 @@ class FailoverInput(Input):
 
 
 class TableFailoverResult(Result):
-    """One table's ``ferry.failover.failover.TableFailover``."""
+    """One table's ``ferry.failover.config_failover.TableFailover``."""
 
     source_table: str
     replica_table: str
@@ -566,7 +566,7 @@ class FailbackInput(Input):
 
 class FailbackResult(Result):
     """Where the failback stands (``PLANNED``, ``COPYING`` or ``DONE``) and each table's
-    ``ferry.failover.failback.TableFailback``."""
+    ``ferry.failover.config_failback.TableFailback``."""
 
     status: str = Field(pattern="^(PLANNED|COPYING|DONE)$")
     #: The reverse run on the replication state machine, while ``COPYING``.

@@ -6,7 +6,7 @@ original tables restored and the replicas un-promoted (``ferry.failover.stack_fa
 from __future__ import annotations
 
 from ferry.core.errors import ConfigError
-from ferry.failover.failback import reverse_ledger_forgetter
+from ferry.failover.config_failback import reverse_ledger_forgetter
 from ferry.failover.stack_failback import StackReverse, record_folder
 from ferry.failover.stack_failback import run as fail_back
 from ferry.lifecycle import replica_state

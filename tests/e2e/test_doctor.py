@@ -102,7 +102,7 @@ def test_a_hive_source_with_catalog_events_must_write_its_notification_log(
     from ferry.commands.doctor_checks import FAILED, OK, Deployment, Doctor
     from ferry.config import load_config
     from ferry.feeds import FeedState
-    from ferry.feeds.checks import LISTENER
+    from ferry.feeds.feed_checks import LISTENER
     from ferry.local import deploy
     from ferry.storage.aws import AwsClients
 

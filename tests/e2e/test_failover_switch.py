@@ -26,7 +26,7 @@ from ferry.commands.deployed_switch import switch_for
 from ferry.config import load_config
 from ferry.copying.budget.dynamodb import DynamoDbSlots
 from ferry.core.errors import FailoverError
-from ferry.failover.triggers import config_triggers
+from ferry.failover.trigger_names import config_triggers
 from ferry.local import deploy
 from ferry.local.samples import create_sample_tables, last_days
 from ferry.replicas.ledger import DynamoDbStateStore

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from ferry.failover.deployed import LONGEST_WAIT
-from ferry.failover.triggers import config_triggers
+from ferry.failover.trigger_names import config_triggers
 from infra.functions import kebab
 from tests.infra.test_dead_letters import actions_of, of_type
 from tests.infra.test_first_deploy import decide, role_of_function

@@ -21,7 +21,7 @@ from ferry.config import load_config
 from ferry.core import faults
 from ferry.core.errors import FailoverError
 from ferry.failover import Prefer
-from ferry.iceberg.failback import fail_back_iceberg
+from ferry.iceberg.failback_snapshots import fail_back_iceberg
 from ferry.iceberg.lineage import lineage
 from ferry.iceberg.pipeline import CurrentReferences
 from ferry.iceberg.recognise import COMMITTED_METADATA_LOCATION, metadata_location
@@ -487,7 +487,7 @@ KILLED_FAILBACK = """
 from ferry.core import faults
 from ferry.catalog.hive import HiveMetastoreCatalog
 from ferry.config import load_config
-from ferry.iceberg.failback import fail_back_iceberg
+from ferry.iceberg.failback_snapshots import fail_back_iceberg
 
 faults.arm(faults.Fault({point!r}, action="kill"))
 (replication,) = load_config({config!r}).table_replications

@@ -5,8 +5,8 @@ from __future__ import annotations
 from ferry.core.model import Column
 from ferry.failover import Prefer
 from ferry.failover.baseline import Baseline, PartitionBaseline
-from ferry.failover.changes import Side, compare
 from ferry.failover.reverse import partition_filter
+from ferry.failover.side_changes import Side, compare
 
 
 def baseline(*entries: tuple[str, str, str]) -> Baseline:

@@ -8,7 +8,7 @@ import yaml
 
 from ferry.config import parse_config_text
 from ferry.failover.deployed import every_table
-from ferry.failover.triggers import config_triggers, trigger_name
+from ferry.failover.trigger_names import config_triggers, trigger_name
 
 HIVE = {"name": "onprem", "hive-metastore-uris": "thrift://source:9083"}
 GLUE = {"name": "landing", "glue": {"region": "us-east-1"}}

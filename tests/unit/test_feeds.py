@@ -24,7 +24,7 @@ from ferry.feeds import (
     execution_name,
     glue_changes,
 )
-from ferry.feeds.changes import CatalogChange, hive_changes
+from ferry.feeds.catalog_changes import CatalogChange, hive_changes
 from ferry.replicas.ledger import DynamoDbStateStore
 from ferry.statemachine.payloads import (
     CatalogEventInput,

@@ -6,7 +6,7 @@ does not answer, a table changed on both sides with no ``--prefer``. Then, per t
 step recorded in the table's failback journal (next to its baseline) once it is done, so a
 run killed anywhere and run again converges to the same end state:
 
-1. **planned**: the changes (``ferry.failover.changes``) and the original source table as it
+1. **planned**: the changes (``ferry.failover.side_changes``) and the original source table as it
    was are written to the journal; a run again uses them rather than reading the sides anew
    (once DR's partitions are home, the source would look changed);
 2. **copied**: the reverse config (``ferry.failover.reverse``) is written to the work area and
@@ -24,8 +24,8 @@ run killed anywhere and run again converges to the same end state:
 4. **done**: ``ferry.promoted`` is removed from the replica and the switch resumes the
    config's triggers (every run: resuming what runs changes nothing).
 
-An Iceberg replica's failback is ``ferry.iceberg.failback``'s (its snapshot ids kept); once
-it returns, its promotion is removed here too.
+An Iceberg replica's failback is ``ferry.iceberg.failback_snapshots``'s (its snapshot ids kept);
+once it returns, its promotion is removed here too.
 """
 
 from __future__ import annotations
@@ -45,7 +45,6 @@ from ferry.core.errors import FailoverError, FerryError
 from ferry.core.event_id import new_event_id
 from ferry.failover import PROMOTED, Prefer, ReplicationSwitch, SwitchReport
 from ferry.failover import baseline as baselines
-from ferry.failover.changes import compare
 from ferry.failover.failback_steps import (
     FailbackTable,
     TableFailback,
@@ -60,8 +59,9 @@ from ferry.failover.failback_steps import (
 from ferry.failover.journal import COPIED, DONE, PLANNED, RESTORED, Journal, journal_uri
 from ferry.failover.promotion import failover_id_of, unpromote
 from ferry.failover.reverse import reverse_document
+from ferry.failover.side_changes import compare
 from ferry.failover.sides import replica_side, source_side
-from ferry.iceberg.failback import fail_back_iceberg
+from ferry.iceberg.failback_snapshots import fail_back_iceberg
 from ferry.iceberg.recognise import is_iceberg
 from ferry.planning import source_versions
 from ferry.storage import fs
@@ -284,8 +284,8 @@ def _iceberg_failback(
     dry_run: bool,
     event_id: str,
 ) -> TableFailback:
-    """An Iceberg replica: ``ferry.iceberg.failback`` writes DR's snapshots home with their
-    ids, from the snapshot the replica held at the failover; the replica then records the
+    """An Iceberg replica: ``ferry.iceberg.failback_snapshots`` writes DR's snapshots home with
+    their ids, from the snapshot the replica held at the failover; the replica then records the
     source version it equals, as a forward Commit would."""
     read_at = utc_now()
 
