@@ -1,9 +1,18 @@
 """What each ``ferry`` command runs, one module per command.
 
-``ferry.commands.cli`` parses the command line and calls them; ``ferry demo`` calls them as a person
-would type the commands. A command returns its exit code: 0 every table succeeded; 1 any
-table failed; 2 bad config or usage (nothing was run). ``run_command`` turns a mistake into
-one line on stderr and its exit code, never a stack trace.
+``ferry.commands.cli`` parses the command line and calls them; ``ferry demo``
+(``ferry.commands.demo``) calls them as a person would type the commands. A command returns
+its exit code: 0 every table succeeded; 1 any table failed; 2 bad config or usage (nothing
+was run). ``run_command`` turns a mistake into one line on stderr and its exit code, never a
+stack trace.
+
+Beside each command (``<command>.py``, its command line in ``<command>_arguments.py``) are
+what only the commands use: the in-process driver of ``ferry replicate`` (``in_process``), the
+doctor's checks (``doctor_checks``, ``doctor_findings``, ``doctor_network``,
+``doctor_regions``), the dead letters sent again (``dead_letters``), the deployed stack's
+switch (``deployed_switch``) and the demo's reader of tables (``reader``). The commands are
+the only layer that imports the local runtime (``ferry.local``): what runs below them is given
+what it needs.
 """
 
 from __future__ import annotations

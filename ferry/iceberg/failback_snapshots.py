@@ -54,8 +54,8 @@ from ferry.iceberg.recognise import (
     metadata_location,
 )
 from ferry.iceberg.registration import register_iceberg_replica
-from ferry.iceberg.replication import execute_plan
 from ferry.iceberg.snapshot_plan import plan_replication
+from ferry.iceberg.table_replication import execute_plan
 
 
 @dataclass(frozen=True)

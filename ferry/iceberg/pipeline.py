@@ -41,14 +41,14 @@ from ferry.core.errors import CopyIncompleteError, IcebergMetadataError, Replica
 from ferry.iceberg.fileio import FerryFileIO
 from ferry.iceberg.paths import canonical
 from ferry.iceberg.reading import is_live, read_manifest, read_table_metadata, referenced_files
-from ferry.iceberg.replication import (
+from ferry.iceberg.rewrite import DeleteFiles, ManifestWork, RewriteContext, rewrite_manifest
+from ferry.iceberg.snapshot_plan import FileCopy, StagedCommit, foreign_snapshots, plan_replication
+from ferry.iceberg.table_replication import (
     dropped_files,
     manifest_work,
     run_manifest_work,
     write_staged,
 )
-from ferry.iceberg.rewrite import DeleteFiles, ManifestWork, RewriteContext, rewrite_manifest
-from ferry.iceberg.snapshot_plan import FileCopy, StagedCommit, foreign_snapshots, plan_replication
 from ferry.storage import fs
 
 #: Beside the run's manifest: what Commit writes (``StagedCommit``).

@@ -226,7 +226,7 @@ import pyarrow.fs, pydantic_core
 from thrift.protocol import fastbinary
 # The Iceberg path as the steps run it: pyiceberg's Avro, manifests and pyarrow FileIO, and
 # its compiled dependencies (zstandard for zstd Avro and Parquet, pyroaring, mmh3).
-import ferry.iceberg.replication, pyiceberg.io.pyarrow, zstandard, pyroaring, mmh3
+import ferry.iceberg.table_replication, pyiceberg.io.pyarrow, zstandard, pyroaring, mmh3
 import ferry.states.plan, ferry.states.commit, ferry.states.abort, ferry.states.summarize
 import pyarrow.dataset, pyarrow.compute, pyarrow.parquet, pyarrow.substrait
 # An Iceberg replica's registration uses pyiceberg's Hive and Glue catalogs' converters
@@ -303,7 +303,7 @@ def test_the_spark_environment_holds_only_wheels_the_releases_python_3_12_loads(
     assert (
         "cp312-cp312-manylinux_2_28_x86_64" in wheel_tags(environment)["pyarrow-26.0.1.dist-info"]
     )
-    assert (site_packages / "ferry" / "copier.py").is_file()
+    assert (site_packages / "ferry" / "copying" / "copier.py").is_file()
     # What the job imports on S3 paths: the archive's interpreter has nothing else.
     for package in ("boto3", "botocore", "s3transfer"):
         assert (site_packages / package / "__init__.py").is_file(), package

@@ -11,7 +11,7 @@ import pytest
 from pyiceberg.catalog.hive import HiveCatalog
 
 from ferry.iceberg.recognise import is_iceberg, metadata_location
-from ferry.iceberg.replication import replicate_iceberg_table
+from ferry.iceberg.table_replication import replicate_iceberg_table
 from tests.iceberg_tables import create_history_table, read_rows
 
 pytestmark = pytest.mark.integration

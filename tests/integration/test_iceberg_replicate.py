@@ -16,7 +16,7 @@ import pytest
 from pyiceberg.catalog.sql import SqlCatalog
 
 from ferry.iceberg.reading import read_manifest, read_manifest_list
-from ferry.iceberg.replication import replicate_iceberg_table
+from ferry.iceberg.table_replication import replicate_iceberg_table
 from tests.iceberg_tables import (
     SCHEMA,
     SPEC,

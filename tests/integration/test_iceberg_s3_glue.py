@@ -14,7 +14,7 @@ from pyiceberg.catalog.sql import SqlCatalog
 from pyiceberg.io.pyarrow import PyArrowFileIO
 
 from ferry.iceberg.recognise import is_iceberg, metadata_location
-from ferry.iceberg.replication import replicate_iceberg_table
+from ferry.iceberg.table_replication import replicate_iceberg_table
 from tests.iceberg_tables import create_history_table, read_rows, rows
 
 pytestmark = pytest.mark.integration

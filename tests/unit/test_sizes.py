@@ -18,17 +18,16 @@ FUNCTION_LINES = 80
 
 #: module → its lines today, for the modules still over ``MODULE_LINES``.
 MODULES_OVER: dict[str, int] = {
-    "emr_jobs/copy_files.py": 565,
+    "emr_jobs/copy_files.py": 568,
     "ferry/catalog/glue.py": 408,
     "ferry/catalog/hive.py": 579,
-    "ferry/copying/copier.py": 427,
     "ferry/commands/doctor_checks.py": 553,
-    "ferry/storage/fs.py": 755,
-    "ferry/lifecycle/retired_snapshots.py": 496,
+    "ferry/commands/in_process.py": 590,
+    "ferry/copying/copier.py": 429,
+    "ferry/copying/manifest.py": 416,
     "ferry/iceberg/snapshot_plan.py": 417,
-    "ferry/replicas/ledger/dynamodb.py": 421,
-    "ferry/replicas/ledger/sqlite.py": 462,
     "ferry/lifecycle/replica_state.py": 517,
+    "ferry/lifecycle/retired_snapshots.py": 498,
     "ferry/local/emulator_cloudwatch.py": 462,
     "ferry/local/emulator_emr_serverless.py": 430,
     "ferry/local/emulator_executions.py": 433,
@@ -38,10 +37,11 @@ MODULES_OVER: dict[str, int] = {
     "ferry/local/emulator_states.py": 597,
     "ferry/local/iam_actions.py": 562,
     "ferry/local/stack.py": 645,
-    "ferry/copying/manifest.py": 416,
-    "ferry/statemachine/payloads.py": 575,
-    "ferry/planning/table_plan.py": 711,
-    "ferry/commands/in_process.py": 598,
+    "ferry/planning/table_plan.py": 713,
+    "ferry/replicas/ledger/dynamodb.py": 421,
+    "ferry/replicas/ledger/sqlite.py": 462,
+    "ferry/statemachine/payloads.py": 576,
+    "ferry/storage/fs.py": 755,
     "ferry/storage/s3_objects.py": 468,
 }
 
