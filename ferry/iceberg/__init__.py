@@ -8,12 +8,13 @@ paths names the replica's own files. The modules, by concept:
 - ``recognise``: which catalog tables are Iceberg tables (pure, over ``ferry.core.model``);
 - ``paths``: the one path mover, source prefix → replica prefix (pure);
 - ``reading``: a table's metadata, manifest lists and manifests through pyiceberg;
-- ``plan``: what the replica lacks, snapshot by snapshot, and the replica's next metadata;
+- ``snapshot_plan``: what the replica lacks, snapshot by snapshot, and the replica's next metadata;
 - ``rewrite``: the replica's manifests, manifest lists, position delete files and
   metadata.json, written with pyiceberg's writers;
-- ``replicate``: one table, full or incremental, files first, metadata last;
+- ``table_replication``: one table, full or incremental, files first, metadata last;
 - ``pipeline``: the steps' part (Plan, the copiers' manifest rewrites, Commit, Abort);
-- ``fileio``: pyiceberg's ``FileIO`` on Ferry's file systems.
+- ``fileio``: pyiceberg's ``FileIO`` on Ferry's file systems;
+- ``failback_snapshots``: the snapshots written in DR brought home, their ids kept.
 
 See ``docs/ICEBERG.md``.
 """

@@ -18,6 +18,10 @@ definition's paths to the models' fields.
 Each definition carries its own ``TimeoutSeconds`` (the replication 24 h, housekeeping 2 h,
 the change window 50 h: its wait, a replication and a follow-up), and every Task and Map of
 each one has a ``Retry`` and a ``Catch``.
+
+Beside the definitions: what travels between their states (``payloads``), the tables' items
+and outcomes as the Map over the tables reads and writes them (``outcomes``), and an
+execution started and followed (``executions``) or redriven (``execution_redrive``).
 """
 
 from __future__ import annotations
