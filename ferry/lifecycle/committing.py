@@ -117,7 +117,7 @@ def commit(
     recorded in the claim; ``gone`` tells whether a claim's owner no longer runs, so the
     claim of a process killed mid-commit is taken over at once rather than after
     ``claim_lease``. ``recorded``: parameters written on the replica table with the rest
-    (what it replicated of the source: ``ferry.freshness.versions.recorded_parameters``).
+    (what it replicated of the source: ``ferry.planning.source_versions.recorded_parameters``).
     ``adopt``: the replica may be a table that is no replica yet (``ferry failback``'s
     original source table); it is claimed on the metastore's own change time.
 

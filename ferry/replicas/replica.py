@@ -40,7 +40,7 @@ TABLE_FINGERPRINT = "ferry.table.fingerprint"
 #: On a replica database Ferry created: the event whose commit created it (a failed run
 #: drops such a database again while it holds no table).
 CREATED_BY_EVENT = "ferry.created.by.event"
-#: What Commit records of the source it replicated (``ferry.freshness.versions``): the
+#: What Commit records of the source it replicated (``ferry.planning.source_versions``): the
 #: source's version as Plan read it (opaque, per catalog kind), and when Plan read it.
 SOURCE_VERSION = "ferry.source.version"
 #: On a promoted replica table: ``<failover id>@<ISO-8601 time>``. Set by ``ferry failover``,

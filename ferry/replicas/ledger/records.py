@@ -98,7 +98,7 @@ class Outcome:
     replica_table: str
     last_success_at: datetime | None = None
     last_success_event: str | None = None
-    #: The source version the last success replicated (``ferry.freshness.versions``), and
+    #: The source version the last success replicated (``ferry.planning.source_versions``), and
     #: when the source was read for it: the replica holds every change made before then.
     source_version: str | None = None
     source_read_at: datetime | None = None
