@@ -11,6 +11,7 @@ from moto import mock_aws
 from ferry.commands.deployed_switch import switch_for
 from ferry.config import parse_config_text
 from ferry.core.errors import FailoverError
+from ferry.failover.deployed import DeployedSwitch
 
 CONFIG = """
 source-catalog: {name: onprem, hive-metastore-uris: "thrift://source:9083"}
@@ -48,6 +49,37 @@ def test_an_environment_not_deployed_is_named_with_its_stack(aws):
 
     assert str(refused.value) == (
         "--environment dev: not deployed (no stack Ferry-dev in eu-west-1)"
+    )
+
+
+def test_the_local_runtime_not_running_is_named_with_its_home(aws, tmp_path):
+    """The commands say how the local runtime is reached (``ferry.commands.deployed_switch``);
+    without it running there, one line names the home."""
+    config = parse_config_text(CONFIG, "sales.yml", {})
+
+    with pytest.raises(FailoverError) as refused:
+        switch_for("local", home=tmp_path).suspend(
+            config, ["sales.orders"], cancel_runs=False, wait=timedelta(0)
+        )
+
+    assert str(refused.value) == (
+        f"--environment local: the local runtime is not running in {tmp_path}; "
+        "start it with `ferry local up`"
+    )
+
+
+def test_a_switch_not_told_how_to_reach_the_local_runtime_says_so(aws, tmp_path):
+    """Below the commands nothing imports the local runtime: a switch built without the
+    commands' reach of it refuses ``local`` with one line."""
+    config = parse_config_text(CONFIG, "sales.yml", {})
+
+    with pytest.raises(FailoverError) as refused:
+        DeployedSwitch("local", tmp_path).suspend(
+            config, ["sales.orders"], cancel_runs=False, wait=timedelta(0)
+        )
+
+    assert str(refused.value) == (
+        f"--environment local: the local runtime's deployment is not known here (home {tmp_path})"
     )
 
 
