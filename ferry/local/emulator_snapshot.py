@@ -60,8 +60,8 @@ REPORT = "emulator-state.json"
 OBJECTS = "emulator-objects"
 #: Bodies up to this size stay in the snapshot itself.
 INLINE_BYTES = 4 * 1024
-#: Bumped when what is written changes shape.
-FORMAT = 1
+#: Bumped when what is written changes shape (2: Ferry's modules moved into concept folders).
+FORMAT = 2
 #: While requests arrive, the state is saved at most this often (a killed emulator loses at
 #: most this much).
 SAVE_INTERVAL_SECONDS = 10.0

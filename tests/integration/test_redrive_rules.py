@@ -408,14 +408,14 @@ def test_a_redrive_after_the_emulator_stopped_and_started_keeps_the_map_run(tmp_
 
 
 def test_the_time_limit_counts_again_from_the_redrive(sfn, machine):
-    # 3 s in all: the first Wait (2 s) ends in time, the second overruns. Redriven, the second
-    # alone has 3 s again, as AWS counts it ("reset to 0").
+    # 5 s in all: the first Wait (3 s) ends in time, the second overruns. Redriven, the second
+    # alone has 5 s again, as AWS counts it ("reset to 0"); 2 s of slack on a loaded machine.
     arn = machine({
-        "TimeoutSeconds": 3,
+        "TimeoutSeconds": 5,
         "StartAt": "First",
         "States": {
-            "First": {"Type": "Wait", "Seconds": 2, "Next": "Second"},
-            "Second": {"Type": "Wait", "Seconds": 2, "End": True},
+            "First": {"Type": "Wait", "Seconds": 3, "Next": "Second"},
+            "Second": {"Type": "Wait", "Seconds": 3, "End": True},
         },
     })  # fmt: skip
     execution = run(sfn, arn, {})
