@@ -33,7 +33,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from ferry.catalog import batched  # noqa: E402
-from ferry.catalog.hive import HiveMetastoreCatalog, partition_to_thrift  # noqa: E402
+from ferry.catalog.hive import HiveMetastoreCatalog  # noqa: E402
+from ferry.catalog.hive_thrift import partition_to_thrift  # noqa: E402
 from ferry.commands.in_process import InProcessDriver  # noqa: E402
 from ferry.config import parse_config  # noqa: E402
 from ferry.copying.spark_job import LocalSpark  # noqa: E402

@@ -1,4 +1,5 @@
-"""The AWS Glue Data Catalog adapter (boto3).
+"""The AWS Glue Data Catalog adapter (boto3); the API's dictionaries are
+``ferry.catalog.glue_shapes``'.
 
 The client is injected; it honours ``AWS_ENDPOINT_URL`` like every boto3 client, so the same
 code talks to AWS or to the local emulator.
@@ -12,17 +13,14 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError
 
 from ferry.catalog import PAGE_SIZE, Catalog, batched, partition_sort_key
-from ferry.core.errors import CatalogError, CatalogUnreachableError, ConcurrentChangeError
-from ferry.core.model import (
-    CatalogKind,
-    Column,
-    Database,
-    Partition,
-    SortColumn,
-    StorageDescriptor,
-    Table,
-    TableType,
+from ferry.catalog.glue_shapes import (
+    partition_input,
+    storage_from_glue,
+    table_from_glue,
+    table_input,
 )
+from ferry.core.errors import CatalogError, CatalogUnreachableError, ConcurrentChangeError
+from ferry.core.model import CatalogKind, Database, Partition, Table
 
 # Glue's BatchCreatePartition and BatchUpdatePartition take at most 100 entries a call.
 GLUE_WRITE_BATCH = 100
@@ -75,7 +73,7 @@ class GlueCatalog(Catalog):
             if _code(error) == "EntityNotFoundException":
                 return None
             raise self._refused("read table", f"{database}.{name}", error) from None
-        return _table_from_glue(table)
+        return table_from_glue(table)
 
     def get_tables(self, database: str, names: Sequence[str]) -> dict[str, Table]:
         """``GetTables`` of the whole database, in pages: the ones among ``names``."""
@@ -87,7 +85,7 @@ class GlueCatalog(Catalog):
                 page = self._call("get_tables", **arguments)
                 for table in page.get("TableList", []):
                     if table["Name"].lower() in wanted:
-                        found[table["Name"].lower()] = _table_from_glue(table)
+                        found[table["Name"].lower()] = table_from_glue(table)
                 if not page.get("NextToken"):
                     return found
                 arguments["NextToken"] = page["NextToken"]
@@ -134,7 +132,7 @@ class GlueCatalog(Catalog):
         partitions = [
             Partition(
                 values=tuple(p["Values"]),
-                storage=_storage_from_glue(p.get("StorageDescriptor")),
+                storage=storage_from_glue(p.get("StorageDescriptor")),
                 parameters=p.get("Parameters", {}),
                 changed_at=p.get("CreationTime"),
             )
@@ -165,13 +163,13 @@ class GlueCatalog(Catalog):
 
     def create_table(self, table: Table) -> None:
         try:
-            self._call("create_table", DatabaseName=table.database, TableInput=_table_input(table))
+            self._call("create_table", DatabaseName=table.database, TableInput=table_input(table))
         except ClientError as error:
             raise self._refused("create table", table.qualified_name, error) from None
 
     def alter_table(self, table: Table) -> None:
         try:
-            self._call("update_table", DatabaseName=table.database, TableInput=_table_input(table))
+            self._call("update_table", DatabaseName=table.database, TableInput=table_input(table))
         except ClientError as error:
             raise self._refused("update table", table.qualified_name, error) from None
 
@@ -194,7 +192,7 @@ class GlueCatalog(Catalog):
             self._call(
                 "update_table",
                 DatabaseName=table.database,
-                TableInput=_table_input(table),
+                TableInput=table_input(table),
                 VersionId=current["Table"]["VersionId"],
             )
         except ClientError as error:
@@ -204,14 +202,14 @@ class GlueCatalog(Catalog):
 
     def add_partitions(self, table: Table, partitions: Sequence[Partition]) -> None:
         self._write_batches(
-            "batch_create_partition", "PartitionInputList", _partition_input,
+            "batch_create_partition", "PartitionInputList", partition_input,
             "add partitions to", table, partitions,
         )  # fmt: skip
 
     def alter_partitions(self, table: Table, partitions: Sequence[Partition]) -> None:
         self._write_batches(
             "batch_update_partition", "Entries",
-            lambda p: {"PartitionValueList": list(p.values), "PartitionInput": _partition_input(p)},
+            lambda p: {"PartitionValueList": list(p.values), "PartitionInput": partition_input(p)},
             "update partitions of", table, partitions,
         )  # fmt: skip
 
@@ -291,118 +289,3 @@ class GlueCatalog(Catalog):
 
 def _code(error: ClientError) -> str:
     return error.response.get("Error", {}).get("Code", "")
-
-
-# -- Glue dictionaries <-> model --------------------------------------------------------------
-
-
-def _table_from_glue(table: dict[str, Any]) -> Table:
-    """A table of ``GetTable`` / ``GetTables``, with its ``UpdateTime`` and ``VersionId``."""
-    return Table(
-        database=table["DatabaseName"],
-        name=table["Name"],
-        table_type=TableType(table.get("TableType") or TableType.EXTERNAL),
-        storage=_storage_from_glue(table.get("StorageDescriptor")),
-        partition_keys=_columns_from_glue(table.get("PartitionKeys")),
-        parameters=table.get("Parameters", {}),
-        owner=table.get("Owner"),
-        view_original_text=table.get("ViewOriginalText"),
-        view_expanded_text=table.get("ViewExpandedText"),
-        description=table.get("Description"),
-        changed_at=table.get("UpdateTime") or table.get("CreateTime"),
-        version_id=table.get("VersionId"),
-    )
-
-
-def _columns_from_glue(columns: list[dict[str, Any]] | None) -> tuple[Column, ...]:
-    return tuple(
-        Column(c["Name"], c.get("Type", ""), c.get("Comment"), c.get("Parameters") or {})
-        for c in columns or []
-    )
-
-
-def _columns_to_glue(columns: Sequence[Column]) -> list[dict[str, Any]]:
-    result = []
-    for column in columns:
-        entry = {"Name": column.name, "Type": column.type}
-        if column.comment:
-            entry["Comment"] = column.comment
-        if column.parameters:
-            entry["Parameters"] = dict(column.parameters)
-        result.append(entry)
-    return result
-
-
-def _storage_from_glue(sd: dict[str, Any] | None) -> StorageDescriptor:
-    if not sd:
-        return StorageDescriptor(location=None)
-    serde = sd.get("SerdeInfo", {})
-    return StorageDescriptor(
-        location=sd.get("Location") or None,
-        columns=_columns_from_glue(sd.get("Columns")),
-        input_format=sd.get("InputFormat"),
-        output_format=sd.get("OutputFormat"),
-        serde_library=serde.get("SerializationLibrary"),
-        serde_name=serde.get("Name"),
-        serde_parameters=serde.get("Parameters", {}),
-        compressed=bool(sd.get("Compressed", False)),
-        number_of_buckets=sd.get("NumberOfBuckets", -1),
-        bucket_columns=tuple(sd.get("BucketColumns", ())),
-        sort_columns=tuple(
-            SortColumn(s["Column"], s["SortOrder"]) for s in sd.get("SortColumns", ())
-        ),
-        parameters=sd.get("Parameters", {}),
-        stored_as_sub_directories=bool(sd.get("StoredAsSubDirectories", False)),
-    )
-
-
-def _storage_to_glue(storage: StorageDescriptor) -> dict[str, Any]:
-    serde: dict[str, Any] = {"Parameters": dict(storage.serde_parameters)}
-    if storage.serde_library:
-        serde["SerializationLibrary"] = storage.serde_library
-    if storage.serde_name:
-        serde["Name"] = storage.serde_name
-    sd: dict[str, Any] = {
-        "Columns": _columns_to_glue(storage.columns),
-        "Compressed": storage.compressed,
-        "NumberOfBuckets": storage.number_of_buckets,
-        "SerdeInfo": serde,
-        "BucketColumns": list(storage.bucket_columns),
-        "SortColumns": [{"Column": s.name, "SortOrder": s.order} for s in storage.sort_columns],
-        "Parameters": dict(storage.parameters),
-        "StoredAsSubDirectories": storage.stored_as_sub_directories,
-    }
-    if storage.location:
-        sd["Location"] = storage.location
-    if storage.input_format:
-        sd["InputFormat"] = storage.input_format
-    if storage.output_format:
-        sd["OutputFormat"] = storage.output_format
-    return sd
-
-
-def _table_input(table: Table) -> dict[str, Any]:
-    table_input: dict[str, Any] = {
-        "Name": table.name,
-        "TableType": table.table_type.value,
-        "StorageDescriptor": _storage_to_glue(table.storage),
-        "PartitionKeys": _columns_to_glue(table.partition_keys),
-        "Parameters": dict(table.parameters),
-    }
-    if table.owner:
-        table_input["Owner"] = table.owner
-    if table.description:
-        table_input["Description"] = table.description
-    if table.view_original_text is not None:
-        table_input["ViewOriginalText"] = table.view_original_text
-    if table.view_expanded_text is not None:
-        table_input["ViewExpandedText"] = table.view_expanded_text
-    return table_input
-
-
-def _partition_input(partition: Partition) -> dict[str, Any]:
-    return {
-        "Values": list(partition.values),
-        "StorageDescriptor": _storage_to_glue(partition.storage),
-        "Parameters": dict(partition.parameters),
-    }

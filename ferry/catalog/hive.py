@@ -1,55 +1,39 @@
-"""The Hive metastore adapter: Thrift through ``hmsclient`` (generated from Hive 2.3)."""
+"""The Hive metastore adapter: Thrift through ``hmsclient`` (generated from Hive 2.3).
+
+Its connections are ``ferry.catalog.hive_connections``', its conversions between Thrift
+objects and the model ``ferry.catalog.hive_thrift``'s, and the filters that page a filtered
+listing ``ferry.catalog.hive_partition_filters``'.
+"""
 
 from __future__ import annotations
 
 import functools
 import itertools
-import logging
-import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
-from typing import TypeVar
-from urllib.parse import unquote
 
 from hmsclient import hmsclient
 from hmsclient.genthrift.hive_metastore import ttypes
-from thrift.protocol import TBinaryProtocol
-from thrift.Thrift import TApplicationException, TException
-from thrift.transport import TSocket, TTransport
+from thrift.Thrift import TApplicationException
 
-from ferry.catalog import PAGE_SIZE, Catalog, batched, is_integral, partition_sort_key
-from ferry.core.errors import (
-    CatalogError,
-    CatalogUnreachableError,
-    ConcurrentChangeError,
-    NotAMetastoreError,
+from ferry.catalog import PAGE_SIZE, Catalog, batched, partition_sort_key
+from ferry.catalog.hive_connections import MetastoreConnections, R
+from ferry.catalog.hive_partition_filters import value_range_filters
+from ferry.catalog.hive_thrift import (
+    database_from_thrift,
+    partition_from_thrift,
+    partition_to_thrift,
+    table_from_thrift,
+    table_to_thrift,
+    values_from_name,
 )
-from ferry.core.model import (
-    CatalogKind,
-    Column,
-    Database,
-    Partition,
-    SortColumn,
-    StorageDescriptor,
-    Table,
-    TableType,
-)
+from ferry.core.errors import CatalogError, ConcurrentChangeError
+from ferry.core.model import CatalogKind, Database, Partition, Table
 
-logger = logging.getLogger(__name__)
-
-CONNECT_TIMEOUT_MS = 10_000
-# A metastore answers its first, cheap call at once. Without this bound, a port that is not
-# a metastore (an HTTP server, a listener that never answers) would hold each table for
-# CALL_TIMEOUT_MS before failing.
-FIRST_RESPONSE_TIMEOUT_MS = 10_000
 READ_CONNECTIONS = 2  # pages fetched at once; more bought little against one metastore
-CALL_TIMEOUT_MS = 600_000  # add_partitions of 1000 on a busy metastore can take minutes
-# Any key will do: a metastore answers getMetaConf with the value or with a MetaException.
-_PROBE_KEY = "hive.metastore.batch.retrieve.max"
-
-R = TypeVar("R")
+#: Tables read by one ``get_table_objects_by_name``.
+_TABLES_PER_CALL = 100
 
 
 class HiveMetastoreCatalog(Catalog):
@@ -73,85 +57,24 @@ class HiveMetastoreCatalog(Catalog):
         self.page_size = page_size
         self.read_connections = max(1, read_connections)
         self.uris = list(uris)
-        self.description = ",".join(self.uris)
-        self._idle: list[hmsclient.HMSClient] = []
-        self._lock = threading.Lock()
+        self._connections = MetastoreConnections(name, self.uris)
+        self.description = self._connections.description
 
     # -- connection ---------------------------------------------------------------------
-
-    def _connect(self) -> hmsclient.HMSClient:
-        """A client of the first URI that answers like a Hive metastore.
-
-        An open port is not enough: the first call is a cheap one under a short timeout, and
-        only a Thrift reply (a value or a metastore error) counts as an answer.
-        """
-        errors, answered_wrongly = [], 0
-        for uri in self.uris:
-            host, _, port = uri.removeprefix("thrift://").rpartition(":")
-            socket = TSocket.TSocket(host.strip("[]"), int(port))  # [::1] is an IPv6 host
-            socket.setTimeout(CONNECT_TIMEOUT_MS)
-            client = hmsclient.HMSClient(
-                # The C-accelerated codec: a page of 1000 partitions decodes ~10x faster.
-                iprot=TBinaryProtocol.TBinaryProtocolAccelerated(
-                    TTransport.TBufferedTransport(socket)
-                )
-            )
-            try:
-                client.open()
-            except TException as error:
-                errors.append(f"{uri} ({error})")
-                continue
-            socket.setTimeout(FIRST_RESPONSE_TIMEOUT_MS)
-            try:
-                client.getMetaConf(_PROBE_KEY)
-            except (ttypes.MetaException, TApplicationException):
-                pass  # a Thrift server's own error reply: it answered
-            except Exception as error:  # a timeout, or bytes that are not a Thrift reply
-                socket.close()
-                errors.append(f"{uri} ({_not_a_metastore(error)})")
-                answered_wrongly += 1
-                continue
-            socket.setTimeout(CALL_TIMEOUT_MS)
-            return client
-        message = f"cannot reach Hive metastore '{self.name}' at {', '.join(errors)}"
-        if answered_wrongly == len(self.uris):
-            # Something listens there, but not a metastore: a mistake, not worth retrying.
-            raise NotAMetastoreError(message)
-        raise CatalogUnreachableError(message)
 
     def call(self, operation: Callable[[hmsclient.HMSClient], R]) -> R:
         """Run ``operation`` on a pooled Thrift client: the one way to the metastore's API
         (a lost connection is ``CatalogUnreachableError``, and the client is not reused)."""
-        with self._lock:
-            client = self._idle.pop() if self._idle else None
-        if client is None:
-            # thrift logs each refused connection at ERROR before we report it in one line.
-            logging.getLogger("thrift.transport.TSocket").setLevel(logging.CRITICAL)
-            client = self._connect()
-        try:
-            return operation(client)
-        except TTransport.TTransportException as error:
-            client.close()  # broken: not returned to the pool
-            client = None
-            raise CatalogUnreachableError(
-                f"lost the connection to Hive metastore '{self.name}' ({self.description}): {error}"
-            ) from None
-        finally:
-            if client is not None:  # a value or a metastore's error reply: still usable
-                with self._lock:
-                    self._idle.append(client)
+        return self._connections.call(operation)
 
     def close(self) -> None:
-        with self._lock:
-            clients, self._idle = self._idle, []
-        for client in clients:
-            client.close()
+        self._connections.close()
 
     # -- reads ----------------------------------------------------------------------------
 
     def get_database(self, name: str) -> Database | None:
         try:
-            return _database_from_thrift(self.call(lambda c: c.get_database(name)))
+            return database_from_thrift(self.call(lambda c: c.get_database(name)))
         except ttypes.NoSuchObjectException:
             return None
 
@@ -189,7 +112,7 @@ class HiveMetastoreCatalog(Catalog):
     def _partition_names(self, table: Table) -> dict[tuple[str, ...], str]:
         """Each partition's values, and its name as the metastore spells it."""
         names = self.call(lambda c: c.get_partition_names(table.database, table.name, -1))
-        return {_values_from_name(name): name for name in names}
+        return {values_from_name(name): name for name in names}
 
     def list_partitions(
         self, table: Table, partition_filter: str | None = None, limit: int | None = None
@@ -353,213 +276,6 @@ class HiveMetastoreCatalog(Catalog):
             raise CatalogError(
                 f"metastore '{self.name}' refused to write {table.qualified_name}: {message}"
             ) from None
-
-
-def _not_a_metastore(error: Exception) -> str:
-    """Why a port that accepted the connection is taken for something else."""
-    if (
-        isinstance(error, TTransport.TTransportException)
-        and error.type == TTransport.TTransportException.TIMED_OUT
-    ):
-        return (
-            "connected, but it did not answer like a Hive metastore within "
-            f"{FIRST_RESPONSE_TIMEOUT_MS // 1000} s"
-        )
-    reason = str(error).splitlines()[0] if str(error) else type(error).__name__
-    return f"connected, but it did not answer like a Hive metastore: {reason}"
-
-
-# -- partition value ranges -----------------------------------------------------------------
-
-
-def value_range_filters(
-    keys: Sequence[Column], values: Sequence[tuple[str, ...]], page: int
-) -> list[str] | None:
-    """Filter expressions that split sorted partition ``values`` into ranges of ≤ ``page``.
-
-    Ranges bound the first key; a value of the first key with more than a page of
-    partitions is split further on the next key, under an equality on the first. Returns
-    None when a key's type or a value cannot be written in the metastore filter grammar.
-    """
-    if not values:
-        return []
-    ranges: list[str] = []
-
-    def literal(key: Column, value: str) -> str | None:
-        if is_integral(key):
-            return value if value.lstrip("-").isdigit() else None
-        if key.type.lower() not in (
-            "string",
-            "varchar",
-            "char",
-        ) and not key.type.lower().startswith(("varchar", "char")):
-            return None
-        if "'" not in value:
-            return f"'{value}'"
-        if '"' not in value:
-            return f'"{value}"'
-        return None  # the grammar has no escapes
-
-    def split(depth: int, group: Sequence[tuple[str, ...]], prefix: list[str]) -> bool:
-        key = keys[depth]
-        pending: list[tuple[str, int]] = []  # (value, count) of the range being built
-
-        def flush() -> bool:
-            if not pending:
-                return True
-            low, high = literal(key, pending[0][0]), literal(key, pending[-1][0])
-            if low is None or high is None:
-                return False
-            ranges.append(" AND ".join([*prefix, f"{key.name} >= {low}", f"{key.name} <= {high}"]))
-            pending.clear()
-            return True
-
-        for value, members in itertools.groupby(group, key=lambda v: v[depth]):
-            members = list(members)
-            if len(members) > page:
-                equal = literal(key, value)
-                if not flush() or equal is None:
-                    return False
-                if not split(depth + 1, members, [*prefix, f"{key.name} = {equal}"]):
-                    return False
-                continue
-            if sum(count for _, count in pending) + len(members) > page and not flush():
-                return False
-            pending.append((value, len(members)))
-        return flush()
-
-    return ranges if split(0, list(values), []) else None
-
-
-def _values_from_name(name: str) -> tuple[str, ...]:
-    return tuple(unquote(part.split("=", 1)[1]) for part in name.split("/"))
-
-
-# -- Thrift <-> model -----------------------------------------------------------------------
-
-
-def _database_from_thrift(db: ttypes.Database) -> Database:
-    return Database(
-        name=db.name,
-        description=db.description,
-        location=db.locationUri,
-        parameters=dict(db.parameters or {}),
-    )
-
-
-def _columns_from_thrift(columns: list[ttypes.FieldSchema] | None) -> tuple[Column, ...]:
-    return tuple(Column(c.name, c.type, c.comment) for c in columns or [])
-
-
-def _columns_to_thrift(columns: Sequence[Column]) -> list[ttypes.FieldSchema]:
-    return [ttypes.FieldSchema(name=c.name, type=c.type, comment=c.comment) for c in columns]
-
-
-def storage_from_thrift(sd: ttypes.StorageDescriptor | None) -> StorageDescriptor:
-    if sd is None:
-        return StorageDescriptor(location=None)
-    serde = sd.serdeInfo or ttypes.SerDeInfo()
-    return StorageDescriptor(
-        location=sd.location,
-        columns=_columns_from_thrift(sd.cols),
-        input_format=sd.inputFormat,
-        output_format=sd.outputFormat,
-        serde_library=serde.serializationLib,
-        serde_name=serde.name,
-        serde_parameters=dict(serde.parameters or {}),
-        compressed=bool(sd.compressed),
-        number_of_buckets=sd.numBuckets if sd.numBuckets is not None else -1,
-        bucket_columns=tuple(sd.bucketCols or ()),
-        sort_columns=tuple(SortColumn(o.col, o.order) for o in sd.sortCols or ()),
-        parameters=dict(sd.parameters or {}),
-        stored_as_sub_directories=bool(sd.storedAsSubDirectories),
-    )
-
-
-def storage_to_thrift(storage: StorageDescriptor) -> ttypes.StorageDescriptor:
-    return ttypes.StorageDescriptor(
-        cols=_columns_to_thrift(storage.columns),
-        location=storage.location,
-        inputFormat=storage.input_format,
-        outputFormat=storage.output_format,
-        compressed=storage.compressed,
-        numBuckets=storage.number_of_buckets,
-        serdeInfo=ttypes.SerDeInfo(
-            name=storage.serde_name,
-            serializationLib=storage.serde_library,
-            parameters=dict(storage.serde_parameters),
-        ),
-        bucketCols=list(storage.bucket_columns),
-        sortCols=[ttypes.Order(col=s.name, order=s.order) for s in storage.sort_columns],
-        parameters=dict(storage.parameters),
-        skewedInfo=ttypes.SkewedInfo(
-            skewedColNames=[], skewedColValues=[], skewedColValueLocationMaps={}
-        ),
-        storedAsSubDirectories=storage.stored_as_sub_directories,
-    )
-
-
-def table_from_thrift(table: ttypes.Table) -> Table:
-    return Table(
-        database=table.dbName,
-        name=table.tableName,
-        table_type=TableType(table.tableType or TableType.MANAGED),
-        storage=storage_from_thrift(table.sd),
-        partition_keys=_columns_from_thrift(table.partitionKeys),
-        parameters=dict(table.parameters or {}),
-        owner=table.owner,
-        view_original_text=table.viewOriginalText,
-        view_expanded_text=table.viewExpandedText,
-        changed_at=_moment(table.createTime, (table.parameters or {}).get(_LAST_DDL_TIME)),
-    )
-
-
-def table_to_thrift(table: Table) -> ttypes.Table:
-    return ttypes.Table(
-        tableName=table.name,
-        dbName=table.database,
-        owner=table.owner,
-        sd=storage_to_thrift(table.storage),
-        partitionKeys=_columns_to_thrift(table.partition_keys),
-        parameters=dict(table.parameters),
-        viewOriginalText=table.view_original_text,
-        viewExpandedText=table.view_expanded_text,
-        tableType=table.table_type.value,
-    )
-
-
-def partition_from_thrift(partition: ttypes.Partition) -> Partition:
-    return Partition(
-        values=tuple(partition.values),
-        storage=storage_from_thrift(partition.sd),
-        parameters=dict(partition.parameters or {}),
-        changed_at=_moment(partition.createTime, (partition.parameters or {}).get(_LAST_DDL_TIME)),
-    )
-
-
-#: Tables read by one ``get_table_objects_by_name``.
-_TABLES_PER_CALL = 100
-#: The time (epoch seconds) the metastore sets on each DDL of a table or partition.
-_LAST_DDL_TIME = "transient_lastDdlTime"
-
-
-def _moment(create_time: int | None, last_ddl_time: str | None) -> datetime | None:
-    """The later of a create time and a ``transient_lastDdlTime`` (epoch seconds)."""
-    seconds = [create_time or 0]
-    if last_ddl_time and last_ddl_time.isdigit():
-        seconds.append(int(last_ddl_time))
-    latest = max(seconds)
-    return datetime.fromtimestamp(latest, UTC) if latest > 0 else None
-
-
-def partition_to_thrift(table: Table, partition: Partition) -> ttypes.Partition:
-    return ttypes.Partition(
-        values=list(partition.values),
-        dbName=table.database,
-        tableName=table.name,
-        sd=storage_to_thrift(partition.storage),
-        parameters=dict(partition.parameters),
-    )
 
 
 # Hive's answer when new columns do not convert from the old ones position by position.

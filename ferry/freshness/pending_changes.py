@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from ferry.catalog import Catalog, partition_sort_key
-from ferry.catalog.hive import HiveMetastoreCatalog, partition_from_thrift
+from ferry.catalog.hive import HiveMetastoreCatalog
+from ferry.catalog.hive_thrift import partition_from_thrift
 from ferry.core.model import CatalogKind, Partition, Table, partition_name
 from ferry.iceberg.fileio import FerryFileIO
 from ferry.iceberg.reading import read_table_metadata

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 import pytest
 
 from ferry.catalog import partition_sort_key
-from ferry.catalog.hive import value_range_filters
+from ferry.catalog.hive_partition_filters import value_range_filters
 from ferry.config import SnsEventListener
 from ferry.core.errors import ReplicationModeError
 from ferry.core.event_id import EVENT_ID_PATTERN, new_event_id
