@@ -1,4 +1,8 @@
-"""The state store in a SQLite file: ``ferry replicate`` and ``ferry housekeeping`` without AWS."""
+"""The state store in a SQLite file: ``ferry replicate`` and ``ferry housekeeping`` without AWS.
+
+The file's tables, and how an earlier Ferry's is upgraded, are
+``ferry.replicas.ledger.sqlite_file``'s.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,6 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from ferry.core.errors import StateStoreError
 from ferry.replicas.ledger.records import (
     CreatedSnapshot,
     Lease,
@@ -19,99 +22,13 @@ from ferry.replicas.ledger.records import (
     locked_error,
     moment_of,
 )
-from ferry.storage import fs
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS ledger (
-    replica TEXT NOT NULL,
-    path TEXT NOT NULL,
-    event_id TEXT NOT NULL,
-    replica_table TEXT NOT NULL,
-    recorded_at TEXT NOT NULL,
-    snapshot TEXT,
-    intent TEXT,
-    PRIMARY KEY (replica, path)
-);
-CREATE TABLE IF NOT EXISTS created (
-    replica TEXT NOT NULL,
-    path TEXT NOT NULL,
-    event_id TEXT NOT NULL,
-    root TEXT NOT NULL,
-    source_location TEXT,
-    created_at TEXT NOT NULL,
-    PRIMARY KEY (replica, path)
-);
-CREATE TABLE IF NOT EXISTS created_since (
-    replica TEXT PRIMARY KEY,
-    since TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS locks (
-    replica TEXT PRIMARY KEY,
-    holder TEXT NOT NULL,
-    acquired_at TEXT NOT NULL,
-    expires_at REAL NOT NULL,
-    owner TEXT
-);
-CREATE TABLE IF NOT EXISTS outcomes (
-    replica TEXT PRIMARY KEY,
-    replica_table TEXT NOT NULL,
-    success_at TEXT,
-    success_event TEXT,
-    source_version TEXT,
-    source_read_at TEXT,
-    failing_since TEXT,
-    failure_at TEXT,
-    failure_event TEXT,
-    error TEXT
-);
-"""
-
-
-#: Each table of the SQLite store: its columns in order, and whether each is in the key.
-#: Rows are written by position (``INSERT … VALUES``), so a table must be exactly this.
-_TABLES: dict[str, list[tuple[str, bool]]] = {
-    "ledger": [
-        ("replica", True),
-        ("path", True),
-        ("event_id", False),
-        ("replica_table", False),
-        ("recorded_at", False),
-        ("snapshot", False),
-        ("intent", False),
-    ],
-    "created": [
-        ("replica", True),
-        ("path", True),
-        ("event_id", False),
-        ("root", False),
-        ("source_location", False),
-        ("created_at", False),
-    ],
-    "created_since": [("replica", True), ("since", False)],
-    "locks": [
-        ("replica", True),
-        ("holder", False),
-        ("acquired_at", False),
-        ("expires_at", False),
-        ("owner", False),
-    ],
-    "outcomes": [
-        ("replica", True),
-        ("replica_table", False),
-        ("success_at", False),
-        ("success_event", False),
-        ("source_version", False),
-        ("source_read_at", False),
-        ("failing_since", False),
-        ("failure_at", False),
-        ("failure_event", False),
-        ("error", False),
-    ],
-}
-_OUTCOME_COLUMNS = ", ".join(name for name, _ in _TABLES["outcomes"])
-#: Columns (text, at the end of their table) a file of an earlier Ferry lacks: added on
-#: first use.
-_ADDED_LATER = {"ledger": [("snapshot", False), ("intent", False)]}
+from ferry.replicas.ledger.sqlite_file import (
+    OUTCOME_COLUMNS,
+    Closing,
+    check_file,
+    create_or_upgrade,
+    tables_of,
+)
 
 
 class SqliteStateStore:
@@ -138,66 +55,19 @@ class SqliteStateStore:
         Reads only: a missing file is not created, and the write that proves the file
         writable is rolled back.
         """
-        named = named or f"state store {self.path}"
-        try:
-            exists = self.path.exists()
-        except OSError as error:  # a home that cannot be searched
-            raise StateStoreError(f"{named}: cannot be read: {error.strerror}") from None
-        if not exists:
-            problem = fs.why_not_creatable(self.path.parent)
-            if problem:
-                raise StateStoreError(f"{named}: cannot be created: {problem}")
-            return
-        if not self.path.is_file():
-            raise StateStoreError(f"{named}: is not a file")
-        try:
-            connection = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-        except sqlite3.Error as error:
-            raise StateStoreError(f"{named}: cannot be opened: {error}") from None
-        try:
-            try:
-                tables = _tables_of(connection)
-                problem = connection.execute("PRAGMA quick_check(1)").fetchone()[0]
-            except sqlite3.Error as error:
-                raise StateStoreError(
-                    f"{named}: cannot be read as a SQLite database: {error}"
-                ) from None
-            if problem != "ok":
-                problem = " ".join(problem.split())  # SQLite's report spans lines
-                raise StateStoreError(f"{named}: the SQLite file is damaged: {problem}")
-            _check_schema(tables, named)
-            try:
-                # Proves the file (and its folder, for the journal) writable; rolled back.
-                connection.execute("BEGIN IMMEDIATE")
-                connection.execute("CREATE TABLE ferry_write_probe (x)")
-            except sqlite3.Error as error:
-                raise StateStoreError(f"{named}: cannot be written: {error}") from None
-            finally:
-                if connection.in_transaction:
-                    connection.execute("ROLLBACK")
-        finally:
-            connection.close()
+        check_file(self.path, named or f"state store {self.path}")
 
-    def _connect(self) -> _Closing:
+    def _connect(self) -> Closing:
         # One connection per call: threads never share one; autocommit unless BEGIN.
         self._create_once()
-        return _Closing(sqlite3.connect(self.path, timeout=30, isolation_level=None))
+        return Closing(sqlite3.connect(self.path, timeout=30, isolation_level=None))
 
     def _create_once(self) -> None:
         """Create the file and its tables, or upgrade an earlier Ferry's, on first use."""
         with self._ready_lock:
             if self._ready:
                 return
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            connection = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-            with _Closing(connection):
-                connection.executescript(_SCHEMA)
-                tables = _tables_of(connection)
-                for table, added in _ADDED_LATER.items():
-                    present = {name for name, _ in tables[table]}
-                    for column, _ in added:
-                        if column not in present:  # a file from before the column
-                            connection.execute(f"ALTER TABLE {table} ADD COLUMN {column} TEXT")
+            create_or_upgrade(self.path)
             self._ready = True
 
     # -- ledger
@@ -292,7 +162,7 @@ class SqliteStateStore:
     ) -> None:
         with self._connect() as connection:
             connection.execute(
-                f"INSERT OR REPLACE INTO outcomes ({_OUTCOME_COLUMNS}) "
+                f"INSERT OR REPLACE INTO outcomes ({OUTCOME_COLUMNS}) "
                 "VALUES (?, ?, ?, ?, ?, ?, NULL, NULL, NULL, NULL)",
                 (
                     replica,
@@ -328,12 +198,12 @@ class SqliteStateStore:
             return {}  # a read creates nothing: no store yet, no outcome yet
         # Read-only: ``ferry status`` neither creates nor upgrades the file.
         uri = f"{self.path.resolve().as_uri()}?mode=ro"
-        with _Closing(sqlite3.connect(uri, uri=True, timeout=30)) as connection:
-            if "outcomes" not in _tables_of(connection):
+        with Closing(sqlite3.connect(uri, uri=True, timeout=30)) as connection:
+            if "outcomes" not in tables_of(connection):
                 return {}  # a file of an earlier Ferry: no outcome recorded yet
             # One query: the keys go in as one JSON array, whatever their number.
             rows = connection.execute(
-                f"SELECT {_OUTCOME_COLUMNS} FROM outcomes "
+                f"SELECT {OUTCOME_COLUMNS} FROM outcomes "
                 "WHERE replica IN (SELECT value FROM json_each(?))",
                 (json.dumps(wanted),),
             ).fetchall()
@@ -381,47 +251,6 @@ class SqliteStateStore:
             return _lease_row(connection, replica)
 
 
-def _tables_of(connection: sqlite3.Connection) -> dict[str, list[tuple[str, bool]]]:
-    """Every table of the file with its columns, in order, and whether each is in the key."""
-    names = [
-        row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-    ]
-    return {
-        name: [
-            (row[1], row[5] > 0)
-            for row in connection.execute("SELECT * FROM pragma_table_info(?)", (name,))
-        ]
-        for name in names
-    }
-
-
-def _check_schema(tables: dict[str, list[tuple[str, bool]]], named: str) -> None:
-    """``StateStoreError`` unless each of Ferry's tables the file has is Ferry's own.
-
-    A file of an earlier Ferry may lack tables and columns added since (the upgrade adds
-    them); a file that has none of Ferry's tables but others is some other program's.
-    """
-    ours = [name for name in _TABLES if name in tables]
-    if tables and not ours:
-        raise StateStoreError(
-            f"{named}: not Ferry's state store: it holds the tables {', '.join(sorted(tables))} "
-            f"and none of Ferry's ({', '.join(_TABLES)})"
-        )
-    for name in ours:
-        expected = _TABLES[name]
-        # An earlier Ferry's table lacks the columns added since: any number of the last ones.
-        first = len(expected) - len(_ADDED_LATER.get(name, []))
-        if tables[name] not in [expected[:end] for end in range(first, len(expected) + 1)]:
-            raise StateStoreError(
-                f"{named}: not Ferry's state store: its table {name} has the columns "
-                f"{_columns(tables[name])}, Ferry's has {_columns(expected)}"
-            )
-
-
-def _columns(columns: list[tuple[str, bool]]) -> str:
-    return "(" + ", ".join(f"{name}{' key' if key else ''}" for name, key in columns) + ")"
-
-
 def _outcome_row(row: tuple) -> Outcome:
     def moment(text: str | None) -> datetime | None:
         return moment_of(text) if text else None
@@ -447,16 +276,3 @@ def _lease_row(connection: sqlite3.Connection, replica: str) -> Lease | None:
     if row is None:
         return None
     return Lease(replica, row[0], moment_of(row[1]), datetime.fromtimestamp(row[2], UTC), row[3])
-
-
-class _Closing:
-    """A connection that closes when its ``with`` block ends (sqlite3's only commits)."""
-
-    def __init__(self, connection: sqlite3.Connection):
-        self.connection = connection
-
-    def __enter__(self) -> sqlite3.Connection:
-        return self.connection
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.connection.close()
