@@ -16,7 +16,7 @@ from infra.removal import KEEP
 
 
 class StateTable(Construct):
-    """The key schema of ``ferry.replicas.ledger.DynamoDbStateStore.create_table`` (pk, sk)."""
+    """The key schema of ``ferry.replicas.ledger.dynamodb_table.create_state_table`` (pk, sk)."""
 
     def __init__(self, scope: Construct, construct_id: str, *, environment: str, key: kms.IKey):
         super().__init__(scope, construct_id)

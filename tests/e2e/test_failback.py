@@ -327,10 +327,10 @@ def test_failover_and_failback_with_the_dynamodb_state_table(
 ):
     import boto3
 
-    from ferry.replicas.ledger import DynamoDbStateStore
+    from ferry.replicas.ledger.dynamodb_table import create_state_table
 
     table = f"ferry-state-{unique}"
-    DynamoDbStateStore.create_table(boto3.client("dynamodb", region_name="us-east-1"), table)
+    create_state_table(boto3.client("dynamodb", region_name="us-east-1"), table)
     assert dr.ferry("replicate", "--state-table", table)[0] == 0
     code, out, err = dr.ferry("failover", "--state-table", table)
     assert code == 0, err

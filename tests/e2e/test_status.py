@@ -221,11 +221,11 @@ def test_status_reads_the_state_of_the_deployed_local_pipeline(
 def test_status_reads_the_dynamodb_state_table_ferry_replicate_used(orders, sample, unique):
     import boto3
 
-    from ferry.replicas.ledger import DynamoDbStateStore
+    from ferry.replicas.ledger.dynamodb_table import create_state_table
 
     config, home = orders
     table = f"ferry-state-{unique}"
-    DynamoDbStateStore.create_table(boto3.client("dynamodb", region_name="us-east-1"), table)
+    create_state_table(boto3.client("dynamodb", region_name="us-east-1"), table)
     done = ferry("replicate", str(config), "--home", str(home), "--state-table", table)
     assert done.returncode == 0, done.stderr
     status = ferry("status", str(config), "--state-table", table, "--json")

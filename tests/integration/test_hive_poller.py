@@ -22,7 +22,7 @@ from ferry.core import faults
 from ferry.core.model import Partition
 from ferry.feeds import ChangeFeeds, FeedState, WindowExecutions
 from ferry.feeds.intake import FULL_COMPARISON
-from ferry.replicas.ledger import DynamoDbStateStore
+from ferry.replicas.ledger.dynamodb_table import create_state_table
 from ferry.statemachine.payloads import PollInput
 from ferry.storage.aws import AwsClients
 from tests.helpers import config_document
@@ -33,7 +33,7 @@ pytestmark = pytest.mark.integration
 @pytest.fixture
 def feeds_world(local_runtime, sample, unique, tmp_path):
     dynamodb = boto3.client("dynamodb")
-    DynamoDbStateStore.create_table(dynamodb, f"state-{unique}")
+    create_state_table(dynamodb, f"state-{unique}")
     sfn = boto3.client("stepfunctions")
     machine = sfn.create_state_machine(
         name=f"window-{unique}",

@@ -17,6 +17,7 @@ import pytest
 
 from ferry.lifecycle.replica_state import ReplicaState
 from ferry.replicas.ledger import DynamoDbStateStore, LedgerEntry, SqliteStateStore, replica_key
+from ferry.replicas.ledger.dynamodb_table import create_state_table
 from ferry.states import commit as commit_state
 from ferry.storage import fs
 from tests.conftest import NOW
@@ -40,7 +41,7 @@ def state(request, tmp_path, local_runtime, unique) -> ReplicaState:
     if request.param == "sqlite":
         return ReplicaState(SqliteStateStore(tmp_path / "state.sqlite3"))
     client = boto3.client("dynamodb", region_name="us-east-1")  # the emulator's
-    DynamoDbStateStore.create_table(client, f"ferry-state-{unique}")
+    create_state_table(client, f"ferry-state-{unique}")
     return ReplicaState(DynamoDbStateStore(client, f"ferry-state-{unique}"))
 
 

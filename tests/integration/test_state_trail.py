@@ -22,7 +22,7 @@ from ferry.catalog.hive import HiveMetastoreCatalog
 from ferry.catalog.hive_events import HiveNotificationLog
 from ferry.failover import PROMOTED
 from ferry.local.lambda_worker import LambdaContext
-from ferry.replicas.ledger import DynamoDbStateStore
+from ferry.replicas.ledger.dynamodb_table import create_state_table
 from ferry.statemachine.outcomes import write_map_results
 from ferry.storage import fs
 from lambdas import runtime
@@ -114,7 +114,7 @@ class Trail:
 @pytest.fixture
 def trail(unique, sample, local_runtime, tmp_path, monkeypatch):
     state_table = f"ferry-state-{unique}"
-    DynamoDbStateStore.create_table(boto3.client("dynamodb"), state_table)
+    create_state_table(boto3.client("dynamodb"), state_table)
     world = Trail(unique, sample, local_runtime, tmp_path)
     monkeypatch.setenv("FERRY_WORK_URI", f"s3://{world.work}")
     monkeypatch.setenv("FERRY_STATE_TABLE", state_table)

@@ -18,7 +18,7 @@ from ferry.copying.budget.dynamodb import DynamoDbSlots
 from ferry.copying.budget.sqlite import SqliteSlots
 from ferry.core.errors import ConfigError
 from ferry.local import emulator_dynamodb
-from ferry.replicas.ledger import DynamoDbStateStore
+from ferry.replicas.ledger.dynamodb_table import create_state_table
 
 NOW = datetime(2026, 11, 26, 9, 0, tzinfo=UTC)
 SECOND = timedelta(seconds=1)
@@ -41,7 +41,7 @@ def slots(request, tmp_path, monkeypatch):
     emulator_dynamodb.install()
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")
-        DynamoDbStateStore.create_table(client, "ferry-state")
+        create_state_table(client, "ferry-state")
         yield DynamoDbSlots(client, "ferry-state")
 
 

@@ -25,7 +25,7 @@ from ferry.feeds import (
     glue_changes,
 )
 from ferry.feeds.catalog_changes import CatalogChange, hive_changes
-from ferry.replicas.ledger import DynamoDbStateStore
+from ferry.replicas.ledger.dynamodb_table import create_state_table
 from ferry.statemachine.payloads import (
     CatalogEventInput,
     ChangeWindowInput,
@@ -75,7 +75,7 @@ def world(monkeypatch):
         monkeypatch.delenv(name, raising=False)  # the local runtime's, when it runs first
     with mock_aws():
         dynamodb = boto3.client("dynamodb", region_name=REGION)
-        DynamoDbStateStore.create_table(dynamodb, "state")
+        create_state_table(dynamodb, "state")
         sfn = boto3.client("stepfunctions", region_name=REGION)
         role = "arn:aws:iam::123456789012:role/window"
         machine = sfn.create_state_machine(

@@ -25,6 +25,7 @@ from ferry.replicas.ledger import (
     SqliteStateStore,
     replica_key,
 )
+from ferry.replicas.ledger.dynamodb_table import create_state_table
 from ferry.replicas.ownership import Ownership
 
 NOW = datetime(2026, 11, 21, 8, 30, tzinfo=UTC)
@@ -43,8 +44,8 @@ def store(request, tmp_path, monkeypatch):
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")
-        DynamoDbStateStore.create_table(client, "ferry-state")
-        DynamoDbStateStore.create_table(client, "ferry-state")  # again: nothing happens
+        create_state_table(client, "ferry-state")
+        create_state_table(client, "ferry-state")  # again: nothing happens
         yield DynamoDbStateStore(client, "ferry-state")
 
 

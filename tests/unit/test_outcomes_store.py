@@ -11,6 +11,7 @@ import pytest
 from moto import mock_aws
 
 from ferry.replicas.ledger import DynamoDbStateStore, Outcome, SqliteStateStore, replica_key
+from ferry.replicas.ledger.dynamodb_table import create_state_table
 
 NOW = datetime(2026, 11, 21, 8, 30, tzinfo=UTC)
 MINUTE = timedelta(minutes=1)
@@ -28,7 +29,7 @@ def store(request, tmp_path, monkeypatch):
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")
-        DynamoDbStateStore.create_table(client, "ferry-state")
+        create_state_table(client, "ferry-state")
         yield DynamoDbStateStore(client, "ferry-state")
 
 
@@ -94,7 +95,7 @@ def test_a_batch_read_asks_again_for_keys_dynamodb_left_unprocessed(monkeypatch)
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")
-        DynamoDbStateStore.create_table(client, "ferry-state")
+        create_state_table(client, "ferry-state")
         store = DynamoDbStateStore(client, "ferry-state")
         replicas = [replica_key("glue:us-east-1", f"dr.t{n}") for n in range(5)]
         for replica in replicas:

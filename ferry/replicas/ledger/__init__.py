@@ -11,9 +11,11 @@ Two ports, one store:
   crashed run's lease is taken over once it expires.
 
 Adapters: ``DynamoDbStateStore`` (the pipeline; the local runtime's emulator;
-``ferry.replicas.ledger.dynamodb``) and ``SqliteStateStore`` (``ferry replicate`` with no AWS at
-all: a file under ``--home``; ``ferry.replicas.ledger.sqlite``). The records and the ports are
-``ferry.replicas.ledger.records``; this package exports what callers use.
+``ferry.replicas.ledger.dynamodb``, its table created and checked by
+``ferry.replicas.ledger.dynamodb_table``) and ``SqliteStateStore`` (``ferry replicate`` with no
+AWS at all: a file under ``--home``; ``ferry.replicas.ledger.sqlite``, the file's tables
+checked, created and upgraded by ``ferry.replicas.ledger.sqlite_file``). The records and the
+ports are ``ferry.replicas.ledger.records``; this package exports what callers use.
 
 Keys, in one DynamoDB table (``pk`` string hash key, ``sk`` string range key, on-demand):
 

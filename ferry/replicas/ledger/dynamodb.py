@@ -1,6 +1,7 @@
 """The state store in one DynamoDB table: the pipeline's (and the local runtime's emulator's).
 
-The key design is ``ferry.replicas.ledger``'s table.
+The key design is ``ferry.replicas.ledger``'s table; the table itself, created and checked,
+``ferry.replicas.ledger.dynamodb_table``'s.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ferry.core.errors import StateStoreError
+from ferry.replicas.ledger.dynamodb_table import check_state_table
 from ferry.replicas.ledger.records import (
     CREATED_PREFIX,
     LEDGER_PREFIX,
@@ -27,8 +29,6 @@ from ferry.replicas.ledger.records import (
 )
 from ferry.storage import retry_policy
 
-#: The state table's key: two strings (the CDK stack's table, ``create_table``'s).
-_DYNAMODB_KEY = {"pk": "HASH", "sk": "RANGE"}
 #: DynamoDB's BatchWriteItem takes at most 25 items per call.
 _BATCH = 25
 #: BatchGetItem takes at most 100 keys per call.
@@ -48,59 +48,9 @@ class DynamoDbStateStore:
 
     def check(self, named: str | None = None) -> None:
         """The table exists and has Ferry's key (``DescribeTable``), else ``StateStoreError``."""
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        named = named or f"DynamoDB table {self.table_name}"
-        client = self.client
-        try:
-            table = client.describe_table(TableName=self.table_name)["Table"]
-        except client.exceptions.ResourceNotFoundException:
-            raise StateStoreError(
-                f"{named}: no such DynamoDB table in {client.meta.region_name}; give the state "
-                "table of the stack (its StateTableName output)"
-            ) from None
-        except ClientError as error:
-            details = error.response.get("Error", {})
-            message = (str(details.get("Message") or "").splitlines() or [""])[0]
-            raise StateStoreError(
-                f"{named}: DynamoDB refused DescribeTable: {details.get('Code')}"
-                + (f": {message}" if message else "")
-            ) from None
-        except BotoCoreError as error:  # no answer, no credentials, no region
-            raise StateStoreError(f"{named}: DynamoDB did not answer: {error}") from None
-        keys = {key["AttributeName"]: key["KeyType"] for key in table.get("KeySchema", [])}
-        types = {
-            attribute["AttributeName"]: attribute["AttributeType"]
-            for attribute in table.get("AttributeDefinitions", [])
-        }
-        if keys != _DYNAMODB_KEY or any(types.get(name) != "S" for name in _DYNAMODB_KEY):
-            found = ", ".join(
-                f"{name} ({types.get(name, '?')}, {kind.lower()} key)"
-                for name, kind in keys.items()
-            )
-            raise StateStoreError(
-                f"{named}: its key is {found}, not Ferry's: pk (S, hash key) and sk (S, range "
-                "key); it is not a Ferry state table"
-            )
-
-    @staticmethod
-    def create_table(client: Any, table_name: str) -> None:
-        """Create the table if it does not exist (the local runtime; the CDK stack on AWS)."""
-        if table_name in _all_tables(client):
-            return
-        client.create_table(
-            TableName=table_name,
-            AttributeDefinitions=[
-                {"AttributeName": "pk", "AttributeType": "S"},
-                {"AttributeName": "sk", "AttributeType": "S"},
-            ],
-            KeySchema=[
-                {"AttributeName": "pk", "KeyType": "HASH"},
-                {"AttributeName": "sk", "KeyType": "RANGE"},
-            ],
-            BillingMode="PAY_PER_REQUEST",
+        check_state_table(
+            self.client, self.table_name, named or f"DynamoDB table {self.table_name}"
         )
-        client.get_waiter("table_exists").wait(TableName=table_name)
 
     # -- ledger
 
@@ -408,14 +358,3 @@ def _outcome_item(item: dict[str, Any]) -> Outcome:
 
 def _epoch(moment: datetime) -> str:
     return f"{moment.timestamp():.6f}"
-
-
-def _all_tables(client: Any) -> set[str]:
-    names: set[str] = set()
-    arguments: dict[str, Any] = {}
-    while True:
-        page = client.list_tables(**arguments)
-        names.update(page.get("TableNames", []))
-        if "LastEvaluatedTableName" not in page:
-            return names
-        arguments["ExclusiveStartTableName"] = page["LastEvaluatedTableName"]
