@@ -8,7 +8,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from ferry.freshness.metrics import FRESHNESS
-from ferry.statemachine.payloads import AbortInput
+from ferry.statemachine.replication_payloads import AbortInput
 from ferry.states import abort
 from lambdas.runtime import context as states_context
 from lambdas.runtime import logger, metrics, tracer

@@ -11,7 +11,7 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from ferry.statemachine.payloads import CatalogEventInput
+from ferry.statemachine.feed_payloads import CatalogEventInput
 from ferry.states import catalog_events
 from lambdas.runtime import feeds, logger, metrics, tracer
 

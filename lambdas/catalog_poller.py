@@ -16,7 +16,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from ferry.feeds.feed_checks import NOTIFICATION_LOG, check_notification_log
 from ferry.feeds.trigger_events import POLL_SECONDS
-from ferry.statemachine.payloads import PollInput
+from ferry.statemachine.feed_payloads import PollInput
 from ferry.states import catalog_poller
 from lambdas.runtime import feeds, logger, metrics, tracer
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from ferry.statemachine.payloads import ChangeWindowInput
+from ferry.statemachine.feed_payloads import ChangeWindowInput
 from ferry.states import claim_changes
 from lambdas.runtime import feeds, logger, tracer
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from ferry.statemachine.payloads import CloseWindowInput
+from ferry.statemachine.feed_payloads import CloseWindowInput
 from ferry.states import close_window
 from lambdas.runtime import feeds, logger, tracer
 

@@ -8,7 +8,7 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from ferry.statemachine.payloads import CopySlotInput
+from ferry.statemachine.replication_payloads import CopySlotInput
 from ferry.states import copy_slot
 from lambdas.runtime import NAMESPACE, SERVICE, logger, tracer
 from lambdas.runtime import context as states_context

@@ -10,7 +10,7 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from ferry.statemachine.payloads import FailbackInput
+from ferry.statemachine.failover_payloads import FailbackInput
 from ferry.states import failback
 from lambdas.runtime import context as states_context
 from lambdas.runtime import logger, settings, tracer

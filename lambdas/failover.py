@@ -9,7 +9,7 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from ferry.statemachine.payloads import FailoverInput
+from ferry.statemachine.failover_payloads import FailoverInput
 from ferry.states import failover
 from lambdas.runtime import context as states_context
 from lambdas.runtime import logger, settings, tracer

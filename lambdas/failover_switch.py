@@ -13,7 +13,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ConfigDict, Field
 
 from ferry.failover.stack_switch import StackClients
-from ferry.statemachine.payloads import FailoverSwitchInput
+from ferry.statemachine.failover_payloads import FailoverSwitchInput
 from ferry.states import failover_switch
 from ferry.storage.aws import AwsClients
 from lambdas.runtime import logger, tracer

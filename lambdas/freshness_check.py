@@ -10,7 +10,7 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from ferry.core.errors import SecretNotFilledError
-from ferry.statemachine.payloads import FreshnessCheckInput, FreshnessCheckResult
+from ferry.statemachine.check_payloads import FreshnessCheckInput, FreshnessCheckResult
 from ferry.states import freshness_check
 from lambdas.runtime import context as states_context
 from lambdas.runtime import logger, tracer

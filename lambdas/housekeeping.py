@@ -7,7 +7,7 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from ferry.statemachine.payloads import HousekeepingInput
+from ferry.statemachine.housekeeping_payloads import HousekeepingInput
 from ferry.states import housekeeping
 from lambdas.runtime import context as states_context
 from lambdas.runtime import logger, metrics, tracer

@@ -6,7 +6,7 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from ferry.statemachine.payloads import PlannedRun
+from ferry.statemachine.replication_payloads import PlannedRun
 from ferry.states import inline_copy
 from lambdas.runtime import context as states_context
 from lambdas.runtime import logger, tracer

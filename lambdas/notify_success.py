@@ -8,7 +8,7 @@ from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from ferry.freshness.metrics import FRESHNESS
-from ferry.statemachine.payloads import PlannedRun
+from ferry.statemachine.replication_payloads import PlannedRun
 from ferry.states import notify_success
 from lambdas.runtime import NAMESPACE, SERVICE, logger, metrics, tracer
 from lambdas.runtime import context as states_context

@@ -6,7 +6,8 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from ferry.statemachine.payloads import CatalogCheckInput, PlanInput
+from ferry.statemachine.check_payloads import CatalogCheckInput
+from ferry.statemachine.replication_payloads import PlanInput
 from ferry.states import catalog_check, plan
 from lambdas.runtime import context as states_context
 from lambdas.runtime import logger, tracer

@@ -6,7 +6,7 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from ferry.statemachine.payloads import CopyBatchInput
+from ferry.statemachine.replication_payloads import CopyBatchInput
 from ferry.states import s3_copy_batch
 from lambdas.runtime import context as states_context
 from lambdas.runtime import logger, tracer

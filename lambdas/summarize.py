@@ -8,7 +8,7 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from ferry.statemachine.payloads import SummarizeInput
+from ferry.statemachine.replication_payloads import SummarizeInput
 from ferry.states import summarize
 from lambdas.runtime import context as states_context
 from lambdas.runtime import logger, metrics, tracer

@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from ferry.statemachine.outcomes import resolved_tables
-from ferry.statemachine.payloads import PlanResult
+from ferry.statemachine.replication_payloads import PlanResult
 from ferry.states import inline_copy, plan, resolve_tables
 from ferry.states.context import StateContext
 from ferry.storage import fs

@@ -33,7 +33,7 @@ from ferry.core.errors import FailoverError
 from ferry.failover import SwitchReport
 from ferry.failover.trigger_names import config_triggers
 from ferry.lifecycle import replica_state
-from ferry.statemachine.payloads import FailoverSwitchInput, FailoverSwitchResult
+from ferry.statemachine.failover_payloads import FailoverSwitchInput, FailoverSwitchResult
 from ferry.storage.aws import AwsClients, new_session
 
 LOCAL = "local"

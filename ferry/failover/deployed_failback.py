@@ -23,7 +23,7 @@ from ferry.core.errors import FerryError
 from ferry.failover import Prefer
 from ferry.failover.config_failback import FailbackReport, TableFailback
 from ferry.failover.deployed import DeployedSwitch
-from ferry.statemachine.payloads import FailbackInput, FailbackResult
+from ferry.statemachine.failover_payloads import FailbackInput, FailbackResult
 
 #: The stack output naming the function.
 FUNCTION_OUTPUT = "FailbackFunctionArn"

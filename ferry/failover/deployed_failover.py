@@ -22,7 +22,7 @@ from datetime import timedelta
 from ferry.config import ReplicationConfig
 from ferry.failover.config_failover import FailoverReport, TableFailover
 from ferry.failover.deployed import DeployedSwitch
-from ferry.statemachine.payloads import FailoverInput, FailoverResult
+from ferry.statemachine.failover_payloads import FailoverInput, FailoverResult
 
 #: The stack output naming the function.
 FUNCTION_OUTPUT = "FailoverFunctionArn"

@@ -33,7 +33,7 @@ from ferry.failover import Prefer
 from ferry.failover.baseline import FAILOVER_FOLDER
 from ferry.failover.config_failback import fail_back
 from ferry.failover.stack_failover import AlreadySuspended, replications_of
-from ferry.statemachine.payloads import FailbackInput, FailbackResult
+from ferry.statemachine.failover_payloads import FailbackInput, FailbackResult
 from ferry.storage import fs
 
 #: Where the reverse configs are written in the work bucket: below ``configs/``, which every

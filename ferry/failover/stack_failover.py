@@ -21,7 +21,7 @@ from ferry.config import ReplicationConfig, TableReplication
 from ferry.core.errors import FailoverError
 from ferry.failover import SwitchReport
 from ferry.failover.config_failover import FailoverReport, check_replicas, fail_over
-from ferry.statemachine.payloads import FailoverInput
+from ferry.statemachine.failover_payloads import FailoverInput
 
 
 class AlreadySuspended:

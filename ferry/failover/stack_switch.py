@@ -30,7 +30,7 @@ from ferry.copying.budget.dynamodb import DynamoDbSlots
 from ferry.core.errors import FailoverError
 from ferry.failover import SwitchReport
 from ferry.replicas.ledger import DynamoDbStateStore
-from ferry.statemachine.payloads import FailoverSwitchInput
+from ferry.statemachine.failover_payloads import FailoverSwitchInput
 
 #: What ``GetSchedule`` answers that ``UpdateSchedule`` takes back (all of it: UpdateSchedule
 #: resets what it is not sent).

@@ -13,7 +13,7 @@ from ferry.catalog.hive import HiveMetastoreCatalog
 from ferry.catalog.hive_events import HiveNotificationLog
 from ferry.core.errors import CatalogUnreachableError, ConfigError, NotAMetastoreError
 from ferry.feeds.intake import ChangeFeeds
-from ferry.statemachine.payloads import CatalogCheckInput, NotificationLogCheckResult
+from ferry.statemachine.check_payloads import CatalogCheckInput, NotificationLogCheckResult
 
 NOTIFICATION_LOG = "notification-log"
 #: What a metastore needs to write its notification log (Hive's own listener).

@@ -56,7 +56,7 @@ from ferry.feeds.catalog_changes import (
 from ferry.feeds.windows import FeedState, Window
 from ferry.planning import selection
 from ferry.replicas.ledger.records import iso
-from ferry.statemachine.payloads import (
+from ferry.statemachine.feed_payloads import (
     CatalogEventInput,
     ChangeWindowInput,
     ClaimResult,

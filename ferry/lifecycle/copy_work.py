@@ -26,7 +26,7 @@ from ferry.copying.manifest import (
 )
 from ferry.core import faults
 from ferry.iceberg.pipeline import rewrite_batch
-from ferry.statemachine.payloads import CopyBatchResult, InlineCopyResult
+from ferry.statemachine.replication_payloads import CopyBatchResult, InlineCopyResult
 from ferry.storage import fs
 from ferry.storage.s3 import MiB
 

@@ -12,14 +12,17 @@ events and the Hive poller (``FEED_FUNCTIONS``); no definition invokes them.
 
 Each Lambda task is one function (its handler in ``lambdas/<state>.py``), which runs one
 state module (``ferry/states/<state>.py``, ``STATES``) on one input model and returns one
-result model (``ferry.statemachine.payloads``); ``PAYLOADS`` names them, and a test holds the
+result model (one module per group of functions: ``replication_payloads``,
+``housekeeping_payloads``, ``feed_payloads``, ``check_payloads``, ``failover_payloads``, each
+keeping the rules of ``payloads``); ``PAYLOADS`` names them, and a test holds the
 definition's paths to the models' fields.
 
 Each definition carries its own ``TimeoutSeconds`` (the replication 24 h, housekeeping 2 h,
 the change window 50 h: its wait, a replication and a follow-up), and every Task and Map of
 each one has a ``Retry`` and a ``Catch``.
 
-Beside the definitions: what travels between their states (``payloads``), the tables' items
+Beside the definitions: what travels between their states (``payloads`` and the
+``*_payloads`` modules), the tables' items
 and outcomes as the Map over the tables reads and writes them (``outcomes``), and an
 execution started and followed (``executions``) or redriven (``execution_redrive``).
 """
@@ -34,7 +37,13 @@ from typing import Any
 from pydantic import BaseModel
 
 from ferry.core.errors import transient_errors
-from ferry.statemachine import payloads
+from ferry.statemachine import (
+    check_payloads,
+    failover_payloads,
+    feed_payloads,
+    housekeeping_payloads,
+    replication_payloads,
+)
 
 DEFINITION_PATH = Path(__file__).parent / "replication.asl.json"
 HOUSEKEEPING_PATH = Path(__file__).parent / "housekeeping.asl.json"
@@ -86,24 +95,33 @@ OPERATOR_FUNCTIONS = {
 
 #: The input and result model of each function's step (what travels in and out of its state).
 PAYLOADS: dict[str, tuple[type[BaseModel], type[BaseModel]]] = {
-    "ResolveTables": (payloads.ResolveTablesInput, payloads.ResolveTablesResult),
-    "Plan": (payloads.PlanInput, payloads.PlanResult),
-    "InlineCopy": (payloads.PlannedRun, payloads.InlineCopyResult),
-    "S3CopyBatch": (payloads.CopyBatchInput, payloads.CopyBatchResult),
-    "CopySlot": (payloads.CopySlotInput, payloads.CopySlotResult),
-    "Commit": (payloads.PlannedRun, payloads.CommitResult),
-    "NotifySuccess": (payloads.PlannedRun, payloads.NotifySuccessResult),
-    "Abort": (payloads.AbortInput, payloads.AbortResult),
-    "Summarize": (payloads.SummarizeInput, payloads.SummarizeResult),
-    "Housekeeping": (payloads.HousekeepingInput, payloads.HousekeepingResult),
-    "ClaimChanges": (payloads.ChangeWindowInput, payloads.ClaimResult),
-    "CloseWindow": (payloads.CloseWindowInput, payloads.CloseWindowResult),
-    "CatalogEvents": (payloads.CatalogEventInput, payloads.IntakeResult),
-    "CatalogPoller": (payloads.PollInput, payloads.PollResult),
-    "FreshnessCheck": (payloads.FreshnessCheckInput, payloads.FreshnessCheckResult),
-    "FailoverSwitch": (payloads.FailoverSwitchInput, payloads.FailoverSwitchResult),
-    "Failover": (payloads.FailoverInput, payloads.FailoverResult),
-    "Failback": (payloads.FailbackInput, payloads.FailbackResult),
+    "ResolveTables": (
+        replication_payloads.ResolveTablesInput,
+        replication_payloads.ResolveTablesResult,
+    ),
+    "Plan": (replication_payloads.PlanInput, replication_payloads.PlanResult),
+    "InlineCopy": (replication_payloads.PlannedRun, replication_payloads.InlineCopyResult),
+    "S3CopyBatch": (replication_payloads.CopyBatchInput, replication_payloads.CopyBatchResult),
+    "CopySlot": (replication_payloads.CopySlotInput, replication_payloads.CopySlotResult),
+    "Commit": (replication_payloads.PlannedRun, replication_payloads.CommitResult),
+    "NotifySuccess": (replication_payloads.PlannedRun, replication_payloads.NotifySuccessResult),
+    "Abort": (replication_payloads.AbortInput, replication_payloads.AbortResult),
+    "Summarize": (replication_payloads.SummarizeInput, replication_payloads.SummarizeResult),
+    "Housekeeping": (
+        housekeeping_payloads.HousekeepingInput,
+        housekeeping_payloads.HousekeepingResult,
+    ),
+    "ClaimChanges": (feed_payloads.ChangeWindowInput, feed_payloads.ClaimResult),
+    "CloseWindow": (feed_payloads.CloseWindowInput, feed_payloads.CloseWindowResult),
+    "CatalogEvents": (feed_payloads.CatalogEventInput, feed_payloads.IntakeResult),
+    "CatalogPoller": (feed_payloads.PollInput, feed_payloads.PollResult),
+    "FreshnessCheck": (check_payloads.FreshnessCheckInput, check_payloads.FreshnessCheckResult),
+    "FailoverSwitch": (
+        failover_payloads.FailoverSwitchInput,
+        failover_payloads.FailoverSwitchResult,
+    ),
+    "Failover": (failover_payloads.FailoverInput, failover_payloads.FailoverResult),
+    "Failback": (failover_payloads.FailbackInput, failover_payloads.FailbackResult),
 }
 
 #: Every function (what a deployment creates), and the definitions.

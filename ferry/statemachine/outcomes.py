@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ferry.core.errors import StepFunctionsError
-from ferry.statemachine.payloads import ResolveTablesResult
+from ferry.statemachine.replication_payloads import ResolveTablesResult
 from ferry.storage import fs
 
 

@@ -20,7 +20,7 @@ from ferry.lifecycle import attempts, replica_state
 from ferry.lifecycle.aborting import clean_up, failure_of
 from ferry.lifecycle.notify import FAILURE
 from ferry.planning.runs import PlanDocument, RunLocations, read_plan
-from ferry.statemachine.payloads import AbortInput, AbortResult, PlanLocations
+from ferry.statemachine.replication_payloads import AbortInput, AbortResult, PlanLocations
 from ferry.states.context import StateContext
 from ferry.storage import fs
 

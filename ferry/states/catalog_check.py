@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ferry.statemachine.payloads import CatalogAnswer, CatalogCheckInput, CatalogCheckResult
+from ferry.statemachine.check_payloads import CatalogAnswer, CatalogCheckInput, CatalogCheckResult
 from ferry.states.context import StateContext
 
 

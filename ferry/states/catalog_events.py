@@ -5,7 +5,7 @@ change window state machine for a window it opens (``ferry.feeds.intake``)."""
 from __future__ import annotations
 
 from ferry.feeds import ChangeFeeds
-from ferry.statemachine.payloads import CatalogEventInput, IntakeResult
+from ferry.statemachine.feed_payloads import CatalogEventInput, IntakeResult
 
 
 def run(feeds: ChangeFeeds, payload: CatalogEventInput) -> IntakeResult:

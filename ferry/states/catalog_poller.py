@@ -5,7 +5,7 @@ selects over, as the Glue intake does (``ferry.feeds.intake``)."""
 from __future__ import annotations
 
 from ferry.feeds import ChangeFeeds
-from ferry.statemachine.payloads import PollInput, PollResult
+from ferry.statemachine.feed_payloads import PollInput, PollResult
 
 
 def run(feeds: ChangeFeeds, payload: PollInput, seconds: float) -> PollResult:

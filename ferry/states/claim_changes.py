@@ -4,7 +4,7 @@ table's changes noted in its window; does it need a run? (``ferry.feeds.intake``
 from __future__ import annotations
 
 from ferry.feeds import ChangeFeeds
-from ferry.statemachine.payloads import ChangeWindowInput, ClaimResult
+from ferry.statemachine.feed_payloads import ChangeWindowInput, ClaimResult
 
 
 def run(feeds: ChangeFeeds, payload: ChangeWindowInput) -> ClaimResult:

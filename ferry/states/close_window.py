@@ -4,7 +4,7 @@ run (then a follow-up window is opened; ``ferry.feeds.intake``)."""
 from __future__ import annotations
 
 from ferry.feeds import ChangeFeeds
-from ferry.statemachine.payloads import CloseWindowInput, CloseWindowResult
+from ferry.statemachine.feed_payloads import CloseWindowInput, CloseWindowResult
 
 
 def run(feeds: ChangeFeeds, payload: CloseWindowInput) -> CloseWindowResult:

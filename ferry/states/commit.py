@@ -18,7 +18,7 @@ from ferry.lifecycle import replica_state
 from ferry.lifecycle.committing import DEFAULT_CLAIM_LEASE, commit
 from ferry.planning.runs import CopierKind, RunLocations, read_plan
 from ferry.planning.source_versions import recorded_parameters
-from ferry.statemachine.payloads import CommitResult, PlannedRun
+from ferry.statemachine.replication_payloads import CommitResult, PlannedRun
 from ferry.states.context import StateContext
 
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ferry.planning.runs import read_plan
-from ferry.statemachine.payloads import CopySlotInput, CopySlotResult
+from ferry.statemachine.replication_payloads import CopySlotInput, CopySlotResult
 from ferry.states.context import StateContext
 
 

@@ -10,7 +10,7 @@ from ferry.failover.config_failback import reverse_ledger_forgetter
 from ferry.failover.stack_failback import StackReverse, record_folder
 from ferry.failover.stack_failback import run as fail_back
 from ferry.lifecycle import replica_state
-from ferry.statemachine.payloads import FailbackInput, FailbackResult
+from ferry.statemachine.failover_payloads import FailbackInput, FailbackResult
 from ferry.states.context import StateContext
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ferry.failover.stack_failover import run as fail_over
 from ferry.lifecycle import replica_state
-from ferry.statemachine.payloads import FailoverInput, FailoverResult
+from ferry.statemachine.failover_payloads import FailoverInput, FailoverResult
 from ferry.states.context import StateContext
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from ferry.failover.stack_switch import StackClients, switch
-from ferry.statemachine.payloads import FailoverSwitchInput, FailoverSwitchResult
+from ferry.statemachine.failover_payloads import FailoverSwitchInput, FailoverSwitchResult
 
 
 def run(stack: StackClients, payload: FailoverSwitchInput) -> FailoverSwitchResult:

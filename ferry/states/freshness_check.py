@@ -6,7 +6,7 @@ starts nothing."""
 from __future__ import annotations
 
 from ferry.freshness.metrics import check_freshness
-from ferry.statemachine.payloads import FreshnessCheckInput, FreshnessCheckResult
+from ferry.statemachine.check_payloads import FreshnessCheckInput, FreshnessCheckResult
 from ferry.states.context import StateContext
 
 

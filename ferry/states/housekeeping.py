@@ -11,7 +11,7 @@ from contextlib import nullcontext
 from typing import Any
 
 from ferry.lifecycle import retired_snapshots as rules
-from ferry.statemachine.payloads import HousekeepingInput, HousekeepingResult
+from ferry.statemachine.housekeeping_payloads import HousekeepingInput, HousekeepingResult
 from ferry.states.context import StateContext
 from ferry.storage import fs
 

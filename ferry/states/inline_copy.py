@@ -9,7 +9,7 @@ from typing import Any
 from ferry.copying.copier import Progress
 from ferry.lifecycle import copy_work
 from ferry.planning.runs import RunLocations, read_plan
-from ferry.statemachine.payloads import InlineCopyResult, PlannedRun
+from ferry.statemachine.replication_payloads import InlineCopyResult, PlannedRun
 from ferry.states.context import StateContext
 
 

@@ -15,7 +15,7 @@ from ferry.core import faults
 from ferry.lifecycle import replica_state
 from ferry.lifecycle.notify import SUCCESS
 from ferry.planning.runs import CopierKind, read_plan
-from ferry.statemachine.payloads import NotifySuccessResult, PlannedRun
+from ferry.statemachine.replication_payloads import NotifySuccessResult, PlannedRun
 from ferry.states.context import StateContext
 
 

@@ -23,7 +23,7 @@ from ferry.planning.preflight import check_writable
 from ferry.planning.preview import preview_of
 from ferry.planning.runs import CopierKind, PlanDocument, RunLocations, choose_copier, write_plan
 from ferry.planning.table_plan import ReplicationPlan, plan_replication
-from ferry.statemachine.payloads import PlanInput, PlanResult, batch_copier_options
+from ferry.statemachine.replication_payloads import PlanInput, PlanResult, batch_copier_options
 from ferry.states.context import StateContext
 from ferry.storage import fs
 

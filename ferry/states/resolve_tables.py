@@ -14,11 +14,11 @@ from ferry.core.errors import ConfigError
 from ferry.core.event_id import new_event_id
 from ferry.planning.runs import RunLocations
 from ferry.replicas.replica import promoted_replicas
-from ferry.statemachine.payloads import (
+from ferry.statemachine.payloads import trigger_time
+from ferry.statemachine.replication_payloads import (
     ResolveTablesInput,
     ResolveTablesResult,
     TableItem,
-    trigger_time,
 )
 from ferry.states.context import StateContext
 from ferry.storage import fs

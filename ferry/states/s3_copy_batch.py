@@ -10,7 +10,7 @@ from ferry.config import CopierOptions
 from ferry.copying.copier import Progress
 from ferry.copying.side_credentials import side_of_batch
 from ferry.lifecycle import copy_work
-from ferry.statemachine.payloads import CopyBatchInput, CopyBatchResult
+from ferry.statemachine.replication_payloads import CopyBatchInput, CopyBatchResult
 from ferry.states.context import StateContext
 
 

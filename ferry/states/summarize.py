@@ -13,7 +13,7 @@ from typing import Any
 
 from ferry.core import faults
 from ferry.statemachine.outcomes import map_results, summary
-from ferry.statemachine.payloads import SummarizeInput, SummarizeResult
+from ferry.statemachine.replication_payloads import SummarizeInput, SummarizeResult
 from ferry.states import abort
 from ferry.states.context import StateContext
 

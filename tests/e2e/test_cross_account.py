@@ -396,7 +396,7 @@ def test_an_s3_copy_into_the_dr_bucket_reads_the_source_as_the_role_its_policy_a
     from ferry.copying.manifest import read_batches, write_manifest
     from ferry.copying.side_credentials import SIDES_FILE
     from ferry.core.errors import CopyError
-    from ferry.statemachine.payloads import CopyBatchInput
+    from ferry.statemachine.replication_payloads import CopyBatchInput
     from ferry.states import s3_copy_batch
     from ferry.states.context import StateContext
 

@@ -23,7 +23,7 @@ from ferry.failover.deployed_failover import FUNCTION_OUTPUT
 from ferry.local import deploy
 from ferry.replicas.replica import REPLICATION_EVENT
 from ferry.statemachine.executions import start
-from ferry.statemachine.payloads import FailoverInput
+from ferry.statemachine.failover_payloads import FailoverInput
 from ferry.storage import fs
 from tests.e2e import test_failover_switch
 from tests.e2e.test_catalog_events import wait_for

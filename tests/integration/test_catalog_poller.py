@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from ferry.catalog.hive_events import HiveNotificationLog
-from ferry.statemachine.payloads import PollInput
+from ferry.statemachine.feed_payloads import PollInput
 from ferry.states import catalog_poller
 from tests.integration import test_hive_poller as poller
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import boto3
 import pytest
 
-from ferry.statemachine.payloads import FreshnessCheckInput
+from ferry.statemachine.check_payloads import FreshnessCheckInput
 from ferry.states import freshness_check
 from tests.state_runs import StateRun
 

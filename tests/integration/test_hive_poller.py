@@ -23,7 +23,7 @@ from ferry.core.model import Partition
 from ferry.feeds import ChangeFeeds, FeedState, WindowExecutions
 from ferry.feeds.intake import FULL_COMPARISON
 from ferry.replicas.ledger.dynamodb_table import create_state_table
-from ferry.statemachine.payloads import PollInput
+from ferry.statemachine.feed_payloads import PollInput
 from ferry.storage.aws import AwsClients
 from tests.helpers import config_document
 

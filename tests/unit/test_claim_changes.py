@@ -4,7 +4,7 @@ Functions and Glue in moto (the change feeds' own world, ``tests/unit/test_feeds
 
 from __future__ import annotations
 
-from ferry.statemachine.payloads import ChangeWindowInput
+from ferry.statemachine.feed_payloads import ChangeWindowInput
 from ferry.states import claim_changes
 from tests.unit import test_feeds as feeds
 

@@ -4,7 +4,7 @@ Glue in moto (the change feeds' own world, ``tests/unit/test_feeds.py``)."""
 
 from __future__ import annotations
 
-from ferry.statemachine.payloads import ChangeWindowInput, CloseWindowInput
+from ferry.statemachine.feed_payloads import ChangeWindowInput, CloseWindowInput
 from ferry.states import close_window
 from tests.unit import test_feeds as feeds
 

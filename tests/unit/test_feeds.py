@@ -26,7 +26,7 @@ from ferry.feeds import (
 )
 from ferry.feeds.catalog_changes import CatalogChange, hive_changes
 from ferry.replicas.ledger.dynamodb_table import create_state_table
-from ferry.statemachine.payloads import (
+from ferry.statemachine.feed_payloads import (
     CatalogEventInput,
     ChangeWindowInput,
     CloseWindowInput,

@@ -1,8 +1,8 @@
 """Every key the state machines read of a state's input or result is a field of its model.
 
 The definitions (``ferry/statemachine/*.asl.json``) name the payloads' keys in ``Parameters``,
-``ResultSelector`` and ``$.…`` paths; ``ferry.statemachine.payloads`` defines them once. A key renamed on
-one side only fails here, not in an execution.
+``ResultSelector`` and ``$.…`` paths; the models ``ferry.statemachine.PAYLOADS`` names define
+them once. A key renamed on one side only fails here, not in an execution.
 """
 
 import json
@@ -13,7 +13,7 @@ import pytest
 from pydantic import BaseModel
 
 from ferry import statemachine
-from ferry.statemachine.payloads import ResolveTablesInput, TableItem
+from ferry.statemachine.replication_payloads import ResolveTablesInput, TableItem
 
 EVENTS = Path(__file__).parents[2] / "events"
 _PATH = re.compile(r"^\$\.([A-Za-z_][A-Za-z0-9_]*)")
