@@ -89,7 +89,8 @@ lint: setup
 # visible through the local state machine; planning a million files against a bare
 # listing; the diff against one call per partition; an Iceberg table of many snapshots
 # against copying its files alone; ferry status of 1,000 tables against reading both
-# catalogs' tables: ratios in one run.
+# catalogs' tables; a no-op run of one table against reading both catalogs for it, and each
+# Lambda function's init time against importing boto3: ratios in one run.
 bench: setup
 	$(BIN)/python bench/copy_throughput.py
 	$(BIN)/python bench/trigger_latency.py
@@ -100,6 +101,8 @@ bench: setup
 	$(BIN)/python bench/priority_lag.py
 	$(BIN)/python bench/failover_scale.py
 	$(BIN)/python bench/status_scale.py
+	$(BIN)/python bench/fixed_cost.py
+	$(BIN)/python bench/lambda_init.py
 
 # The CloudFormation template of each environment, into cdk.out/ (no AWS account, no Docker):
 # the Lambda bundle and the Spark job's environment are built from platform wheels on the way,

@@ -15,14 +15,6 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TextColumn,
-    TimeRemainingColumn,
-    TransferSpeedColumn,
-)
 
 from ferry.commands import (
     EXIT_FAILED,
@@ -37,6 +29,8 @@ from ferry.storage import fs
 from ferry.storage.aws import AwsClients
 
 if TYPE_CHECKING:
+    from rich.progress import Progress
+
     from ferry.config import ReplicationConfig
     from ferry.states.context import StateContext
 
@@ -241,6 +235,17 @@ class _Observer:
     def copy_progress(self, table: str, payload: dict):
         if not self.bars or self.progress is not None:
             return None
+        # Here: only a copy shown on a terminal draws a bar (a run with nothing to copy, or
+        # --json, does without the import).
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+            TransferSpeedColumn,
+        )
+
         self.progress = Progress(
             TextColumn("{task.description}"),
             BarColumn(),

@@ -33,7 +33,8 @@ def run_resume(
 ) -> int:
     """Continue event ``event_id``'s failed attempt; the exit code (as ``ferry replicate``)."""
     from ferry.commands.replicate import open_state, run_replicate
-    from ferry.planning.runs import RunLocations, read_plan
+    from ferry.planning.plan_document import read_plan
+    from ferry.planning.runs import RunLocations
     from ferry.states import plan as plan_state
     from ferry.states.context import StateContext
 

@@ -11,16 +11,26 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-
-from jinja2 import StrictUndefined, TemplateError, UndefinedError
-from jinja2.sandbox import SandboxedEnvironment
+from functools import cache
+from typing import TYPE_CHECKING
 
 from ferry.core.clock import Clock, utc_now
 from ferry.core.errors import ConfigError
 
+if TYPE_CHECKING:
+    from jinja2.sandbox import SandboxedEnvironment
+
 HELPER_NAMES = "now_utc(), days_ago(n, fmt), hours_ago(n, fmt)"
 
-_ENVIRONMENT = SandboxedEnvironment(undefined=StrictUndefined, autoescape=False)
+
+@cache
+def _environment() -> SandboxedEnvironment:
+    """The sandbox templates render in, made on first use: a config without a partition
+    filter (and every command or function that loads one) does without Jinja2's import."""
+    from jinja2 import StrictUndefined
+    from jinja2.sandbox import SandboxedEnvironment
+
+    return SandboxedEnvironment(undefined=StrictUndefined, autoescape=False)
 
 
 # The clock a filter is rendered against once when the config loads, so that a wrong
@@ -70,8 +80,10 @@ def check_template(template: str) -> None:
             else f"use a Jinja2 template with {HELPER_NAMES}, e.g. dt >= '{{{{ days_ago(1) }}}}'"
         )
         raise ValueError(f"Circus Train SpEL expressions are not supported; {hint}")
+    from jinja2 import TemplateError, UndefinedError
+
     try:
-        _ENVIRONMENT.parse(template)
+        _environment().parse(template)
     except TemplateError as error:
         raise ValueError(f"invalid template: {error}") from None
     try:
@@ -94,7 +106,7 @@ def render_partition_filter(template: str | None, clock: Clock = utc_now) -> str
 
 
 def _render(template: str, clock: Clock) -> str | None:
-    return _ENVIRONMENT.from_string(template).render(**helpers(clock)).strip() or None
+    return _environment().from_string(template).render(**helpers(clock)).strip() or None
 
 
 def _one_line(error: Exception) -> str:

@@ -13,8 +13,6 @@ from ferry.catalog import Catalog, partition_sort_key
 from ferry.catalog.hive import HiveMetastoreCatalog
 from ferry.catalog.hive_thrift import partition_from_thrift
 from ferry.core.model import CatalogKind, Partition, Table, partition_name
-from ferry.iceberg.fileio import FerryFileIO
-from ferry.iceberg.reading import read_table_metadata
 from ferry.iceberg.recognise import metadata_location
 from ferry.planning.source_versions import ICEBERG, SourceVersion, names_digest, of_iceberg
 
@@ -103,6 +101,11 @@ def table_changes(
 
 def iceberg_changes(source_table: Table, held: SourceVersion | None) -> SourceChanges:
     """An Iceberg table's snapshots committed after the one the replica holds."""
+    # Here: reading Iceberg metadata takes pyiceberg and pyarrow, which every function that
+    # builds a state context would import at its cold start otherwise.
+    from ferry.iceberg.fileio import FerryFileIO
+    from ferry.iceberg.reading import read_table_metadata
+
     location = metadata_location(source_table)
     if location is None:
         return SourceChanges(of_iceberg(None, None), ())

@@ -37,7 +37,8 @@ from ferry.core.errors import ReplicationInterruptedError
 from ferry.core.model import Table
 from ferry.lifecycle.committing import snapshot_references
 from ferry.lifecycle.replica_state import BEFORE_COMMIT, ReplicaState
-from ferry.planning.runs import PlanDocument, RunLocations, read_plan
+from ferry.planning.plan_document import PlanDocument, read_plan
+from ferry.planning.runs import RunLocations
 from ferry.replicas.ledger import Lease, LedgerEntry
 from ferry.replicas.replica import REPLICATION_EVENT
 from ferry.storage import fs

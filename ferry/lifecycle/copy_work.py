@@ -17,6 +17,7 @@ from ferry.copying import concurrency
 from ferry.copying.copier import Progress
 from ferry.copying.manifest import (
     DIGEST,
+    batch_rewrites,
     batch_tasks,
     batch_work,
     read_batches,
@@ -25,7 +26,6 @@ from ferry.copying.manifest import (
     write_copy_record,
 )
 from ferry.core import faults
-from ferry.iceberg.pipeline import rewrite_batch
 from ferry.statemachine.replication_payloads import CopyBatchResult, InlineCopyResult
 from ferry.storage import fs
 from ferry.storage.s3 import MiB
@@ -58,7 +58,7 @@ def copy_inline(
     def record(index: int) -> None:
         batch = pending[index]
         copied = tasks[batch["batch"]]
-        rewritten = rewrite_batch(batch)
+        rewritten = _rewrite(batch)
         write_copy_record(
             manifest_uri, batch, len(copied), sum(task.size for task in copied), rewritten
         )
@@ -118,12 +118,23 @@ def copy_batch_server_side(
     if progress is not None and done:
         progress(sum(task.size for task in done))
     report = copier.copy(Manifest(batch["eventId"], tuple(tasks)), progress)
-    rewritten = rewrite_batch(batch)
+    rewritten = _rewrite(batch)
     faults.point("copy.batch")
     files = report.files + len(done)
     size = report.bytes + sum(task.size for task in done)
     write_copy_record(manifest_uri, batch, files, size, rewritten)
     return CopyBatchResult(files=files, bytes=size, resumed=len(done))
+
+
+def _rewrite(batch: dict[str, Any]) -> int:
+    """The batch's Iceberg manifest rewrites, written here (``ferry.iceberg.pipeline``); how
+    many. A batch without any (every Hive table's) does without pyiceberg's import, which
+    would otherwise be part of the S3 copy function's every cold start."""
+    if not batch_rewrites(batch)[1]:
+        return 0
+    from ferry.iceberg.pipeline import rewrite_batch
+
+    return rewrite_batch(batch)
 
 
 def already_copied(tasks: Sequence[Any]) -> tuple[list[Any], list[Any]]:

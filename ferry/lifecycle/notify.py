@@ -25,10 +25,14 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from ferry.core.errors import NotificationError
 from ferry.core.model import Column
-from ferry.planning.table_plan import COPYING_MODES, ReplicationPlan
+from ferry.planning.diff import COPYING_MODES
 
 if TYPE_CHECKING:
     from ferry.config import CatalogConfig, ReplicationConfig, SnsEventListener, TableReplication
+
+    # Named only: the plan's model pulls in pyiceberg and sqlglot, which a function that
+    # notifies without planning does without at its cold start.
+    from ferry.planning.table_plan import ReplicationPlan
 
 PROTOCOL_VERSION = "1.2"
 SNS_MAX_BYTES = 256 * 1024

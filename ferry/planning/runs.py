@@ -1,23 +1,26 @@
-"""What one table replication leaves under the work location, and the copier it chose.
+"""Where one table replication leaves its documents under the work location, and the copier
+it chose.
 
 Large things never travel through the state machine's payloads: Plan writes the plan (with
-its choice of copier) and the manifest once under ``<work>/runs/<event-id>/``, and each later
-step reads only what it needs from there.
+its choice of copier, ``ferry.planning.plan_document``) and the manifest once under
+``<work>/runs/<event-id>/``, and each later step reads only what it needs from there.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 from enum import StrEnum
-
-from pydantic import TypeAdapter
+from typing import TYPE_CHECKING
 
 from ferry.config import CopierOptions, ReplicationMode
 from ferry.copying.manifest import REWRITE_BATCH_BYTES
-from ferry.planning.table_plan import ReplicationPlan
 from ferry.storage import fs
 from ferry.storage.s3 import MiB
+
+if TYPE_CHECKING:
+    # Only named here: the plan's model pulls in pyiceberg and sqlglot, which the states that
+    # only need a run's locations or the copier's kind do not import.
+    from ferry.planning.table_plan import ReplicationPlan
 
 
 class CopierKind(StrEnum):
@@ -51,35 +54,6 @@ def choose_copier(plan: ReplicationPlan, options: CopierOptions) -> CopierKind:
     ):
         return CopierKind.INLINE
     return CopierKind.SPARK
-
-
-@dataclass(frozen=True)
-class PlanDocument:
-    """What Plan leaves for the later states: the config's location, the plan, the copier."""
-
-    config_uri: str
-    copier: CopierKind
-    started: datetime
-    plan: ReplicationPlan
-    #: When what started the run happened (the S3 object's event, the schedule's due time;
-    #: else the run's start): the replication lag is measured from it.
-    triggered: datetime | None = None
-    #: When Plan read the source (before it read anything): the replica holds every change
-    #: the source made before then once this run succeeds (``ferry.planning.source_versions``).
-    source_read_at: datetime | None = None
-    #: The replica is adopted (``TableItem.adopt``): Commit claims it as Plan took it.
-    adopt: bool = False
-
-
-_PLAN_DOCUMENT = TypeAdapter(PlanDocument)
-
-
-def write_plan(uri: str, document: PlanDocument) -> None:
-    fs.write_bytes(uri, _PLAN_DOCUMENT.dump_json(document))
-
-
-def read_plan(plan_uri: str) -> PlanDocument:
-    return _PLAN_DOCUMENT.validate_json(fs.read_bytes(plan_uri))
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,8 @@ from ferry.core.errors import FerryError, NotificationError
 from ferry.lifecycle import attempts, replica_state
 from ferry.lifecycle.aborting import clean_up, failure_of
 from ferry.lifecycle.notify import FAILURE
-from ferry.planning.runs import PlanDocument, RunLocations, read_plan
+from ferry.planning.plan_document import PlanDocument, read_plan
+from ferry.planning.runs import RunLocations
 from ferry.statemachine.replication_payloads import AbortInput, AbortResult, PlanLocations
 from ferry.states.context import StateContext
 from ferry.storage import fs

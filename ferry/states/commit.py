@@ -16,7 +16,8 @@ from ferry.core.errors import CopyIncompleteError, FerryError
 from ferry.iceberg.pipeline import commit_metadata
 from ferry.lifecycle import replica_state
 from ferry.lifecycle.committing import DEFAULT_CLAIM_LEASE, commit
-from ferry.planning.runs import CopierKind, RunLocations, read_plan
+from ferry.planning.plan_document import read_plan
+from ferry.planning.runs import CopierKind, RunLocations
 from ferry.planning.source_versions import recorded_parameters
 from ferry.statemachine.replication_payloads import CommitResult, PlannedRun
 from ferry.states.context import StateContext

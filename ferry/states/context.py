@@ -12,7 +12,7 @@ import importlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ferry import statemachine
 from ferry.catalog import Catalog
@@ -27,11 +27,15 @@ from ferry.lifecycle import replica_state
 from ferry.lifecycle.notify import START, ReplicationEvent, catalog_description, notifier_for
 from ferry.lifecycle.notify import replication_event as _replication_event
 from ferry.planning import selection
-from ferry.planning.runs import PlanDocument
-from ferry.planning.table_plan import ReplicationPlan
 from ferry.replicas.ledger import Lease
 from ferry.replicas.ledger.records import one_line
 from ferry.storage.aws import AwsClients
+
+if TYPE_CHECKING:
+    # Named only: the plan's model pulls in pyiceberg and sqlglot, which the states that never
+    # plan nor read a plan (and their functions' cold starts) do without.
+    from ferry.planning.plan_document import PlanDocument
+    from ferry.planning.table_plan import ReplicationPlan
 
 logger = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ferry.planning.runs import read_plan
+from ferry.planning.plan_document import read_plan
 from ferry.statemachine.replication_payloads import CopySlotInput, CopySlotResult
 from ferry.states.context import StateContext
 

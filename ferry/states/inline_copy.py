@@ -8,7 +8,8 @@ from typing import Any
 
 from ferry.copying.copier import Progress
 from ferry.lifecycle import copy_work
-from ferry.planning.runs import RunLocations, read_plan
+from ferry.planning.plan_document import read_plan
+from ferry.planning.runs import RunLocations
 from ferry.statemachine.replication_payloads import InlineCopyResult, PlannedRun
 from ferry.states.context import StateContext
 

@@ -14,7 +14,8 @@ from typing import Any
 from ferry.core import faults
 from ferry.lifecycle import replica_state
 from ferry.lifecycle.notify import SUCCESS
-from ferry.planning.runs import CopierKind, read_plan
+from ferry.planning.plan_document import read_plan
+from ferry.planning.runs import CopierKind
 from ferry.statemachine.replication_payloads import NotifySuccessResult, PlannedRun
 from ferry.states.context import StateContext
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from ferry.planning.runs import read_plan
+from ferry.planning.plan_document import read_plan
 from ferry.storage import fs
 from tests.state_runs import StateRun
 

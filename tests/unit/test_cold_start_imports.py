@@ -1,0 +1,72 @@
+"""What a cold start does not import: the heavy packages stay out of the code paths that do
+not use them (``bench/lambda_init.py`` and ``bench/fixed_cost.py`` measure what they cost).
+
+Each check runs in a fresh interpreter, as a Lambda function's init or a ``ferry`` command
+starts, and looks at ``sys.modules`` after the import.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def imported_after(code: str) -> set[str]:
+    """The top-level packages and modules in ``sys.modules`` after ``code`` runs in a fresh
+    interpreter."""
+    done = subprocess.run(
+        [sys.executable, "-c", f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"],
+        capture_output=True, text=True, check=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    return set(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+@pytest.mark.parametrize(
+    ("module", "left_out"),
+    [
+        # Every function validates its payloads: the plan's model (pyiceberg, sqlglot) is read
+        # only by the states that read a plan.
+        ("ferry.statemachine", {"pyiceberg", "sqlglot"}),
+        ("ferry.planning.runs", {"pyiceberg", "sqlglot"}),
+        ("ferry.lifecycle.notify", {"pyiceberg", "sqlglot"}),
+        # The S3 copy batch of a Hive table rewrites no Iceberg manifest.
+        ("ferry.lifecycle.copy_work", {"pyiceberg"}),
+        # A config without a partition filter renders no template.
+        ("ferry.config", {"jinja2"}),
+        # Only a copy shown on a terminal draws a progress bar.
+        ("ferry.commands.replicate", {"rich.progress"}),
+    ],
+)
+def test_a_module_leaves_out_what_its_callers_may_not_need(module, left_out):
+    assert not left_out & imported_after(f"import {module}")
+
+
+def test_a_config_without_a_partition_filter_loads_without_jinja2(tmp_path):
+    config = tmp_path / "replication.yml"
+    config.write_text(
+        "source-catalog: {name: onprem, hive-metastore-uris: thrift://metastore:9083}\n"
+        "replica-catalog: {name: dr, hive-metastore-uris: thrift://dr:9083}\n"
+        "table-replications:\n"
+        "  - source-table: {database-name: sales, table-name: orders}\n"
+        "    replica-table: {database-name: sales_dr, table-location: file:///tmp/dr/orders}\n"
+    )
+    loaded = imported_after(f"from ferry.config import load_config\nload_config({str(config)!r})")
+    assert "jinja2" not in loaded
+    filtered = tmp_path / "filtered.yml"
+    filtered.write_text(
+        config.read_text().replace(
+            "table-name: orders}",
+            "table-name: orders, partition-filter: \"dt >= '{{ days_ago(2) }}'\"}",
+        )
+    )
+    assert "jinja2" in imported_after(
+        f"from ferry.config import load_config\nload_config({str(filtered)!r})"
+    )
