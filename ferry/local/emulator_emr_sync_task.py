@@ -74,7 +74,7 @@ def task_service_class(authorizer: Authorizer, runner: JobRunner) -> type:
 
         def _eval_service_task(
             self, env, resource_runtime_part, normalised_parameters, state_credentials
-        ):  # noqa: E501
+        ):
             request = api_parameters(normalised_parameters)
             _authorize(self, env, state_credentials, resource_runtime_part, request, authorizer)
             started = _start_job_run(resource_runtime_part, request, authorizer, runner)
@@ -82,7 +82,7 @@ def task_service_class(authorizer: Authorizer, runner: JobRunner) -> type:
 
         def _build_sync_resolver(
             self, env, resource_runtime_part, normalised_parameters, state_credentials
-        ):  # noqa: E501
+        ):
             return _resolver(self, env, resource_runtime_part, env.stack.pop())
 
     return StateTaskServiceEmrServerless
