@@ -24,9 +24,10 @@ On a change of state the alarm's state, reason and reason data are set
 ``InsufficientDataActions``: SNS topics) receive CloudWatch's message, published as
 ``cloudwatch.amazonaws.com`` for the alarm: the topic's policy (with ``aws:SourceArn``) and
 its key's must allow it, as on AWS (``ferry.local.emulator_alarm_actions``; the statistics
-and the metric math are ``ferry.local.emulator_alarm_values``'). CloudWatch evaluates each minute, on whole periods, and
-waits for late data; the emulator evaluates the periods ending now, so that an alarm turns
-within seconds of what breaches it, and back once it no longer does.
+and the metric math are ``ferry.local.emulator_alarm_values``). CloudWatch evaluates each
+minute, on whole periods, and waits for late data; the emulator evaluates the periods ending
+now, so that an alarm turns within seconds of what breaches it, and back once it no longer
+does.
 """
 
 from __future__ import annotations
