@@ -28,7 +28,7 @@ from botocore.exceptions import ClientError
 
 from ferry.config import S3Trigger
 from ferry.feeds import trigger_events
-from ferry.local import stack
+from ferry.local import stack, stack_assets
 
 ROOT = Path(__file__).resolve().parents[2]
 SETTINGS = Path(__file__).resolve().parent / "environment.yml"
@@ -125,7 +125,7 @@ def deploy(endpoint: str, state_dir: Path, secret_values: dict[str, str] | None 
     assembly = synthesize(state_dir)
     stack_name = f"Ferry-{ENVIRONMENT}"
     _bootstrap(client)
-    _publish_assets(client, stack.file_assets(assembly, stack_name, ACCOUNT, REGION))
+    _publish_assets(client, stack_assets.file_assets(assembly, stack_name, ACCOUNT, REGION))
     template = json.loads((assembly / f"{stack_name}.template.json").read_text())
     outputs = stack.Deployment(template, stack_name, ACCOUNT, REGION, client).deploy()
     if secret_values is not None:
@@ -157,7 +157,7 @@ def _bootstrap(client: Any) -> None:
     )
 
 
-def _publish_assets(client: Any, assets: list[stack.FileAsset]) -> None:
+def _publish_assets(client: Any, assets: list[stack_assets.FileAsset]) -> None:
     """Upload the stack's file assets (``cdk deploy`` does it with cdk-assets).
 
     The functions' code (a folder) is not uploaded: their handlers run from this checkout.

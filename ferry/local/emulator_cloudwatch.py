@@ -23,24 +23,34 @@ On a change of state the alarm's state, reason and reason data are set
 (``SetAlarmState``), and its actions of the new state (``AlarmActions``, ``OKActions``,
 ``InsufficientDataActions``: SNS topics) receive CloudWatch's message, published as
 ``cloudwatch.amazonaws.com`` for the alarm: the topic's policy (with ``aws:SourceArn``) and
-its key's must allow it, as on AWS. CloudWatch evaluates each minute, on whole periods, and
-waits for late data; the emulator evaluates the periods ending now, so that an alarm turns
-within seconds of what breaches it, and back once it no longer does.
+its key's must allow it, as on AWS (``ferry.local.emulator_alarm_actions``; the statistics
+and the metric math are ``ferry.local.emulator_alarm_values``). CloudWatch evaluates each
+minute, on whole periods, and waits for late data; the emulator evaluates the periods ending
+now, so that an alarm turns within seconds of what breaches it, and back once it no longer
+does.
 """
 
 from __future__ import annotations
 
-import ast
 import json
 import logging
 import operator
 import threading
 import time
 from collections import deque
-from datetime import UTC, datetime
 from typing import Any
 
-from ferry.local.authorization import Authorizer, Check
+from ferry.local.authorization import Authorizer
+from ferry.local.emulator_alarm_actions import StateChange, publish_change
+from ferry.local.emulator_alarm_values import (
+    UnsupportedAlarm,
+    dimension_name,
+    dimension_value,
+    epoch,
+    evaluate_expression,
+    iso,
+    reduce_statistic,
+)
 from ferry.local.ticker import Ticker
 
 logger = logging.getLogger(__name__)
@@ -58,20 +68,6 @@ _COMPARE = {
     "GreaterThanThreshold": operator.gt,
     "LessThanThreshold": operator.lt,
     "LessThanOrEqualToThreshold": operator.le,
-}
-_OPERATORS = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.Div: lambda a, b: a / b if b else float("nan"),
-}
-_REGION_NAMES = {
-    "us-east-1": "US East (N. Virginia)",
-    "us-east-2": "US East (Ohio)",
-    "us-west-1": "US West (N. California)",
-    "us-west-2": "US West (Oregon)",
-    "eu-west-1": "EU (Ireland)",
-    "eu-central-1": "EU (Frankfurt)",
 }
 
 
@@ -111,10 +107,9 @@ class AlarmEvaluator:
 
     def evaluate(self, alarm: Any, backend: Any, account: str, region: str, now: float) -> None:
         periods = int(alarm.evaluation_periods or 1)
-        needed = int(alarm.datapoints_to_alarm or periods)
         try:
             values = [self._value(alarm, backend, account, region, now, i) for i in range(periods)]
-        except _Unsupported as unsupported:
+        except UnsupportedAlarm as unsupported:
             self._tell_once(alarm.alarm_arn, f"alarm {alarm.name} is not evaluated: {unsupported}")
             return
         compare = _COMPARE.get(alarm.comparison_operator)
@@ -122,20 +117,12 @@ class AlarmEvaluator:
             self._tell_once(alarm.alarm_arn, f"{alarm.comparison_operator} is not evaluated")
             return
         threshold = float(alarm.threshold)
-        treat = alarm.treat_missing_data or "missing"
         present = [v for v in values if v is not None]
         breaching = sum(1 for v in present if compare(v, threshold))
-        if treat == "breaching":
+        if (alarm.treat_missing_data or "missing") == "breaching":
             breaching += len(values) - len(present)
-        if breaching >= needed:
-            state = "ALARM"
-        elif not present and treat == "missing":
-            state = "INSUFFICIENT_DATA"
-        elif not present and treat == "ignore":
-            return
-        else:
-            state = "OK"
-        if state == alarm.state_value:
+        state = _state(alarm, breaching, bool(present))
+        if state is None or state == alarm.state_value:
             return
         shown = [round(v, 3) for v in present]
         symbol = alarm.comparison_operator.replace("Threshold", "")
@@ -145,20 +132,8 @@ class AlarmEvaluator:
             if state == "ALARM"
             else f"Threshold Crossed: no {periods} datapoints breaching; {shown}"
         )
-        data = {
-            "version": "1.0",
-            "queryDate": _iso(now),
-            "statistic": alarm.statistic,
-            "period": alarm.period,
-            "recentDatapoints": shown,
-            "threshold": threshold,
-            "evaluatedDatapoints": [
-                {"timestamp": _iso(now - (i + 1) * int(alarm.period or 60)), "value": v}
-                for i, v in enumerate(values)
-                if v is not None
-            ],
-        }
         old = alarm.state_value
+        data = _reason_data(alarm, values, threshold, now)
         backend.set_alarm_state(alarm.name, reason, json.dumps(data), state)
         logger.warning("alarm %s: %s -> %s (%s)", alarm.name, old, state, reason)
         actions = {
@@ -167,8 +142,9 @@ class AlarmEvaluator:
             "INSUFFICIENT_DATA": alarm.insufficient_data_actions,
         }[state]
         if alarm.actions_enabled:
+            change = StateChange(account, region, old, state, reason, now)
             for action in actions or []:
-                self._notify(action, alarm, account, region, old, state, reason, now)
+                self._notify(action, alarm, change)
 
     def _value(
         self, alarm: Any, backend: Any, account: str, region: str, now: float, index: int
@@ -193,7 +169,9 @@ class AlarmEvaluator:
             if query.metric_stat is not None:
                 stat = query.metric_stat
                 period = int(stat.period or alarm.period or 60)
-                dimensions = {_name(d): _dimension_value(d) for d in stat.metric.dimensions or []}
+                dimensions = {
+                    dimension_name(d): dimension_value(d) for d in stat.metric.dimensions or []
+                }
                 values[query.id] = self._statistic(
                     backend, account, region, stat.metric.namespace, stat.metric.metric_name,
                     dimensions, stat.stat, now - (index + 1) * period, now - index * period,
@@ -203,7 +181,7 @@ class AlarmEvaluator:
         if expression is None:  # one metric returned as it is
             returned = [q.id for q in alarm.metric_data_queries if q.metric_stat is not None]
             return values.get(returned[0]) if returned else None
-        return _evaluate(expression, values)
+        return evaluate_expression(expression, values)
 
     def _statistic(
         self, backend: Any, account: str, region: str, namespace: str, name: str,
@@ -212,10 +190,10 @@ class AlarmEvaluator:
         if namespace == "AWS/SQS" and name in _SQS_METRICS:
             key = (account, region, dimensions.get("QueueName", ""), name)
             samples = [v for t, v in self._samples.get(key, ()) if start <= t <= end]
-            return _reduce(samples, statistic)
+            return reduce_statistic(samples, statistic)
         key = (account, region, namespace, name, frozenset(dimensions.items()))
         found = [v for t, v in self._points.get(key, ()) if start < t <= end]
-        return _reduce(found, statistic)
+        return reduce_statistic(found, statistic)
 
     def _index(self, backend: Any, account: str, region: str, now: float) -> None:
         """The datapoints moto stored since the last pass, by metric (moto's list only grows:
@@ -230,7 +208,7 @@ class AlarmEvaluator:
             dimensions = frozenset((d.name, d.value) for d in datum.dimensions)
             key = (account, region, datum.namespace, datum.name, dimensions)
             points = self._points.setdefault(key, deque())
-            moment = _epoch(datum.timestamp)
+            moment = epoch(datum.timestamp)
             if hasattr(datum, "value"):
                 points.append((moment, float(datum.value)))
             else:  # statistic sets: their sum and count stand for their samples
@@ -254,64 +232,19 @@ class AlarmEvaluator:
                             if attribute == "messages"
                             else queue.approximate_number_of_messages_not_visible
                         )
-                        samples = self._samples.setdefault(
-                            (account, region, name, metric), deque()
-                        )
+                        samples = self._samples.setdefault((account, region, name, metric), deque())
                         samples.append((now, float(value)))
                         while samples and samples[0][0] < now - SAMPLES_KEPT_SECONDS:
                             samples.popleft()
 
     # -- actions --------------------------------------------------------------------------
 
-    def _notify(
-        self, action: str, alarm: Any, account: str, region: str, old: str, new: str,
-        reason: str, now: float,
-    ) -> None:  # fmt: skip
+    def _notify(self, action: str, alarm: Any, change: StateChange) -> None:
         """CloudWatch's message of the change to the SNS topic ``action``."""
         if action.split(":")[2] != "sns":
             self._tell_once(f"{alarm.alarm_arn}#{action}", f"action {action} is not emulated")
             return
-        from moto.sns.models import sns_backends
-
-        _, _, _, topic_region, topic_account, _ = action.split(":", 5)
-        topic = sns_backends[topic_account][topic_region].topics.get(action)
-        if topic is None or topic_region != region:
-            # CloudWatch publishes to a topic of the alarm's own region only.
-            logger.error("alarm %s: no topic %s in %s to publish to", alarm.name, action, region)
-            return
-        if self.authorizer is not None:
-            context = {"aws:SourceArn": alarm.alarm_arn, "aws:SourceAccount": account}
-            checks = [Check("sns:Publish", action, context, account=topic_account)]
-            if topic.kms_master_key_id:
-                key = topic.kms_master_key_id
-                key_arn = key if key.startswith("arn:") else (
-                    f"arn:aws:kms:{region}:{topic_account}:key/{key}"
-                )  # fmt: skip
-                checks.append(Check("kms:GenerateDataKey", key_arn, context, topic_account))
-            denial = self.authorizer.authorize("cloudwatch.amazonaws.com", checks, region)
-            if denial is not None:
-                logger.error("alarm %s could not publish: %s", alarm.name, denial.message)
-                return
-        message = {
-            "AlarmName": alarm.name,
-            "AlarmDescription": alarm.description,
-            "AWSAccountId": account,
-            "AlarmConfigurationUpdatedTimestamp": _iso(
-                _epoch(alarm.configuration_updated_timestamp)
-            ),
-            "NewStateValue": new,
-            "NewStateReason": reason,
-            "StateChangeTime": _iso(now),
-            "Region": _REGION_NAMES.get(region, region),
-            "AlarmArn": alarm.alarm_arn,
-            "OldStateValue": old,
-            "OKActions": alarm.ok_actions,
-            "AlarmActions": alarm.alarm_actions,
-            "InsufficientDataActions": alarm.insufficient_data_actions,
-            "Trigger": _trigger(alarm),
-        }
-        subject = f'{new}: "{alarm.name}" in {_REGION_NAMES.get(region, region)}'
-        topic.publish(json.dumps(message), subject=subject[:100])
+        publish_change(self.authorizer, action, alarm, change)
 
     def _tell_once(self, key: str, what: str) -> None:
         if key not in self._told:
@@ -319,119 +252,37 @@ class AlarmEvaluator:
             logger.info("%s", what)
 
 
-class _Unsupported(Exception):
-    pass
-
-
-def _trigger(alarm: Any) -> dict[str, Any]:
-    if alarm.metric_data_queries:
-        return {
-            "Metrics": [
-                {"Id": q.id, "Expression": q.expression}
-                if q.expression
-                else {"Id": q.id, "MetricStat": {"Metric": {
-                    "Namespace": q.metric_stat.metric.namespace,
-                    "MetricName": q.metric_stat.metric.metric_name}}}
-                for q in alarm.metric_data_queries
-            ],
-            "ComparisonOperator": alarm.comparison_operator,
-            "Threshold": alarm.threshold,
-            "EvaluationPeriods": alarm.evaluation_periods,
-            "TreatMissingData": alarm.treat_missing_data,
-        }  # fmt: skip
-    return {
-        "MetricName": alarm.metric_name,
-        "Namespace": alarm.namespace,
-        "StatisticType": "Statistic",
-        "Statistic": str(alarm.statistic or "").upper(),
-        "Dimensions": [{"name": d.name, "value": d.value} for d in alarm.dimensions],
-        "Period": alarm.period,
-        "EvaluationPeriods": alarm.evaluation_periods,
-        "ComparisonOperator": alarm.comparison_operator,
-        "Threshold": alarm.threshold,
-        "TreatMissingData": alarm.treat_missing_data,
-    }
-
-
-def _reduce(values: list[float], statistic: str) -> float | None:
-    if not values:
+def _state(alarm: Any, breaching: int, any_present: bool) -> str | None:
+    """The alarm's state from its breaching periods and whether any period has data; None
+    when missing data leaves it as it is (``TreatMissingData`` ``ignore``)."""
+    needed = int(alarm.datapoints_to_alarm or alarm.evaluation_periods or 1)
+    treat = alarm.treat_missing_data or "missing"
+    if breaching >= needed:
+        return "ALARM"
+    if not any_present and treat == "missing":
+        return "INSUFFICIENT_DATA"
+    if not any_present and treat == "ignore":
         return None
-    if statistic == "Sum":
-        return sum(values)
-    if statistic == "Average":
-        return sum(values) / len(values)
-    if statistic == "Minimum":
-        return min(values)
-    if statistic == "Maximum":
-        return max(values)
-    if statistic == "SampleCount":
-        return float(len(values))
-    if statistic.startswith("p"):
-        ordered = sorted(values)
-        rank = max(0, min(len(ordered) - 1, round(float(statistic[1:]) / 100 * len(ordered)) - 1))
-        return ordered[rank]
-    raise _Unsupported(f"the statistic {statistic}")
+    return "OK"
 
 
-def _evaluate(expression: str, values: dict[str, float | None]) -> float | None:
-    """A metric math expression of arithmetic on the queries' values in one period: None
-    (no value) where a query it uses has none, unless ``FILL(id, number)`` gives one."""
-    try:
-        tree = ast.parse(expression, mode="eval")
-    except SyntaxError:
-        raise _Unsupported(f"the expression {expression}") from None
-
-    def walk(node: ast.AST) -> float | None:
-        if isinstance(node, ast.Expression):
-            return walk(node.body)
-        if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
-            left, right = walk(node.left), walk(node.right)
-            return None if left is None or right is None else _OPERATORS[type(node.op)](
-                left, right
-            )
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-            operand = walk(node.operand)
-            return None if operand is None else -operand
-        if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
-            return float(node.value)
-        if isinstance(node, ast.Name) and node.id in values:
-            return values[node.id]
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id.upper() == "FILL"
-            and len(node.args) == 2
-            and not node.keywords
-        ):
-            value, fill = walk(node.args[0]), walk(node.args[1])
-            return fill if value is None else value
-        raise _Unsupported(f"the expression {expression}")
-
-    return walk(tree)
-
-
-def _name(dimension: Any) -> str:
-    return dimension["Name"] if isinstance(dimension, dict) else dimension.name
-
-
-def _dimension_value(dimension: Any) -> str:
-    return dimension["Value"] if isinstance(dimension, dict) else dimension.value
-
-
-def _epoch(value: Any) -> float:
-    if isinstance(value, datetime):
-        return (value if value.tzinfo else value.replace(tzinfo=UTC)).timestamp()
-    if isinstance(value, int | float):
-        return float(value)
-    text = str(value).replace("Z", "+00:00")
-    try:
-        return _epoch(datetime.fromisoformat(text))
-    except ValueError:
-        return float(text)
-
-
-def _iso(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%S.000+0000")
+def _reason_data(
+    alarm: Any, values: list[float | None], threshold: float, now: float
+) -> dict[str, Any]:
+    """The ``StateReasonData`` of an evaluation: its query, datapoints and threshold."""
+    return {
+        "version": "1.0",
+        "queryDate": iso(now),
+        "statistic": alarm.statistic,
+        "period": alarm.period,
+        "recentDatapoints": [round(v, 3) for v in values if v is not None],
+        "threshold": threshold,
+        "evaluatedDatapoints": [
+            {"timestamp": iso(now - (i + 1) * int(alarm.period or 60)), "value": v}
+            for i, v in enumerate(values)
+            if v is not None
+        ],
+    }
 
 
 def install(authorizer: Authorizer | None = None) -> AlarmEvaluator:

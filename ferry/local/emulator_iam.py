@@ -23,13 +23,9 @@ import threading
 from typing import Any
 
 from ferry.local.authorization import Authorizer, Denial, denied_response
-from ferry.local.iam_actions import (
-    Unmodelled,
-    bucket_region_of,
-    checks_of,
-    request_of,
-    signature_of,
-)
+from ferry.local.iam_actions import checks_of
+from ferry.local.iam_actions_s3 import bucket_region_of
+from ferry.local.iam_request import Unmodelled, request_of, signature_of
 
 logger = logging.getLogger(__name__)
 

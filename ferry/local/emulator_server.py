@@ -40,6 +40,7 @@ from ferry.local import (
     emulator_cloudwatch,
     emulator_definitions,
     emulator_dynamodb,
+    emulator_emr_job_runner,
     emulator_emr_serverless,
     emulator_eventbridge,
     emulator_glue,
@@ -90,7 +91,7 @@ def install(
     )
     emulator_lambda.install(environments)
     emulator_emr_serverless.install(
-        authorizer, emulator_emr_serverless.JobRunner(state_dir, endpoint, fault_file)
+        authorizer, emulator_emr_job_runner.JobRunner(state_dir, endpoint, fault_file)
     )
     emulator_eventbridge.install(authorizer, fault_file)
     emulator_requests.install()

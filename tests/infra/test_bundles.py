@@ -335,7 +335,7 @@ def test_the_copy_job_starts_in_the_spark_environment(environment, tmp_path):
     if not is_python(EMR_PYTHON, EMR.python):
         # As the local runtime runs the job: the environment's interpreter link pointed at
         # this machine's Python of the release's version (the e2e suite runs the whole job).
-        from ferry.local.emulator_emr_serverless import _interpreter_here
+        from ferry.local.emulator_emr_job_runner import _interpreter_here
 
         copied = tmp_path / "environment"
         shutil.copytree(environment, copied, symlinks=True)

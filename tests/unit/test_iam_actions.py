@@ -5,7 +5,8 @@ from __future__ import annotations
 import boto3
 import pytest
 
-from ferry.local.iam_actions import HttpRequest, Signed, checks_of
+from ferry.local.iam_actions import checks_of
+from ferry.local.iam_request import HttpRequest, Signed
 
 
 class _Sent(Exception):
