@@ -17,8 +17,8 @@ from ferry.core.errors import CopyError, describe_error
 from ferry.iceberg.pipeline import remove_unreferenced
 from ferry.iceberg.recognise import metadata_location
 from ferry.lifecycle.committing import release_claim, snapshot_references
+from ferry.planning.replication_plan import ReplicationPlan
 from ferry.planning.runs import CopierKind, PlanDocument
-from ferry.planning.table_plan import ReplicationPlan
 from ferry.replicas.replica import CREATED_BY_EVENT
 from ferry.storage import fs
 

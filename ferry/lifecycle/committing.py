@@ -37,7 +37,7 @@ from ferry.core.errors import CatalogError, ConcurrentChangeError, ReplicaChange
 from ferry.core.model import Database, Table
 from ferry.iceberg.paths import canonical
 from ferry.iceberg.recognise import metadata_location
-from ferry.planning.table_plan import ReplicationPlan
+from ferry.planning.replication_plan import ReplicationPlan
 from ferry.replicas.replica import (
     CIRCUS_TRAIN_REPLICATION_EVENT,
     COMMIT_CLAIM,

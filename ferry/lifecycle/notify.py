@@ -25,7 +25,8 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from ferry.core.errors import NotificationError
 from ferry.core.model import Column
-from ferry.planning.table_plan import COPYING_MODES, ReplicationPlan
+from ferry.planning.diff import COPYING_MODES
+from ferry.planning.replication_plan import ReplicationPlan
 
 if TYPE_CHECKING:
     from ferry.config import CatalogConfig, ReplicationConfig, SnsEventListener, TableReplication

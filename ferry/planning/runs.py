@@ -15,7 +15,7 @@ from pydantic import TypeAdapter
 
 from ferry.config import CopierOptions, ReplicationMode
 from ferry.copying.manifest import REWRITE_BATCH_BYTES
-from ferry.planning.table_plan import ReplicationPlan
+from ferry.planning.replication_plan import ReplicationPlan
 from ferry.storage import fs
 from ferry.storage.s3 import MiB
 

@@ -27,8 +27,8 @@ from ferry.lifecycle import replica_state
 from ferry.lifecycle.notify import START, ReplicationEvent, catalog_description, notifier_for
 from ferry.lifecycle.notify import replication_event as _replication_event
 from ferry.planning import selection
+from ferry.planning.replication_plan import ReplicationPlan
 from ferry.planning.runs import PlanDocument
-from ferry.planning.table_plan import ReplicationPlan
 from ferry.replicas.ledger import Lease
 from ferry.replicas.ledger.records import one_line
 from ferry.storage.aws import AwsClients

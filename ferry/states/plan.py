@@ -21,8 +21,9 @@ from ferry.lifecycle import attempts, replica_state
 from ferry.lifecycle.notify import START
 from ferry.planning.preflight import check_writable
 from ferry.planning.preview import preview_of
+from ferry.planning.replication_plan import ReplicationPlan
 from ferry.planning.runs import CopierKind, PlanDocument, RunLocations, choose_copier, write_plan
-from ferry.planning.table_plan import ReplicationPlan, plan_replication
+from ferry.planning.table_plan import plan_replication
 from ferry.statemachine.payloads import PlanInput, PlanResult, batch_copier_options
 from ferry.states.context import StateContext
 from ferry.storage import fs
