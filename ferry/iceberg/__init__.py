@@ -8,7 +8,8 @@ paths names the replica's own files. The modules, by concept:
 - ``recognise``: which catalog tables are Iceberg tables (pure, over ``ferry.core.model``);
 - ``paths``: the one path mover, source prefix → replica prefix (pure);
 - ``reading``: a table's metadata, manifest lists and manifests through pyiceberg;
-- ``snapshot_plan``: what the replica lacks, snapshot by snapshot, and the replica's next metadata;
+- ``snapshot_plan``: what the replica lacks, snapshot by snapshot;
+- ``next_metadata``: the replica's next metadata.json, every path moved, and its name;
 - ``rewrite``: the replica's manifests, manifest lists, position delete files and
   metadata.json, written with pyiceberg's writers;
 - ``table_replication``: one table, full or incremental, files first, metadata last;

@@ -7,23 +7,23 @@ lists is found in the replica by pairing the two manifest lists of that snapshot
 wrote the replica's list from the source's, entry for entry, in order), so a manifest is
 rewritten once in the replica's life, not once per run. Only the live files of manifests
 rewritten in this run are copied; the copy itself skips a file already complete at the
-replica.
+replica. The replica's next metadata.json itself is ``ferry.iceberg.next_metadata``'s.
 """
 
 from __future__ import annotations
 
 import posixpath
-import re
 import uuid
 from dataclasses import dataclass, field
 
 from pyiceberg.io import FileIO
 from pyiceberg.manifest import DataFileContent, ManifestFile
 from pyiceberg.table.metadata import TableMetadata
-from pyiceberg.table.snapshots import MetadataLogEntry, Snapshot
+from pyiceberg.table.snapshots import Snapshot
 
 from ferry.core.errors import IcebergMetadataError
-from ferry.iceberg.paths import PATH_PROPERTIES, PathMover, canonical
+from ferry.iceberg.next_metadata import next_metadata, next_metadata_path, same_table
+from ferry.iceberg.paths import PathMover, canonical
 from ferry.iceberg.reading import (
     check_supported,
     is_live,
@@ -31,12 +31,6 @@ from ferry.iceberg.reading import (
     read_manifest_list,
     read_table_metadata,
 )
-
-PREVIOUS_VERSIONS_MAX = "write.metadata.previous-versions-max"
-PREVIOUS_VERSIONS_MAX_DEFAULT = 100
-#: The metadata.json's uuid is derived from the run's id (and the replica's location), so a
-#: step run again for the same event writes the same names.
-_RUN_NAMESPACE = uuid.UUID("5f0c7a52-3b1e-4d8e-9a51-6d2f1e0b7c44")
 
 
 @dataclass(frozen=True)
@@ -190,7 +184,7 @@ def plan_replication(
     lists = {s.snapshot.snapshot_id: s.target_list for s in snapshots}
     lists.update({i: s.manifest_list for i, s in have.items()})
     metadata = next_metadata(source, mover, lists, replica, replica_metadata_location)
-    if replica is not None and not snapshots and _same_table(metadata, replica):
+    if replica is not None and not snapshots and same_table(metadata, replica):
         return IcebergPlan(mover, source, replica, replica_metadata_location)
     return IcebergPlan(
         mover=mover,
@@ -204,59 +198,8 @@ def plan_replication(
         delete_rewrites=deletes,
         metadata=metadata,
         source_metadata_location=source_metadata_location,
-        metadata_target=mover.replica_metadata_path(
-            f"{_next_version(replica_metadata_location):05d}-"
-            f"{uuid.uuid5(_RUN_NAMESPACE, f'{run_id} {mover.replica}')}.metadata.json"
-        ),
+        metadata_target=next_metadata_path(mover, run_id, replica_metadata_location),
     )
-
-
-def next_metadata(
-    source: TableMetadata,
-    mover: PathMover,
-    manifest_lists: dict[int, str],
-    replica: TableMetadata | None,
-    replica_metadata_location: str | None,
-) -> TableMetadata:
-    """The source's metadata with every path moved, each snapshot on the replica's
-    manifest list, and the replica's own history of metadata files as its metadata log."""
-    log = list(replica.metadata_log) if replica else []
-    if replica is not None and replica_metadata_location is not None:
-        log.append(
-            MetadataLogEntry(
-                metadata_file=replica_metadata_location, timestamp_ms=replica.last_updated_ms
-            )
-        )
-    keep = int(source.properties.get(PREVIOUS_VERSIONS_MAX, PREVIOUS_VERSIONS_MAX_DEFAULT))
-    properties = {
-        k: mover.move_if_under(v) if k in PATH_PROPERTIES else v
-        for k, v in source.properties.items()
-    }
-    return source.model_copy(
-        update={
-            "location": mover.move(source.location),
-            "properties": properties,
-            "snapshots": [
-                s.model_copy(update={"manifest_list": manifest_lists[s.snapshot_id]})
-                for s in source.snapshots
-            ],
-            "statistics": [
-                f.model_copy(update={"statistics_path": mover.move(f.statistics_path)})
-                for f in source.statistics
-            ],
-            "partition_statistics": [
-                f.model_copy(update={"statistics_path": mover.move(f.statistics_path)})
-                for f in source.partition_statistics
-            ],
-            "metadata_log": log[-keep:] if keep > 0 else [],
-        }
-    )
-
-
-def _same_table(a: TableMetadata, b: TableMetadata) -> bool:
-    """Equal but for the metadata log (each catalog keeps its own history of files)."""
-    skip = {"metadata_log"}
-    return a.model_dump(exclude=skip) == b.model_dump(exclude=skip)
 
 
 #: In the name of every manifest and manifest list Ferry writes (``_Namer``).
@@ -407,11 +350,3 @@ def _statistics_copies(
         for f in [*source.statistics, *source.partition_statistics]
         if mover.move(f.statistics_path) not in have
     )
-
-
-def _next_version(replica_metadata_location: str | None) -> int:
-    """Iceberg's ``<version>-<uuid>.metadata.json`` numbering, continued in the replica."""
-    if replica_metadata_location is None:
-        return 0
-    match = re.match(r"(\d+)-", posixpath.basename(replica_metadata_location))
-    return int(match.group(1)) + 1 if match else 1

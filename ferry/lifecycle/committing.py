@@ -37,7 +37,7 @@ from ferry.core.errors import CatalogError, ConcurrentChangeError, ReplicaChange
 from ferry.core.model import Database, Table
 from ferry.iceberg.paths import canonical
 from ferry.iceberg.recognise import metadata_location
-from ferry.planning.table_plan import ReplicationPlan
+from ferry.planning.replication_plan import ReplicationPlan
 from ferry.replicas.replica import (
     CIRCUS_TRAIN_REPLICATION_EVENT,
     COMMIT_CLAIM,
@@ -163,6 +163,24 @@ def commit(
     if current is None:
         _create(replica, table, plan)
         faults.point("commit.table-created")
+    added, altered, dropped = _write_partitions(replica, table, plan, current, batch_size)
+    if current is not None:
+        try:  # last, and only while the claim is still this event's
+            replica.alter_table_if(table, COMMIT_CLAIM, mine)
+        except ConcurrentChangeError as error:
+            raise _lost(plan, error) from None
+    return CommitResult(current is None, added, altered, dropped)
+
+
+def _write_partitions(
+    replica: Catalog, table: Table, plan: ReplicationPlan, current: Table | None, batch_size: int
+) -> tuple[int, int, int]:
+    """Add, alter and drop the plan's partitions in batches; how many of each.
+
+    The plan's partitions are split again into missing (added) and present (altered), so a
+    retried commit accepts what an earlier attempt wrote and writes the rest; only partitions
+    still present are dropped.
+    """
     partitions = plan.replica_partitions
     existing = (
         replica.list_partition_values(table)
@@ -181,12 +199,7 @@ def commit(
     for batch in batched(dropping, batch_size):
         replica.drop_partitions(table, [p.values for p in batch])
         faults.point("commit.partition-batch")
-    if current is not None:
-        try:  # last, and only while the claim is still this event's
-            replica.alter_table_if(table, COMMIT_CLAIM, mine)
-        except ConcurrentChangeError as error:
-            raise _lost(plan, error) from None
-    return CommitResult(current is None, len(to_add), len(to_alter), len(dropping))
+    return len(to_add), len(to_alter), len(dropping)
 
 
 # -- the claim ---------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
     # Named only: the plan's model pulls in pyiceberg and sqlglot, which a function that
     # notifies without planning does without at its cold start.
-    from ferry.planning.table_plan import ReplicationPlan
+    from ferry.planning.replication_plan import ReplicationPlan
 
 PROTOCOL_VERSION = "1.2"
 SNS_MAX_BYTES = 256 * 1024

@@ -41,7 +41,7 @@ from ferry.config import CatalogConfig, ReplicationMode, TableReplication
 from ferry.copying.manifest import read_manifest
 from ferry.iceberg.pipeline import IcebergIntent, retired_by
 from ferry.iceberg.recognise import moved_since_commit
-from ferry.planning.table_plan import ReplicationPlan
+from ferry.planning.replication_plan import ReplicationPlan
 from ferry.replicas.ledger import (
     CreatedSnapshot,
     DynamoDbStateStore,

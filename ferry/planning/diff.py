@@ -1,8 +1,9 @@
 """The diff: what one replication does to each partition and to the table, and why.
 
 Pure rules on plain values — a source partition, its replica partition, a data
-fingerprint, the mode — with no catalog and no file system: ``ferry.planning.table_plan`` reads both
-sides and applies them. The rules (docs/ARCHITECTURE.md, "Incremental replication: the diff"):
+fingerprint, the mode — with no catalog and no file system: ``ferry.planning.hive_plan`` reads
+both sides (``ferry.planning.partition_listing``) and applies them. The rules
+(docs/ARCHITECTURE.md, "Incremental replication: the diff"):
 
 - a copying mode copies a selected partition into this event's snapshot when it is **new**,
   when its data fingerprint differs from the one its replica partition records (**data

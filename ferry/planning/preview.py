@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from ferry.core.model import partition_name
+from ferry.planning.replication_plan import ReplicationPlan
 from ferry.planning.runs import CopierKind
-from ferry.planning.table_plan import ReplicationPlan
 
 
 def preview_of(plan: ReplicationPlan, copier: CopierKind) -> dict[str, Any]:

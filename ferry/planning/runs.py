@@ -20,7 +20,7 @@ from ferry.storage.s3 import MiB
 if TYPE_CHECKING:
     # Only named here: the plan's model pulls in pyiceberg and sqlglot, which the states that
     # only need a run's locations or the copier's kind do not import.
-    from ferry.planning.table_plan import ReplicationPlan
+    from ferry.planning.replication_plan import ReplicationPlan
 
 
 class CopierKind(StrEnum):

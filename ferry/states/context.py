@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     # Named only: the plan's model pulls in pyiceberg and sqlglot, which the states that never
     # plan nor read a plan (and their functions' cold starts) do without.
     from ferry.planning.plan_document import PlanDocument
-    from ferry.planning.table_plan import ReplicationPlan
+    from ferry.planning.replication_plan import ReplicationPlan
 
 logger = logging.getLogger(__name__)
 

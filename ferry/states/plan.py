@@ -22,8 +22,9 @@ from ferry.lifecycle.notify import START
 from ferry.planning.plan_document import PlanDocument, write_plan
 from ferry.planning.preflight import check_writable
 from ferry.planning.preview import preview_of
+from ferry.planning.replication_plan import ReplicationPlan
 from ferry.planning.runs import CopierKind, RunLocations, choose_copier
-from ferry.planning.table_plan import ReplicationPlan, plan_replication
+from ferry.planning.table_plan import plan_replication
 from ferry.statemachine.replication_payloads import PlanInput, PlanResult, batch_copier_options
 from ferry.states.context import StateContext
 from ferry.storage import fs

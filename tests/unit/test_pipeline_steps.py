@@ -10,8 +10,8 @@ from ferry.copying.manifest import REWRITE_BATCH_BYTES, ManifestSummary
 from ferry.core.errors import describe_error
 from ferry.core.model import Column, Partition, StorageDescriptor, Table, TableType
 from ferry.local.emulator_emr_sync_task import api_parameters
+from ferry.planning.replication_plan import ReplicationPlan
 from ferry.planning.runs import CopierKind, choose_copier
-from ferry.planning.table_plan import ReplicationPlan
 from ferry.statemachine.outcomes import map_results, summary, write_map_results
 
 EVENTS = Path(__file__).parents[2] / "events"
