@@ -18,8 +18,8 @@ from ferry.iceberg.pipeline import remove_unreferenced
 from ferry.iceberg.recognise import metadata_location
 from ferry.lifecycle.committing import release_claim, snapshot_references
 from ferry.planning.plan_document import PlanDocument
-from ferry.planning.runs import CopierKind
 from ferry.planning.replication_plan import ReplicationPlan
+from ferry.planning.runs import CopierKind
 from ferry.replicas.replica import CREATED_BY_EVENT
 from ferry.storage import fs
 

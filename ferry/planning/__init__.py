@@ -7,6 +7,5 @@ partitions read and listed once by ``partition_listing``; an Iceberg table's, ``
 over ``ferry.iceberg.snapshot_plan``; a source table that is gone, ``dropped_source``), the
 plan itself, built in one place (``replication_plan``), the checks before anything is written
 (``preflight``), what a run leaves under its work location (``runs``), the plan document Plan
-writes there (``plan_document``) and the preview
-``ferry plan`` prints (``preview``).
+writes there (``plan_document``) and the preview ``ferry plan`` prints (``preview``).
 """
