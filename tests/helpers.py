@@ -147,7 +147,7 @@ class _Collect:
         pass
 
     def table_finished(self, table, result, states, seconds):
-        from ferry.commands.in_process import outcome_of
+        from ferry.commands.table_outcomes import outcome_of
 
         self.outcomes.append(outcome_of(result, states, seconds, None))
 

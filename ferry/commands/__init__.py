@@ -7,10 +7,12 @@ was run). ``run_command`` turns a mistake into one line on stderr and its exit c
 stack trace.
 
 Beside each command (``<command>.py``, its command line in ``<command>_arguments.py``) are
-what only the commands use: the in-process driver of ``ferry replicate`` (``in_process``), the
+what only the commands use: the in-process driver of ``ferry replicate`` (``in_process``,
+its data flow ``in_process_data_flow``, the tables' outcomes ``table_outcomes``), the
 doctor's checks (``doctor_checks``, ``doctor_findings``, ``doctor_network``,
-``doctor_regions``), the dead letters sent again (``dead_letters``), the deployed stack's
-switch (``deployed_switch``) and the demo's reader of tables (``reader``). The commands are
+``doctor_regions``, ``doctor_check_modes``, ``doctor_spark``), the dead letters sent again
+(``dead_letters``), the deployed stack's switch (``deployed_switch``) and the demo's reader of
+tables (``reader``). The commands are
 the only layer that imports the local runtime (``ferry.local``): what runs below them is given
 what it needs.
 """

@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 
 from ferry.commands import EXIT_FAILED, EXIT_OK, UsageError
-from ferry.commands.doctor_checks import FAILED, Deployment, Doctor, Finding
+from ferry.commands.doctor_checks import FAILED, Doctor, Finding
+from ferry.commands.doctor_findings import Deployment
 from ferry.storage import fs
 from ferry.storage.aws import AwsClients
 

@@ -17,13 +17,24 @@ made the same way, through the emulator; the network checks are skipped (no VPC)
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlparse
 
-from ferry.commands.doctor_findings import FAILED, OK, SKIPPED, Finding
+from ferry.commands.doctor_check_modes import (
+    check_catalogs,
+    check_notification_logs,
+    polled_configs,
+)
+from ferry.commands.doctor_findings import (
+    FAILED,
+    OK,
+    SKIPPED,
+    Deployment,
+    Finding,
+    failed_call,
+    guarded,
+)
 from ferry.commands.doctor_network import (
     POLLER_SERVICES,
     VPC_SERVICES,
@@ -33,25 +44,16 @@ from ferry.commands.doctor_network import (
     subnets_without_nat,
 )
 from ferry.commands.doctor_regions import check_other_regions, head_bucket_region, reached_elsewhere
+from ferry.commands.doctor_spark import check_spark
 from ferry.config.text import SECRET_PLACEHOLDER
-from ferry.core.errors import DeploymentError
 from ferry.storage.aws import AwsClients
 
 __all__ = [
-    "FAILED", "OK", "SKIPPED", "POLLER_SERVICES", "VPC_SERVICES", "Deployment", "Doctor",
+    "FAILED", "OK", "SKIPPED", "POLLER_SERVICES", "VPC_SERVICES", "Doctor",
     "Finding", "check_routes", "check_security_groups", "check_subnets",
 ]  # fmt: skip
 
 BOOTSTRAP_PARAMETER = "/cdk-bootstrap/hnb659fds/version"
-
-
-@dataclass(frozen=True)
-class Deployment:
-    """Where the environment's stack is, if it is deployed: its outputs by name."""
-
-    outputs: dict[str, str]
-    #: How the stack was found ("CloudFormation stack Ferry-prod UPDATE_COMPLETE", ...).
-    description: str
 
 
 class Doctor:
@@ -84,17 +86,6 @@ class Doctor:
         findings.extend(self.spark(deployment))
         return findings
 
-    def _guarded(self, check: str, body: Callable[[], Finding]) -> Finding:
-        """A check whose call failed (denied, unreachable) is a failed check, not a crash."""
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        try:
-            return body()
-        except (BotoCoreError, ClientError) as error:
-            return _failed(check, error)
-        except DeploymentError as error:
-            return Finding(check, FAILED, str(error), "deploy the stack again")
-
     # -- account and bootstrap ---------------------------------------------------------------
 
     def account(self) -> Finding:
@@ -110,7 +101,7 @@ class Doctor:
                 )
             return Finding("account", OK, f"credentials of {found}")
 
-        return self._guarded("account", body)
+        return guarded("account", body)
 
     def regions(self) -> list[str]:
         """Every region the app deploys to: the environment's, and each forwarder's."""
@@ -133,7 +124,7 @@ class Doctor:
                     return Finding(check, FAILED, "the CDK is not bootstrapped here", command)
                 return Finding(check, OK, f"CDK bootstrap version {version}")
 
-            findings.append(self._guarded(check, body))
+            findings.append(guarded(check, body))
         return findings
 
     # -- the stack and its secret -------------------------------------------------------------
@@ -196,7 +187,7 @@ class Doctor:
                 )
             return Finding(check, OK, f"{', '.join(names)} set")
 
-        return self._guarded(check, body)
+        return guarded(check, body)
 
     # -- triggers ----------------------------------------------------------------------------
 
@@ -232,7 +223,7 @@ class Doctor:
                     )
                 return Finding(check, OK, "sends its events to EventBridge")
 
-            findings.append(self._guarded(check, body))
+            findings.append(guarded(check, body))
         return findings
 
     def _missing_trigger_bucket(
@@ -266,12 +257,12 @@ class Doctor:
             return [Finding("network", SKIPPED, "the local runtime has no VPC")]
         ec2 = self.aws.client("ec2", self.settings.region)
         return [
-            self._guarded("subnets", lambda: check_subnets(ec2, network)),
-            self._guarded(
+            guarded("subnets", lambda: check_subnets(ec2, network)),
+            guarded(
                 "services from the subnets",
                 lambda: check_routes(ec2, network, self.settings.region, self.vpc_services()),
             ),
-            self._guarded(
+            guarded(
                 "security groups",
                 lambda: check_security_groups(ec2, network, self.metastore_ports()),
             ),
@@ -288,7 +279,7 @@ class Doctor:
             elsewhere = reached_elsewhere(self.settings, lambda b: head_bucket_region(s3, b))
             without_nat = subnets_without_nat(ec2, network)
         except (BotoCoreError, ClientError) as error:
-            return [_failed("other regions", error)]
+            return [failed_call("other regions", error)]
         return check_other_regions(elsewhere, without_nat, self.settings.region)
 
     def metastore_ports(self) -> list[int]:
@@ -301,64 +292,9 @@ class Doctor:
     # -- the metastores, from inside --------------------------------------------------------
 
     def catalogs(self, deployment: Deployment | None) -> list[Finding]:
-        if deployment is None:
-            return [Finding("catalogs", SKIPPED, "not deployed yet")]
-
-        def judge(check: str, function: str, payload: dict[str, Any]) -> Finding:
-            failing = [c for c in payload.get("catalogs", []) if not c["ok"]]
-            answered = ", ".join(c["catalog"] for c in payload.get("catalogs", []))
-            if failing:
-                return Finding(
-                    check,
-                    FAILED,
-                    "; ".join(f"{c['catalog']}: {c['detail']}" for c in failing),
-                    "open the metastores' port to the functions' security groups, "
-                    "and check the secret's URIs",
-                )
-            return Finding(check, OK, f"{answered} answered {function}")
-
-        return self._ask_deployed(
-            deployment, list(self.settings.configs), "plan", "catalogs", "catalogs of", judge
-        )
-
-    def _ask_deployed(
-        self,
-        deployment: Deployment,
-        paths: list[Any],
-        function_name: str,
-        request: str,
-        what: str,
-        judge: Callable[[str, str, dict[str, Any]], Finding],
-    ) -> list[Finding]:
-        """Invoke a deployed function in its check mode (``{"check": request, "configUri"}``)
-        for each config, from where it runs (its VPC); ``judge`` reads the answer."""
-        function = f"ferry-{self.settings.name}-{function_name}"
-        findings = []
-        for path in paths:
-            key = "ConfigUri" + path.stem.title().replace("-", "")
-            uri = deployment.outputs.get(key)
-            check = f"{what} {path.name}"
-            if uri is None:
-                findings.append(Finding(check, FAILED, f"the stack has no output {key}"))
-                continue
-
-            def body(uri: str = uri, check: str = check) -> Finding:
-                reply = self.aws.client("lambda", self.settings.region).invoke(
-                    FunctionName=function,
-                    Payload=json.dumps({"check": request, "configUri": uri}).encode(),
-                )
-                payload = json.loads(reply["Payload"].read() or b"{}")
-                if reply.get("FunctionError"):
-                    return Finding(
-                        check,
-                        FAILED,
-                        f"{function} failed: {payload.get('errorType')}: "
-                        f"{payload.get('errorMessage')}",
-                    )
-                return judge(check, function, payload)
-
-            findings.append(self._guarded(check, body))
-        return findings
+        """Does each metastore answer the deployed Plan function
+        (``ferry.commands.doctor_check_modes``)?"""
+        return check_catalogs(self.aws, self.settings, deployment)
 
     def vpc_services(self) -> tuple[str, ...]:
         """The services the functions in the VPC call: Step Functions too when a Hive
@@ -367,139 +303,24 @@ class Doctor:
 
     def polled_configs(self) -> list[Any]:
         """The configs whose Hive source's notification log the deployment polls."""
-        return [
-            path for path, config in self.settings.configs.items()
-            if config.triggers.catalog_events is not None and config.source_catalog.glue is None
-        ]  # fmt: skip
+        return polled_configs(self.settings)
 
     # -- the Hive sources' notification logs -------------------------------------------------
 
     def notification_logs(self, deployment: Deployment | None) -> list[Finding]:
-        """For each config with ``catalog-events`` and a Hive source: does its metastore write
-        the notification log the poller reads, and is the log not behind the poller?"""
-        polled = self.polled_configs()
-        if not polled:
-            return []
-        if deployment is None:
-            return [Finding("notification logs", SKIPPED, "not deployed yet")]
-
-        def judge(check: str, function: str, payload: dict[str, Any]) -> Finding:
-            if not payload.get("ok"):
-                return Finding(
-                    check,
-                    FAILED,
-                    payload.get("detail", "no answer"),
-                    "register Hive's DbNotificationListener on the source metastore "
-                    "(hive.metastore.transactional.event.listeners), restart it, then run "
-                    "the doctor again",
-                )
-            return Finding(check, OK, f"{payload['detail']}, answered {function}")
-
-        return self._ask_deployed(
-            deployment, polled, "catalog-poller", "notification-log", "notification log of",
-            judge,
-        )  # fmt: skip
+        """Does each polled Hive source write its notification log, as the deployed
+        CatalogPoller finds it (``ferry.commands.doctor_check_modes``)?"""
+        return check_notification_logs(self.aws, self.settings, deployment)
 
     # -- the Spark copy ---------------------------------------------------------------------
 
     def spark(self, deployment: Deployment | None) -> list[Finding]:
-        from infra.bundling import EMR_RELEASE_LABEL
-
-        if deployment is None:
-            return [Finding("spark", SKIPPED, "not deployed yet")]
-        application_id = deployment.outputs.get("SparkApplicationId")
-        emr = self.aws.client("emr-serverless", self.settings.region)
-
-        def application() -> Finding:
-            found = emr.get_application(applicationId=application_id)["application"]
-            label = found.get("releaseLabel")
-            if label != EMR_RELEASE_LABEL or found.get("state") == "TERMINATED":
-                return Finding(
-                    "spark application",
-                    FAILED,
-                    f"{application_id} is {found.get('state')} on {label}, not {EMR_RELEASE_LABEL}",
-                    "deploy the stack again",
-                )
-            return Finding(
-                "spark application", OK, f"{application_id} on {label} ({found.get('state')})"
-            )
-
-        findings = [self._guarded("spark application", application)]
-        findings.append(self._guarded("spark job's code", lambda: self.spark_code(deployment)))
-        if self.spark_job and self.local is None:
-            findings.append(self._guarded("spark job", lambda: self.run_spark_job(deployment)))
-        elif self.spark_job:
-            findings.append(
-                Finding(
-                    "spark job",
-                    SKIPPED,
-                    "the local runtime runs Spark jobs the state machine starts, not others",
-                )
-            )
-        return findings
-
-    def spark_code(self, deployment: Deployment) -> Finding:
-        """The entry point and the packed environment the state machine names exist in S3."""
-        machine = deployment.outputs["ReplicationStateMachineArn"]
-        definition = self.aws.client("stepfunctions", self.settings.region).describe_state_machine(
-            stateMachineArn=machine
-        )["definition"]
-        entry_point, archive = spark_code_of(definition)
-        missing = []
-        for uri in (entry_point, archive):
-            bucket, _, key = uri.removeprefix("s3://").partition("/")
-            try:
-                self.aws.client("s3", self.settings.region).head_object(Bucket=bucket, Key=key)
-            except self.aws.client("s3").exceptions.ClientError:
-                missing.append(uri)
-        if missing:
-            return Finding(
-                "spark job's code",
-                FAILED,
-                f"missing: {', '.join(missing)}",
-                "deploy the stack again (cdk deploy publishes the assets)",
-            )
-        return Finding("spark job's code", OK, f"{entry_point} and {archive}")
-
-    def run_spark_job(self, deployment: Deployment) -> Finding:
-        """A tiny job run (the copy job's --help) on the application, polled to its end."""
-        import time
-
-        definition = self.aws.client("stepfunctions", self.settings.region).describe_state_machine(
-            stateMachineArn=deployment.outputs["ReplicationStateMachineArn"]
-        )["definition"]
-        entry_point, _ = spark_code_of(definition)
-        parameters = spark_submit_parameters_of(definition)
-        emr = self.aws.client("emr-serverless", self.settings.region)
-        role = job_role_of(definition)
-        started = emr.start_job_run(
-            applicationId=deployment.outputs["SparkApplicationId"],
-            executionRoleArn=role,
-            name="ferry-doctor",
-            jobDriver={
-                "sparkSubmit": {
-                    "entryPoint": entry_point,
-                    "entryPointArguments": ["--help"],
-                    "sparkSubmitParameters": parameters,
-                }
-            },
-        )
-        while True:
-            run = emr.get_job_run(
-                applicationId=deployment.outputs["SparkApplicationId"],
-                jobRunId=started["jobRunId"],
-            )["jobRun"]
-            if run["state"] in ("SUCCESS", "FAILED", "CANCELLED"):
-                break
-            time.sleep(10)
-        if run["state"] != "SUCCESS":
-            return Finding(
-                "spark job",
-                FAILED,
-                f"job run {started['jobRunId']} {run['state']}: {run.get('stateDetails')}",
-                "its logs are under the work bucket's spark-logs/",
-            )
-        return Finding("spark job", OK, f"job run {started['jobRunId']} succeeded")
+        """The Spark copy's application, code and, when asked, a job run
+        (``ferry.commands.doctor_spark``)."""
+        return check_spark(
+            self.aws, self.settings, deployment,
+            run_job=self.spark_job, local=self.local is not None,
+        )  # fmt: skip
 
 
 def _put_secret(secret_id: str, names: Iterable[str]) -> str:
@@ -520,34 +341,3 @@ def metastore_ports(uris: str | None) -> list[int]:
         if parsed.scheme == "thrift":
             ports.append(parsed.port or 9083)
     return ports
-
-
-def spark_code_of(definition: str) -> tuple[str, str]:
-    """The Spark copy's entry point and packed environment, as the state machine names them."""
-    entry = re.search(r'"EntryPoint"\s*:\s*"(s3://[^"]+)"', definition)
-    archive = re.search(r"spark\.archives=(s3://[^#\s\"]+)", definition)
-    if entry is None or archive is None:
-        raise DeploymentError("the state machine names no Spark entry point or archive")
-    return entry.group(1), archive.group(1)
-
-
-def spark_submit_parameters_of(definition: str) -> str:
-    found = re.search(r'"SparkSubmitParameters"\s*:\s*"([^"]*)"', definition)
-    return found.group(1) if found else ""
-
-
-def job_role_of(definition: str) -> str:
-    found = re.search(r'"ExecutionRoleArn"\s*:\s*"([^"]+)"', definition)
-    if found is None:
-        raise DeploymentError("the state machine names no Spark job role")
-    return found.group(1)
-
-
-def _failed(check: str, error: Exception) -> Finding:
-    """A check whose AWS call failed (denied, unreachable): what AWS said."""
-    from botocore.exceptions import ClientError
-
-    if isinstance(error, ClientError):
-        reply = error.response.get("Error", {})
-        return Finding(check, FAILED, f"{reply.get('Code')}: {reply.get('Message', '')}")
-    return Finding(check, FAILED, str(error))

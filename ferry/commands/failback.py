@@ -175,6 +175,6 @@ class _Outcomes:
         pass
 
     def table_finished(self, table, result, states, seconds) -> None:
-        from ferry.commands.in_process import outcome_of
+        from ferry.commands.table_outcomes import outcome_of
 
         self.outcomes.append(outcome_of(result, states, seconds, "FULL"))

@@ -7,9 +7,9 @@ the state's Lambda handler runs, with the payload the state's ``Parameters`` bui
 validated into the same input model, and its result as the same JSON. Choices, ``Wait``
 (slept for real, at most ``LONGEST_WAIT_SECONDS``), ``Retry``, ``Catch``, ``ResultSelector``
 and ``ResultPath`` are applied as Step Functions applies them (for the subset of Amazon
-States Language the definition uses; anything else is refused loudly, and a unit test holds
-the definition to that subset). So both drivers take the same states in the same order,
-choose the same copier and leave the same replica.
+States Language the definition uses, ``ferry.commands.in_process_data_flow``; anything else
+is refused loudly, and a unit test holds the definition to that subset). So both drivers
+take the same states in the same order, choose the same copier and leave the same replica.
 
 Where the state machine starts an EMR Serverless job run, this driver runs the same Spark
 job: with ``spark-submit`` in local mode, or on EMR Serverless when the config has an
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import time
 from collections.abc import Callable
 from copy import deepcopy
@@ -31,6 +30,16 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ferry import statemachine
+from ferry.commands.in_process_data_flow import (
+    build,
+    catcher,
+    choose,
+    lambda_cause,
+    next_state,
+    path_value,
+    place_result,
+    retry_delay,
+)
 from ferry.copying.copier import Progress
 from ferry.core.errors import FerryError, ReplicationInterruptedError, StateError
 from ferry.core.faults import InjectedFault
@@ -177,25 +186,29 @@ class InProcessDriver:
     ) -> tuple[Any, str | None]:
         kind = state["Type"]
         if kind == "Choice":
-            return data, _choose(state, data)
+            return data, choose(state, data)
         if kind == "Pass":
             if "Parameters" in state:
-                result = _build(state["Parameters"], data, context)
+                result = build(state["Parameters"], data, context)
             else:
                 result = deepcopy(state["Result"]) if "Result" in state else data
-            return _place(data, result, state.get("ResultPath", "$")), _next(state)
+            return place_result(data, result, state.get("ResultPath", "$")), next_state(state)
         if kind == "Succeed":
             return data, None
         if kind == "Wait":
             # Slept for real, as Step Functions waits; bounded, so a run never hangs here.
-            seconds = _get(data, state["SecondsPath"]) if "SecondsPath" in state else None
+            seconds = path_value(data, state["SecondsPath"]) if "SecondsPath" in state else None
             seconds = state.get("Seconds", 0) if seconds is None else seconds
             self.sleep(min(max(float(seconds), 0.0), LONGEST_WAIT_SECONDS))
-            return data, _next(state)
+            return data, next_state(state)
         if kind == "Fail":
             raise StateError(
-                _get(data, state["ErrorPath"]) if "ErrorPath" in state else state.get("Error"),
-                _get(data, state["CausePath"]) if "CausePath" in state else state.get("Cause"),
+                path_value(data, state["ErrorPath"])
+                if "ErrorPath" in state
+                else state.get("Error"),
+                path_value(data, state["CausePath"])
+                if "CausePath" in state
+                else state.get("Cause"),
             )
         if kind not in ("Task", "Map"):
             raise NotImplementedError(f"state {name}: type {kind} is not driven in process")
@@ -207,19 +220,19 @@ class InProcessDriver:
                 result = self._execute(name, state, data, state_context)
                 break
             except StateError as error:
-                delay = _retry_delay(state.get("Retry", []), error.error, attempts)
+                delay = retry_delay(state.get("Retry", []), error.error, attempts)
                 if delay is not None:
                     logger.info("%s: retrying after %s in %.1f s", name, error.error, delay)
                     self.sleep(delay)
                     continue
-                catch = _catcher(state.get("Catch", []), error.error)
+                catch = catcher(state.get("Catch", []), error.error)
                 if catch is None:
                     raise
                 failure = {"Error": error.error, "Cause": error.cause}
-                return _place(data, failure, catch.get("ResultPath", "$")), catch["Next"]
+                return place_result(data, failure, catch.get("ResultPath", "$")), catch["Next"]
         if "ResultSelector" in state:
-            result = _build(state["ResultSelector"], result, context)
-        return _place(data, result, state.get("ResultPath", "$")), _next(state)
+            result = build(state["ResultSelector"], result, context)
+        return place_result(data, result, state.get("ResultPath", "$")), next_state(state)
 
     # -- Task and Map -----------------------------------------------------------------------
 
@@ -227,7 +240,7 @@ class InProcessDriver:
         if state["Type"] == "Map":
             return self._map(name, state, data, context)
         resource = state["Resource"]
-        parameters = _build(state.get("Parameters", {}), data, context)
+        parameters = build(state.get("Parameters", {}), data, context)
         if resource == LAMBDA_INVOKE:
             function = parameters["FunctionName"]
             if not function.startswith(_STEP_PREFIX):
@@ -258,14 +271,12 @@ class InProcessDriver:
         except KeyboardInterrupt:
             raise
         except InjectedFault as error:
-            raise StateError(
-                error.error_name, _lambda_cause(error.error_name, str(error))
-            ) from None
+            raise StateError(error.error_name, lambda_cause(error.error_name, str(error))) from None
         except Exception as error:  # the handler's error, as Lambda reports it
             if not isinstance(error, FerryError):
                 logger.exception("%s failed", function)
             name = type(error).__name__
-            raise StateError(name, _lambda_cause(name, str(error))) from None
+            raise StateError(name, lambda_cause(name, str(error))) from None
         finally:
             if progress_for is not None:
                 self.observer.copy_finished(self._table or "")
@@ -278,12 +289,12 @@ class InProcessDriver:
             reader = state["ItemReader"]
             if reader["Resource"] != S3_GET_OBJECT:
                 raise NotImplementedError(f"state {name}: ItemReader {reader['Resource']}")
-            where = _build(reader["Parameters"], data, context)
+            where = build(reader["Parameters"], data, context)
             # A local work folder (file://) has no bucket: the key is then the file's path.
             items = json.loads(fs.read_bytes(fs.object_uri(where["Bucket"], where["Key"])))
             items = items if isinstance(items, list) else [items]
         else:
-            items = _get(data, state.get("ItemsPath", "$"))
+            items = path_value(data, state.get("ItemsPath", "$"))
         tolerated = state.get("ToleratedFailurePercentage", 0)
         children: list[dict[str, Any]] = []
         for index, item in enumerate(items):
@@ -294,7 +305,7 @@ class InProcessDriver:
                 "Map": {"Item": {"Index": index, "Value": item}},
             }
             value = (
-                _build(state["ItemSelector"], data, item_context)
+                build(state["ItemSelector"], data, item_context)
                 if "ItemSelector" in state
                 else item
             )
@@ -325,7 +336,7 @@ class InProcessDriver:
                 f"{failed} of {len(children)} items of {name} failed",
             )
         if "ResultWriter" in state:
-            target = _build(state["ResultWriter"]["Parameters"], data, context)
+            target = build(state["ResultWriter"]["Parameters"], data, context)
             return write_map_results(name, target["Bucket"], target.get("Prefix", ""), children)
         return [child.get("output") for child in children]
 
@@ -355,7 +366,7 @@ class InProcessDriver:
         data = dict(self._current if isinstance(self._current, dict) else value)
         data["error"] = {
             "Error": ReplicationInterruptedError.__name__,
-            "Cause": _lambda_cause(ReplicationInterruptedError.__name__, "interrupted (Ctrl-C)"),
+            "Cause": lambda_cause(ReplicationInterruptedError.__name__, "interrupted (Ctrl-C)"),
         }
         entered = self._execution.table_states(self._table or "")
         data["failedState"] = entered[-1] if entered else None
@@ -368,223 +379,3 @@ class InProcessDriver:
 
 def _now() -> str:
     return datetime.now(UTC).isoformat()
-
-
-# -- the data flow: a JSONPath subset, as the definition uses it ------------------------------
-
-_PATH = re.compile(r"^\$\$?(\.[A-Za-z_][A-Za-z0-9_]*)*$")
-_ARRAY = re.compile(r"^States\.Array\((.*)\)$")
-
-
-def _get(data: Any, path: str, context: Any = None) -> Any:
-    if not _PATH.match(path):
-        raise NotImplementedError(f"path {path} is not driven in process")
-    value = context if path.startswith("$$") else data
-    for part in [p for p in path.lstrip("$").split(".") if p]:
-        value = value[part]
-    return value
-
-
-def _build(template: Any, data: Any, context: Any) -> Any:
-    """Parameters / ResultSelector / ItemSelector: keys ending ``.$`` are paths or intrinsics."""
-    if isinstance(template, dict):
-        built = {}
-        for key, value in template.items():
-            if key.endswith(".$"):
-                built[key[:-2]] = _evaluate(value, data, context)
-            else:
-                built[key] = _build(value, data, context)
-        return built
-    if isinstance(template, list):
-        return [_build(item, data, context) for item in template]
-    return template
-
-
-def _evaluate(expression: str, data: Any, context: Any) -> Any:
-    array = _ARRAY.match(expression)
-    if array:
-        arguments = [a.strip() for a in array.group(1).split(",")]
-        return [_get(data, a, context) if a.startswith("$") else a.strip("'") for a in arguments]
-    return _get(data, expression, context)
-
-
-def _place(data: Any, result: Any, path: str | None) -> Any:
-    """ResultPath: null keeps the input, ``$`` replaces it, ``$.a.b`` sets a field."""
-    if path is None:
-        return data
-    if path == "$":
-        return result
-    if not _PATH.match(path) or path.startswith("$$"):
-        raise NotImplementedError(f"ResultPath {path} is not driven in process")
-    placed = dict(data)
-    target = placed
-    parts = path[2:].split(".")
-    for part in parts[:-1]:
-        target[part] = dict(target.get(part) or {})
-        target = target[part]
-    target[parts[-1]] = result
-    return placed
-
-
-def _next(state: dict[str, Any]) -> str | None:
-    return None if state.get("End") else state["Next"]
-
-
-def _choose(state: dict[str, Any], data: Any) -> str:
-    for choice in state["Choices"]:
-        value = _get(data, choice["Variable"])
-        if "StringEquals" in choice and value == choice["StringEquals"]:
-            return choice["Next"]
-        if "NumericGreaterThan" in choice and value > choice["NumericGreaterThan"]:
-            return choice["Next"]
-        if "BooleanEquals" in choice and value is choice["BooleanEquals"]:
-            return choice["Next"]
-        if not {"StringEquals", "NumericGreaterThan", "BooleanEquals"} & set(choice):
-            raise NotImplementedError(f"choice rule {choice} is not driven in process")
-    return state["Default"]
-
-
-def _matches(names: list[str], error: str) -> bool:
-    if "States.ALL" in names or error in names:
-        return True
-    # States.TaskFailed matches every error of a task except the States.* ones.
-    return "States.TaskFailed" in names and not error.startswith("States.")
-
-
-def _retry_delay(
-    retriers: list[dict[str, Any]], error: str, attempts: dict[int, int]
-) -> float | None:
-    for index, retrier in enumerate(retriers):
-        if _matches(retrier["ErrorEquals"], error):
-            made = attempts.get(index, 0)
-            if made >= retrier.get("MaxAttempts", 3):
-                return None
-            attempts[index] = made + 1
-            return retrier.get("IntervalSeconds", 1) * retrier.get("BackoffRate", 2.0) ** made
-    return None
-
-
-def _catcher(catchers: list[dict[str, Any]], error: str) -> dict[str, Any] | None:
-    return next((c for c in catchers if _matches(c["ErrorEquals"], error)), None)
-
-
-def _lambda_cause(error_type: str, message: str) -> str:
-    """A Lambda function's error payload, as Step Functions puts it in ``Cause``."""
-    return json.dumps({"errorMessage": message, "errorType": error_type})
-
-
-# -- what a run of `ferry replicate` reports ---------------------------------------------------
-
-
-@dataclass(frozen=True)
-class TableOutcome:
-    """What happened to one table, for people (the CLI) and machines (``--json``)."""
-
-    source_table: str
-    replica_table: str | None
-    status: str  # SUCCEEDED | UNCHANGED | FAILED | PLANNED
-    event_id: str | None
-    seconds: float = 0.0
-    mode: str | None = None
-    kind: str | None = None
-    copier: str | None = None
-    replica_location: str | None = None
-    partitions_added: int = 0
-    partitions_altered: int = 0
-    files: int = 0
-    bytes: int = 0
-    partition_filter: str | None = None
-    error_type: str | None = None
-    error: str | None = None
-    #: After a failure: the run's snapshot, and whether it was removed or kept (referenced).
-    snapshot: str | None = None
-    snapshot_removed: bool = False
-    #: The states this table went through, in order.
-    states: tuple[str, ...] = ()
-    #: What a person should know about the run, one line each (``ReplicationPlan.notices``).
-    notices: tuple[str, ...] = ()
-    #: A failed attempt of the same event was continued (``ferry.lifecycle.attempts``): of ``files``
-    #: and ``bytes``, what it had already copied (and was not copied again).
-    resumed: bool = False
-    reused_files: int = 0
-    reused_bytes: int = 0
-
-    @property
-    def partitions(self) -> int:
-        return self.partitions_added + self.partitions_altered
-
-    @property
-    def ok(self) -> bool:
-        return self.status != "FAILED"
-
-    def to_dict(self) -> dict[str, Any]:
-        data = {name: getattr(self, name) for name in self.__dataclass_fields__}
-        data["states"] = list(self.states)
-        data["partitions"] = self.partitions
-        return data
-
-
-def outcome_of(
-    result: dict[str, Any], states: list[str], seconds: float, mode: str | None
-) -> TableOutcome:
-    """A table's outcome from the Map iteration's output (success path or Abort's result)."""
-    if result.get("status") == "FAILED":
-        return TableOutcome(
-            source_table=result["sourceTable"],
-            replica_table=result.get("replicaTable"),
-            status="FAILED",
-            event_id=result.get("eventId"),
-            seconds=seconds,
-            mode=mode,
-            error_type=result.get("error"),
-            error=result.get("cause"),
-            snapshot=result.get("snapshot"),
-            snapshot_removed=bool(result.get("snapshotRemoved")),
-            states=tuple(states),
-        )
-    plan, notified = result.get("plan") or {}, result.get("notified") or {}
-    committed = (result.get("commit") or {}).get("result") or {}
-    unchanged = notified.get("status") == "UNCHANGED"
-    return TableOutcome(
-        source_table=result["sourceTable"],
-        replica_table=plan.get("replicaTable"),
-        status=notified.get("status", "SUCCEEDED"),
-        # A resumed run carries its attempt's event id (Plan's), not the item's.
-        event_id=plan.get("eventId") or result.get("eventId"),
-        seconds=seconds,
-        mode=mode,
-        kind=plan.get("kind"),
-        copier=plan.get("copier"),
-        replica_location=plan.get("replicaLocation"),
-        partitions_added=committed.get("partitionsAdded", 0),
-        partitions_altered=committed.get("partitionsAltered", 0),
-        files=0 if unchanged else plan.get("files", 0),
-        bytes=0 if unchanged else plan.get("bytes", 0),
-        partition_filter=plan.get("partitionFilter"),
-        states=tuple(states),
-        notices=tuple(plan.get("notices") or ()),
-        resumed=bool(plan.get("resumed")),
-        reused_files=0 if unchanged else plan.get("reusedFiles") or 0,
-        reused_bytes=0 if unchanged else plan.get("reusedBytes") or 0,
-    )
-
-
-def preview_outcome(
-    source_table: str, replica_table: str, mode: str, preview: dict[str, Any]
-) -> TableOutcome:
-    """A dry run's outcome: what Plan would decide."""
-    return TableOutcome(
-        source_table=source_table,
-        replica_table=replica_table,
-        status="PLANNED",
-        event_id=None,
-        mode=mode,
-        kind=preview["kind"],
-        copier=preview["copier"],
-        replica_location=preview["replicaLocation"],
-        partitions_added=preview["partitionsToAdd"],
-        partitions_altered=preview["partitionsToAlter"],
-        files=preview["files"],
-        bytes=preview["bytes"],
-        partition_filter=preview["partitionFilter"],
-    )

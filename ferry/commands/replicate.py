@@ -113,7 +113,7 @@ def _previews(
     out: Console | None,
 ) -> list:  # fmt: skip
     """A dry run: what each selected table's run would do, printed to ``out`` as it comes."""
-    from ferry.commands.in_process import preview_outcome
+    from ferry.commands.table_outcomes import preview_outcome
     from ferry.states import plan as plan_state
 
     config_uri = str(config_path.resolve())
@@ -185,7 +185,7 @@ def open_state(
 
 
 def _failed_preview(replication, error: FerryError):
-    from ferry.commands.in_process import TableOutcome
+    from ferry.commands.table_outcomes import TableOutcome
 
     return TableOutcome(
         source_table=replication.source_table.qualified_name,
@@ -266,7 +266,7 @@ class _Observer:
             self.progress = None
 
     def table_finished(self, table: str, result, states, seconds: float) -> None:
-        from ferry.commands.in_process import outcome_of
+        from ferry.commands.table_outcomes import outcome_of
 
         outcome = outcome_of(result, states, seconds, self.mode_of(table))
         self.outcomes.append(outcome)

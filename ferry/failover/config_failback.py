@@ -67,7 +67,7 @@ from ferry.planning import source_versions
 from ferry.storage import fs
 
 #: Runs the reverse config: (config URI, source tables, tables to adopt) → each table's
-#: outcome (``ferry.commands.in_process.TableOutcome``).
+#: outcome (``ferry.commands.table_outcomes.TableOutcome``).
 ReverseRun = Callable[[str, Sequence[str], frozenset[str]], list[Any]]
 
 

@@ -36,7 +36,8 @@ from ferry.copying.manifest import read_manifest, whole_at_target
 from ferry.core.errors import ReplicationInterruptedError
 from ferry.core.model import Table
 from ferry.lifecycle.committing import snapshot_references
-from ferry.lifecycle.replica_state import BEFORE_COMMIT, ReplicaState
+from ferry.lifecycle.replica_state import ReplicaState
+from ferry.lifecycle.snapshot_records import BEFORE_COMMIT
 from ferry.planning.plan_document import PlanDocument, read_plan
 from ferry.planning.runs import RunLocations
 from ferry.replicas.ledger import Lease, LedgerEntry
@@ -83,7 +84,7 @@ def keeps(
     state store to record it in. Not an interruption by a person (Ctrl-C asks to stop, not
     to keep), and not an Iceberg table: its run's new metadata files are named per attempt
     and its copies are already the intent's, which housekeeping handles
-    (``ferry.lifecycle.replica_state.iceberg_writes_intended``).
+    (``ferry.lifecycle.iceberg_intent.iceberg_writes_intended``).
     """
     plan = document.plan
     if state is None or plan.iceberg is not None or not plan.snapshot_location:

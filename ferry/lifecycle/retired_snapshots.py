@@ -1,7 +1,8 @@
 """Housekeeping: delete superseded snapshots once no reader can still be using them.
 
-Every commit records the locations it superseded in the ledger (``ferry.lifecycle.replica_state``).
-Housekeeping, per replica table of the config, deletes an entry's location when all of:
+Every commit records the locations it superseded in the ledger
+(``ferry.lifecycle.snapshot_records``). Housekeeping, per replica table of the config,
+deletes an entry's location when all of:
 
 - its grace period is over: it was superseded longer ago than the table's
   ``housekeeping.expired-path-duration`` (ISO-8601, default ``P3D``): a reader that
@@ -23,8 +24,8 @@ write, ledgered by Plan before it wrote any: what a run that failed or was kille
 commit left), each file deleted once its grace period is over when it lies below a
 table-location a run recorded, outside the source's location, and is not referenced by the
 replica's current metadata (every snapshot it keeps), read right before; nothing while a
-replication holds the replica's lock. The vacuum looks for event folders, which an Iceberg
-replica never has.
+replication holds the replica's lock (``ferry.lifecycle.retired_iceberg_files``). The vacuum
+looks for event folders, which an Iceberg replica never has.
 
 A dry run deletes nothing and reports what it would delete. The **vacuum** lists the
 snapshot folders (named by an event id) directly below the table's locations — today's,
@@ -33,16 +34,15 @@ the ledger knows: what a run killed part-way through its copy leaves behind, or 
 whose ledger entries a crash lost. It deletes them only when asked, and only those Ferry
 owns: it then hands them to the ledger, so they are deleted like any superseded snapshot,
 once a grace period has passed since Ferry first saw them unreferenced. A folder whose
-event holds the table's lock (a copy still running) is never handed over.
+event holds the table's lock (a copy still running) is never handed over
+(``ferry.lifecycle.snapshot_vacuum``). What was asked and what was done are
+``ferry.lifecycle.housekeeping_report``'s.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
-from enum import StrEnum
-from typing import Any
+from collections.abc import Callable, Sequence
+from datetime import datetime
 
 from ferry.catalog import Catalog
 from ferry.catalog.locations import DatabaseReferences, Paths, locations_of
@@ -51,143 +51,21 @@ from ferry.core.duration import format_duration
 from ferry.core.errors import FerryError
 from ferry.iceberg.pipeline import CurrentReferences
 from ferry.iceberg.recognise import is_iceberg, metadata_location
-from ferry.lifecycle import replica_state
+from ferry.lifecycle import snapshot_records
+from ferry.lifecycle.housekeeping_report import (
+    Action,
+    HousekeepingReport,
+    PathOutcome,
+    Request,
+    TableHousekeeping,
+)
 from ferry.lifecycle.replica_state import ReplicaState
+from ferry.lifecycle.retired_iceberg_files import housekeep_intents
+from ferry.lifecycle.snapshot_vacuum import vacuum
 from ferry.replicas.ledger import LedgerEntry
-from ferry.replicas.ownership import IcebergOwnership, Ownership, event_time, is_snapshot_name
+from ferry.replicas.ownership import IcebergOwnership, Ownership
 from ferry.replicas.replica import PROMOTED
 from ferry.storage import fs
-
-#: The event id of ledger entries the vacuum recorded (folders it found unknown).
-VACUUM_EVENT = "vacuum"
-
-
-class Action(StrEnum):
-    DELETED = "deleted"
-    WOULD_DELETE = "would delete"  # a dry run
-    KEPT = "kept"
-    FOUND = "found"  # the vacuum found it; deleting was not asked for
-    LEDGERED = "ledgered"  # the vacuum handed it to the ledger: deleted after the grace period
-    WOULD_LEDGER = "would ledger"  # a dry run
-
-
-# -- what housekeeping did ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class PathOutcome:
-    """One location housekeeping looked at, and what it did with it."""
-
-    path: str
-    action: Action
-    reason: str
-    #: Ledger entries: the event that superseded the path, and when.
-    event_id: str | None = None
-    recorded_at: str | None = None
-
-
-@dataclass
-class TableHousekeeping:
-    source_table: str
-    replica_table: str
-    location: str | None
-    grace_period: str
-    strategy: str
-    ledger: list[PathOutcome] = field(default_factory=list)
-    orphans: list[PathOutcome] = field(default_factory=list)
-    skipped: str | None = None
-
-    def count(self, outcomes: Iterable[PathOutcome], *actions: Action) -> int:
-        return sum(1 for outcome in outcomes if outcome.action in actions)
-
-    def summary(self) -> dict[str, Any]:
-        return {
-            "sourceTable": self.source_table,
-            "replicaTable": self.replica_table,
-            "location": self.location,
-            "gracePeriod": self.grace_period,
-            "strategy": self.strategy,
-            "skipped": self.skipped,
-            "deleted": self.count(self.ledger, Action.DELETED, Action.WOULD_DELETE),
-            "kept": self.count(self.ledger, Action.KEPT),
-            "orphans": len(self.orphans),
-            "orphansLedgered": self.count(self.orphans, Action.LEDGERED, Action.WOULD_LEDGER),
-        }
-
-
-@dataclass
-class HousekeepingReport:
-    dry_run: bool
-    vacuum: bool
-    delete_orphans: bool
-    started: str
-    state: str
-    tables: list[TableHousekeeping] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "dryRun": self.dry_run,
-            "vacuum": self.vacuum,
-            "deleteOrphans": self.delete_orphans,
-            "started": self.started,
-            "state": self.state,
-            "tables": [
-                {
-                    **table.summary(),
-                    "ledger": [_outcome_dict(o) for o in table.ledger],
-                    "orphanFolders": [_outcome_dict(o) for o in table.orphans],
-                }
-                for table in self.tables
-            ],
-        }
-
-    def result(self, report_uri: str) -> dict[str, Any]:
-        """The step's result: counts, and the URI of the report that names every table and
-        path. Its size does not grow with the config's tables (Step Functions takes 256 KiB
-        per state: a line per table would pass it at a few hundred tables)."""
-        tables = [table.summary() for table in self.tables]
-        return {
-            "dryRun": self.dry_run,
-            "vacuum": self.vacuum,
-            "deleted": sum(t["deleted"] for t in tables),
-            "kept": sum(t["kept"] for t in tables),
-            "orphans": sum(t["orphans"] for t in tables),
-            "orphansLedgered": sum(t["orphansLedgered"] for t in tables),
-            "tableCount": len(tables),
-            "tablesSkipped": sum(1 for t in tables if t["skipped"]),
-            "reportUri": report_uri,
-        }
-
-
-def _outcome_dict(outcome: PathOutcome) -> dict[str, Any]:
-    data = asdict(outcome)
-    data["action"] = outcome.action.value
-    data["eventId"], data["recordedAt"] = data.pop("event_id"), data.pop("recorded_at")
-    return data
-
-
-# -- the request ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Request:
-    """What the step (and ``ferry housekeeping``) was asked to do."""
-
-    dry_run: bool = False
-    vacuum: bool = False
-    delete_orphans: bool = False
-
-    @classmethod
-    def from_payload(cls, payload: dict[str, Any]) -> Request:
-        delete_orphans = bool(payload.get("deleteOrphans"))
-        return cls(
-            dry_run=bool(payload.get("dryRun")),
-            vacuum=bool(payload.get("vacuum")) or delete_orphans,
-            delete_orphans=delete_orphans,
-        )
-
-
-# -- housekeeping ------------------------------------------------------------------------------
 
 
 def housekeep(
@@ -268,7 +146,7 @@ def _housekeep_table(
     if (table is not None and is_iceberg(table)) or (table is None and intents):
         # An Iceberg replica (or the first run of one, which never committed): the ledger's
         # files and the runs' intents, against its current metadata read now.
-        iceberg = replica_state.iceberg_ownership(
+        iceberg = snapshot_records.iceberg_ownership(
             state,
             key,
             CurrentReferences(metadata_location(table) if table is not None else None),
@@ -278,12 +156,12 @@ def _housekeep_table(
         outcome.ledger = housekeep_ledger(entries, iceberg, policy, now, request, state, key)
         grace = policy.expired_path_duration
         waiting = Paths(e.path for e in entries if now < e.recorded_at + grace)
-        outcome.ledger += _housekeep_intents(
+        outcome.ledger += housekeep_intents(
             intents, iceberg, waiting, policy, now, request, state, key
         )
         return outcome
     live = locations_of(replica, table)
-    owner = replica_state.ownership(
+    owner = snapshot_records.ownership(
         state, key, replication, live, table.parameters if table else None, catalog,
         ledgered=[e.snapshot for e in entries if e.snapshot],
     )  # fmt: skip
@@ -295,7 +173,7 @@ def _housekeep_table(
         lease = state.store.lease(key)
         holder = lease.holder if lease is not None and not lease.expired(now) else None
         roots = sorted({fs.normalise(r) for r in [root, *(c.root for c in created)] if r})
-        outcome.orphans = _vacuum(
+        outcome.orphans = vacuum(
             roots, owner, remaining, holder, policy, now, request,
             state, key, replication.replica_qualified_name,
         )  # fmt: skip
@@ -365,134 +243,3 @@ def housekeep_ledger(
                 )
             )
     return sorted(outcomes, key=lambda o: o.path)
-
-
-def _housekeep_intents(
-    intents: Sequence[LedgerEntry],
-    owner: IcebergOwnership,
-    waiting: Paths,
-    policy: Housekeeping,
-    now: datetime,
-    request: Request,
-    state: ReplicaState,
-    key: str,
-) -> list[PathOutcome]:
-    """Iceberg runs' intents (``ferry.lifecycle.replica_state.iceberg_writes_intended``: the files a
-    run was about to write at the replica, ledgered before it wrote any; a commit forgets its
-    run's). Past the grace period, each of those files that exists, that the replica's
-    current metadata does not reference and that Ferry owns (``IcebergOwnership``) is
-    deleted: what a run left that failed, or was killed, before its commit. An intent is
-    forgotten once none of its files is left undecided."""
-    grace = policy.expired_path_duration
-    outcomes = []
-    for entry in intents:
-
-        def outcome(
-            path: str, action: Action, reason: str, entry: LedgerEntry = entry
-        ) -> PathOutcome:
-            return PathOutcome(path, action, reason, entry.event_id, entry.recorded_at.isoformat())
-
-        expires = entry.recorded_at + grace
-        if not policy.enabled:
-            reason = "orphaned-data-strategy is NONE: housekeeping keeps everything"
-            outcomes.append(outcome(entry.path, Action.KEPT, reason))
-            continue
-        if now < expires:
-            until = expires.isoformat(timespec="seconds")
-            reason = f"the files run {entry.event_id} writes: in their grace period until {until}"
-            outcomes.append(outcome(entry.path, Action.KEPT, reason))
-            continue
-        if owner.owns_nothing:
-            outcomes.append(outcome(entry.path, Action.KEPT, owner.owns_nothing))
-            continue
-        settled = True
-        for path in replica_state.intended_files(entry.path):
-            # Referenced files first: no I/O for them (a committed run's, all of them).
-            if path in owner.current or not fs.exists(path):
-                continue
-            refusal = owner.refusal(path)
-            if refusal is None and (below := waiting.at_or_below(path)):
-                refusal = f"{below[0]} is still in its grace period"
-            if refusal is not None:
-                outcomes.append(outcome(path, Action.KEPT, refusal))
-                settled = False
-                continue
-            if not request.dry_run:
-                fs.delete_tree(path)
-            action = Action.WOULD_DELETE if request.dry_run else Action.DELETED
-            reason = f"written by {entry.event_id}, which did not commit it; unreferenced"
-            outcomes.append(outcome(path, action, reason))
-        if settled and not request.dry_run:
-            state.store.forget(key, entry.path)
-    return sorted(outcomes, key=lambda o: o.path)
-
-
-def _vacuum(
-    roots: Sequence[str],
-    owner: Ownership,
-    ledgered: Iterable[str],
-    holder: str | None,
-    policy: Housekeeping,
-    now: datetime,
-    request: Request,
-    state: ReplicaState,
-    key: str,
-    replica_table: str,
-) -> list[PathOutcome]:
-    """Snapshot folders below the table's locations (today's, and each one it recorded
-    snapshots below) that neither the catalog nor the ledger knows.
-
-    Only folders named by an event id are looked at: nothing else below a table-location is
-    Ferry's. Asked to delete them, the vacuum hands those Ferry created
-    (``ferry.replicas.ownership``) to the ledger, recorded now: housekeeping deletes them once a
-    grace period has passed since Ferry first saw them unreferenced, asking the catalog again
-    first. Neither a folder's name nor its files' times tell when a reader last resolved it
-    (a commit whose ledger entries were lost to a crash right after it leaves an old
-    snapshot that readers used until a moment ago).
-    """
-    known = Paths(ledgered)
-    orphans, handed = [], []
-    for root in roots:
-        try:
-            folders = fs.list_folders(root)
-        except FileNotFoundError:
-            continue
-        for folder in folders:
-            path = fs.normalise(folder.uri)
-            name = path.rsplit("/", 1)[-1]
-            if not is_snapshot_name(name):
-                continue
-            if owner.replica.referencing(path) or known.at_or_below(path) or known.above(path):
-                continue
-            written = event_time(name) or _newest_file(path, folder.mtime_ns)
-            age = f"written {written.isoformat(timespec='seconds')}" if written else "age unknown"
-            unknown = f"unknown to the catalog and the ledger ({age})"
-            refusal = owner.refusal(path)
-            if not request.delete_orphans:
-                orphans.append(PathOutcome(path, Action.FOUND, unknown))
-            elif name == holder:
-                orphans.append(
-                    PathOutcome(path, Action.KEPT, "a replication holding the lock writes it")
-                )
-            elif not policy.enabled:
-                orphans.append(
-                    PathOutcome(path, Action.KEPT, "orphaned-data-strategy is NONE: kept")
-                )
-            elif refusal:
-                orphans.append(PathOutcome(path, Action.KEPT, f"{unknown}; kept: {refusal}"))
-            else:
-                until = (now + policy.expired_path_duration).isoformat(timespec="seconds")
-                action = Action.WOULD_LEDGER if request.dry_run else Action.LEDGERED
-                orphans.append(PathOutcome(path, action, f"{unknown}; deleted after {until}"))
-                handed.append(LedgerEntry(key, path, VACUUM_EVENT, replica_table, now, path))
-    if handed and not request.dry_run:
-        state.store.record(handed)
-    return orphans
-
-
-def _newest_file(path: str, mtime_ns: int | None) -> datetime | None:
-    """When a folder was last written: its newest file's time."""
-    times = [entry.mtime_ns for entry in fs.list_files(path) if entry.mtime_ns] or (
-        [mtime_ns] if mtime_ns else []
-    )
-    return datetime.fromtimestamp(max(times) / 1e9, UTC) if times else None

@@ -14,7 +14,7 @@ from typing import Any
 from ferry.copying.manifest import recorded_batches
 from ferry.core.errors import CopyIncompleteError, FerryError
 from ferry.iceberg.pipeline import commit_metadata
-from ferry.lifecycle import replica_state
+from ferry.lifecycle import replica_state, snapshot_records
 from ferry.lifecycle.committing import DEFAULT_CLAIM_LEASE, commit
 from ferry.planning.plan_document import read_plan
 from ferry.planning.runs import CopierKind, RunLocations
@@ -45,7 +45,7 @@ def run(context: StateContext, payload: PlannedRun | Mapping[str, Any]) -> Commi
         commit_metadata(plan.iceberg)
     state = context.state
     with context.open(config.replica_catalog) as replica:
-        before = replica_state.locations_before_commit(state, plan, replica, where.root)
+        before = snapshot_records.locations_before_commit(state, plan, replica, where.root)
         result = commit(
             plan,
             replica,
@@ -58,7 +58,7 @@ def run(context: StateContext, payload: PlannedRun | Mapping[str, Any]) -> Commi
             adopt=document.adopt or plan.replica_table.qualified_name.lower() in context.adopt,
         )
         key = context.replica_key(config, plan.replication)
-        replica_state.committed(state, key, plan, replica, before, context.clock(), where.root)
+        snapshot_records.committed(state, key, plan, replica, before, context.clock(), where.root)
     context.release_copy_slot(plan.event_id)
     context.record_success(config, document)
     return CommitResult(

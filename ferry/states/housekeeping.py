@@ -11,6 +11,7 @@ from contextlib import nullcontext
 from typing import Any
 
 from ferry.lifecycle import retired_snapshots as rules
+from ferry.lifecycle.housekeeping_report import Request
 from ferry.statemachine.housekeeping_payloads import HousekeepingInput, HousekeepingResult
 from ferry.states.context import StateContext
 from ferry.storage import fs
@@ -30,7 +31,7 @@ def run(
         report = rules.housekeep(
             config, replications, replica, context.state, now,
             lambda replication: context.replica_key(config, replication),
-            rules.Request.from_payload(payload.model_dump()),
+            Request.from_payload(payload.model_dump()),
         )  # fmt: skip
     where = fs.join(context.work_uri, "housekeeping", f"{context.event_ids(now)}.json")
     fs.write_bytes(where, json.dumps(report.to_dict(), indent=2).encode())

@@ -17,7 +17,7 @@ from ferry.copying.manifest import ManifestWriter
 from ferry.copying.side_credentials import write_sides
 from ferry.core import faults
 from ferry.iceberg.pipeline import IcebergIntent
-from ferry.lifecycle import attempts, replica_state
+from ferry.lifecycle import attempts, iceberg_intent, replica_state, snapshot_records
 from ferry.lifecycle.notify import START
 from ferry.planning.plan_document import PlanDocument, write_plan
 from ferry.planning.preflight import check_writable
@@ -55,7 +55,7 @@ def run(context: StateContext, payload: PlanInput | Mapping[str, Any]) -> PlanRe
 
     def intend(intent: IcebergIntent) -> None:
         """Write-ahead: an Iceberg run's files at the replica, ledgered before any is."""
-        replica_state.iceberg_writes_intended(
+        iceberg_intent.iceberg_writes_intended(
             context.state, key, replication, event_id, intent, where.root, context.clock()
         )
 
@@ -79,7 +79,7 @@ def run(context: StateContext, payload: PlanInput | Mapping[str, Any]) -> PlanRe
             intend,
             adopt=adopted,
         )  # fmt: skip
-    replica_state.snapshot_created(context.state, key, plan, context.clock())
+    snapshot_records.snapshot_created(context.state, key, plan, context.clock())
     for notice in plan.notices:
         logger.warning("%s", notice)
     faults.point("plan.planned")

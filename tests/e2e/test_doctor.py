@@ -99,7 +99,8 @@ def test_a_hive_source_with_catalog_events_must_write_its_notification_log(
     from datetime import UTC, datetime
     from types import SimpleNamespace
 
-    from ferry.commands.doctor_checks import FAILED, OK, Deployment, Doctor
+    from ferry.commands.doctor_checks import FAILED, OK, Doctor
+    from ferry.commands.doctor_findings import Deployment
     from ferry.config import load_config
     from ferry.feeds import FeedState
     from ferry.feeds.feed_checks import LISTENER

@@ -218,8 +218,9 @@ def test_each_function_runs_the_state_module_its_handler_calls():
 
 
 def test_the_in_process_driver_understands_every_path_the_definition_uses():
-    from ferry.commands.in_process import _PATH, substitutions
+    from ferry.commands.in_process import substitutions
+    from ferry.commands.in_process_data_flow import PATH
 
     text = json.dumps(definition.load(substitutions()))
     for path in re.findall(r'"(\$\$?\.[^"]*|\$)"', text):
-        assert _PATH.match(path), path
+        assert PATH.match(path), path

@@ -15,8 +15,8 @@ from ferry.commands.doctor_checks import (
     check_security_groups,
     check_subnets,
     metastore_ports,
-    spark_code_of,
 )
+from ferry.commands.doctor_spark import spark_code_of
 from infra.settings import Network
 
 REGION = "eu-west-1"
@@ -277,7 +277,8 @@ def test_what_a_config_reaches_in_other_regions_is_named_once_each(tmp_path):
 def test_a_state_machine_without_the_spark_job_fails_its_check_instead_of_stopping_the_doctor():
     from types import SimpleNamespace
 
-    from ferry.commands.doctor_checks import Deployment, Doctor
+    from ferry.commands.doctor_checks import Doctor
+    from ferry.commands.doctor_findings import Deployment
     from ferry.storage.aws import AwsClients
 
     definition = '{"StartAt": "Done", "States": {"Done": {"Type": "Succeed"}}}'

@@ -10,8 +10,9 @@ import pytest
 from ferry.catalog.locations import ReferencedLocations
 from ferry.config import Housekeeping, OrphanedDataStrategy, parse_config
 from ferry.core.errors import ConfigError
+from ferry.lifecycle.housekeeping_report import Request
 from ferry.lifecycle.replica_state import ReplicaState
-from ferry.lifecycle.retired_snapshots import Request, housekeep_ledger
+from ferry.lifecycle.retired_snapshots import housekeep_ledger
 from ferry.replicas.ledger import LedgerEntry, SqliteStateStore
 from ferry.replicas.ownership import Ownership
 from ferry.storage import fs

@@ -16,7 +16,7 @@ from moto import mock_aws
 from ferry.catalog.locations import ReferencedLocations
 from ferry.core.duration import format_duration, parse_duration
 from ferry.core.errors import ReplicaLockedError
-from ferry.lifecycle import replica_state
+from ferry.lifecycle import replica_state, snapshot_records
 from ferry.replicas.ledger import (
     CreatedSnapshot,
     DynamoDbStateStore,
@@ -238,13 +238,13 @@ def test_superseded_locations_are_those_in_snapshot_folders_ferry_created():
         CreatedSnapshot(REPLICA, f"{root}/{b}", b, root, "s3://src/orders", NOW),
     ]
     owner = Ownership(ReferencedLocations(), created, root=root)
-    assert replica_state.superseded_locations(before, after, owner) == [
+    assert snapshot_records.superseded_locations(before, after, owner) == [
         (f"s3://dr/orders/{a}", f"s3://dr/orders/{a}"),
         (f"s3://dr/orders/{a}/dt=2", f"s3://dr/orders/{a}"),
     ]
     # A mirror supersedes nothing of Ferry's.
     mirror = Ownership(ReferencedLocations(), created, root=root, owns_nothing="a mirror")
-    assert replica_state.superseded_locations(before, after, mirror) == []
+    assert snapshot_records.superseded_locations(before, after, mirror) == []
 
 
 def test_created_snapshots_are_recorded_listed_and_forgotten(store):

@@ -3,7 +3,8 @@ as the claim said, never more than ``LONGEST_WAIT_SECONDS``; and a Choice on a b
 
 from __future__ import annotations
 
-from ferry.commands.in_process import LONGEST_WAIT_SECONDS, InProcessDriver, _choose
+from ferry.commands.in_process import LONGEST_WAIT_SECONDS, InProcessDriver
+from ferry.commands.in_process_data_flow import choose
 from ferry.states.context import StateContext
 
 
@@ -37,5 +38,5 @@ def test_copy_slot_granted_chooses_on_a_boolean_then_the_copier():
         "Default": "Unknown copier",
     }
     plan = {"copier": "inline"}
-    assert _choose(state, {"slot": {"granted": False}, "plan": plan}) == "Wait"
-    assert _choose(state, {"slot": {"granted": True}, "plan": plan}) == "Inline copy"
+    assert choose(state, {"slot": {"granted": False}, "plan": plan}) == "Wait"
+    assert choose(state, {"slot": {"granted": True}, "plan": plan}) == "Inline copy"

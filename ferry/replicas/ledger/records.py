@@ -50,7 +50,7 @@ class LedgerEntry:
     snapshot: str | None = None
     #: True when ``path`` is a run's *intent*, not a location to delete: a document in the
     #: run's folder naming the files the run was about to write at an Iceberg replica,
-    #: ledgered before it wrote any (``ferry.lifecycle.replica_state.iceberg_writes_intended``).
+    #: ledgered before it wrote any (``ferry.lifecycle.iceberg_intent.iceberg_writes_intended``).
     intent: bool = False
 
 
