@@ -311,11 +311,11 @@ def _redrive_served() -> None:
     from moto.core.responses import ActionResult
     from moto.stepfunctions.responses import StepFunctionResponse
 
-    from ferry.local import emulator_states
+    from ferry.local import emulator_map_children
 
     def redrive_execution(self: Any) -> Any:
         arn = self._get_param("executionArn")
-        if emulator_states._child(arn) is not None:
+        if emulator_map_children._child(arn) is not None:
             raise JsonRESTError(
                 "ExecutionNotRedrivable",
                 "A Map Run's child execution is redriven by redriving its parent execution",
@@ -368,7 +368,7 @@ def drill(body: dict[str, Any]) -> dict[str, Any]:
 def _redrive_fields_described() -> None:
     from moto.stepfunctions.responses import StepFunctionResponse
 
-    from ferry.local import emulator_states
+    from ferry.local import emulator_map_children
 
     describe = StepFunctionResponse.describe_execution
     list_executions = StepFunctionResponse.list_executions
@@ -377,7 +377,7 @@ def _redrive_fields_described() -> None:
         answer = describe(self)
         result = answer.result
         arn = result.get("executionArn")
-        if emulator_states._child(arn) is not None:
+        if emulator_map_children._child(arn) is not None:
             return answer
         execution = self.stepfunction_backend.describe_execution(arn)
         redrives = _redrives(execution)

@@ -60,15 +60,16 @@ REPORT = "emulator-state.json"
 OBJECTS = "emulator-objects"
 #: Bodies up to this size stay in the snapshot itself.
 INLINE_BYTES = 4 * 1024
-#: Bumped when what is written changes shape (2: Ferry's modules moved into concept folders).
-FORMAT = 2
+#: Bumped when what is written changes shape (2: Ferry's modules moved into concept folders;
+#: 3: the Map Runs' children moved to ``emulator_map_children``).
+FORMAT = 3
 #: While requests arrive, the state is saved at most this often (a killed emulator loses at
 #: most this much).
 SAVE_INTERVAL_SECONDS = 10.0
 #: State Ferry's emulator keeps beside moto's backends: (module, attribute), each a dict.
 EXTRAS: tuple[tuple[str, str], ...] = (
-    ("ferry.local.emulator_states", "_CHILDREN"),
-    ("ferry.local.emulator_states", "_MAP_RUN_CHILDREN"),
+    ("ferry.local.emulator_map_children", "_CHILDREN"),
+    ("ferry.local.emulator_map_children", "_MAP_RUN_CHILDREN"),
     ("ferry.local.emulator_redrive_branches", "_iterations"),
 )
 
