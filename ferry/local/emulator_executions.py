@@ -11,14 +11,11 @@ first two fully, nor the third at all.
   exception name (``StepFunctions.ValidationException``, ``StepFunctions.InvalidNameException``;
   moto doubled the suffix of the first). The names the emulator generates itself (a
   Distributed Map's children) are checked by the same rule.
-- **A definition's ``TimeoutSeconds``**: moto marked the execution ``TIMED_OUT`` in time, but
-  its history got ``ExecutionTimedOut`` only when the running state returned, and then that
-  state's own ending (a failure, a success) replaced it (``ExecutionFailed`` after the
-  timeout). Here the execution ends when its time is up: ``ExecutionTimedOut`` at once, and
-  nothing after it; ``DescribeExecution`` and ``ListExecutions`` give it a ``stopDate``.
-  Likewise ``StopExecution`` ends it ``ABORTED`` at once, its ``error`` and ``cause`` in
-  ``ExecutionAborted`` (moto's went on ``RUNNING`` until the running state returned, a
-  failure of that state then made it ``FAILED``, and the error and cause were dropped).
+- **A definition's ``TimeoutSeconds``**: the execution ends when its time is up,
+  ``ExecutionTimedOut`` at once and nothing after it, and ``StopExecution`` ends it
+  ``ABORTED`` at once, with its ``error`` and ``cause``
+  (``ferry.local.emulator_execution_endings``); ``DescribeExecution`` and ``ListExecutions``
+  give a timed-out execution a ``stopDate``.
   (A Task's ``TimeoutSeconds``/``TimeoutSecondsPath`` is moto's own: the state stops waiting
   and fails with ``States.Timeout``, which ``States.ALL`` matches; a Lambda invoked by it
   runs on, as on AWS. ``HeartbeatSeconds`` applies to the tasks that send heartbeats,
@@ -44,12 +41,10 @@ import logging
 import threading
 from typing import Any
 
-from ferry.local import emulator_metrics
+from ferry.local import emulator_execution_endings, emulator_metrics
 
 logger = logging.getLogger(__name__)
 _ending = threading.Lock()
-#: The error and cause of the StopExecution request being served (moto's backend drops them).
-_stopping = threading.local()
 
 #: AWS's limit on an execution's (and a Map Run's child execution's) name.
 MAX_NAME_LENGTH = 80
@@ -68,7 +63,7 @@ ENDED_METRICS = {
 def install() -> None:
     _names_checked()
     _task_error_names_as_the_sdk_names_them()
-    _endings_final()
+    emulator_execution_endings.install()
     _heartbeat_timeouts_matched()
     _abandoned_children_stopped()
     _metrics_sent()
@@ -138,102 +133,6 @@ def _task_error_names_as_the_sdk_names_them() -> None:
         return failure
 
     StateTaskServiceSfn._from_error = _from_error
-
-
-def _endings_final() -> None:
-    from moto.stepfunctions.parser.api import (
-        ExecutionAbortedEventDetails,
-        ExecutionTimedOutEventDetails,
-        HistoryEventType,
-    )
-    from moto.stepfunctions.parser.asl.component.program.program import Program
-    from moto.stepfunctions.parser.asl.eval.environment import Environment
-    from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
-    from moto.stepfunctions.parser.asl.eval.event.event_manager import EventManager
-    from moto.stepfunctions.parser.asl.eval.program_state import ProgramStopped, ProgramTimedOut
-    from moto.stepfunctions.parser.backend.execution import Execution
-    from moto.stepfunctions.responses import StepFunctionResponse
-
-    def close(env: Any) -> None:
-        # The state that was running goes on in its thread until it returns; whatever it
-        # records then is not the execution's any more.
-        env.event_manager.__dict__["ferry_closed"] = True
-
-    evaluate = Program.eval
-
-    def eval(self: Any, env: Any) -> None:
-        evaluate(self, env)  # returns when the program ends, or when its time is up
-        if env.is_frame() or not isinstance(env._program_state, ProgramTimedOut):
-            return
-        env.event_manager.add_event(
-            context=env.event_history_context,
-            event_type=HistoryEventType.ExecutionTimedOut,
-            event_details=EventDetails(
-                executionTimedOutEventDetails=ExecutionTimedOutEventDetails()
-            ),
-        )
-        close(env)
-
-    Program.eval = eval
-    stop = Execution.stop
-
-    def stop_now(self: Any, stop_date: Any, error: Any, cause: Any) -> None:
-        error, cause = getattr(_stopping, "details", None) or (error, cause)
-        stop(self, stop_date, error, cause)
-        env = self.exec_worker.env if self.exec_worker else None
-        if env is None or not isinstance(env._program_state, ProgramStopped):
-            return
-        if env.event_manager.__dict__.get("ferry_closed"):
-            return
-        env.event_history_context.source_event_id = 0
-        details = ExecutionAbortedEventDetails()
-        if error:
-            details["error"] = error
-        if cause:
-            details["cause"] = cause
-        env.event_manager.add_event(
-            context=env.event_history_context,
-            event_type=HistoryEventType.ExecutionAborted,
-            event_details=EventDetails(executionAbortedEventDetails=details),
-        )
-        close(env)
-        self.exec_worker._execution_communication.terminated()  # ABORTED now, as on AWS
-
-    Execution.stop = stop_now
-    stop_execution = StepFunctionResponse.stop_execution
-
-    def stop_execution_request(self: Any) -> Any:
-        _stopping.details = (self._get_param("error"), self._get_param("cause"))
-        try:
-            return stop_execution(self)
-        finally:
-            _stopping.details = None
-
-    StepFunctionResponse.stop_execution = stop_execution_request
-    add_event = EventManager.add_event
-
-    def add(self: Any, *args: Any, **kwargs: Any) -> None:
-        if not self.__dict__.get("ferry_closed"):
-            add_event(self, *args, **kwargs)
-
-    EventManager.add_event = add
-
-    # A timed-out or stopped execution stays so: the running state's own failure or end,
-    # when it returns, does not replace it (moto's set_error replaced any state).
-    def final(env: Any) -> bool:
-        state = env._program_state
-        return isinstance(state, ProgramTimedOut) or (
-            isinstance(state, ProgramStopped) and not env.is_frame()
-        )
-
-    for name in ("set_ended", "set_error", "set_stop", "set_timed_out"):
-        original = getattr(Environment, name)
-
-        def unless_final(self: Any, *args: Any, _original: Any = original, **kw: Any) -> None:
-            if not final(self):
-                _original(self, *args, **kw)
-
-        setattr(Environment, name, unless_final)
 
 
 def _heartbeat_timeouts_matched() -> None:

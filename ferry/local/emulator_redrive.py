@@ -14,7 +14,7 @@ redrive-map-run, the API reference):
   + 1, ``redriveDate``; its history goes on with ``ExecutionRedriven``. Its
   ``TimeoutSeconds`` counts again from the redrive ("reset to 0"). A ``clientToken`` used by
   one of its last 10 redrives, within 15 minutes, answers that redrive again and starts
-  nothing.
+  nothing. (Its new interpreter is ``ferry.local.emulator_redrive_restart``'s.)
 - **From its unsuccessful state**: the top-level state entered with no exited event after
   it, with the input it was entered with; the states that succeeded before it do not run
   again. A ``Fail`` state has no exited event: an execution that ended in one fails again in
@@ -36,7 +36,11 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from ferry.local import emulator_redrive_branches, emulator_redrive_map_runs
+from ferry.local import (
+    emulator_redrive_branches,
+    emulator_redrive_map_runs,
+    emulator_redrive_restart,
+)
 from ferry.local.emulator_redrive_branches import (
     attempt_of,
     expect_inline_map,
@@ -45,10 +49,10 @@ from ferry.local.emulator_redrive_branches import (
 from ferry.local.emulator_redrive_map_runs import (
     all_map_runs,
     aware,
-    continue_history,
     expect_map_run,
     live,
 )
+from ferry.local.emulator_redrive_restart import start_again
 from ferry.statemachine.execution_redrive import unsuccessful_state
 
 logger = logging.getLogger(__name__)
@@ -98,7 +102,7 @@ def install() -> None:
     _redrive_served()
     _drills_served()
     _redrive_fields_described()
-    _superseded_workers_silent()
+    emulator_redrive_restart.install()
 
 
 # -- eligibility ---------------------------------------------------------------------------------
@@ -184,7 +188,7 @@ def redrive(execution: Any, client_token: str | None = None) -> datetime.datetim
         redrives["date"] = now
         if client_token:
             redrives["tokens"] = [*redrives["tokens"], (client_token, now)][-KEPT_TOKENS:]
-        _start_again(execution, definition, state, state_input, events, records, redrives["count"])
+        start_again(execution, definition, state, state_input, events, records, redrives["count"])
     from ferry.local import emulator_executions
 
     emulator_executions._put(execution, "ExecutionsRedriven")
@@ -192,130 +196,16 @@ def redrive(execution: Any, client_token: str | None = None) -> datetime.datetim
     return now
 
 
-def _start_again(
-    execution: Any,
-    definition: dict[str, Any],
-    state: str,
-    state_input: Any,
-    events: list[dict[str, Any]],
-    records: list[Any],
-    count: int,
-) -> None:
-    """Run ``execution`` again from ``state`` with ``state_input``: a new interpreter whose
-    history goes on after ``events``, with the Map Runs ``records``."""
-    from moto.stepfunctions.parser.api import ExecutionStatus
-    from moto.stepfunctions.parser.asl.eval.evaluation_details import (
-        EvaluationDetails,
-        ExecutionDetails,
-        StateMachineDetails,
-    )
-
-    definition = dict(definition, StartAt=state)
-    details = EvaluationDetails(
-        aws_execution_details=execution._get_start_aws_execution_details(),
-        execution_details=ExecutionDetails(
-            arn=execution.exec_arn,
-            name=execution.name,
-            role_arn=execution.role_arn,
-            inpt=state_input,
-            start_time=execution.start_date,
-        ),
-        state_machine_details=StateMachineDetails(
-            arn=execution.state_machine.arn,
-            name=execution.state_machine.name,
-            typ=execution.state_machine.sm_type,
-            definition=json.dumps(definition),
-        ),
-    )
-    old_worker = execution.exec_worker
-    comm = getattr(old_worker, "_execution_communication", None)
-    if comm is not None:
-        comm.__dict__["ferry_superseded"] = True  # the attempt before reports nothing more
-    worker = _redriven_worker_class()(
-        evaluation_details=details,
-        exec_comm=execution._get_start_execution_worker_comm(),
-        cloud_watch_logging_session=execution._cloud_watch_logging_session,
-        activity_store=execution._activity_store,
-    )
-    worker.prepare(events, records, count)
-    execution.exec_worker = worker
-    execution.exec_status = ExecutionStatus.RUNNING
-    execution.stop_date = None
-    execution.error = None
-    execution.cause = None
-    execution.output = None
-    execution.__dict__["ferry_ended"] = False
-    worker.start()
-
-
-_classes: dict[str, type] = {}
-
-
-def _redriven_worker_class() -> type:
-    """moto's execution worker, going on with the history so far after ``ExecutionRedriven``."""
-    if "worker" in _classes:
-        return _classes["worker"]
-    from moto.stepfunctions.parser.api import ExecutionRedrivenEventDetails, HistoryEventType
-    from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
-    from moto.stepfunctions.parser.backend.execution_worker import ExecutionWorker
-    from moto.stepfunctions.parser.utils import TMP_THREADS
-
-    class RedrivenWorker(ExecutionWorker):
-        def prepare(self, events: list[dict[str, Any]], records: list[Any], count: int) -> None:
-            # The environment exists before the thread starts: the execution is described,
-            # its history and Map Runs read, from the moment it is redriven.
-            self.ferry_program = self._get_evaluation_entrypoint()
-            self.env = self._get_evaluation_environment()
-            manager = self.env.event_manager
-            continue_history(manager, self.env.event_history_context, events)
-            for record in records:
-                self.env.map_run_record_pool_manager.add(record)
-            manager.add_event(
-                context=self.env.event_history_context,
-                event_type=HistoryEventType.ExecutionRedriven,
-                event_details=EventDetails(
-                    executionRedrivenEventDetails=ExecutionRedrivenEventDetails(redriveCount=count)
-                ),
-            )
-
-        def _execution_logic(self) -> None:
-            self.ferry_program.eval(self.env)
-            self._execution_communication.terminated()
-
-        def start(self) -> None:
-            thread = threading.Thread(target=self._execution_logic, daemon=True)
-            TMP_THREADS.append(thread)
-            thread.start()
-
-    _classes["worker"] = RedrivenWorker
-    return RedrivenWorker
-
-
-def _superseded_workers_silent() -> None:
-    from moto.stepfunctions.parser.backend.execution import BaseExecutionWorkerCommunication
-
-    terminated = BaseExecutionWorkerCommunication.terminated
-
-    def ended(self: Any) -> None:
-        # A stopped attempt's state may return after the execution was redriven: it is not
-        # the execution's any more.
-        if self.__dict__.get("ferry_superseded"):
-            return
-        terminated(self)
-
-    BaseExecutionWorkerCommunication.terminated = ended
-
-
 def _redrive_served() -> None:
     from moto.core.exceptions import JsonRESTError
     from moto.core.responses import ActionResult
     from moto.stepfunctions.responses import StepFunctionResponse
 
-    from ferry.local import emulator_states
+    from ferry.local import emulator_map_children
 
     def redrive_execution(self: Any) -> Any:
         arn = self._get_param("executionArn")
-        if emulator_states._child(arn) is not None:
+        if emulator_map_children._child(arn) is not None:
             raise JsonRESTError(
                 "ExecutionNotRedrivable",
                 "A Map Run's child execution is redriven by redriving its parent execution",
@@ -368,7 +258,7 @@ def drill(body: dict[str, Any]) -> dict[str, Any]:
 def _redrive_fields_described() -> None:
     from moto.stepfunctions.responses import StepFunctionResponse
 
-    from ferry.local import emulator_states
+    from ferry.local import emulator_map_children
 
     describe = StepFunctionResponse.describe_execution
     list_executions = StepFunctionResponse.list_executions
@@ -377,7 +267,7 @@ def _redrive_fields_described() -> None:
         answer = describe(self)
         result = answer.result
         arn = result.get("executionArn")
-        if emulator_states._child(arn) is not None:
+        if emulator_map_children._child(arn) is not None:
             return answer
         execution = self.stepfunction_backend.describe_execution(arn)
         redrives = _redrives(execution)

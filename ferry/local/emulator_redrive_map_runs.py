@@ -41,10 +41,10 @@ now: Callable[[], datetime.datetime] = utc_now
 
 def install() -> None:
     """Redrive Map Runs in place (after ``emulator_states.install``, whose patches these
-    wrap and whose hooks these fill)."""
-    from ferry.local import emulator_states
+    wrap and whose hooks, ``emulator_map_children.REDRIVE_HOOKS``, these fill)."""
+    from ferry.local import emulator_map_children
 
-    emulator_states.REDRIVE_HOOKS.update(
+    emulator_map_children.REDRIVE_HOOKS.update(
         kept=kept_child, redriven=redriven_child, continue_history=continue_child_history
     )
     _map_runs_redriven()
@@ -100,7 +100,7 @@ def live(record: Any) -> Any:
         MapRunRecord,
     )
 
-    from ferry.local import emulator_states
+    from ferry.local import emulator_map_children
 
     described, item = record.describe(), record.list_item()
     live = MapRunRecord.__new__(MapRunRecord)
@@ -121,9 +121,10 @@ def live(record: Any) -> Any:
     ):
         for attribute, name in _COUNTS:
             getattr(counter, attribute).offset(int(described.get(key, {}).get(name, 0)))
-    with emulator_states._lock:
-        arns = emulator_states._MAP_RUN_CHILDREN.get(record.map_run_arn, [])
-        children = [emulator_states._CHILDREN[a] for a in arns if a in emulator_states._CHILDREN]
+    with emulator_map_children._lock:
+        arns = emulator_map_children._MAP_RUN_CHILDREN.get(record.map_run_arn, [])
+        known = emulator_map_children._CHILDREN
+        children = [known[a] for a in arns if a in known]
     live.__dict__["ferry_children"] = children
     live.__dict__["ferry_redrive_count"] = int(described.get("redriveCount", 0))
     if described.get("redriveDate") is not None:
@@ -287,9 +288,9 @@ def kept_child(record: Any, job: Any) -> bool:
 
 
 def _previous_child(record: Any, index: int) -> dict[str, Any] | None:
-    from ferry.local import emulator_states
+    from ferry.local import emulator_map_children
 
-    with emulator_states._lock:
+    with emulator_map_children._lock:
         for child in record.__dict__.get("ferry_children", []):
             if child["index"] == index:
                 return child
@@ -302,14 +303,14 @@ def redriven_child(record: Any, job: Any) -> dict[str, Any] | None:
     ``job`` set to run it from its unsuccessful state; else None."""
     if not record.__dict__.get("ferry_redriving"):
         return None
-    from ferry.local import emulator_states
+    from ferry.local import emulator_map_children
 
     previous = _previous_child(record, job.job_index)
     if previous is None:
         return None
-    with emulator_states._lock:
+    with emulator_map_children._lock:
         record.__dict__["ferry_children"].remove(previous)
-        arns = emulator_states._MAP_RUN_CHILDREN.get(record.map_run_arn, [])
+        arns = emulator_map_children._MAP_RUN_CHILDREN.get(record.map_run_arn, [])
         if previous["arn"] in arns:
             arns.remove(previous["arn"])
     ended = "aborted" if previous["status"] in ("ABORTED", "RUNNING") else "failed"

@@ -5,7 +5,8 @@ starts it). moto 5.2 executes state machines; four pieces of the pipeline have n
 emulation, and a module each adds them into this process:
 
 - ``emulator_lambda``: this project's Lambda handlers run in execution environments of
-  their own, with their role's credentials (moto needs Docker);
+  their own (``emulator_lambda_environments``), with their role's credentials (moto needs
+  Docker);
 - ``emulator_emr_serverless``: ``startJobRun.sync`` runs the job from its archive with
   ``spark-submit``, with its role's credentials;
 - ``emulator_eventbridge``: rules start executions of state machine targets, with their
@@ -46,6 +47,7 @@ from ferry.local import (
     emulator_glue,
     emulator_iam,
     emulator_lambda,
+    emulator_lambda_environments,
     emulator_redrive,
     emulator_redrive_map_runs,
     emulator_requests,
@@ -65,7 +67,7 @@ FAULTS_FILE = "faults.json"
 def install(
     state_dir: Path, endpoint: str
 ) -> tuple[
-    emulator_lambda.ExecutionEnvironments,
+    emulator_lambda_environments.ExecutionEnvironments,
     emulator_scheduler.Scheduler,
     emulator_cloudwatch.AlarmEvaluator,
 ]:
@@ -86,7 +88,7 @@ def install(
     emulator_iam.install(authorizer)
     emulator_iam.install_state_machine_credentials(authorizer)
     emulator_redrive_map_runs.authorize_with(authorizer)
-    environments = emulator_lambda.ExecutionEnvironments(
+    environments = emulator_lambda_environments.ExecutionEnvironments(
         authorizer, endpoint, state_dir / "lambda", fault_file.path
     )
     emulator_lambda.install(environments)

@@ -7,7 +7,7 @@ import pytest
 
 from ferry.local import deploy
 from ferry.local.emulator_executions import name_problem
-from ferry.local.emulator_states import child_execution_name
+from ferry.local.emulator_map_children import child_execution_name
 
 
 def test_the_names_ferry_generates_pass():
