@@ -33,13 +33,8 @@ from typing import TYPE_CHECKING, Any
 
 from ferry.copying import concurrency
 from ferry.copying.copier import CopyTask, Manifest, copy_file, process_transfer
-from ferry.copying.manifest import (
-    batch_rewrites,
-    batch_tasks,
-    batch_work,
-    read_batches,
-    write_copy_record,
-)
+from ferry.copying.copy_records import write_copy_record
+from ferry.copying.manifest import batch_rewrites, batch_tasks, batch_work, read_batches
 from ferry.core.errors import FerryError
 from ferry.iceberg.pipeline import ManifestRewriter
 from ferry.storage import fs

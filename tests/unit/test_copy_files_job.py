@@ -18,7 +18,8 @@ from emr_jobs.copy_files import (
     task_threads,
 )
 from ferry.copying.copier import CopyTask, Manifest, copy_file
-from ferry.copying.manifest import recorded_batches, write_manifest
+from ferry.copying.copy_records import recorded_batches
+from ferry.copying.manifest import write_manifest
 
 pytestmark = pytest.mark.spark
 

@@ -144,7 +144,7 @@ def test_rewrites_share_the_batches_of_the_copies_and_their_bounds(tmp_path):
 def test_a_copy_record_counts_only_for_the_identical_batch(tmp_path):
     # A resumed run plans its event's manifest again: a batch recorded by the attempt counts
     # only if it holds the same files, sizes and change markers.
-    from ferry.copying.manifest import recorded_batches, write_copy_record
+    from ferry.copying.copy_records import recorded_batches, write_copy_record
 
     def plan(marker_of_b):
         uri = fs.local_uri(tmp_path / "manifest.json")
