@@ -18,7 +18,7 @@ from pyarrow import fs as pafs
 
 from ferry.copying.copy_tasks import CopyTask
 from ferry.core.errors import CopyError, ReplicationInterruptedError, VerificationError
-from ferry.storage import fs
+from ferry.storage import file_systems, fs
 from ferry.storage.s3 import parse_s3_uri
 from ferry.storage.s3_objects import S3Source
 
@@ -40,7 +40,7 @@ def open_source(task: CopyTask, connections: int = 1) -> Source:
         client = fs.default().s3_client(parse_s3_uri(task.source).bucket, connections * 2)
         return S3Source(client, task.source, task.size, task.marker)
     source_fs, source_path = fs.resolve(task.source)
-    if fs.is_local(source_fs):
+    if file_systems.is_local(source_fs):
         return LocalSource(task, source_path)
     try:
         # open_input_file (not open_input_stream): ranged reads of a known size are far

@@ -48,6 +48,7 @@ from typing import Any
 
 from ferry.copying.copier import CopyTask, Manifest
 from ferry.storage import fs
+from ferry.storage.listing import FileEntry
 
 #: A batch's digest (``batch_digest``): its copy record counts for that very batch only.
 DIGEST = "digest"
@@ -159,7 +160,7 @@ class ManifestWriter:
         if self._out is not None:
             self._out.write(b"[")
 
-    def add(self, root: CopyRoot, files: Iterable[fs.FileEntry]) -> None:
+    def add(self, root: CopyRoot, files: Iterable[FileEntry]) -> None:
         """Add every file found below ``root.source`` (URIs as ``fs.list_files`` gives them)."""
         base = root.source.rstrip("/")
         root_text = len(json.dumps({"source": root.source, "target": root.target, "files": []}))
@@ -347,7 +348,7 @@ def write_manifest(uri: str, manifest: Manifest, batch_files: int = 1000) -> Non
     writer = ManifestWriter(uri, manifest.event_id, batch_files)
     for task in manifest.tasks:
         root = CopyRoot(task.source.rpartition("/")[0], task.target.rpartition("/")[0])
-        writer.add(root, [fs.FileEntry(task.source, task.size, None, task.marker)])
+        writer.add(root, [FileEntry(task.source, task.size, None, task.marker)])
     writer.close()
 
 
