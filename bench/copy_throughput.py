@@ -43,10 +43,11 @@ import boto3
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from emr_jobs.copy_files import copy_manifest, copy_with_settings  # noqa: E402
+from emr_jobs.copy_files import copy_manifest  # noqa: E402
 from ferry.copying.concurrency import copy_threads  # noqa: E402
 from ferry.copying.copier import CopyTask, InlineCopier, Manifest  # noqa: E402
 from ferry.copying.s3_copy import S3ServerSideCopier  # noqa: E402
+from ferry.copying.spark_tasks import copy_with_settings  # noqa: E402
 from ferry.local import emulator, emulator_requests, processes  # noqa: E402
 from ferry.storage import fs  # noqa: E402
 from ferry.storage.aws import AwsClients  # noqa: E402

@@ -11,6 +11,10 @@ each rewritten for the replica with the position delete files it names) are spre
 tasks the same way, and retried the same way. The driver writes a JSON report and exits
 non-zero when any file was not copied or rewritten; otherwise it records every batch as done.
 
+What one Spark task runs (a bin's copies, a bin's rewrites, each file retried on its own) is
+``ferry.copying.spark_tasks``; this script is the driver: arguments, the manifest, the bins,
+the report (``ferry.copying.spark_report``).
+
 Run locally exactly as the local runtime does::
 
     PYTHONPATH=. PYSPARK_PYTHON=.venv/bin/python .venv/bin/spark-submit --master 'local[2]' \\
@@ -25,55 +29,48 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from ferry.copying import concurrency
-from ferry.copying.copier import CopyTask, Manifest, copy_file, process_transfer
-from ferry.copying.manifest import (
-    batch_rewrites,
-    batch_tasks,
-    batch_work,
-    read_batches,
-    write_copy_record,
+from ferry.copying.copier import copy_file
+from ferry.copying.copy_records import write_copy_record
+from ferry.copying.copy_tasks import CopyTask, Manifest
+from ferry.copying.manifest import batch_rewrites, batch_tasks, batch_work, read_batches
+from ferry.copying.spark_report import (
+    REPORT_NAME,
+    add_rewrites,
+    build_report,
+    default_report_uri,
+    summary,
+    write_report,
 )
-from ferry.core.errors import FerryError
+from ferry.copying.spark_tasks import (
+    DEFAULT_ATTEMPTS,
+    DEFAULT_BACKOFF_SECONDS,
+    DEFAULT_CHUNK_SIZE_MIB,
+    CopyFunction,
+    FileResult,
+    arm_faults,
+    copy_bin,
+    copy_with_retries,
+    copy_with_settings,
+    describe_error,
+    reach_with_roles,
+    roles_of,
+    task_threads,
+)
 from ferry.iceberg.pipeline import ManifestRewriter
-from ferry.storage import fs
-from ferry.storage.retry_policy import answered_by_aws
+from ferry.storage import file_systems, fs
 from ferry.storage.s3 import MiB
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 APP_NAME = "ferry-copy-files"
-#: Beside the manifest when a side is in another account
-#: (``ferry.copying.side_credentials.SIDES_FILE``).
-SIDES_FILE = "sides.json"
-REPORT_NAME = "copy-report.json"
-DEFAULT_ATTEMPTS = 3
-DEFAULT_CHUNK_SIZE_MIB = 8
-DEFAULT_BACKOFF_SECONDS = 0.5
 # What a file weighs at least when balancing: opening a file costs a request whatever its
 # size, and with a weight of zero every empty file would land in the same (lightest) bin.
 MINIMUM_WEIGHT = 1024
-
-CopyFunction = Callable[[CopyTask, int], None]
-
-
-@dataclass(frozen=True)
-class FileResult:
-    """What happened to one file of the manifest."""
-
-    source: str
-    target: str
-    size: int
-    ok: bool
-    attempts: int
-    error: str | None = None
 
 
 def balance(tasks: Sequence[CopyTask], bins: int) -> list[tuple[CopyTask, ...]]:
@@ -98,140 +95,6 @@ def balance(tasks: Sequence[CopyTask], bins: int) -> list[tuple[CopyTask, ...]]:
 
 def _weight(task: CopyTask) -> int:
     return max(task.size, MINIMUM_WEIGHT)
-
-
-@dataclass(frozen=True)
-class CopyWithSettings:
-    """``copy_file`` on a Spark worker, with the S3 settings the driver decided.
-
-    Spark's Python workers are processes of their own that never run ``main()``, so the copy
-    function carries the settings and configures each worker's file systems with them (the
-    first call does; later calls find them configured and keep their caches).
-    """
-
-    settings: fs.S3Settings
-    #: Files a task copies at once: the parts of large S3 uploads share a pool of as many.
-    threads: int = 1
-    #: How files go to S3, chosen from the whole manifest (``ferry.copying.concurrency.uploads``).
-    uploads: concurrency.Uploads | None = None
-    #: Buckets of a side in another account, each with its role
-    #: (``ferry.copying.side_credentials``), as JSON.
-    roles: tuple[tuple[str, str], ...] = ()
-
-    def __call__(self, task: CopyTask, chunk_size: int) -> None:
-        fs.configure(self.settings)
-        reach_with_roles(self.settings, self.roles)
-        transfer = process_transfer(chunk_size, self.threads, self.uploads)
-        copy_file(task, chunk_size, transfer=transfer)
-
-
-def copy_with_settings(
-    settings: fs.S3Settings,
-    manifest: Manifest,
-    chunk_size: int,
-    threads: int | None = None,
-    roles: tuple[tuple[str, str], ...] = (),
-) -> CopyWithSettings:
-    """The copy function for ``manifest``'s tasks: threads and uploads chosen from its sizes."""
-    threads = task_threads(manifest, chunk_size, threads)
-    sizes = [task.size for task in manifest.tasks]
-    return CopyWithSettings(
-        settings, threads, concurrency.uploads(sizes, threads, chunk_size), roles
-    )
-
-
-#: The roles this process reaches buckets with, made once per process (driver or worker).
-_ROLE_CLIENTS: dict[fs.S3Settings, Any] = {}
-_REACHED: set[tuple[str, str]] = set()
-
-
-def reach_with_roles(settings: fs.S3Settings, roles: tuple[tuple[str, str], ...]) -> None:
-    """Reach each bucket of a side in another account with its role, as the steps do
-    (``ferry.copying.side_credentials``): the clients of the role assumed with this process's
-    credentials (the job role's), renewed before they expire. Once per process and bucket."""
-    if not roles or all(role in _REACHED for role in roles):
-        return
-    from ferry.storage.aws import AwsClients
-    from ferry.storage.aws_roles import RoleSession
-
-    aws = _ROLE_CLIENTS.setdefault(settings, AwsClients(settings.endpoint))
-    for bucket, role in roles:
-        fs.reach_bucket_with(bucket, aws.assuming(RoleSession.from_json(json.loads(role))))
-    _REACHED.update(roles)
-
-
-def roles_of(manifest_uri: str) -> tuple[tuple[str, str], ...]:
-    """The roles Plan wrote beside the manifest (``ferry.copying.side_credentials.write_sides``: the
-    job reads no config, its environment has no YAML), as JSON by bucket: what the copy function
-    carries to the workers."""
-    try:
-        written = json.loads(fs.read_bytes(fs.join(manifest_uri.rsplit("/", 1)[0], SIDES_FILE)))
-    except FileNotFoundError:
-        return ()
-    return tuple(
-        (bucket, json.dumps(role, sort_keys=True)) for bucket, role in sorted(written.items())
-    )
-
-
-def copy_with_retries(
-    task: CopyTask,
-    *,
-    attempts: int = DEFAULT_ATTEMPTS,
-    chunk_size: int = DEFAULT_CHUNK_SIZE_MIB * MiB,
-    copy: CopyFunction = copy_file,
-    backoff_seconds: float = DEFAULT_BACKOFF_SECONDS,
-) -> FileResult:
-    """Copy one file, trying up to ``attempts`` times with a doubling pause in between.
-
-    A failed AWS request is not sent again from here: the SDK already made the retry policy's
-    attempts (``ferry.storage.retry_policy.answered_by_aws``), so the file fails at once. What the
-    SDK does not retry (a body cut off part-way, a check of the bytes, a local file) is.
-
-    Never raises: the outcome, with the last error's text, is in the result.
-    """
-    error_text = None
-    for attempt in range(1, attempts + 1):
-        if attempt > 1:
-            time.sleep(backoff_seconds * 2 ** (attempt - 2))
-        try:
-            copy(task, chunk_size)
-        # Any error, not only CopyError: one bad file belongs in the report. Letting it fail
-        # the Spark task would rerun the whole bin, then fail the job with no report at all.
-        except Exception as error:
-            error_text = _describe(error)
-            if answered_by_aws(error):
-                return FileResult(task.source, task.target, task.size, False, attempt, error_text)
-        else:
-            return FileResult(task.source, task.target, task.size, True, attempt)
-    return FileResult(task.source, task.target, task.size, False, attempts, error_text)
-
-
-def copy_bin(
-    tasks: Sequence[CopyTask],
-    *,
-    attempts: int = DEFAULT_ATTEMPTS,
-    chunk_size: int = DEFAULT_CHUNK_SIZE_MIB * MiB,
-    copy: CopyFunction = copy_file,
-    backoff_seconds: float = DEFAULT_BACKOFF_SECONDS,
-    threads: int = 1,
-) -> Iterator[FileResult]:
-    """Copy one bin's files, ``threads`` at a time (this runs inside a Spark task).
-
-    One result per file, in the bin's order.
-    """
-    _arm_faults()
-    copy_one = partial(
-        copy_with_retries,
-        attempts=attempts,
-        chunk_size=chunk_size,
-        copy=copy,
-        backoff_seconds=backoff_seconds,
-    )
-    if threads <= 1 or len(tasks) <= 1:
-        yield from map(copy_one, tasks)
-        return
-    with ThreadPoolExecutor(min(threads, len(tasks)), thread_name_prefix="ferry-copy") as pool:
-        yield from pool.map(copy_one, tasks)
 
 
 def copy_manifest(
@@ -307,7 +170,7 @@ def manifest_rewrites(batches: Sequence[dict[str, Any]]) -> list[RewriteItem]:
 def rewrite_bin(
     items: Sequence[RewriteItem],
     *,
-    settings: fs.S3Settings | None = None,
+    settings: file_systems.S3Settings | None = None,
     attempts: int = DEFAULT_ATTEMPTS,
     backoff_seconds: float = DEFAULT_BACKOFF_SECONDS,
     roles: tuple[tuple[str, str], ...] = (),
@@ -318,7 +181,7 @@ def rewrite_bin(
     if settings is not None:
         fs.configure(settings)
         reach_with_roles(settings, roles)
-    _arm_faults()
+    arm_faults()
     rewriters: dict[str, ManifestRewriter] = {}
     for context, item in items:
         key = json.dumps(context, sort_keys=True)
@@ -339,7 +202,7 @@ def rewrite_manifests(
     items: Sequence[RewriteItem],
     *,
     tasks: int | None = None,
-    settings: fs.S3Settings | None = None,
+    settings: file_systems.S3Settings | None = None,
     attempts: int = DEFAULT_ATTEMPTS,
     backoff_seconds: float = DEFAULT_BACKOFF_SECONDS,
     roles: tuple[tuple[str, str], ...] = (),
@@ -358,79 +221,6 @@ def rewrite_manifests(
     )
     rdd = spark.sparkContext.parallelize(bins, numSlices=len(bins))
     return rdd.flatMap(run_bin).collect()
-
-
-def add_rewrites(report: dict[str, Any], results: Sequence[FileResult]) -> dict[str, Any]:
-    """The copy's report with the rewrites' counts and failures."""
-    failed = [
-        {
-            "source": result.source,
-            "target": result.target,
-            "error": result.error,
-            "attempts": result.attempts,
-        }
-        for result in sorted(results, key=lambda r: r.source)
-        if not result.ok
-    ]
-    return {
-        **report,
-        "rewrites": len(results),
-        "rewritten": sum(result.ok for result in results),
-        "failed": [*report["failed"], *failed],
-    }
-
-
-def task_threads(manifest: Manifest, chunk_size: int, configured: int | None = None) -> int:
-    """Files each Spark task copies at once: ``configured``, else chosen from the sizes.
-
-    Small files are bound by request latency, so a task overlaps many; large ones by
-    bandwidth, which a few files (each in parallel parts) already fill.
-    """
-    return concurrency.copy_threads([task.size for task in manifest.tasks], chunk_size, configured)
-
-
-def build_report(
-    manifest: Manifest, results: Sequence[FileResult], tasks: int, duration_seconds: float
-) -> dict[str, Any]:
-    """The JSON-ready report of one copy: counts, bytes copied, and every failed file."""
-    copied = [result for result in results if result.ok]
-    failed = sorted((result for result in results if not result.ok), key=lambda r: r.source)
-    return {
-        "eventId": manifest.event_id,
-        "files": len(manifest.tasks),
-        "bytes": sum(result.size for result in copied),
-        "copied": len(copied),
-        "failed": [
-            {
-                "source": result.source,
-                "target": result.target,
-                "error": result.error,
-                "attempts": result.attempts,
-            }
-            for result in failed
-        ],
-        "tasks": tasks,
-        "durationSeconds": round(duration_seconds, 3),
-    }
-
-
-def summary(report: dict[str, Any], report_uri: str) -> str:
-    """The one line a person reads at the end of a run."""
-    line = (
-        f"copied {report['copied']} of {report['files']} files "
-        f"({report['bytes']:,} bytes) with {report['tasks']} tasks "
-        f"in {report['durationSeconds']:.1f} s"
-    )
-    if report.get("rewrites"):
-        line += f"; rewrote {report['rewritten']} of {report['rewrites']} manifests"
-    if report["failed"]:
-        line += f"; {len(report['failed'])} failed"
-    return f"{line}; report: {report_uri}"
-
-
-def default_report_uri(manifest_uri: str) -> str:
-    """``copy-report.json`` in the manifest's folder."""
-    return fs.join(manifest_uri.rsplit("/", 1)[0], REPORT_NAME)
 
 
 def read_manifest(uri: str) -> tuple[Manifest, list[dict[str, Any]]]:
@@ -454,23 +244,18 @@ def record_batches(manifest_uri: str, batches: Sequence[dict[str, Any]]) -> None
         )
 
 
-def write_report(report: dict[str, Any], uri: str) -> None:
-    """Write ``report`` as JSON at ``uri``, creating its folder on a local file system."""
-    fs.write_bytes(uri, json.dumps(report, indent=2).encode("utf-8"))
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse arguments, read the manifest, copy, write the report; exit 1 if a file failed."""
     arguments = _parser().parse_args(argv)
     # Where S3 is gets decided here, once, for the driver and (through the copy function)
     # for the workers: the standard AWS variables, as boto3 reads them.
-    settings = fs.S3Settings.from_environment(os.environ)
+    settings = file_systems.S3Settings.from_environment(os.environ)
     fs.configure(settings)
     report_uri = arguments.report or default_report_uri(arguments.manifest)
     try:
         manifest, batches = read_manifest(arguments.manifest)
     except (OSError, ValueError, KeyError, TypeError) as error:
-        sys.exit(f"{APP_NAME}: cannot read manifest {arguments.manifest}: {_describe(error)}")
+        sys.exit(f"{APP_NAME}: cannot read manifest {arguments.manifest}: {describe_error(error)}")
 
     # Python workers must run this interpreter (and see what it has installed).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -540,28 +325,11 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _arm_faults() -> None:
-    """Fail points for failure drills, from ``FERRY_FAULTS`` (in each Python worker too)."""
-    text = os.environ.get("FERRY_FAULTS")
-    if text:
-        from ferry.core import faults
-
-        faults.arm(*faults.parse(text))
-
-
 def _positive(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
     return value
-
-
-def _describe(error: BaseException) -> str:
-    # Ferry's errors are one line that names the file; anything else gets its type too.
-    first_line = str(error).splitlines()[0] if str(error) else ""
-    if isinstance(error, FerryError):
-        return first_line
-    return f"{type(error).__name__}: {first_line}" if first_line else type(error).__name__
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from ferry.catalog.hive import HiveMetastoreCatalog
 from ferry.local import deploy, emulator, metastore, processes
 from ferry.local.samples import create_sample_tables, last_days
 from ferry.storage import fs
+from ferry.storage.file_systems import FileSystems, S3Settings
 
 # The tests' clock: every date helper and event id is computed from it.
 NOW = datetime(2026, 11, 21, 8, 30, tzinfo=UTC)
@@ -54,7 +55,7 @@ def local_runtime(tmp_path_factory: pytest.TempPathFactory):
         saved = {key: os.environ.get(key) for key in runtime.environment()}
         os.environ.update(runtime.environment())
         file_systems = fs.set_default(
-            fs.FileSystems(fs.S3Settings.from_environment(runtime.environment()))
+            FileSystems(S3Settings.from_environment(runtime.environment()))
         )
         yield runtime
         fs.set_default(file_systems)

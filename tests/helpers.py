@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from ferry.catalog import Catalog
-from ferry.storage import fs
+from ferry.storage import file_systems, fs
 from ferry.storage.fs import read_bytes  # noqa: F401 - the tests' reader of target bytes
 
 # Parameters the metastore rewrites by itself; comparisons ignore them.
@@ -228,13 +228,13 @@ def record_listings(monkeypatch) -> list[str]:
     """The locations Ferry lists from now on, in order (each streamed walk or whole listing)."""
     listed: list[str] = []
     for method in ("iter_files", "list_files"):
-        original = getattr(fs.FileSystems, method)
+        original = getattr(file_systems.FileSystems, method)
 
         def listing(self, location, original=original):
             listed.append(location)
             return original(self, location)
 
-        monkeypatch.setattr(fs.FileSystems, method, listing)
+        monkeypatch.setattr(file_systems.FileSystems, method, listing)
     return listed
 
 

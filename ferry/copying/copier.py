@@ -7,48 +7,40 @@ verified at the target:
 - to S3, a file is sent whole in one ``PutObject`` with its ``Content-MD5``, a large local
   one streamed from disk in one ``PutObject``, or any other in a multipart upload whose
   parts carry theirs, as ``ferry.copying.concurrency.uploads`` chooses from the manifest's sizes;
-  what S3 answers is the verification (``ferry.storage.s3_objects``), no second request looks at
-  the target;
+  what S3 answers is the verification (``ferry.storage.s3_objects``,
+  ``ferry.storage.s3_multipart``), no second request looks at the target;
 - to any other file system, the file is streamed through ``pyarrow.fs`` and its size is
   checked at the target.
 
-Every source is checked to be the file planned: its size, and its change marker where
-reading it tells that for free (an S3 read pinned to the planned ETag; a local file's
-modification time, from the open file).
+Every source is checked to be the file planned (``ferry.copying.copy_sources``): its size,
+and its change marker where reading it tells that for free (an S3 read pinned to the planned
+ETag; a local file's modification time, from the open file).
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Executor, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from pyarrow import fs as pafs
 
 from ferry.copying import concurrency
+from ferry.copying.copy_sources import LocalSource, Source, open_source, reason
 from ferry.copying.copy_tasks import CopyReport, CopyTask, Manifest
 from ferry.core import faults
 from ferry.core.errors import (
-    CopyError,
     ReplicationInterruptedError,
     TargetNotWritableError,
     VerificationError,
 )
 from ferry.storage import fs
 from ferry.storage.s3 import MiB, Progress, parse_s3_uri
-from ferry.storage.s3_objects import (
-    PartSlots,
-    S3Source,
-    delete_object,
-    put_file,
-    put_object,
-    upload_in_parts,
-)
+from ferry.storage.s3_multipart import PartSlots, upload_in_parts
+from ferry.storage.s3_objects import delete_object, put_file, put_object
 
 
 class InlineCopier:
@@ -211,7 +203,7 @@ def copy_file(
             target_fs.move(partial_path, target_path)
         except OSError as error:
             _discard(target_fs, partial_path)
-            raise TargetNotWritableError(f"cannot write {task.target}: {_reason(error)}") from None
+            raise TargetNotWritableError(f"cannot write {task.target}: {reason(error)}") from None
         except BaseException:
             _discard(target_fs, partial_path)
             raise
@@ -253,7 +245,7 @@ def _copy_to_s3(
         if progress is not None:
             progress(len(data))
         return
-    if task.size <= uploads.streamed and isinstance(source, _LocalSource):
+    if task.size <= uploads.streamed and isinstance(source, LocalSource):
         digest = source.digest(transfer.chunk_size, cancelled)
         faults.point("copy.file")
         with _removed_if_wrong(client, task.target):
@@ -303,109 +295,6 @@ def _connections(transfer: Transfer) -> int:
     return transfer.threads * (2 if transfer.parts is not None else 1)
 
 
-class Source(Protocol):
-    """A planned source file being read: ``read`` up to n bytes, then ``finish`` checks it."""
-
-    def read(self, size: int) -> bytes: ...
-
-    def finish(self) -> None: ...
-
-    def close(self) -> None: ...
-
-
-def open_source(task: CopyTask, connections: int = 1) -> Source:
-    """Open ``task``'s source for reading; ``CopyError`` when it cannot be read."""
-    scheme = fs.scheme_of(task.source)
-    if scheme in fs.S3_SCHEMES:
-        client = fs.default().s3_client(parse_s3_uri(task.source).bucket, connections * 2)
-        return S3Source(client, task.source, task.size, task.marker)
-    source_fs, source_path = fs.resolve(task.source)
-    if fs.is_local(source_fs):
-        return _LocalSource(task, source_path)
-    try:
-        # open_input_file (not open_input_stream): ranged reads of a known size are far
-        # faster against S3 emulators and avoid a second request for the length.
-        return _ArrowSource(task, source_fs.open_input_file(source_path))
-    except OSError as error:
-        raise CopyError(f"cannot read source file {task.source}: {_reason(error)}") from None
-
-
-class _ArrowSource:
-    """A file of any file system pyarrow reaches (HDFS, GCS…): its size is checked."""
-
-    def __init__(self, task: CopyTask, handle: pafs.NativeFile):
-        self.task = task
-        self._handle = handle
-        self._read = 0
-
-    def read(self, size: int) -> bytes:
-        try:
-            data = self._handle.read(size)
-        except OSError as error:
-            raise CopyError(
-                f"cannot read source file {self.task.source}: {self._describe(error)}"
-            ) from None
-        self._read += len(data)
-        return data
-
-    @staticmethod
-    def _describe(error: OSError) -> str:
-        return _reason(error)
-
-    def finish(self) -> None:
-        if self._read != self.task.size:
-            raise VerificationError(
-                f"{self.task.source}: expected {self.task.size} bytes, read {self._read} "
-                f"bytes (the source changed since it was planned)"
-            )
-
-    def close(self) -> None:
-        self._handle.close()
-
-
-class _LocalSource(_ArrowSource):
-    """A local file: its size, and its modification time against the planned marker."""
-
-    def __init__(self, task: CopyTask, path: str):
-        try:
-            handle: Any = open(path, "rb")  # noqa: SIM115 - closed by close()
-        except OSError as error:
-            raise CopyError(
-                f"cannot read source file {task.source}: {_LocalSource._describe(error)}"
-            ) from None
-        super().__init__(task, handle)
-
-    @staticmethod
-    def _describe(error: OSError) -> str:
-        return str(error.strerror or error)
-
-    @property
-    def handle(self) -> Any:
-        """The open file, to be read again from its start (``digest`` checked it first)."""
-        return self._handle
-
-    def digest(self, chunk_size: int, cancelled: threading.Event | None = None) -> Any:
-        """Read the whole file into its MD5, then ``finish``: the size and time planned."""
-        md5 = hashlib.md5(usedforsecurity=False)
-        while chunk := self.read(chunk_size):
-            if cancelled is not None and cancelled.is_set():
-                raise ReplicationInterruptedError(f"copying {self.task.source} was stopped")
-            md5.update(chunk)
-        self.finish()
-        return md5
-
-    def finish(self) -> None:
-        super().finish()
-        marker = self.task.marker
-        if marker and marker.isdigit():
-            modified = os.fstat(self._handle.fileno()).st_mtime_ns
-            if str(modified) != marker:
-                raise VerificationError(
-                    f"{self.task.source}: the source changed since it was planned (modified "
-                    f"at {modified} ns, planned {marker})"
-                )
-
-
 def verify(task: CopyTask, target_fs: pafs.FileSystem, target_path: str) -> None:
     info = target_fs.get_file_info(target_path)
     if info.type != pafs.FileType.File or info.size != task.size:
@@ -422,8 +311,3 @@ def verify_all(tasks: Sequence[CopyTask], threads: int = 8) -> None:
 
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ferry-verify") as pool:
         list(pool.map(check, tasks))
-
-
-def _reason(error: BaseException) -> str:
-    # pyarrow's messages repeat the path and add a detail line; keep the first line.
-    return str(error).splitlines()[0] if str(error) else type(error).__name__

@@ -34,9 +34,8 @@ and a batch holds at most ``REWRITE_BATCH_BYTES`` of them: a rewrite costs CPU i
 copier, not transfer.
 
 Each copier writes a *copy record* per batch it finished (its files copied *and* its rewrites
-written) (``copy_record_uri``); Commit
-commits only when every batch has one, and a retried copy skips the batches already
-recorded.
+written; ``ferry.copying.copy_records``); Commit commits only when every batch has one, and a
+retried copy skips the batches already recorded.
 """
 
 from __future__ import annotations
@@ -49,8 +48,8 @@ from typing import Any
 
 from ferry.copying.copier import CopyTask, Manifest
 from ferry.storage import fs
+from ferry.storage.listing import FileEntry
 
-RECORDS = "copied"
 #: A batch's digest (``batch_digest``): its copy record counts for that very batch only.
 DIGEST = "digest"
 #: A resumed run's batch: the indexes (in ``batch_tasks`` order) of its files a failed
@@ -161,7 +160,7 @@ class ManifestWriter:
         if self._out is not None:
             self._out.write(b"[")
 
-    def add(self, root: CopyRoot, files: Iterable[fs.FileEntry]) -> None:
+    def add(self, root: CopyRoot, files: Iterable[FileEntry]) -> None:
         """Add every file found below ``root.source`` (URIs as ``fs.list_files`` gives them)."""
         base = root.source.rstrip("/")
         root_text = len(json.dumps({"source": root.source, "target": root.target, "files": []}))
@@ -349,7 +348,7 @@ def write_manifest(uri: str, manifest: Manifest, batch_files: int = 1000) -> Non
     writer = ManifestWriter(uri, manifest.event_id, batch_files)
     for task in manifest.tasks:
         root = CopyRoot(task.source.rpartition("/")[0], task.target.rpartition("/")[0])
-        writer.add(root, [fs.FileEntry(task.source, task.size, None, task.marker)])
+        writer.add(root, [FileEntry(task.source, task.size, None, task.marker)])
     writer.close()
 
 
@@ -360,11 +359,6 @@ def batch_digest(batch: Mapping[str, Any]) -> str:
     content = {"roots": batch.get("roots"), REWRITES: batch.get(REWRITES)}
     text = json.dumps(content, sort_keys=True, separators=(",", ":")).encode()
     return hashlib.sha256(text).hexdigest()[:16]
-
-
-def copy_record_uri(manifest_uri: str, batch: int, digest: str | None = None) -> str:
-    name = f"{batch:06d}-{digest}.json" if digest else f"{batch:06d}.json"
-    return fs.join(manifest_uri.rsplit("/", 1)[0], RECORDS, name)
 
 
 def reused_tasks(batch: Mapping[str, Any], tasks: Sequence[CopyTask]) -> set[int]:
@@ -380,37 +374,3 @@ def batch_rewrites(batch: dict[str, Any]) -> tuple[dict[str, Any], list[list[Any
     if not rewrites:
         return {}, []
     return rewrites["context"], rewrites["items"]
-
-
-def write_copy_record(
-    manifest_uri: str, batch: dict[str, Any], files: int, size: int, rewrites: int = 0
-) -> None:
-    """Record that ``batch`` is copied and verified at the target (and its rewrites written)."""
-    record = {
-        "eventId": batch["eventId"],
-        "batch": batch["batch"],
-        "files": files,
-        "bytes": size,
-        "rewrites": rewrites,
-    }
-    uri = copy_record_uri(manifest_uri, batch["batch"], batch.get(DIGEST))
-    fs.write_bytes(uri, json.dumps(record).encode())
-
-
-def recorded_batches(manifest_uri: str, digests: Sequence[str] = ()) -> set[int]:
-    """The batches whose copy record exists: with ``digests`` (each batch's, in order), only
-    the records made for that very batch (a resumed run's manifest may differ)."""
-    folder = fs.join(manifest_uri.rsplit("/", 1)[0], RECORDS)
-    recorded = set()
-    for entry in fs.list_files(folder):
-        name = entry.uri.rsplit("/", 1)[1]
-        if not name.endswith(".json"):
-            continue
-        index_text, _, digest = name.removesuffix(".json").partition("-")
-        if not index_text.isdigit():
-            continue
-        index = int(index_text)
-        if digests and (index >= len(digests) or digest != digests[index]):
-            continue
-        recorded.add(index)
-    return recorded

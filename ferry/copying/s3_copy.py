@@ -39,7 +39,8 @@ from ferry.storage.s3 import (
     parse_s3_uri,
     refusal,
 )
-from ferry.storage.s3_objects import delete_object, multipart_upload
+from ferry.storage.s3_multipart import multipart_upload
+from ferry.storage.s3_objects import delete_object
 
 #: CopyObject copies at most this much; a larger object is copied in parts.
 MAX_COPY_OBJECT_SIZE = MAX_SINGLE_REQUEST_SIZE
@@ -240,7 +241,7 @@ class S3ServerSideCopier:
     def _copy_in_parts(
         self, job: _Job, head: dict, parts: ThreadPoolExecutor, progress: Progress | None
     ) -> None:
-        """A multipart upload of ``UploadPartCopy`` ranges (``s3_objects.multipart_upload``)."""
+        """A multipart upload of ``UploadPartCopy`` ranges (``s3_multipart.multipart_upload``)."""
         carried = {name: head[name] for name in CARRIED_HEADERS if head.get(name)}
         multipart_upload(
             self.client,

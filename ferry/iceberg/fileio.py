@@ -7,7 +7,7 @@ from __future__ import annotations
 from pyiceberg.io import InputFile, OutputFile
 from pyiceberg.io.pyarrow import PyArrowFile, PyArrowFileIO, PyArrowLocalFileSystem
 
-from ferry.storage import fs
+from ferry.storage import file_systems, fs
 
 
 class FerryFileIO(PyArrowFileIO):
@@ -20,7 +20,7 @@ class FerryFileIO(PyArrowFileIO):
 
     def new_output(self, location: str) -> PyArrowFile:
         filesystem, path = fs.resolve(location)
-        if fs.is_local(filesystem):
+        if file_systems.is_local(filesystem):
             # pyiceberg's local file system creates a file's folder before writing it.
             filesystem = _LOCAL
         return PyArrowFile(location=location, path=path, fs=filesystem)

@@ -15,15 +15,14 @@ from typing import Any
 from ferry.config import CopierOptions
 from ferry.copying import concurrency
 from ferry.copying.copier import Progress
+from ferry.copying.copy_records import recorded_batches, write_copy_record
 from ferry.copying.manifest import (
     DIGEST,
     batch_rewrites,
     batch_tasks,
     batch_work,
     read_batches,
-    recorded_batches,
     whole_at_target,
-    write_copy_record,
 )
 from ferry.core import faults
 from ferry.statemachine.replication_payloads import CopyBatchResult, InlineCopyResult

@@ -18,7 +18,7 @@ from urllib.parse import urlparse
 from pyarrow import fs as pafs
 
 from ferry.core.errors import TargetNotWritableError
-from ferry.storage import fs
+from ferry.storage import file_systems, fs
 
 PROBE_PREFIX = ".ferry-write-probe-"
 
@@ -81,7 +81,7 @@ def _remove_empty_folders(filesystem: pafs.FileSystem, folders: list[str]) -> No
     """
     for folder in folders:
         try:
-            if fs.is_local(filesystem):
+            if file_systems.is_local(filesystem):
                 os.rmdir(folder)
             elif not filesystem.get_file_info(pafs.FileSelector(folder, allow_not_found=True)):
                 filesystem.delete_dir(folder)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ferry.copying.manifest import recorded_batches
+from ferry.copying.copy_records import recorded_batches
 from ferry.core.errors import CopyIncompleteError, FerryError
 from ferry.iceberg.pipeline import commit_metadata
 from ferry.lifecycle import replica_state, snapshot_records

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 
 from ferry.core.errors import CopyError
 from ferry.storage import fs
+from ferry.storage.listing import FileEntry
 
 VERSION = "v1"
 _MODULUS = 2**256
@@ -57,7 +58,7 @@ class FingerprintBuilder:
         return Fingerprint(self.files, self.bytes, f"{self._sum:064x}")
 
 
-def of_entries(location: str, entries: Iterable[fs.FileEntry]) -> Fingerprint:
+def of_entries(location: str, entries: Iterable[FileEntry]) -> Fingerprint:
     """The fingerprint of the files listed below ``location``."""
     builder = FingerprintBuilder()
     base = location.rstrip("/") + "/"
@@ -72,7 +73,7 @@ def of_entries(location: str, entries: Iterable[fs.FileEntry]) -> Fingerprint:
 
 
 #: Told each location's fingerprint and files once they are all listed: one location's at a time.
-Listed = Callable[[str, Fingerprint, list[fs.FileEntry]], None]
+Listed = Callable[[str, Fingerprint, list[FileEntry]], None]
 
 
 def of_locations(
@@ -92,7 +93,7 @@ def of_locations(
     """
     printed: dict[str, Fingerprint] = {}
 
-    def done(location: str, value: Fingerprint, entries: list[fs.FileEntry]) -> None:
+    def done(location: str, value: Fingerprint, entries: list[FileEntry]) -> None:
         printed[location] = value
         if listed is not None:
             listed(location, value, entries)
@@ -110,7 +111,7 @@ def of_locations(
     walked = set(below.values())
     apart = [location for location in dict.fromkeys(locations) if location not in walked]
 
-    def listing(location: str) -> list[fs.FileEntry]:
+    def listing(location: str) -> list[FileEntry]:
         try:
             return fs.list_files(location)
         except OSError as error:
@@ -150,7 +151,7 @@ def _walk(root: str, below: dict[str, str], done: Callable[..., None]) -> None:
     current: str | None = None
     inside = "\0"  # the walk's spelling of the current location's folder, with a slash
     builder = FingerprintBuilder()
-    entries: list[fs.FileEntry] = []
+    entries: list[FileEntry] = []
 
     def finish() -> None:
         if current is None:

@@ -15,8 +15,8 @@ touches is one boto3 request where it can be:
   (``put_file``), checked as a small object's;
 - any other large object is a multipart upload whose every part carries its
   ``Content-MD5`` and whose completed ETag (the MD5 of the parts' MD5s) is checked against
-  the parts sent. The multipart upload itself (create, complete, abort on any failure) is
-  ``multipart_upload``, which the server-side copier's copies in parts use too.
+  the parts sent (``ferry.storage.s3_multipart``, whose ``multipart_upload`` the server-side
+  copier's copies in parts use too).
 
 What a response says is the verification: no second request looks at the target.
 
@@ -34,11 +34,9 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import logging
 import os
 import threading
 from collections.abc import Callable
-from concurrent.futures import Executor, Future, wait
 from typing import Any, BinaryIO
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -55,15 +53,12 @@ from ferry.storage.s3 import (
     MULTIPART_ETAG,
     Progress,
     Refusal,
-    S3Object,
     error_reason,
     etag_is_md5,
     parse_s3_uri,
     refusal,
     unquote_etag,
 )
-
-logger = logging.getLogger(__name__)
 
 
 class S3Source:
@@ -175,7 +170,7 @@ def put_file(
 def _put(client: Any, uri: str, body: bytes | StreamedBody, digest: Any) -> None:
     target = parse_s3_uri(uri)
     try:
-        response = _write(
+        response = write_request(
             uri,
             client.put_object,
             **target.address,
@@ -187,7 +182,7 @@ def _put(client: Any, uri: str, body: bytes | StreamedBody, digest: Any) -> None
         if isinstance(body, StreamedBody) and body.failure is not None:
             raise body.failure from None
         raise
-    _check_etag(uri, response, digest.hexdigest(), "the object")
+    check_etag(uri, response, digest.hexdigest(), "the object")
 
 
 class StreamedBody:
@@ -255,160 +250,6 @@ class StreamedBody:
         return self._position
 
 
-class PartSlots:
-    """Bounds the parts held in memory by every upload of one copier (a semaphore)."""
-
-    def __init__(self, parts: int):
-        self._semaphore = threading.BoundedSemaphore(max(1, parts))
-
-    def acquire(self) -> None:
-        self._semaphore.acquire()
-
-    def release(self) -> None:
-        self._semaphore.release()
-
-
-def multipart_upload(
-    client: Any,
-    target: S3Object,
-    send_parts: Callable[[str], list[str]],
-    **create_arguments: Any,
-) -> dict[str, Any]:
-    """One multipart upload of ``target``: create it, send its parts, complete it.
-
-    ``send_parts(upload_id)`` sends every part (``UploadPart`` or ``UploadPartCopy``) and
-    returns their ETags in part order, once none can still land. Any failure aborts the
-    upload, so no part is left behind (nor billed). Returns the completion's answer;
-    requests fail with botocore's errors, for the caller to name.
-    """
-    upload_id = client.create_multipart_upload(**target.address, **create_arguments)["UploadId"]
-    try:
-        etags = send_parts(upload_id)
-        return client.complete_multipart_upload(
-            **target.address,
-            UploadId=upload_id,
-            MultipartUpload={
-                "Parts": [
-                    {"PartNumber": number, "ETag": etag}
-                    for number, etag in enumerate(etags, start=1)
-                ]
-            },
-        )
-    except BaseException:
-        _abort(client, target, upload_id)
-        raise
-
-
-def upload_in_parts(
-    client: Any,
-    uri: str,
-    read: Callable[[int], bytes],
-    size: int,
-    part_size: int,
-    *,
-    parts: Executor | None = None,
-    slots: PartSlots | None = None,
-    progress: Progress | None = None,
-    cancelled: threading.Event | None = None,
-) -> None:
-    """Upload ``size`` bytes from ``read`` as the object ``uri``, ``part_size`` at a time.
-
-    Parts go to ``parts`` (a thread pool shared by the copier's files) when given, else
-    are sent one after another. ``slots`` bounds the parts in memory. Each part carries its
-    ``Content-MD5`` and its answered ETag is checked; so is the completed object's (the MD5
-    of the parts' MD5s). Any failure aborts the upload (``multipart_upload``).
-    """
-    target = parse_s3_uri(uri)
-    digests: list[bytes] = []
-
-    def send_parts(upload_id: str) -> list[str]:
-        futures: list[Future] = []
-        try:
-            total = 0
-            while True:
-                if cancelled is not None and cancelled.is_set():
-                    raise ReplicationInterruptedError(f"copying to {uri} was stopped")
-                if slots is not None:
-                    slots.acquire()
-                try:
-                    data = read(part_size)
-                    total += len(data)
-                    if total > size:
-                        raise VerificationError(
-                            f"{uri}: the source holds more than the {size} bytes planned"
-                        )
-                    if data:
-                        faults.point("copy.file")
-                except BaseException:
-                    if slots is not None:
-                        slots.release()
-                    raise
-                if not data:
-                    if slots is not None:
-                        slots.release()
-                    break
-                number = len(futures) + 1
-                arguments = (client, uri, target, upload_id, number, data, slots, progress)
-                if parts is None:
-                    future: Future = Future()
-                    future.set_result(_upload_part(*arguments))
-                else:
-                    future = parts.submit(_upload_part, *arguments)
-                futures.append(future)
-                _raise_first_failure(futures, running_ok=True)
-            wait(futures)
-            _raise_first_failure(futures)
-        except BaseException:
-            # No part may still be on its way when the upload is aborted.
-            for future in futures:
-                future.cancel()
-            wait(futures)
-            raise
-        if total != size:
-            raise VerificationError(f"{uri}: expected {size} bytes, read {total} bytes")
-        done = [future.result() for future in futures]
-        digests.extend(digest for _, digest in done)
-        return [etag for etag, _ in done]
-
-    try:
-        response = multipart_upload(client, target, send_parts)
-    except (ClientError, BotoCoreError) as error:
-        raise _write_failure(uri, error) from None
-    whole = hashlib.md5(b"".join(digests), usedforsecurity=False)
-    _check_etag(uri, response, f"{whole.hexdigest()}-{len(digests)}", "the completed object")
-
-
-def _upload_part(
-    client: Any,
-    uri: str,
-    target: S3Object,
-    upload_id: str,
-    number: int,
-    data: bytes,
-    slots: PartSlots | None,
-    progress: Progress | None,
-) -> tuple[str, bytes]:
-    """Upload one part with its ``Content-MD5``; returns its ETag and its MD5."""
-    try:
-        digest = hashlib.md5(data, usedforsecurity=False)
-        response = _write(
-            uri,
-            client.upload_part,
-            **target.address,
-            UploadId=upload_id,
-            PartNumber=number,
-            Body=faults.alter("copy.body", data),
-            ContentMD5=base64.b64encode(digest.digest()).decode(),
-        )
-        _check_etag(uri, response, digest.hexdigest(), f"part {number}")
-        if progress is not None:
-            progress(len(data))
-        return response["ETag"], digest.digest()
-    finally:
-        if slots is not None:
-            slots.release()
-
-
 def delete_object(client: Any, uri: str) -> None:
     """Remove an object found wrong, so that nothing unverified stays (best effort)."""
     try:
@@ -417,15 +258,17 @@ def delete_object(client: Any, uri: str) -> None:
         pass  # the snapshot folder is removed with everything in it when the run aborts
 
 
-def _write(uri: str, call: Callable[..., dict[str, Any]], **arguments: Any) -> dict[str, Any]:
+def write_request(
+    uri: str, call: Callable[..., dict[str, Any]], **arguments: Any
+) -> dict[str, Any]:
     """One write request; S3's refusals as Ferry's errors. (botocore retries transient ones.)"""
     try:
         return call(**arguments)
     except (ClientError, BotoCoreError) as error:
-        raise _write_failure(uri, error) from None
+        raise write_failure(uri, error) from None
 
 
-def _write_failure(uri: str, error: ClientError | BotoCoreError) -> CopyError:
+def write_failure(uri: str, error: ClientError | BotoCoreError) -> CopyError:
     kind = refusal(error)
     if kind is Refusal.BAD_DIGEST:
         return VerificationError(
@@ -436,7 +279,7 @@ def _write_failure(uri: str, error: ClientError | BotoCoreError) -> CopyError:
     return CopyError(f"cannot write {uri}: {error_reason(error)}")
 
 
-def _check_etag(uri: str, response: dict[str, Any], expected: str, what: str) -> None:
+def check_etag(uri: str, response: dict[str, Any], expected: str, what: str) -> None:
     """The store's ETag must be the MD5 of what was sent (where its ETag is an MD5 at all).
 
     S3 already refused a body whose MD5 differs from ``Content-MD5``; this also catches a
@@ -449,20 +292,3 @@ def _check_etag(uri: str, response: dict[str, Any], expected: str, what: str) ->
         raise VerificationError(
             f"{uri}: {what} was stored with ETag {etag}, but the bytes sent have MD5 {expected}"
         )
-
-
-def _raise_first_failure(futures: list[Future], running_ok: bool = False) -> None:
-    for future in futures:
-        if running_ok and not future.done():
-            continue
-        if not future.cancelled() and future.exception() is not None:
-            raise future.exception()  # type: ignore[misc]
-
-
-def _abort(client: Any, target: S3Object, upload_id: str) -> None:
-    try:
-        client.abort_multipart_upload(**target.address, UploadId=upload_id)
-    except (ClientError, BotoCoreError) as error:
-        # The copy's own failure is the one to report; a lifecycle rule
-        # (AbortIncompleteMultipartUpload) on the bucket collects what remains.
-        logger.warning("could not abort upload %s of %s: %s", upload_id, target.key, error)

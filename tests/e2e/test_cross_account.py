@@ -26,7 +26,7 @@ from ferry.config import AssumeRole, CatalogConfig
 from ferry.config.catalogs import GlueSettings
 from ferry.local import accounts as accounts_of_emulator
 from ferry.local.accounts import deploy_dr_account
-from ferry.storage import fs
+from ferry.storage import file_systems, fs
 from ferry.storage.aws import AwsClients
 from ferry.storage.aws_roles import credentials_of
 from infra.dr_account import trust_statement
@@ -277,7 +277,7 @@ def test_a_copy_that_outlives_one_sessions_credentials_keeps_working(local_runti
         session_duration=timedelta(minutes=15),  # STS's shortest
     )
     dr = aws.for_side(CatalogConfig(name="dr", glue=GlueSettings(catalog_id=DR), assume_role=role))
-    files = fs.FileSystems(fs.S3Settings(endpoint=local_runtime.endpoint, region=REGION))
+    files = file_systems.FileSystems(file_systems.S3Settings(endpoint=local_runtime.endpoint, region=REGION))
     bucket = accounts["bucket"]
     files.reach_bucket_with(bucket, dr)
     signed_with: list[str] = []

@@ -20,7 +20,7 @@ import boto3
 import pytest
 
 from ferry.catalog.glue import GlueCatalog
-from ferry.copying.manifest import recorded_batches
+from ferry.copying.copy_records import recorded_batches
 from ferry.local import deploy
 from ferry.local.samples import order_rows, write_parquet
 from ferry.planning.runs import RunLocations

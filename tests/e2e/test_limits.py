@@ -23,7 +23,7 @@ from ferry.copying.manifest import CopyRoot, ManifestWriter
 from ferry.core.model import Column, StorageDescriptor, Table, TableType
 from ferry.local import deploy
 from ferry.statemachine.executions import follow, start
-from ferry.storage import fs
+from ferry.storage import fs, listing
 from tests.helpers import catalog_state, files_below
 
 pytestmark = pytest.mark.e2e
@@ -324,7 +324,7 @@ def test_a_table_of_a_million_files_through_the_s3_copy_map_stays_within_every_l
         writer.add(
             root,
             (
-                fs.FileEntry(
+                listing.FileEntry(
                     f"{root.source}/part-{n:05d}-6f1c3e2a-8b4d-4c1e-9a7f-2d3b4c5d6e7f.c000.snappy.parquet",
                     134_217_728,
                     None,

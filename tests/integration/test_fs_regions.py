@@ -7,9 +7,11 @@ import os
 import boto3
 import pytest
 
-from emr_jobs.copy_files import CopyWithSettings, copy_manifest
+from emr_jobs.copy_files import copy_manifest
 from ferry.copying.copier import CopyTask, InlineCopier, Manifest
+from ferry.copying.spark_tasks import CopyWithSettings
 from ferry.storage import fs
+from ferry.storage.file_systems import FileSystems, S3Settings
 
 pytestmark = pytest.mark.integration
 
@@ -54,7 +56,7 @@ def test_an_inline_copy_from_us_east_1_to_us_west_2_writes_the_exact_bytes(local
 
 
 def test_a_missing_bucket_gets_the_default_region_until_it_exists(local_runtime, unique):
-    file_systems = fs.FileSystems(fs.S3Settings(local_runtime.endpoint, EAST))
+    file_systems = FileSystems(S3Settings(local_runtime.endpoint, EAST))
     bucket = f"later-{unique}"
     assert file_systems.region_of(bucket) == EAST
     boto3.client("s3", region_name=WEST).create_bucket(
@@ -84,7 +86,7 @@ def test_spark_workers_copy_between_regions_with_the_drivers_settings(local_runt
         ),
     )
 
-    settings = fs.S3Settings.from_environment(local_runtime.environment())
+    settings = S3Settings.from_environment(local_runtime.environment())
     report = copy_manifest(spark, manifest, tasks=2, copy=CopyWithSettings(settings))
 
     assert report["failed"] == [] and report["copied"] == len(files)

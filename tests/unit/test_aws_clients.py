@@ -10,7 +10,7 @@ import botocore.utils
 import pytest
 from moto import mock_aws
 
-from ferry.storage import aws, fs
+from ferry.storage import aws, file_systems
 from ferry.storage.aws import AwsClients, parse_timestamp
 from tests.helpers import in_process_aws
 
@@ -60,7 +60,7 @@ def test_listed_objects_carry_their_last_modified_time(monkeypatch):
             item["Key"]: s3.head_object(Bucket="landing", Key=item["Key"])["LastModified"]
             for item in listed
         }
-        entries = fs.FileSystems(fs.S3Settings(region="us-east-1")).list_files(
+        entries = file_systems.FileSystems(file_systems.S3Settings(region="us-east-1")).list_files(
             "s3://landing/orders"
         )
 
@@ -85,7 +85,7 @@ def test_both_copiers_send_what_one_s3_client_configuration_sends(monkeypatch):
     with mock_aws():
         server_side = AwsClients().client("s3", "us-east-1", connections=8)
         server_side.create_bucket(Bucket="dr-sales")
-        inline = fs.FileSystems(fs.S3Settings(region="us-east-1")).s3_client("dr-sales", 8)
+        inline = file_systems.FileSystems(file_systems.S3Settings(region="us-east-1")).s3_client("dr-sales", 8)
         headers = []
         for client in (server_side, inline):
             client.meta.events.register(
@@ -113,12 +113,12 @@ def test_the_s3_settings_of_clients_built_for_an_endpoint_carry_their_credential
         aws_access_key_id="testing", aws_secret_access_key="secret", region_name="us-east-1"
     )
     local = AwsClients("http://127.0.0.1:5999", session=session)
-    settings = fs.S3Settings.of_clients(local)
+    settings = file_systems.S3Settings.of_clients(local)
     assert (settings.endpoint, settings.region) == ("http://127.0.0.1:5999", "us-east-1")
     assert settings.credentials == ("testing", "secret", None)
     assert "secret" not in repr(settings)
-    assert fs.S3Settings.of_clients(AwsClients()).credentials is None
+    assert file_systems.S3Settings.of_clients(AwsClients()).credentials is None
     # The S3 clients of the file systems sign with those credentials, not the shell's.
-    client = fs.FileSystems(settings).s3_client("any-bucket-name")
+    client = file_systems.FileSystems(settings).s3_client("any-bucket-name")
     assert client.meta.endpoint_url == "http://127.0.0.1:5999"
     assert client._request_signer._credentials.get_frozen_credentials().access_key == "testing"

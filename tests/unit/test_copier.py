@@ -20,7 +20,7 @@ from ferry.core.errors import (
     TargetNotWritableError,
     VerificationError,
 )
-from ferry.storage import fs
+from ferry.storage import file_systems, fs
 from ferry.storage.s3_objects import put_file
 from tests.helpers import in_process_aws
 
@@ -93,7 +93,7 @@ def s3(monkeypatch):
     """moto in-process, two buckets, and Ferry's file systems pointed at it."""
     in_process_aws(monkeypatch)
     with mock_aws():
-        previous = fs.set_default(fs.FileSystems(fs.S3Settings(region="us-east-1")))
+        previous = fs.set_default(file_systems.FileSystems(file_systems.S3Settings(region="us-east-1")))
         try:
             client = boto3.client("s3", region_name="us-east-1")
             for bucket in ("onprem-sales", "dr-sales"):

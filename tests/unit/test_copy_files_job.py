@@ -8,17 +8,12 @@ from collections import Counter
 
 import pytest
 
-from emr_jobs.copy_files import (
-    balance,
-    build_report,
-    copy_bin,
-    copy_bins,
-    copy_manifest,
-    main,
-    task_threads,
-)
+from emr_jobs.copy_files import balance, copy_bins, copy_manifest, main
 from ferry.copying.copier import CopyTask, Manifest, copy_file
-from ferry.copying.manifest import recorded_batches, write_manifest
+from ferry.copying.copy_records import recorded_batches
+from ferry.copying.manifest import write_manifest
+from ferry.copying.spark_report import build_report
+from ferry.copying.spark_tasks import copy_bin, task_threads
 
 pytestmark = pytest.mark.spark
 

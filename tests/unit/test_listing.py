@@ -9,7 +9,7 @@ import pytest
 from moto import mock_aws
 
 from ferry.core.errors import CopyError
-from ferry.storage import fingerprint, fs
+from ferry.storage import file_systems, fingerprint, fs, listing
 from tests.helpers import in_process_aws, record_listings
 
 # Names whose order as strings differs from their order as folders: "dt=1-a" < "dt=1/x".
@@ -66,7 +66,7 @@ def s3_file_systems(monkeypatch):
     in_process_aws(monkeypatch)
     with mock_aws():
         boto3.client("s3", region_name="us-east-1").create_bucket(Bucket="warehouse")
-        yield fs.FileSystems(fs.S3Settings(region="us-east-1"))
+        yield file_systems.FileSystems(file_systems.S3Settings(region="us-east-1"))
 
 
 def test_an_s3_walk_asks_for_each_page_when_it_is_needed(s3_file_systems):
@@ -128,8 +128,8 @@ def test_a_listing_that_fails_names_the_location(tmp_path, monkeypatch):
     def refusing(self, location):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(fs.FileSystems, "iter_files", refusing)
-    monkeypatch.setattr(fs.FileSystems, "list_files", refusing)
+    monkeypatch.setattr(file_systems.FileSystems, "iter_files", refusing)
+    monkeypatch.setattr(file_systems.FileSystems, "list_files", refusing)
     with pytest.raises(CopyError, match=r"cannot list source files at file://.*dt=1: "):
         fingerprint.of_locations(locations[:1], 2)
     with pytest.raises(CopyError, match=rf"cannot list source files at {fs.local_uri(tmp_path)}"):
@@ -142,22 +142,22 @@ def walk_threads():
 
 def test_a_walk_that_fails_part_way_names_the_folder_walked_and_stops_listing(table, monkeypatch):
     root, locations = table
-    original = fs._files_below
+    original = listing.files_below
 
     def failing(filesystem, path, base):  # the disk fails under one folder
         if path.endswith("/dt=10"):
             raise OSError(5, "Input/output error")
         return original(filesystem, path, base)
 
-    monkeypatch.setattr(fs, "_files_below", failing)
+    monkeypatch.setattr(listing, "files_below", failing)
     told = []
     with pytest.raises(CopyError, match=rf"^cannot list source files at {root}: .*Input/output"):
         fingerprint.of_locations(locations, 2, root=root, listed=lambda *a: told.append(a[0]))
-    assert told == [] and walk_threads() == []  # fs.WALK_BATCH files are handed at a time
+    assert told == [] and walk_threads() == []  # listing.WALK_BATCH files are handed at a time
 
 
 def test_a_reader_that_stops_early_stops_the_walk(tmp_path):
-    write_tree(tmp_path / "t", {f"dt={n:04d}": 1 for n in range(5 * fs.WALK_BATCH)})
+    write_tree(tmp_path / "t", {f"dt={n:04d}": 1 for n in range(5 * listing.WALK_BATCH)})
     walk = fs.iter_files(fs.local_uri(tmp_path / "t"))
     assert next(walk).uri.endswith("/t/_SUCCESS")
     walk.close()

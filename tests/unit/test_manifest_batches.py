@@ -17,7 +17,7 @@ from ferry.copying.manifest import (
     read_batches,
 )
 from ferry.lifecycle.copy_work import already_copied
-from ferry.storage import fs
+from ferry.storage import fs, listing
 
 GIB = 1024**3
 
@@ -27,7 +27,7 @@ def write(tmp_path, files, **bounds):
     writer = ManifestWriter(uri, "ferry-e1", **{"batch_files": 1000, **bounds})
     root = CopyRoot("s3://src/t/dt=1", "s3://dr/t/ferry-e1/dt=1")
     writer.add(
-        root, [fs.FileEntry(f"{root.source}/{name}", size, None, "etag") for name, size in files]
+        root, [listing.FileEntry(f"{root.source}/{name}", size, None, "etag") for name, size in files]
     )
     summary = writer.close()
     return summary, read_batches(uri)
@@ -73,7 +73,7 @@ def test_rewrites_share_the_batches_of_the_copies_and_their_bounds(tmp_path):
     uri = fs.local_uri(tmp_path / "manifest.json")
     writer = ManifestWriter(uri, "ferry-e1", batch_files=50, batch_bytes=GIB)
     root = CopyRoot("s3://src/t", "s3://dr/t")
-    writer.add(root, [fs.FileEntry(f"s3://src/t/data/part-{n}", 10, None, "e") for n in range(30)])
+    writer.add(root, [listing.FileEntry(f"s3://src/t/data/part-{n}", 10, None, "e") for n in range(30)])
     context = {"mover": {"source": "s3://src/t", "replica": "s3://dr/t"}, "formatVersion": 2,
                "metadata": "s3://src/t/metadata/00003-x.metadata.json"}  # fmt: skip
     long = "m" * 300
@@ -144,14 +144,14 @@ def test_rewrites_share_the_batches_of_the_copies_and_their_bounds(tmp_path):
 def test_a_copy_record_counts_only_for_the_identical_batch(tmp_path):
     # A resumed run plans its event's manifest again: a batch recorded by the attempt counts
     # only if it holds the same files, sizes and change markers.
-    from ferry.copying.manifest import recorded_batches, write_copy_record
+    from ferry.copying.copy_records import recorded_batches, write_copy_record
 
     def plan(marker_of_b):
         uri = fs.local_uri(tmp_path / "manifest.json")
         writer = ManifestWriter(uri, "ferry-e1", batch_files=1)
         root = CopyRoot("s3://src/t/dt=1", "s3://dr/t/ferry-e1/dt=1")
-        writer.add(root, [fs.FileEntry(f"{root.source}/a", 10, None, "etag-a"),
-                          fs.FileEntry(f"{root.source}/b", 10, None, marker_of_b)])  # fmt: skip
+        writer.add(root, [listing.FileEntry(f"{root.source}/a", 10, None, "etag-a"),
+                          listing.FileEntry(f"{root.source}/b", 10, None, marker_of_b)])  # fmt: skip
         return uri, writer.close(), read_batches(uri)
 
     uri, summary, batches = plan("etag-b")
@@ -173,7 +173,7 @@ def test_a_resumed_plan_reuses_only_files_planned_from_the_same_source_version(t
         f"{root.target}/b": (f"{root.source}/b", 10, "etag-b"),
     }
     writer = ManifestWriter(uri, "ferry-e1", batch_files=1000, reusable=attempt)
-    writer.add(root, [fs.FileEntry(f"{root.source}/{name}", 10, None, marker)
+    writer.add(root, [listing.FileEntry(f"{root.source}/{name}", 10, None, marker)
                       for name, marker in (("a", "etag-a"), ("b", "etag-b2"), ("c", "etag-c"))])  # fmt: skip
     summary = writer.close()
     [batch] = read_batches(uri)

@@ -14,6 +14,7 @@ from ferry.core.model import Column, escape_path_name, partition_name
 from ferry.lifecycle.notify import IcebergChange, ReplicationEvent, SnsNotifier, message_body
 from ferry.planning.views import rewrite_view_sql
 from ferry.storage import fs
+from ferry.storage.file_systems import FileSystems, S3Settings
 
 T0 = datetime(2026, 11, 21, 3, 4, 5, 678000, tzinfo=UTC)
 
@@ -210,15 +211,15 @@ def test_uri_paths():
 
 
 def test_s3_settings_come_from_the_standard_aws_variables():
-    assert fs.S3Settings.from_environment({}) == fs.S3Settings(None, None)
-    assert fs.S3Settings.from_environment(
+    assert S3Settings.from_environment({}) == S3Settings(None, None)
+    assert S3Settings.from_environment(
         {
             "AWS_ENDPOINT_URL": "http://127.0.0.1:5000",
             "AWS_ENDPOINT_URL_S3": "http://127.0.0.1:5001",
             "AWS_DEFAULT_REGION": "us-east-1",
             "AWS_REGION": "eu-west-1",
         }
-    ) == fs.S3Settings("http://127.0.0.1:5001", "eu-west-1")
+    ) == S3Settings("http://127.0.0.1:5001", "eu-west-1")
 
 
 class RegionAnswers:
@@ -244,7 +245,7 @@ def test_each_bucket_gets_its_own_regions_file_system_and_is_looked_up_once():
     answers = RegionAnswers(
         {"west": (200, "us-west-2"), "forbidden": (403, "eu-central-1"), "missing": (404, None)}
     )
-    file_systems = fs.FileSystems(fs.S3Settings(region="us-east-1"), s3_client=answers)
+    file_systems = FileSystems(S3Settings(region="us-east-1"), s3_client=answers)
     assert file_systems.resolve("s3://west/a/b")[0].region == "us-west-2"
     assert file_systems.resolve("s3a://west/c")[0] is file_systems.resolve("s3://west/a")[0]
     assert file_systems.resolve("s3://forbidden/a")[0].region == "eu-central-1"

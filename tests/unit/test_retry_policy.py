@@ -18,14 +18,15 @@ import botocore.retries.standard
 import pytest
 from botocore.exceptions import ClientError
 
-from emr_jobs.copy_files import copy_bin, copy_with_settings, main
+from emr_jobs.copy_files import main
 from ferry.config import load_config
 from ferry.copying.copier import CopyTask, InlineCopier, Manifest
 from ferry.copying.manifest import write_manifest
+from ferry.copying.spark_tasks import copy_bin, copy_with_settings
 from ferry.core.errors import FerryError, StateStoreError
 from ferry.replicas.ledger.dynamodb import DynamoDbStateStore
 from ferry.replicas.ledger.records import LedgerEntry
-from ferry.storage import aws, fs, retry_policy
+from ferry.storage import aws, file_systems, fs, retry_policy
 from ferry.storage.aws import AwsClients
 from ferry.storage.s3 import MiB
 from tests.throttling import REGION, throttling_endpoint
@@ -76,8 +77,8 @@ def no_backoff(monkeypatch):
 def throttled(no_backoff):
     """The process's file systems on a throttling S3 endpoint (restored afterwards)."""
     with throttling_endpoint() as endpoint:
-        settings = fs.S3Settings(endpoint.url, REGION, CREDENTIALS)
-        previous = fs.set_default(fs.FileSystems(settings))
+        settings = file_systems.S3Settings(endpoint.url, REGION, CREDENTIALS)
+        previous = fs.set_default(file_systems.FileSystems(settings))
         try:
             yield endpoint
         finally:
@@ -117,13 +118,13 @@ def test_a_bucket_reached_with_a_role_keeps_its_credentials_and_the_same_attempt
         InlineCopier(threads=1, chunk_size=MiB).copy(Manifest("e1", (task,)))
     assert throttled.count("PUT", "/dr-sales/orders/e1/part-0") == ATTEMPTS
     assert throttled.signed_with[("PUT", "/dr-sales/orders/e1/part-0")] == {"ROLE"}
-    assert fs.default().s3_client("dr-sales") is role.client("s3", REGION, fs.LISTING_CONNECTIONS)
+    assert fs.default().s3_client("dr-sales") is role.client("s3", REGION, file_systems.LISTING_CONNECTIONS)
 
 
 def test_copy_threads_asking_for_a_buckets_client_together_share_one(throttled):
     # The inline copier's threads ask for their bucket's client at once: one is made (a
     # boto3 session is not safe to make clients from on several threads together).
-    files = fs.FileSystems(fs.default().settings)
+    files = file_systems.FileSystems(fs.default().settings)
     start = threading.Barrier(16)
 
     def ask(_):
@@ -144,9 +145,9 @@ def test_the_file_systems_use_the_edges_own_clients(monkeypatch):
     edge = AwsClients("http://127.0.0.1:1", aws.new_session(region_name=REGION))
     previous = fs.default()
     try:
-        files = fs.configure(fs.S3Settings.of_clients(edge), edge)
+        files = fs.configure(file_systems.S3Settings.of_clients(edge), edge)
         assert files.aws is edge
-        assert fs.configure(fs.S3Settings.of_clients(edge), edge) is files  # caches kept
+        assert fs.configure(file_systems.S3Settings.of_clients(edge), edge) is files  # caches kept
     finally:
         fs.set_default(previous)
 
