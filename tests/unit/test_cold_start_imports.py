@@ -70,3 +70,17 @@ def test_a_config_without_a_partition_filter_loads_without_jinja2(tmp_path):
     assert "jinja2" in imported_after(
         f"from ferry.config import load_config\nload_config({str(filtered)!r})"
     )
+
+
+#: The functions that never read a plan, an Iceberg table's metadata or a view's SQL.
+NEITHER_PLAN_NOR_ICEBERG = (
+    "s3_copy_batch", "claim_changes", "close_window", "catalog_events", "catalog_poller",
+    "freshness_check", "failover_switch", "failover", "resolve_tables",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("function", NEITHER_PLAN_NOR_ICEBERG)
+def test_a_function_that_reads_no_plan_starts_without_pyiceberg_and_sqlglot(function):
+    # Every state context opens the replica's state (ferry.lifecycle.replica_state); a run's
+    # records, which name the plan's model, are apart (ferry.lifecycle.snapshot_records).
+    assert not {"pyiceberg", "sqlglot"} & imported_after(f"import lambdas.{function}")
