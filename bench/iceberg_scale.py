@@ -74,7 +74,7 @@ def ferry_run(
     manifest_uri = fs.local_uri(work / event_id / "manifest.json")
     started = time.perf_counter()
     writer = ManifestWriter(manifest_uri, event_id, 1000)
-    run = plan_iceberg(source_metadata, replica, previous, event_id, writer, write=True)
+    run = plan_iceberg(source_metadata, replica, previous, event_id, writer, write=True).run
     writer.close()
     planned = time.perf_counter()
     copy_work.copy_inline(manifest_uri, CopierOptions())
