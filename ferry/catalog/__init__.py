@@ -122,8 +122,8 @@ class Catalog(ABC):
         partitions: Sequence[tuple[str, ...]],
         columns: Sequence[str] | None = None,
     ) -> dict[tuple[str, ...], dict[str, ColumnStatistics]]:
-        """The statistics of the columns of each of ``partitions`` (by values), by column
-        name; a partition without any is absent."""
+        """The statistics of the columns of each of ``partitions`` (by values), which must
+        exist, by column name; a partition without any is absent."""
         raise self._not_supported("column statistics")
 
     def set_column_statistics(

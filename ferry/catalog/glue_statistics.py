@@ -29,6 +29,8 @@ GLUE_STATISTICS_READ = 100
 GLUE_STATISTICS_WRITE = 25
 #: Glue's error for a column without statistics (an entry of a read's ``Errors``).
 _NOT_FOUND = "EntityNotFoundException"
+#: What each call does, as an error says it.
+_VERBS = {"get": "read", "update": "write", "delete": "delete"}
 
 
 class GlueStatistics:
@@ -132,8 +134,9 @@ class GlueStatistics:
         except ClientError as error:
             code = error.response.get("Error", {}).get("Code", "")
             message = error.response.get("Error", {}).get("Message", "")
+            verb = _VERBS[operation.split("_")[0]]
             raise CatalogError(
-                f"Glue catalog '{self.name}' refused to {operation.split('_')[0]} the column "
+                f"Glue catalog '{self.name}' refused to {verb} the column "
                 f"statistics of {_described(table, partition)}: {code}: {message}"
             ) from None
 
