@@ -29,7 +29,7 @@ from ferry.catalog.hive_statistics_thrift import (
 from ferry.catalog.hive_thrift import values_from_name
 from ferry.core.errors import CatalogError
 from ferry.core.model import Table, partition_name
-from ferry.core.statistics import ColumnStatistics, Constraints
+from ferry.core.statistics import ColumnStatistics, Constraints, ForeignKey
 
 if TYPE_CHECKING:
     from hmsclient import hmsclient
@@ -54,6 +54,8 @@ class HiveStatistics:
     if TYPE_CHECKING:  # HiveMetastoreCatalog's
 
         def call(self, operation: Callable[[hmsclient.HMSClient], Any]) -> Any: ...
+
+        def get_table(self, database: str, name: str) -> Table | None: ...
 
     def _refused(self, what: str, table: Table, call: Callable[[Any], Any]) -> Any:
         try:
@@ -183,6 +185,10 @@ class HiveStatistics:
         return constraints_from_thrift(primary.primaryKeys or [], foreign.foreignKeys or [])
 
     def add_constraints(self, table: Table, constraints: Constraints) -> None:
+        """Add the primary key, then each foreign key. Every parent is checked first, so a
+        missing one changes nothing (Hive 2.3 answers it with an internal error)."""
+        for key in constraints.foreign_keys:
+            self._check_parent(table, key)
         db, name = table.database, table.name
         if constraints.primary_key is not None:
             rows = primary_key_to_thrift(db, name, constraints.primary_key)
@@ -199,20 +205,36 @@ class HiveStatistics:
                 lambda c, r=rows: c.add_foreign_key(ttypes.AddForeignKeyRequest(foreignKeyCols=r)),
             )
 
+    def _check_parent(self, table: Table, key: ForeignKey) -> None:
+        parent = self.get_table(key.parent_database, key.parent_table)
+        where = f"{key.parent_database}.{key.parent_table}"
+        if parent is None:
+            missing = f"its parent table {where} does not exist there"
+        else:
+            held = {c.name.lower() for c in parent.storage.columns}
+            absent = [c for c in key.parent_columns if c.lower() not in held]
+            if not absent:
+                return
+            missing = f"its parent table {where} has no column {', '.join(absent)}"
+        raise CatalogError(
+            f"metastore '{self.name}' cannot add foreign key {key.name} of "
+            f"{table.qualified_name}: {missing}"
+        )
+
     def drop_constraints(self, table: Table, names: Sequence[str]) -> None:
+        # Hive 2.3 answers a drop of a key that does not exist with an internal error (not
+        # NoSuchObjectException): drop only those the table has.
+        held = {name.lower() for name in self.get_constraints(table).names}
         for constraint in names:
+            if constraint.lower() not in held:
+                continue  # dropped already (an earlier attempt)
             request = ttypes.DropConstraintRequest(
                 dbname=table.database, tablename=table.name, constraintname=constraint
             )
-            try:
-                self.call(lambda c, r=request: c.drop_constraint(r))
-            except ttypes.NoSuchObjectException:
-                pass  # dropped already (an earlier attempt)
-            except _REFUSALS as error:
-                raise CatalogError(
-                    f"metastore '{self.name}' refused to drop key {constraint} of "
-                    f"{table.qualified_name}: {getattr(error, 'message', None) or error}"
-                ) from None
+            self._refused(
+                f"to drop key {constraint}", table, lambda c, r=request: c.drop_constraint(r)
+            )
+            held.discard(constraint.lower())
 
 
 def _column_names(table: Table, columns: Sequence[str] | None) -> list[str]:
