@@ -77,8 +77,8 @@ def catalogs(request, source_catalog, replica_catalog, glue_catalog):
 
 @pytest.mark.parametrize(
     ("source_name", "replica_name"),
-    [("hive", "dr"), ("hive", "glue"), ("glue", "dr")],
-    ids=["hive-to-hive", "hive-to-glue", "glue-to-hive"],
+    [("hive", "dr"), ("hive", "glue"), ("glue", "dr"), ("glue", "glue")],
+    ids=["hive-to-hive", "hive-to-glue", "glue-to-hive", "glue-to-glue"],
 )
 def test_statistics_of_the_table_and_its_partitions_read_back_equal_at_the_replica(
     catalogs, unique, tmp_path, source_name, replica_name
@@ -88,7 +88,7 @@ def test_statistics_of_the_table_and_its_partitions_read_back_equal_at_the_repli
     table = _with_stats(source, database, (tmp_path / "source").as_uri())
     source.set_column_statistics(table, EVERY_KIND)
     source.set_partition_column_statistics(table, _partition_statistics())
-    replica_table = _with_stats(replica, database, (tmp_path / "replica").as_uri())
+    replica_table = _with_stats(replica, f"{database}_dr", (tmp_path / "replica").as_uri())
 
     _replicate(source, replica, table, replica_table)
 
@@ -98,6 +98,19 @@ def test_statistics_of_the_table_and_its_partitions_read_back_equal_at_the_repli
     assert replica.get_partition_column_statistics(replica_table, DAYS) == {
         values: {s.column: s for s in stats} for values, stats in _partition_statistics().items()
     }
+
+
+def test_a_hive_2_3_metastore_keeps_no_sketch(replica_catalog, unique, tmp_path):
+    # Its object store has no column for bitVectors (they came with Hive 3): the counts are
+    # kept, the sketch is not, so there is none to carry between 2.3 metastores.
+    sketched = [replace(s, sketch="FM:0011") for s in EVERY_KIND]
+    table = _with_stats(replica_catalog, f"stats_{unique}", tmp_path.as_uri())
+
+    replica_catalog.set_column_statistics(table, sketched)
+
+    read = replica_catalog.get_column_statistics(table)
+    assert read == {s.column: s for s in EVERY_KIND}
+    assert {s.sketch for s in read.values()} == {None}
 
 
 def test_a_metastore_marks_the_columns_it_holds_statistics_of(replica_catalog, unique, tmp_path):
