@@ -8,10 +8,12 @@ partitions in pages and write them in batches, never one call per partition.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import ClassVar
 
+from ferry.core.errors import NotSupportedByCatalogError
 from ferry.core.model import CatalogKind, Column, Database, Partition, Table
+from ferry.core.statistics import ColumnStatistics, Constraints
 
 # The most partitions fetched or written by one call (Glue's own write limit is lower).
 PAGE_SIZE = 1000
@@ -94,6 +96,68 @@ class Catalog(ABC):
     @abstractmethod
     def drop_database(self, name: str) -> None:
         """Drop an empty database (tests and the demo clean up with it)."""
+
+    # -- column statistics and keys (``ferry.core.statistics``) ----------------------------
+    # Not every catalog holds them: these default to ``NotSupportedByCatalogError``, and the
+    # flags say beforehand which a catalog has.
+
+    #: Whether the catalog reads and writes column statistics.
+    supports_column_statistics: ClassVar[bool] = False
+    #: Whether the catalog holds primary and foreign keys.
+    supports_constraints: ClassVar[bool] = False
+
+    def _not_supported(self, what: str) -> NotSupportedByCatalogError:
+        return NotSupportedByCatalogError(f"catalog '{self.name}' ({self.kind}) holds no {what}")
+
+    def get_column_statistics(
+        self, table: Table, columns: Sequence[str] | None = None
+    ) -> dict[str, ColumnStatistics]:
+        """The statistics of ``table``'s columns (all its data columns if None), by column
+        name; a column without statistics is absent."""
+        raise self._not_supported("column statistics")
+
+    def get_partition_column_statistics(
+        self,
+        table: Table,
+        partitions: Sequence[tuple[str, ...]],
+        columns: Sequence[str] | None = None,
+    ) -> dict[tuple[str, ...], dict[str, ColumnStatistics]]:
+        """The statistics of the columns of each of ``partitions`` (by values), which must
+        exist, by column name; a partition without any is absent."""
+        raise self._not_supported("column statistics")
+
+    def set_column_statistics(
+        self, table: Table, statistics: Sequence[ColumnStatistics]
+    ) -> list[str]:
+        """Write (replace) these statistics of ``table``'s columns; the columns must be the
+        table's as the catalog holds it. Returns what the catalog could not hold, one line
+        each (``ferry.core.statistics.unmapped``)."""
+        raise self._not_supported("column statistics")
+
+    def set_partition_column_statistics(
+        self, table: Table, statistics: Mapping[tuple[str, ...], Sequence[ColumnStatistics]]
+    ) -> list[str]:
+        """Write (replace) the statistics of each partition (by values), which must exist."""
+        raise self._not_supported("column statistics")
+
+    def delete_column_statistics(
+        self, table: Table, columns: Sequence[str], partition: tuple[str, ...] | None = None
+    ) -> None:
+        """Delete the statistics of ``columns`` of the table (or of one partition); columns
+        without any are fine."""
+        raise self._not_supported("column statistics")
+
+    def get_constraints(self, table: Table) -> Constraints:
+        """``table``'s primary key and its foreign keys."""
+        raise self._not_supported("primary or foreign keys")
+
+    def add_constraints(self, table: Table, constraints: Constraints) -> None:
+        """Add these keys to ``table``; a foreign key's parent table and columns must exist."""
+        raise self._not_supported("primary or foreign keys")
+
+    def drop_constraints(self, table: Table, names: Sequence[str]) -> None:
+        """Drop the keys named ``names`` of ``table``; missing ones are fine."""
+        raise self._not_supported("primary or foreign keys")
 
     def close(self) -> None:  # noqa: B027 - most catalogs hold nothing to release
         """Release connections; the catalog must not be used afterwards."""

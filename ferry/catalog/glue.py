@@ -19,6 +19,7 @@ from ferry.catalog.glue_shapes import (
     table_from_glue,
     table_input,
 )
+from ferry.catalog.glue_statistics import GlueStatistics
 from ferry.core.errors import CatalogError, CatalogUnreachableError, ConcurrentChangeError
 from ferry.core.model import CatalogKind, Database, Partition, Table
 
@@ -28,7 +29,10 @@ GLUE_WRITE_BATCH = 100
 GLUE_DELETE_BATCH = 25
 
 
-class GlueCatalog(Catalog):
+class GlueCatalog(GlueStatistics, Catalog):
+    """The Glue Data Catalog of one account and region; its column statistics are
+    ``GlueStatistics``'. Glue holds no keys (``supports_constraints`` is False)."""
+
     kind = CatalogKind.GLUE
 
     def __init__(

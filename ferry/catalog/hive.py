@@ -20,6 +20,7 @@ from thrift.Thrift import TApplicationException
 from ferry.catalog import PAGE_SIZE, Catalog, batched, partition_sort_key
 from ferry.catalog.hive_connections import MetastoreConnections, R
 from ferry.catalog.hive_partition_filters import value_range_filters
+from ferry.catalog.hive_statistics import HiveStatistics
 from ferry.catalog.hive_thrift import (
     database_from_thrift,
     partition_from_thrift,
@@ -36,8 +37,10 @@ READ_CONNECTIONS = 2  # pages fetched at once; more bought little against one me
 _TABLES_PER_CALL = 100
 
 
-class HiveMetastoreCatalog(Catalog):
+class HiveMetastoreCatalog(HiveStatistics, Catalog):
     """A catalog behind one or more ``thrift://host:port`` metastore URIs (tried in order).
+
+    Its column statistics and keys are ``HiveStatistics``'.
 
     Calls share a small pool of connections: sequential calls reuse one, and the pages of a
     partition listing are fetched over ``read_connections`` at once — a metastore serves

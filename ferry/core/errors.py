@@ -62,6 +62,11 @@ class CatalogError(FerryError):
     """A catalog refused an operation."""
 
 
+class NotSupportedByCatalogError(CatalogError):
+    """The catalog has no such concept (keys in AWS Glue) or its adapter does not read or
+    write it: the caller keeps it another way (Glue: as table parameters) and says so."""
+
+
 class NotAMetastoreError(CatalogError):
     """Something answers at a metastore URI, but not as a Hive metastore (not retried)."""
 

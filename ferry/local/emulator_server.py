@@ -23,10 +23,11 @@ emulation, and a module each adds them into this process:
 ``emulator_definitions`` refuses the definitions CreateStateMachine refuses, ``emulator_s3``
 answers a bucket's EventBridge notifications as S3 does, ``emulator_glue`` refuses an
 ``UpdateTable`` of a stale ``VersionId`` as Glue does and sends Glue's catalog events to
-EventBridge, ``emulator_iam`` authorizes every request of the pipeline's roles as AWS
-would, and ``emulator_requests`` counts the requests the server serves (what the copy
-benchmark reads). ``emulator_snapshot`` keeps the emulated AWS's state across a stop and a
-start: restored before the server serves, saved while it runs and when it stops.
+EventBridge, ``emulator_glue_statistics`` serves Glue's column statistics calls,
+``emulator_iam`` authorizes every request of the pipeline's roles as AWS would, and
+``emulator_requests`` counts the requests the server serves (what the copy benchmark reads).
+``emulator_snapshot`` keeps the emulated AWS's state across a stop and a start: restored
+before the server serves, saved while it runs and when it stops.
 
 Every patch is small and named; moto is pinned exactly because they touch its internals.
 """
@@ -45,6 +46,7 @@ from ferry.local import (
     emulator_emr_serverless,
     emulator_eventbridge,
     emulator_glue,
+    emulator_glue_statistics,
     emulator_iam,
     emulator_lambda,
     emulator_lambda_environments,
@@ -82,6 +84,7 @@ def install(
     emulator_resume.install()
     emulator_s3.install()
     emulator_glue.install()
+    emulator_glue_statistics.install()
     emulator_dynamodb.install()
     fault_file = faults.FaultFile(state_dir / FAULTS_FILE)
     authorizer = Authorizer()

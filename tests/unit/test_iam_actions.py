@@ -230,3 +230,34 @@ def test_assume_role_names_the_role_its_account_and_the_external_id_given(extern
         "sts:AssumeRole", role, "333333333333"
     )
     assert check.context == ({"sts:ExternalId": external_id} if external_id else {})
+
+
+@pytest.mark.parametrize(
+    ("operation", "also"),
+    [
+        ("GetColumnStatisticsForTable", "GetTable"),
+        ("GetColumnStatisticsForPartition", "GetPartition"),
+        ("UpdateColumnStatisticsForTable", "UpdateTable"),
+        ("UpdateColumnStatisticsForPartition", "UpdatePartition"),
+        ("DeleteColumnStatisticsForTable", "DeleteTable"),
+        ("DeleteColumnStatisticsForPartition", "DeletePartition"),
+    ],
+)
+def test_column_statistics_need_their_own_action_and_the_one_the_api_reference_names(
+    operation, also
+):
+    import json
+
+    request = HttpRequest(
+        method="POST", path="/", query={}, headers={"x-amz-target": f"AWSGlue.{operation}"},
+        body=json.dumps({"DatabaseName": "Sales", "TableName": "Orders"}).encode(),
+        signed=Signed("AKIDEXAMPLE", "eu-west-1", "glue"), account="123456789012",
+    )  # fmt: skip
+
+    checks = checks_of(request)
+
+    prefix = "arn:aws:glue:eu-west-1:123456789012"
+    resources = [f"{prefix}:catalog", f"{prefix}:database/sales", f"{prefix}:table/sales/orders"]
+    assert [(check.action, check.resource) for check in checks] == [
+        (f"glue:{action}", resource) for action in (operation, also) for resource in resources
+    ]
