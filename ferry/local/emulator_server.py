@@ -23,7 +23,8 @@ emulation, and a module each adds them into this process:
 ``emulator_definitions`` refuses the definitions CreateStateMachine refuses, ``emulator_s3``
 answers a bucket's EventBridge notifications as S3 does, ``emulator_glue`` refuses an
 ``UpdateTable`` of a stale ``VersionId`` as Glue does and sends Glue's catalog events to
-EventBridge, ``emulator_iam`` authorizes every request of the pipeline's roles as AWS
+EventBridge, ``emulator_lakeformation`` keeps grants' options and LF-tags as Lake Formation
+does, ``emulator_iam`` authorizes every request of the pipeline's roles as AWS
 would, and ``emulator_requests`` counts the requests the server serves (what the copy
 benchmark reads). ``emulator_snapshot`` keeps the emulated AWS's state across a stop and a
 start: restored before the server serves, saved while it runs and when it stops.
@@ -46,6 +47,7 @@ from ferry.local import (
     emulator_eventbridge,
     emulator_glue,
     emulator_iam,
+    emulator_lakeformation,
     emulator_lambda,
     emulator_lambda_environments,
     emulator_redrive,
@@ -82,6 +84,7 @@ def install(
     emulator_resume.install()
     emulator_s3.install()
     emulator_glue.install()
+    emulator_lakeformation.install()
     emulator_dynamodb.install()
     fault_file = faults.FaultFile(state_dir / FAULTS_FILE)
     authorizer = Authorizer()
