@@ -14,6 +14,12 @@ not (Ferry's grant replication, ``ferry.catalog.grants_lakeformation``, relies o
 - ``GetResourceLFTags`` and ``RemoveLFTagsFromResource`` of a resource that was never
   tagged answer no tags (moto failed with a ``KeyError``, an HTTP 500); removing a tag value
   the resource does not hold is a no-op.
+- A grant or revoke by a role session the emulator gave out (a deployed role's, as IAM is
+  enforced for, ``ferry.local.emulator_iam``) is refused unless the role is a data lake
+  administrator of the catalog or holds each permission with the grant option on the
+  resource (on the table, for a grant on its columns): ``AccessDeniedException``, and for the
+  batch calls a failure per refused entry, the others made, as Lake Formation answers. moto
+  checks nothing. Not emulated: the implicit permissions of a database's or table's creator.
 """
 
 from __future__ import annotations
@@ -23,6 +29,10 @@ from typing import Any
 
 #: The resource shapes that name a Glue catalog (``CatalogId``) and can be tagged.
 _CATALOG_RESOURCES = ("Database", "Table", "TableWithColumns", "LFTag")
+#: Lake Formation's words for a grant its caller may not give.
+NOT_AUTHORIZED = (
+    "Resource does not exist or requester is not authorized to access requested permissions."
+)
 
 
 def with_catalog_id(resource: dict[str, Any] | None, catalog_id: str) -> dict[str, Any] | None:
@@ -56,6 +66,7 @@ def install() -> None:
     LakeFormationBackend.list_permissions = _with_column_grants(
         LakeFormationBackend.list_permissions
     )
+    _grantors_checked()
     LakeFormationBackend.add_lf_tags_to_resource = _add_lf_tags_to_resource
     LakeFormationBackend.get_resource_lf_tags = _get_resource_lf_tags
     LakeFormationBackend.remove_lf_tags_from_resource = _remove_lf_tags_from_resource
@@ -166,3 +177,98 @@ def _remove_lf_tags_from_resource(self: Any, catalog_id: str, resource: dict[str
                 if pair["TagKey"] == tag["TagKey"]:
                     pair["TagValues"] = [v for v in pair["TagValues"] if v not in removed]
         store[key] = [pair for pair in held if pair["TagValues"]]
+
+
+def _grantors_checked() -> None:
+    """Grants and revokes of the emulator's role sessions keep Lake Formation's grantor rule."""
+    from moto.core.exceptions import JsonRESTError
+    from moto.lakeformation.responses import LakeFormationResponse
+
+    class AccessDenied(JsonRESTError):
+        code = 403
+
+    for method in ("grant_permissions", "revoke_permissions"):
+        serve = getattr(LakeFormationResponse, method)
+
+        def single(self: Any, serve: Any = serve) -> str:
+            entry = {name: self._get_param(name) for name in _ENTRY_KEYS}
+            if not _may_give(self, entry):
+                raise AccessDenied("AccessDeniedException", NOT_AUTHORIZED)
+            return serve(self)
+
+        setattr(LakeFormationResponse, method, single)
+    for method in ("batch_grant_permissions", "batch_revoke_permissions"):
+        serve = getattr(LakeFormationResponse, method)
+
+        def batch(self: Any, serve: Any = serve) -> str:
+            import json
+
+            entries = self._get_param("Entries") or []
+            refused = [entry for entry in entries if not _may_give(self, entry)]
+            if refused:
+                # Serve the others only: the backend reads the entries from the parameters.
+                self._get_param = _without(self._get_param, "Entries", [
+                    entry for entry in entries if entry not in refused
+                ])  # fmt: skip
+            answer = json.loads(serve(self))
+            answer["Failures"] = [
+                {"RequestEntry": entry,
+                 "Error": {"ErrorCode": "AccessDeniedException", "ErrorMessage": NOT_AUTHORIZED}}
+                for entry in refused
+            ]  # fmt: skip
+            return json.dumps(answer)
+
+        setattr(LakeFormationResponse, method, batch)
+
+
+_ENTRY_KEYS = ("Principal", "Resource", "Permissions", "PermissionsWithGrantOption")
+
+
+def _without(get_param: Any, name: str, value: Any) -> Any:
+    def replaced(key: str, *args: Any, **kwargs: Any) -> Any:
+        return value if key == name else get_param(key, *args, **kwargs)
+
+    return replaced
+
+
+def _may_give(response: Any, entry: dict[str, Any]) -> bool:
+    """Whether the caller of ``response`` may grant (or revoke) ``entry``: always, unless it is
+    a role session the emulator gave out that is neither a data lake administrator nor holds
+    each permission with the grant option."""
+    from ferry.local.authorization import Authorizer
+    from ferry.local.iam_request import signature_of
+
+    headers = {key.lower(): value for key, value in response.headers.items()}
+    signed = signature_of(headers, {})
+    caller = Authorizer.caller_of(signed.access_key_id if signed else None)
+    if caller is None:
+        return True
+    backend = response.lakeformation_backend
+    catalog_id = response._get_param("CatalogId") or response.current_account
+    settings = backend.get_data_lake_settings(catalog_id)
+    admins = {a.get("DataLakePrincipalIdentifier") for a in settings.get("DataLakeAdmins") or []}
+    if caller.role_arn in admins:
+        return True
+    wanted = set(entry.get("Permissions") or []) | set(
+        entry.get("PermissionsWithGrantOption") or []
+    )
+    resource = with_catalog_id(entry.get("Resource"), catalog_id) or {}
+    held: set[str] = set()
+    for permission in getattr(backend.grants.get(catalog_id), "permissions", ()):
+        if permission.principal == {"DataLakePrincipalIdentifier": caller.role_arn} and _covers(
+            permission.resource, resource
+        ):
+            held.update(permission.permissions_with_grant_options)
+    return "ALL" in held or wanted <= held
+
+
+def _covers(held: dict[str, Any], wanted: dict[str, Any]) -> bool:
+    """Whether a grant on ``held`` lets its holder give one on ``wanted``: the same resource,
+    or the table of a grant on some of its columns."""
+    if held == wanted:
+        return True
+    columns, table = wanted.get("TableWithColumns"), held.get("Table")
+    if columns is None or table is None:
+        return False
+    names = ("CatalogId", "DatabaseName", "Name")
+    return all(columns.get(name) == table.get(name) for name in names)

@@ -69,8 +69,7 @@ class Lake:
         lf = self.lf if session is None else session.client("lakeformation")
         return LakeFormationGrants(lf, self.account, caller or self.caller, self.iam)
 
-    def changes(self, mappings: dict, side: LakeFormationGrants | None = None, **options):
-        side = side or self.grants()
+    def changes(self, mappings: dict, **options):
         reader = self.grants()
         return grant_changes(
             reader.list_grants(self.source_db, "orders", COLUMNS),
@@ -243,3 +242,40 @@ def test_the_role_that_grants_needs_lake_formations_and_glues_iam_actions(lake, 
         with pytest.raises(CatalogError, match="BatchGrantPermissions refused: AccessDenied"):
             replica.apply(changes)
         assert lake.replica_grants(analyst_dr) == set()
+
+
+def test_lake_formation_refuses_a_role_a_grant_it_may_not_give_as_ferry_does_first(lake):
+    analyst, analyst_dr = lake.roles["analyst"], lake.roles["analyst-dr"]
+    name = f"ferry-grantor-{lake.source_db}"
+    session = _role_session(lake, name, READ + GRANT + ["lakeformation:GrantPermissions"])
+    role = f"arn:aws:iam::{lake.account}:role/{name}"
+    lake.admins("arn:aws:iam::210987654321:role/someone-else")
+    # The role may pass on SELECT on the replica table (and so on its columns), not INSERT.
+    lake.grant(role, lake.table(lake.replica_db), ["SELECT"], grantable=["SELECT"])
+    as_role = session.client("lakeformation")
+    principal = {"DataLakePrincipalIdentifier": analyst_dr}
+    columns = {"TableWithColumns": {"DatabaseName": lake.replica_db, "Name": "orders",
+                                    "ColumnNames": ["id"]}}  # fmt: skip
+
+    answer = as_role.batch_grant_permissions(Entries=[
+        {"Id": "0", "Principal": principal, "Resource": columns, "Permissions": ["SELECT"]},
+        {"Id": "1", "Principal": principal, "Resource": lake.table(lake.replica_db),
+         "Permissions": ["INSERT"]},
+    ])  # fmt: skip
+    assert [(f["RequestEntry"]["Id"], f["Error"]["ErrorCode"]) for f in answer["Failures"]] == [
+        ("1", "AccessDeniedException")
+    ]
+    with pytest.raises(as_role.exceptions.AccessDeniedException):
+        as_role.grant_permissions(
+            Principal=principal, Resource=lake.table(lake.replica_db), Permissions=["INSERT"]
+        )
+    assert lake.replica_grants(analyst_dr) == {
+        f"SELECT on {lake.replica_db}.orders (id) to {analyst_dr}"
+    }
+
+    lake.grant(analyst, lake.table(lake.source_db), ["INSERT"])
+    with pytest.raises(GrantError, match=f"Ferry may not give INSERT on {lake.replica_db}.orders"):
+        lake.grants(caller=role, session=session).apply(lake.changes({analyst: analyst_dr}))
+    assert lake.replica_grants(analyst_dr) == {
+        f"SELECT on {lake.replica_db}.orders (id) to {analyst_dr}"
+    }
