@@ -7,7 +7,8 @@ not (Ferry's grant replication, ``ferry.catalog.grants_lakeformation``, relies o
   moto stores it as sent, and a listing filtered by catalog id missed it.
 - ``ListPermissions`` filtered by a table returns the grants on its columns too
   (``TableWithColumns``), as AWS "returns the table and the table w columns"; moto left them
-  out.
+  out, and failed (HTTP 500) when the database held a grant on all its tables
+  (``TableWildcard``), which is not the named table's.
 - ``AddLFTagsToResource`` refuses a tag value the tag does not have (AWS's
   ``EntityNotFoundException`` failure, "Tag or tag value does not exist"), and adds to the
   resource's tags, a key's new value replacing its old one, instead of replacing them all.
@@ -86,20 +87,22 @@ def _batch(serve: Any) -> Any:
 def _with_column_grants(list_permissions: Any) -> Any:
     def listing(self: Any, catalog_id: str, principal: Any = None, resource: Any = None,
                 resource_type: Any = None) -> list[dict[str, Any]]:  # fmt: skip
-        found = list_permissions(self, catalog_id, principal, resource, resource_type)
         table = getattr(resource, "table", None)
-        if table is None or table.name is None or catalog_id not in self.grants:
-            return found
-        if resource.catalog is not None or resource.database is not None:
-            return found  # moto's filter takes the first of these it finds, as before
+        if (
+            table is None or table.name is None or catalog_id not in self.grants
+            or resource.catalog is not None or resource.database is not None
+        ):  # fmt: skip
+            return list_permissions(self, catalog_id, principal, resource, resource_type)
+        # A named table's grants: on the table and on its columns; a grant on every table of
+        # the database (``TableWildcard``) is not the table's (moto's filter failed on one).
+        found = []
         for permission in self.grants[catalog_id].permissions:
-            columns = permission.resource.get("TableWithColumns")
-            if columns is None or (principal is not None and permission.principal != principal):
+            held = permission.resource.get("Table") or permission.resource.get("TableWithColumns")
+            if held is None or (principal is not None and permission.principal != principal):
                 continue
-            if (columns.get("DatabaseName"), columns.get("Name")) != (table.database_name,
-                                                                      table.name):  # fmt: skip
+            if (held.get("DatabaseName"), held.get("Name")) != (table.database_name, table.name):
                 continue
-            if table.catalog_id is not None and columns.get("CatalogId") != table.catalog_id:
+            if table.catalog_id is not None and held.get("CatalogId") != table.catalog_id:
                 continue
             found.append(permission.to_external_form())
         return found

@@ -113,6 +113,9 @@ def test_a_grant_and_a_revoke_at_the_source_reach_the_replica_with_mapped_princi
                                               "ColumnNames": ["id"]}}, ["SELECT"])  # fmt: skip
     lake.grant(analyst, {"Database": {"Name": lake.source_db}}, ["DESCRIBE"])
     lake.grant(lake.roles["contractor"], source_table, ["SELECT"])
+    # A grant on every table of the database is the database's, not the table's: not read.
+    every_table = {"Table": {"DatabaseName": lake.source_db, "TableWildcard": {}}}
+    lake.grant(analyst, every_table, ["ALTER"])
     tagged = lake.lf.add_lf_tags_to_resource(
         Resource=source_table, LFTags=[{"TagKey": lake.tag, "TagValues": ["finance"]}]
     )
