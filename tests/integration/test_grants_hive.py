@@ -11,9 +11,12 @@ from hmsclient.genthrift.hive_metastore import ttypes
 
 from ferry.catalog.grant_changes import grant_changes
 from ferry.catalog.grants import Grant, GrantChanges, GrantTarget
+from ferry.catalog.grants_factory import open_grants
 from ferry.catalog.grants_hive import HiveGrants
+from ferry.config import CatalogConfig
 from ferry.core.errors import GrantError
 from ferry.core.model import Column, Database, StorageDescriptor, Table, TableType
+from ferry.storage.aws import AwsClients
 
 pytestmark = pytest.mark.integration
 
@@ -141,8 +144,11 @@ def test_a_mapped_role_the_replica_does_not_have_changes_nothing(
     mappings = {"USER:etl": "USER:etl", "USER:ops": f"ROLE:missing_{unique}"}
     found = changes(source_catalog, replica_catalog, tables, mappings)
 
+    config = CatalogConfig.model_validate(
+        {"name": "dr", "hive-metastore-uris": replica_catalog.description}
+    )
     with pytest.raises(GrantError) as raised:
-        HiveGrants(replica_catalog).apply(found)
+        open_grants(config, replica_catalog, AwsClients()).apply(found)
 
     assert str(raised.value) == (
         f"Hive metastore 'dr' ({replica_catalog.description}): principal ROLE:missing_{unique} "

@@ -9,11 +9,15 @@ import json
 import boto3
 import pytest
 
+from ferry.catalog.factory import open_catalog
 from ferry.catalog.grant_changes import grant_changes
 from ferry.catalog.grants import Grant, GrantTarget, ResourceTag
+from ferry.catalog.grants_factory import open_grants
 from ferry.catalog.grants_lakeformation import LakeFormationGrants, principal_of
+from ferry.config import CatalogConfig
 from ferry.config.permissions import TagMapping
 from ferry.core.errors import CatalogError, GrantError
+from ferry.storage.aws import AwsClients
 
 pytestmark = pytest.mark.integration
 
@@ -158,8 +162,14 @@ def test_a_mapping_to_a_principal_that_does_not_exist_changes_nothing(lake):
     missing = f"arn:aws:iam::{lake.account}:role/nobody-{lake.source_db}"
     changes = lake.changes({lake.roles["analyst"]: missing})
 
+    # The replica's side as a run opens it from the config: its clients, its caller.
+    config = CatalogConfig.model_validate({"name": "dr", "glue": {"region": "us-east-1"}})
+    aws = AwsClients()
+    replica = open_grants(config, open_catalog(config, aws), aws)
+    assert (replica.catalog_id, replica.caller) == (lake.account, lake.caller)
+
     with pytest.raises(GrantError) as raised:
-        lake.grants().apply(changes)
+        replica.apply(changes)
 
     assert str(raised.value) == (
         f"lakeformation:us-east-1:{lake.account}: principal {missing} does not exist "
