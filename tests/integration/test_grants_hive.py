@@ -10,7 +10,7 @@ import pytest
 from hmsclient.genthrift.hive_metastore import ttypes
 
 from ferry.catalog.grant_changes import grant_changes
-from ferry.catalog.grants import Grant, GrantChanges, GrantTarget
+from ferry.catalog.grants import GrantTarget
 from ferry.catalog.grants_factory import open_grants
 from ferry.catalog.grants_hive import HiveGrants
 from ferry.config import CatalogConfig
@@ -44,14 +44,30 @@ def create_role(catalog, name: str) -> None:
     catalog.call(lambda c: c.create_role(role))
 
 
+def _privilege(principal: str, target: GrantTarget, privilege: str, grantable: bool):
+    """A privilege as Thrift carries it, built here without Ferry's adapter."""
+    kind, _, name = principal.partition(":")
+    if target.table is None:
+        on = ttypes.HiveObjectRef(ttypes.HiveObjectType.DATABASE, target.database)
+    elif target.columns:
+        on = ttypes.HiveObjectRef(
+            ttypes.HiveObjectType.COLUMN, target.database, target.table, None, target.columns[0]
+        )
+    else:
+        on = ttypes.HiveObjectRef(ttypes.HiveObjectType.TABLE, target.database, target.table)
+    info = ttypes.PrivilegeGrantInfo(privilege, 0, "hive", ttypes.PrincipalType.USER, grantable)
+    return ttypes.HiveObjectPrivilege(on, name, ttypes.PrincipalType._NAMES_TO_VALUES[kind], info)
+
+
 def grant(catalog, principal: str, target: GrantTarget, privilege: str, grantable=False) -> None:
-    """A grant made at the source as HiveServer2 would make it (``GRANT … TO …``)."""
-    given = Grant(principal, target, privilege, grantable, "USER:hive")
-    HiveGrants(catalog)._write(GrantChanges(grant=(given,)))
+    """A grant made at the source as HiveServer2 makes it (``GRANT … TO …``)."""
+    bag = ttypes.PrivilegeBag([_privilege(principal, target, privilege, grantable)])
+    catalog.call(lambda c: c.grant_privileges(bag))
 
 
 def revoke(catalog, principal: str, target: GrantTarget, privilege: str) -> None:
-    HiveGrants(catalog)._write(GrantChanges(revoke=(Grant(principal, target, privilege),)))
+    bag = ttypes.PrivilegeBag([_privilege(principal, target, privilege, False)])
+    catalog.call(lambda c: c.revoke_privileges(bag))
 
 
 @pytest.fixture

@@ -292,3 +292,52 @@ def test_lake_formation_refuses_a_role_a_grant_it_may_not_give_as_ferry_does_fir
     assert lake.replica_grants(analyst_dr) == {
         f"SELECT on {lake.replica_db}.orders (id) to {analyst_dr}"
     }
+
+
+def test_grants_reach_a_replica_in_another_account_with_its_own_principals(lake, unique):
+    from ferry.local.accounts import account_clients
+
+    dr_account = "222222222222"
+    client = account_clients(dr_account, "us-east-1", lake.lf.meta.endpoint_url)
+    glue, iam, lf, sts = (client(name) for name in ("glue", "iam", "lakeformation", "sts"))
+    database = f"dr_{unique}_x"
+    glue.create_database(DatabaseInput={"Name": database})
+    glue.create_table(DatabaseName=database, TableInput={"Name": "orders"})
+    iam.create_role(RoleName=f"analyst-{unique}", AssumeRolePolicyDocument=json.dumps(TRUST))
+    analyst_dr = f"arn:aws:iam::{dr_account}:role/analyst-{unique}"
+    caller = principal_of(sts.get_caller_identity()["Arn"])
+    lf.put_data_lake_settings(
+        DataLakeSettings={"DataLakeAdmins": [{"DataLakePrincipalIdentifier": caller}]}
+    )
+    replica = LakeFormationGrants(lf, dr_account, caller, iam)
+    analyst = lake.roles["analyst"]
+    lake.grant(analyst, lake.table(lake.source_db), ["SELECT", "DESCRIBE"])
+    lake.grant(analyst, {"Database": {"Name": lake.source_db}}, ["DESCRIBE"])
+
+    def changes():
+        return grant_changes(
+            lake.grants().list_grants(lake.source_db, "orders", COLUMNS),
+            replica.list_grants(database, "orders", COLUMNS),
+            {analyst: analyst_dr},
+            database,
+            "orders",
+        )
+
+    replica.apply(changes())
+    assert {str(g) for g in replica.list_grants(database, "orders", COLUMNS)} == {
+        f"DESCRIBE on {database} to {analyst_dr}",
+        f"DESCRIBE on {database}.orders to {analyst_dr}",
+        f"SELECT on {database}.orders to {analyst_dr}",
+    }
+    assert lake.replica_grants(analyst_dr) == set()  # the source account's replica db: untouched
+
+    lake.lf.revoke_permissions(
+        Principal={"DataLakePrincipalIdentifier": analyst}, Resource=lake.table(lake.source_db),
+        Permissions=["SELECT"],
+    )  # fmt: skip
+    replica.apply(changes())
+    assert {str(g) for g in replica.list_grants(database, "orders", COLUMNS)} == {
+        f"DESCRIBE on {database} to {analyst_dr}",
+        f"DESCRIBE on {database}.orders to {analyst_dr}",
+    }
+    assert changes().empty
