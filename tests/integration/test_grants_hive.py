@@ -171,3 +171,24 @@ def test_a_mapped_role_the_replica_does_not_have_changes_nothing(
         "does not exist (mapped in principal-mappings); nothing was granted or revoked"
     )
     assert held(replica_catalog, replica, {"USER:etl"}) == set()
+
+
+def test_a_grant_option_given_at_the_source_reaches_the_replica(
+    source_catalog, replica_catalog, tables
+):
+    source, replica = tables
+    table = GrantTarget(source, "orders")
+    grant(source_catalog, "USER:etl", table, "SELECT")
+    mappings = {"USER:etl": "USER:etl"}
+    HiveGrants(replica_catalog).apply(changes(source_catalog, replica_catalog, tables, mappings))
+    revoke(source_catalog, "USER:etl", table, "SELECT")
+    grant(source_catalog, "USER:etl", table, "SELECT", grantable=True)
+
+    found = changes(source_catalog, replica_catalog, tables, mappings)
+    assert [str(g) for g in found.revoke] == [f"SELECT on {replica}.orders to USER:etl"]
+    HiveGrants(replica_catalog).apply(found)
+
+    assert held(replica_catalog, replica, {"USER:etl"}) == {
+        f"SELECT on {replica}.orders to USER:etl with grant option"
+    }
+    assert changes(source_catalog, replica_catalog, tables, mappings).empty
