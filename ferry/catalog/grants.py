@@ -162,9 +162,10 @@ class Grants(ABC):
     def _write(self, changes: GrantChanges) -> None:
         """Make ``changes``: revokes and untags first, then grants and tags."""
 
-    def apply(self, changes: GrantChanges) -> None:
-        """Check ``changes`` and make them; ``GrantError`` (one line) and nothing changed when
-        a principal does not exist or a grant may not be given."""
+    def check(self, changes: GrantChanges) -> None:
+        """``GrantError`` (one line) when a principal ``changes`` grants to does not exist here
+        or a grant or revoke may not be given by the caller; nothing is changed either way
+        (Plan can check what Commit will apply)."""
         if changes.empty:
             return
         missing = self.missing_principals(sorted(changes.principals))
@@ -179,4 +180,9 @@ class Grants(ABC):
                 f"{self.description}: Ferry may not give {refused[0]} (it is neither an "
                 f"administrator nor holds the grant option); nothing was granted or revoked"
             )
-        self._write(changes)
+
+    def apply(self, changes: GrantChanges) -> None:
+        """Check ``changes`` (``check``) and make them: revokes and untags first."""
+        self.check(changes)
+        if not changes.empty:
+            self._write(changes)

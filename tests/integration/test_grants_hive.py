@@ -163,8 +163,12 @@ def test_a_mapped_role_the_replica_does_not_have_changes_nothing(
     config = CatalogConfig.model_validate(
         {"name": "dr", "hive-metastore-uris": replica_catalog.description}
     )
+    replica_grants = open_grants(config, replica_catalog, AwsClients())
+    with pytest.raises(GrantError) as checked:
+        replica_grants.check(found)  # what Plan can ask before Commit applies
     with pytest.raises(GrantError) as raised:
-        open_grants(config, replica_catalog, AwsClients()).apply(found)
+        replica_grants.apply(found)
+    assert str(checked.value) == str(raised.value)
 
     assert str(raised.value) == (
         f"Hive metastore 'dr' ({replica_catalog.description}): principal ROLE:missing_{unique} "
