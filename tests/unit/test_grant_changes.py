@@ -53,7 +53,10 @@ def test_a_grant_the_replica_holds_already_is_not_given_again():
 
 
 def test_a_grant_revoked_at_the_source_is_revoked_at_the_replica():
-    replica = [Grant(REPLICA_ROLE, REPLICA_TABLE, "SELECT"), Grant(REPLICA_ROLE, REPLICA_TABLE, "INSERT")]
+    replica = [
+        Grant(REPLICA_ROLE, REPLICA_TABLE, "SELECT"),
+        Grant(REPLICA_ROLE, REPLICA_TABLE, "INSERT"),
+    ]
     result = changes([Grant(SOURCE_ROLE, SOURCE_TABLE, "SELECT")], replica)
     assert result.revoke == (Grant(REPLICA_ROLE, REPLICA_TABLE, "INSERT"),)
     assert result.grant == ()
@@ -118,3 +121,23 @@ def test_a_tag_removed_at_the_source_is_removed_at_the_replica_unless_revoke_is_
     assert removed.untag == (ResourceTag(REPLICA_TABLE, "team", "finance"),)
     kept = changes([], replica_tags=replica, tag_mappings=tag_mappings, revoke=False)
     assert kept.empty
+
+
+def test_the_changes_travel_as_json_and_come_back_equal():
+    """The plan document is pydantic JSON in S3: the changes must survive it, grantor too."""
+    from pydantic import TypeAdapter
+
+    found = changes(
+        [Grant(SOURCE_ROLE, GrantTarget("sales", "orders", excluded_columns=("ssn",)), "SELECT",
+               grantable=True, grantor=SOURCE_ROLE)],
+        [Grant(REPLICA_ROLE, REPLICA_TABLE, "INSERT")],
+        source_tags=[ResourceTag(SOURCE_TABLE, "team", "finance")],
+        tag_mappings={"team": TagMapping(key="team")},
+    )  # fmt: skip
+    adapter = TypeAdapter(GrantChanges)
+    back = adapter.validate_json(adapter.dump_json(found))
+    assert back == found
+    assert back.grant[0].grantor == REPLICA_ROLE
+    assert str(back.grant[0]) == (
+        f"SELECT on sales_dr.orders (all columns but ssn) to {REPLICA_ROLE} with grant option"
+    )
