@@ -27,8 +27,7 @@ def load(tmp_path, text):
     return load_config(path)
 
 
-def test_lake_formation_mappings_load(tmp_path):
-    config = load(tmp_path, GLUE + """
+LAKE_FORMATION = """
 permissions:
   lake-formation:
     principal-mappings:
@@ -38,7 +37,11 @@ permissions:
     tag-mappings:
       team: team
       env: {key: environment, values: {prod: dr}}
-""")
+"""
+
+
+def test_lake_formation_mappings_load(tmp_path):
+    config = load(tmp_path, GLUE + LAKE_FORMATION)
     lake_formation = config.permissions.lake_formation
     assert lake_formation.enabled and lake_formation.revoke
     assert lake_formation.principal_mappings == {
@@ -52,13 +55,16 @@ permissions:
     assert config.permissions.hive_privileges is None
 
 
-def test_hive_principals_load_with_their_type_upper_case(tmp_path):
-    config = load(tmp_path, HIVE + """
+HIVE_PRIVILEGES = """
 permissions:
   hive-privileges:
     revoke: false
     principal-mappings: {"role:analysts": "ROLE:analysts", "USER:etl": "user:etl_dr"}
-""")
+"""
+
+
+def test_hive_principals_load_with_their_type_upper_case(tmp_path):
+    config = load(tmp_path, HIVE + HIVE_PRIVILEGES)
     hive = config.permissions.hive_privileges
     assert hive.principal_mappings == {"ROLE:analysts": "ROLE:analysts", "USER:etl": "USER:etl_dr"}
     assert hive.revoke is False
@@ -90,7 +96,7 @@ def test_no_section_replicates_no_permissions(tmp_path):
     ],
     ids=["lf-source", "lf-replica", "tag-key", "unknown-key", "hive-principal",
          "lf-on-hive", "hive-on-glue"],
-)
+)  # fmt: skip
 def test_a_bad_mapping_is_one_line_naming_the_key(tmp_path, text, message):
     with pytest.raises(ConfigError) as raised:
         load(tmp_path, text)
