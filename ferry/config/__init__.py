@@ -16,8 +16,8 @@ One module per concept, each importing only the ones before it:
 - ``circus_train``: what Ferry does instead of each Circus Train key, and reading
   locations as Hadoop does;
 - ``assume_role``: the role that reaches a side in another AWS account;
-- ``catalogs`` (and notifications), ``copier_options``, ``housekeeping``, ``tables``,
-  ``triggers``: the sections of a file; ``replication``: the whole file;
+- ``catalogs`` (and notifications), ``copier_options``, ``housekeeping``, ``permissions``,
+  ``tables``, ``triggers``: the sections of a file; ``replication``: the whole file;
 - ``error_text`` and ``loading``: from a file to a config, or to one line of error.
 """
 
@@ -56,6 +56,12 @@ from ferry.config.housekeeping import (
 )
 from ferry.config.loading import load_config, load_config_uri, parse_config, parse_config_text
 from ferry.config.objectives import DEFAULT_PRIORITY, Priority
+from ferry.config.permissions import (
+    HivePrivileges,
+    LakeFormationPermissions,
+    PermissionsSettings,
+    TagMapping,
+)
 from ferry.config.replication import ReplicationConfig
 from ferry.config.schedules import check_schedule_expression, check_time_zone
 from ferry.config.tables import (
@@ -83,6 +89,10 @@ __all__ = [
     "CopierOptions",
     "EmrServerlessSettings",
     "GlueSettings",
+    "HivePrivileges",
+    "LakeFormationPermissions",
+    "PermissionsSettings",
+    "TagMapping",
     "Priority",
     "Housekeeping",
     "HousekeepingSettings",

@@ -14,6 +14,7 @@ from ferry.config.circus_train import METRICS, SDK_CREDENTIALS
 from ferry.config.copier_options import CopierOptions, EmrServerlessSettings
 from ferry.config.housekeeping import Housekeeping, HousekeepingSettings, OrphanedDataStrategy
 from ferry.config.objectives import DEFAULT_PRIORITY, Priority, parse_priority, parse_rpo
+from ferry.config.permissions import PermissionsSettings, check_permissions_catalogs
 from ferry.config.tables import TableReplication, TransformOptions
 from ferry.config.triggers import Triggers, check_catalog_events_source
 from ferry.core.errors import ConfigError
@@ -60,6 +61,8 @@ class ReplicationConfig(_Model):
     emr_serverless: EmrServerlessSettings | None = None
     housekeeping: HousekeepingSettings = Field(default_factory=HousekeepingSettings)
     triggers: Triggers = Field(default_factory=Triggers)
+    #: Which of the source's grants its replicas receive (none when absent).
+    permissions: PermissionsSettings = Field(default_factory=PermissionsSettings)
     # The defaults of every table: declared before table-replications, which they shape.
     copier_options: CopierOptions = Field(default_factory=CopierOptions)
     transform_options: TransformOptions = Field(default_factory=TransformOptions)
@@ -111,6 +114,15 @@ class ReplicationConfig(_Model):
                 "table-replications; give it table-replications or remove the triggers"
             )
         check_catalog_events_source(self.triggers, self.source_catalog.glue is not None)
+        return self
+
+    @model_validator(mode="after")
+    def _permissions_fit_the_catalogs(self) -> ReplicationConfig:
+        check_permissions_catalogs(
+            self.permissions,
+            self.source_catalog.glue is not None,
+            self.replica_catalog.glue is not None,
+        )
         return self
 
     @model_validator(mode="after")

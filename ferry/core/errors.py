@@ -197,6 +197,12 @@ class FailoverError(FerryError):
     sides with no winner named); nothing was changed."""
 
 
+class GrantError(FerryError):
+    """A source's grants cannot be given at the replica as the config maps them: a mapped
+    principal the replica's side does not have, a grant the replica's role may not give.
+    Found before any grant is given or revoked: nothing was changed. Not transient."""
+
+
 class AssumeRoleError(FerryError):
     """Ferry may not assume the role that reaches a side in another account (its trust
     policy does not name Ferry's role, the external id differs, the role does not exist),

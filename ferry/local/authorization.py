@@ -323,7 +323,7 @@ def _default_account() -> str:
 
 #: How each service says "denied": (HTTP status, error code, JSON or XML).
 _QUERY_CODES = {"sns": "AuthorizationError"}
-_REST_JSON = {"lambda", "emr-serverless", "scheduler"}
+_REST_JSON = {"lambda", "emr-serverless", "scheduler", "lakeformation"}
 
 
 def denied_response(service: str, method: str, message: str, bucket_region: str | None = None):

@@ -24,6 +24,7 @@ emulation, and a module each adds them into this process:
 answers a bucket's EventBridge notifications as S3 does, ``emulator_glue`` refuses an
 ``UpdateTable`` of a stale ``VersionId`` as Glue does and sends Glue's catalog events to
 EventBridge, ``emulator_glue_statistics`` serves Glue's column statistics calls,
+``emulator_lakeformation`` keeps grants' options and LF-tags as Lake Formation does,
 ``emulator_iam`` authorizes every request of the pipeline's roles as AWS would, and
 ``emulator_requests`` counts the requests the server serves (what the copy benchmark reads).
 ``emulator_snapshot`` keeps the emulated AWS's state across a stop and a start: restored
@@ -48,6 +49,7 @@ from ferry.local import (
     emulator_glue,
     emulator_glue_statistics,
     emulator_iam,
+    emulator_lakeformation,
     emulator_lambda,
     emulator_lambda_environments,
     emulator_redrive,
@@ -85,6 +87,7 @@ def install(
     emulator_s3.install()
     emulator_glue.install()
     emulator_glue_statistics.install()
+    emulator_lakeformation.install()
     emulator_dynamodb.install()
     fault_file = faults.FaultFile(state_dir / FAULTS_FILE)
     authorizer = Authorizer()

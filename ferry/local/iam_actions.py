@@ -5,7 +5,8 @@ The emulator's front door (``ferry.local.emulator_iam``) reads who signed a requ
 (``checks_of``) and hands them to ``ferry.local.authorization``. Each service's requests are
 mapped where its protocol puts the operation: S3 (``iam_actions_s3``); the JSON services,
 by ``X-Amz-Target`` (``iam_actions_json``); the query services, by the form's ``Action``
-(``iam_actions_query``); the REST services, by method and path (``iam_actions_rest``). A
+(``iam_actions_query``); the REST services, by method and path (``iam_actions_rest``;
+Lake Formation's, ``iam_actions_lakeformation``). A
 request no mapper knows is ``Unmodelled``: refused with a message that names it, never
 silently allowed.
 """
@@ -23,6 +24,7 @@ from ferry.local.iam_actions_json import (
     secretsmanager_checks,
     states_checks,
 )
+from ferry.local.iam_actions_lakeformation import lakeformation_checks
 from ferry.local.iam_actions_query import monitoring_checks, sns_checks, sts_checks
 from ferry.local.iam_actions_rest import emr_serverless_checks, lambda_checks, scheduler_checks
 from ferry.local.iam_actions_s3 import s3_checks
@@ -43,6 +45,7 @@ _MAPPERS: dict[str, Callable[[HttpRequest], list[Check] | Unmodelled]] = {
     "emr-serverless": emr_serverless_checks,
     "events": events_checks,
     "scheduler": scheduler_checks,
+    "lakeformation": lakeformation_checks,
 }
 
 
