@@ -57,6 +57,9 @@ def main() -> None:
     parser.add_argument("--kib", type=int, default=16)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument(
+        "--profile", action="store_true", help="profile one more Ferry run per path (cProfile)"
+    )
     arguments = parser.parse_args()
     home = Path(tempfile.mkdtemp(prefix="ferry-command-copy-"))
     ports = {name: processes.free_port() for name in ("aws", "source")}
@@ -126,13 +129,17 @@ def measure(home: Path, ports: dict[str, int], arguments: argparse.Namespace) ->
                 tools[name](round_)
                 seconds = time.perf_counter() - begun
                 best[name] = min(best.get(name, seconds), seconds)
+        if arguments.profile:
+            _ferry(home, catalog, path, arguments.rounds, environment, profile=True)
         counted = _objects(s3, f"{_slug(path)}/ferry-0/")
         assert counted == arguments.files, (path, counted)
         figures["paths"][path] = {name: round(seconds, 3) for name, seconds in best.items()}
     return figures
 
 
-def _ferry(home: Path, catalog: dict, path: str, round_: int, environment: dict) -> None:
+def _ferry(
+    home: Path, catalog: dict, path: str, round_: int, environment: dict, profile: bool = False
+) -> None:
     slug = _slug(path)
     config = home / f"{slug}-{round_}.yml"
     document = {
@@ -150,8 +157,10 @@ def _ferry(home: Path, catalog: dict, path: str, round_: int, environment: dict)
         ],
     }
     config.write_text(yaml.safe_dump(document, sort_keys=False))
+    profiled = home / f"{slug}.pstats"
+    profiler = ["-m", "cProfile", "-o", str(profiled)] if profile else []
     done = subprocess.run(
-        [sys.executable, "-m", "ferry.commands.cli", "replicate", str(config),
+        [sys.executable, *profiler, "-m", "ferry.commands.cli", "replicate", str(config),
          "--home", str(home / "ferry-home"), "--json"],
         capture_output=True, text=True, env=environment,
     )  # fmt: skip
@@ -159,6 +168,11 @@ def _ferry(home: Path, catalog: dict, path: str, round_: int, environment: dict)
         raise SystemExit(f"ferry replicate ({path}) failed: {done.stderr.strip()[-2000:]}")
     outcome = [table["status"] for table in json.loads(done.stdout)["tables"]]
     assert outcome == ["SUCCEEDED"], (path, outcome)
+    if profile:
+        import pstats
+
+        print(f"\n{path}: the profiled run's 30 costliest calls (cumulative)")
+        pstats.Stats(str(profiled)).sort_stats("cumulative").print_stats(30)
 
 
 def _source_name(path: str) -> str:
