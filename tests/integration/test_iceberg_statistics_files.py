@@ -1,0 +1,169 @@
+"""An Iceberg source's statistics files through ``ferry replicate`` (Hive → Hive): a Puffin
+file and a partition statistics file arrive at the replica with the same bytes, named below
+its location; a new snapshot's statistics, and statistics computed later for a snapshot the
+replica has, copy only their own file; statistics removed at the source leave the replica's
+metadata; housekeeping past the grace period deletes a statistics file only the replica's
+earlier metadata named, and never one its current metadata names.
+
+The source is committed through pyiceberg's ``HiveCatalog`` on the source metastore, its
+statistics files written as an engine writes them (``tests/iceberg_statistics.py``); the
+replica is read with ``HiveCatalog`` on the replica metastore.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from pyiceberg.catalog.hive import HiveCatalog
+from pyiceberg.table.puffin import PuffinFile
+
+from ferry.iceberg.paths import canonical
+from ferry.iceberg.pipeline import CurrentReferences
+from ferry.iceberg.recognise import metadata_location
+from ferry.lifecycle.replica_state import ReplicaState
+from ferry.replicas.ledger import SqliteStateStore
+from tests.conftest import NOW
+from tests.helpers import Replicator, at, config_document, housekept, housekept_paths
+from tests.iceberg_statistics import (
+    add_partition_statistics,
+    add_puffin_statistics,
+    remove_partition_statistics,
+)
+from tests.iceberg_tables import SCHEMA, SPEC, read_rows, rows
+from tests.integration.test_iceberg_pipeline import event_ids, replication
+
+pytestmark = pytest.mark.integration
+
+
+def local(uri: str) -> Path:
+    return Path(uri.removeprefix("file://").removeprefix("file:"))
+
+
+def statistics_of(table) -> list:
+    metadata = table.metadata
+    return [*metadata.statistics, *metadata.partition_statistics]
+
+
+def test_statistics_files_follow_the_source_and_housekeeping_keeps_the_ones_referenced(
+    local_runtime, replica_catalog, tmp_path, unique
+):
+    database = f"stats_{unique}"
+    writer = HiveCatalog("source", uri=local_runtime.source_uri, warehouse=tmp_path.as_uri())
+    writer.create_namespace(database)
+    table = writer.create_table(f"{database}.history", schema=SCHEMA, partition_spec=SPEC)
+    table.append(rows([1, 2, 3], ["eu", "us", "eu"]))
+    first_puffin = add_puffin_statistics(table)
+    add_partition_statistics(table)
+    table = writer.load_table(f"{database}.history")
+    target = tmp_path / "replica" / "history"
+    state = ReplicaState(SqliteStateStore(tmp_path / "state.sqlite3"))
+    replicator = Replicator(
+        config_document(local_runtime, [replication(database, target.as_uri())]),
+        event_ids=event_ids("ferry-20261125t120000000z"),
+        state=state,
+    )
+    replica_hive = HiveCatalog("replica", uri=local_runtime.replica_uri)
+
+    def replicate() -> tuple[str, int]:
+        (outcome,) = replicator.run()
+        assert outcome.status != "FAILED", outcome.error
+        return outcome.status, outcome.files
+
+    assert replicate() == ("SUCCEEDED", 4)  # two data files, two statistics files
+
+    replica = replica_hive.load_table(f"{database}_dr.history")
+    assert [s.snapshot_id for s in replica.snapshots()] == [
+        s.snapshot_id for s in table.snapshots()
+    ]
+    for theirs, ours in zip(statistics_of(table), statistics_of(replica), strict=True):
+        assert ours.statistics_path.startswith(f"{target.as_uri()}/metadata/")
+        assert (
+            local(ours.statistics_path).read_bytes() == local(theirs.statistics_path).read_bytes()
+        )
+        assert ours.snapshot_id == theirs.snapshot_id
+    (blob,) = PuffinFile(
+        local(replica.metadata.statistics[0].statistics_path).read_bytes()
+    ).footer.blobs
+    assert blob.snapshot_id == first_puffin.snapshot_id
+    old_puffin, old_partitions = (f.statistics_path for f in statistics_of(replica))
+    stamp = local(old_puffin).stat().st_mtime_ns
+
+    # A new snapshot with its statistics: its data file and its statistics file only.
+    table.append(rows([4], ["ap"]))
+    add_puffin_statistics(table, ndv=4)
+    assert replicate() == ("SUCCEEDED", 2)
+    # Partition statistics computed later for the snapshot the replica has: that file only.
+    add_partition_statistics(writer.load_table(f"{database}.history"))
+    assert replicate() == ("SUCCEEDED", 1)
+    table = writer.load_table(f"{database}.history")
+    replica = replica_hive.load_table(f"{database}_dr.history")
+    assert [
+        (f.snapshot_id, local(f.statistics_path).read_bytes()) for f in statistics_of(replica)
+    ] == [(f.snapshot_id, local(f.statistics_path).read_bytes()) for f in statistics_of(table)]
+    assert local(old_puffin).stat().st_mtime_ns == stamp
+    assert replicate() == ("UNCHANGED", 0)
+
+    # The source removes the first snapshot's statistics: the replica's metadata follows.
+    with table.update_statistics() as update:
+        update.remove_statistics(first_puffin.snapshot_id)
+    remove_partition_statistics(writer.load_table(f"{database}.history"), first_puffin.snapshot_id)
+    assert replicate()[0] == "SUCCEEDED"
+    replica = replica_hive.load_table(f"{database}_dr.history")
+    assert first_puffin.snapshot_id not in {f.snapshot_id for f in statistics_of(replica)}
+    assert len(statistics_of(replica)) == 2
+
+    # ... and sets the same Puffin file again: the replica names its copy again.
+    with writer.load_table(f"{database}.history").update_statistics() as update:
+        update.set_statistics(first_puffin)
+    assert replicate()[0] == "SUCCEEDED"
+    last = metadata_location(replica_catalog.get_table(f"{database}_dr", "history"))
+    kept = CurrentReferences(last)
+    assert old_puffin in kept and old_partitions not in kept
+
+    within = replicator.housekeeping(clock=at(NOW + timedelta(days=1)))
+    done = replicator.housekeeping(clock=at(NOW + timedelta(days=30)))
+
+    assert within.output["housekeeping"]["deleted"] == 0
+    assert done.status == "SUCCEEDED", (done.error, done.cause)
+    (report,) = housekept(done.output["housekeeping"])
+    assert {canonical(p) for p in housekept_paths(report, "deleted")} == {canonical(old_partitions)}
+    assert not local(old_partitions).exists()
+    assert local(old_puffin).read_bytes() == local(first_puffin.statistics_path).read_bytes()
+    replica = replica_hive.load_table(f"{database}_dr.history")
+    assert all(local(f.statistics_path).exists() for f in statistics_of(replica))
+    assert read_rows(replica) == read_rows(writer.load_table(f"{database}.history"))
+
+
+@pytest.mark.parametrize(
+    ("damage", "words"),
+    [
+        (lambda path: path.unlink(), "that its metadata names is missing"),
+        (lambda path: path.write_bytes(path.read_bytes()[:-1]), "bytes; its metadata says"),
+    ],
+    ids=["missing", "truncated"],
+)
+def test_a_statistics_file_missing_or_truncated_at_the_source_is_one_line_naming_it(
+    local_runtime, replica_catalog, tmp_path, unique, damage, words
+):
+    database = f"stats_{unique}"
+    writer = HiveCatalog("source", uri=local_runtime.source_uri, warehouse=tmp_path.as_uri())
+    writer.create_namespace(database)
+    table = writer.create_table(f"{database}.history", schema=SCHEMA, partition_spec=SPEC)
+    table.append(rows([1], ["eu"]))
+    statistics = add_puffin_statistics(table)
+    damage(local(statistics.statistics_path))
+    target = tmp_path / "replica" / "history"
+    replicator = Replicator(
+        config_document(local_runtime, [replication(database, target.as_uri())])
+    )
+
+    (outcome,) = replicator.run()
+
+    assert outcome.status == "FAILED", outcome
+    assert outcome.error_type == "IcebergMetadataError"
+    assert f"the statistics file {statistics.statistics_path}" in outcome.error
+    assert words in outcome.error and "\n" not in outcome.error
+    assert replica_catalog.get_table(f"{database}_dr", "history") is None
+    assert not target.exists() or not any(target.rglob("*"))
