@@ -40,6 +40,11 @@ def puffin_bytes(blobs: list[tuple[dict, bytes]], properties: dict[str, str]) ->
     return bytes(body + footer), len(footer)
 
 
+def metadata_folder(table: Table) -> str:
+    """Where an engine writes the table's statistics files: its metadata folder."""
+    return table.properties.get("write.metadata.path", f"{table.location()}/metadata").rstrip("/")
+
+
 def add_puffin_statistics(table: Table, field_id: int = 1, ndv: int = 3) -> StatisticsFile:
     """Write a Puffin statistics file for the table's current snapshot (one theta blob of
     column ``field_id``) under its ``metadata/`` and set it in the table's metadata."""
@@ -55,7 +60,7 @@ def add_puffin_statistics(table: Table, field_id: int = 1, ndv: int = 3) -> Stat
     data, footer_size = puffin_bytes(
         [(blob, f"theta sketch of {ndv}".encode())], {"created-by": "ferry tests"}
     )
-    path = f"{table.location()}/metadata/{snapshot.snapshot_id}-{uuid.uuid4()}.stats"
+    path = f"{metadata_folder(table)}/{snapshot.snapshot_id}-{uuid.uuid4()}.stats"
     with table.io.new_output(path).create() as stream:
         stream.write(data)
     statistics = StatisticsFile(
@@ -100,9 +105,7 @@ def add_partition_statistics(table: Table) -> PartitionStatisticsFile:
             "total_data_file_size_in_bytes": pa.array([c[2] for c in counts.values()], pa.int64()),
         }
     )
-    path = (
-        f"{table.location()}/metadata/partition-stats-{snapshot.snapshot_id}-{uuid.uuid4()}.parquet"
-    )
+    path = f"{metadata_folder(table)}/partition-stats-{snapshot.snapshot_id}-{uuid.uuid4()}.parquet"
     with table.io.new_output(path).create() as stream:
         pq.write_table(statistics, stream)
     partition_statistics = PartitionStatisticsFile(

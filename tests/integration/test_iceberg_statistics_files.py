@@ -24,8 +24,10 @@ from ferry.iceberg.pipeline import CurrentReferences
 from ferry.iceberg.recognise import metadata_location
 from ferry.lifecycle.replica_state import ReplicaState
 from ferry.replicas.ledger import SqliteStateStore
+from ferry.storage import fs
 from tests.conftest import NOW
 from tests.helpers import Replicator, at, config_document, housekept, housekept_paths
+from tests.iceberg_catalogs import glue_to_hive, hive_to_glue
 from tests.iceberg_statistics import (
     add_partition_statistics,
     add_puffin_statistics,
@@ -167,3 +169,41 @@ def test_a_statistics_file_missing_or_truncated_at_the_source_is_one_line_naming
     assert words in outcome.error and "\n" not in outcome.error
     assert replica_catalog.get_table(f"{database}_dr", "history") is None
     assert not target.exists() or not any(target.rglob("*"))
+
+
+@pytest.mark.parametrize(
+    "build", [hive_to_glue, glue_to_hive], ids=["hive-to-glue", "glue-to-hive"]
+)
+def test_statistics_files_cross_catalog_kinds_and_storage(
+    local_runtime, aws, s3_properties, tmp_path, unique, build
+):
+    """Local disk to S3 (Hive → Glue) and S3 to local disk (Glue → Hive)."""
+    case = build(local_runtime, aws, s3_properties, tmp_path, unique)
+    table = case.writer.load_table(case.source_identifier)
+    add_puffin_statistics(table)
+    add_partition_statistics(case.writer.load_table(case.source_identifier))
+    table = case.writer.load_table(case.source_identifier)
+    replicator = Replicator(case.document)
+
+    (outcome,) = replicator.run()
+
+    assert outcome.status == "SUCCEEDED", outcome.error
+    replica = case.reader.load_table(case.replica_identifier)
+    assert len(statistics_of(replica)) == 2
+    for theirs, ours in zip(statistics_of(table), statistics_of(replica), strict=True):
+        assert fs.normalise(ours.statistics_path).startswith(fs.normalise(case.target) + "/")
+        assert fs.read_bytes(ours.statistics_path) == fs.read_bytes(theirs.statistics_path)
+        assert ours.snapshot_id == theirs.snapshot_id == table.current_snapshot().snapshot_id
+    (blob,) = PuffinFile(fs.read_bytes(replica.metadata.statistics[0].statistics_path)).footer.blobs
+    assert blob.snapshot_id == table.current_snapshot().snapshot_id
+
+    add_puffin_statistics(table, field_id=2, ndv=3)  # recomputed: a new file replaces it
+
+    (outcome,) = replicator.run()
+
+    assert (outcome.status, outcome.files) == ("SUCCEEDED", 1)
+    table = case.writer.load_table(case.source_identifier)
+    replica = case.reader.load_table(case.replica_identifier)
+    assert [fs.read_bytes(f.statistics_path) for f in statistics_of(replica)] == [
+        fs.read_bytes(f.statistics_path) for f in statistics_of(table)
+    ]
