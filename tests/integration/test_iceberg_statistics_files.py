@@ -3,11 +3,14 @@ file and a partition statistics file arrive at the replica with the same bytes, 
 its location; a new snapshot's statistics, and statistics computed later for a snapshot the
 replica has, copy only their own file; statistics removed at the source leave the replica's
 metadata; housekeeping past the grace period deletes a statistics file only the replica's
-earlier metadata named, and never one its current metadata names.
+earlier metadata named, and never one its current metadata names. The same across catalog
+kinds and storage (Hive → Glue, Glue → Hive); a statistics file missing or truncated at the
+source is one line naming it; statistics computed in DR go home with a failback.
 
-The source is committed through pyiceberg's ``HiveCatalog`` on the source metastore, its
-statistics files written as an engine writes them (``tests/iceberg_statistics.py``); the
-replica is read with ``HiveCatalog`` on the replica metastore.
+Sources are committed through pyiceberg's catalog of their kind (``HiveCatalog`` on the
+source metastore, ``GlueCatalog`` on the emulated Glue), their statistics files written as an
+engine writes them (``tests/iceberg_statistics.py``); replicas are read through pyiceberg's
+catalog of the replica's kind.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from tests.iceberg_statistics import (
     remove_partition_statistics,
 )
 from tests.iceberg_tables import SCHEMA, SPEC, read_rows, rows
+from tests.integration.test_iceberg_failback import Sides
 from tests.integration.test_iceberg_pipeline import event_ids, replication
 
 pytestmark = pytest.mark.integration
@@ -207,3 +211,26 @@ def test_statistics_files_cross_catalog_kinds_and_storage(
     assert [fs.read_bytes(f.statistics_path) for f in statistics_of(replica)] == [
         fs.read_bytes(f.statistics_path) for f in statistics_of(table)
     ]
+
+
+def test_statistics_computed_in_dr_go_home_with_a_failback(
+    local_runtime, source_catalog, replica_catalog, tmp_path, unique
+):
+    """After a failover, an engine in DR appends and computes the new snapshot's statistics
+    on the promoted replica: the failback copies that Puffin file home with the snapshot,
+    named below the source's location, and the forward replication has nothing to do."""
+    sides = Sides(local_runtime, source_catalog, replica_catalog, tmp_path, unique, history=False)
+    sides.replica().append(rows([4], ["eu"]))
+    in_dr = add_puffin_statistics(sides.replica())
+
+    result = sides.fail_back()
+
+    assert result.written_home == (in_dr.snapshot_id,)
+    assert result.files_copied == 2  # the append's data file and its statistics file
+    source = sides.source()
+    (home,) = source.metadata.statistics
+    assert home.snapshot_id == in_dr.snapshot_id == source.current_snapshot().snapshot_id
+    assert home.statistics_path.startswith(source.location().rstrip("/") + "/metadata/")
+    assert local(home.statistics_path).read_bytes() == local(in_dr.statistics_path).read_bytes()
+    (forward,) = sides.replicator.run()
+    assert forward.status == "UNCHANGED", forward
