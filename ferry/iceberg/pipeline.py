@@ -161,7 +161,7 @@ def _stream_copies(
                 continue
             if entry.size != copy.size:
                 raise IcebergMetadataError(
-                    f"the data file {entry.uri} has {entry.size} bytes; its metadata says "
+                    f"the {copy.kind} {entry.uri} has {entry.size} bytes; its metadata says "
                     f"{copy.size}: the source changed under its metadata",
                     location=entry.uri,
                 )
@@ -171,10 +171,11 @@ def _stream_copies(
     if wanted:
         # The path mover refused every file outside the source's prefixes: what is left was
         # looked for where the metadata says, and is not there.
-        first = next(iter(wanted.values())).source
+        first = next(iter(wanted.values()))
         more = f" (and {len(wanted) - 1} more)" if len(wanted) > 1 else ""
         raise IcebergMetadataError(
-            f"the data file {first} that its metadata names is missing{more}", location=first
+            f"the {first.kind} {first.source} that its metadata names is missing{more}",
+            location=first.source,
         )
 
 
