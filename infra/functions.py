@@ -292,7 +292,7 @@ class Functions(Construct):
         if needs & {READ_GRANTS, WRITE_GRANTS}:
             allow_grants(
                 function, access.settings.configs.values(), access.settings.account,
-                write=WRITE_GRANTS in needs,
+                write=WRITE_GRANTS in needs, ad_hoc=access.settings.ad_hoc_access.grant_principals,
             )  # fmt: skip
         if READ_DATA in needs:
             access.read_data(function)

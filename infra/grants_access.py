@@ -1,7 +1,9 @@
 """The Lake Formation and IAM actions of replicating grants (``permissions.lake-formation``).
 
 Granted only when a deployed config has an enabled ``lake-formation`` section between Glue
-catalogs of this account (a side reached with ``assume-role`` is that role's to allow): Plan
+catalogs of this account (a side reached with ``assume-role`` is that role's to allow), or
+the environment's ``ad-hoc-access.grant-principals`` names principals of configs run by hand:
+Plan
 reads both sides' grants and LF-tags and checks on the replica's side that they can be given
 (``Grants.check``: ``GetDataLakeSettings``, the caller's own ``ListPermissions``, and each
 mapped principal with ``iam:GetRole`` / ``GetUser``); Commit reads the replica's again and
@@ -54,12 +56,20 @@ def mapped_principals(configs: Iterable[ReplicationConfig], account: str) -> lis
 
 
 def allow_grants(
-    grantee: iam.IGrantable, configs: Iterable[ReplicationConfig], account: str, *, write: bool
+    grantee: iam.IGrantable,
+    configs: Iterable[ReplicationConfig],
+    account: str,
+    *,
+    write: bool,
+    ad_hoc: Iterable[str] = (),
 ) -> None:
-    """Let ``grantee`` read (Plan) or also make (``write``: Commit) the configs' grants."""
-    principals = mapped_principals(configs, account)
-    if principals is None:
+    """Let ``grantee`` read (Plan) or also make (``write``: Commit) the configs' grants, and
+    those of configs run by hand whose mapped principals ``ad_hoc`` names
+    (``ad-hoc-access.grant-principals``)."""
+    mapped, ad_hoc = mapped_principals(configs, account), sorted(set(ad_hoc))
+    if mapped is None and not ad_hoc:
         return
+    principals = sorted({*(mapped or ()), *ad_hoc})
     actions = LAKE_FORMATION_READ + (LAKE_FORMATION_WRITE if write else ())
     grantee.grant_principal.add_to_principal_policy(
         iam.PolicyStatement(actions=list(actions), resources=["*"])

@@ -43,14 +43,14 @@ def planned_permissions(replicator: Replicator, source_table: str) -> dict:
 class Lake:
     """A Glue source table, roles to map, and the emulated Lake Formation of both sides."""
 
-    def __init__(self, unique: str, tmp_path):
+    def __init__(self, unique: str, tmp_path, prefix: str = "src"):
         session = boto3.session.Session(region_name="us-east-1")
         self.lf, self.glue, self.iam = (
             session.client(name) for name in ("lakeformation", "glue", "iam")
         )
         identity = session.client("sts").get_caller_identity()
         self.account, self.caller = identity["Account"], principal_of(identity["Arn"])
-        self.source_db, self.replica_db = f"src_{unique}", f"src_{unique}_dr"
+        self.source_db, self.replica_db = f"{prefix}_{unique}", f"{prefix}_{unique}_dr"
         self.glue.create_database(DatabaseInput={"Name": self.source_db})
         self.glue.create_table(
             DatabaseName=self.source_db,
