@@ -187,18 +187,19 @@ def test_glue_mapping_to_a_role_that_does_not_exist_fails_plan_and_changes_nothi
     )
 
 
-def test_glue_grant_the_replica_role_may_not_give_fails_plan_and_changes_nothing(lake):
+def test_glue_grant_the_replica_role_may_not_give_is_one_line_of_ferry_replicate(
+    lake, write_config
+):
     analyst, analyst_dr = lake.roles["analyst"], lake.roles["analyst-dr"]
     lake.grant(analyst, lake.source_table(), ["SELECT"])
     lake.admins()  # Ferry's role is no data lake administrator, and holds no grant option
 
-    [outcome] = Replicator(lake.config(None, {analyst: analyst_dr})).run()
+    result = ferry("replicate", str(write_config(lake.config(None, {analyst: analyst_dr}))))
 
-    assert (outcome.status, outcome.error_type) == ("FAILED", "GrantError")
-    assert f"Ferry may not give SELECT on {lake.replica_db}.orders to {analyst_dr}" in (
-        outcome.error
-    )
-    assert "\n" not in outcome.error
+    assert result.returncode == 1, result.stdout + result.stderr
+    line = failed_line(result)
+    assert "GrantError" in line
+    assert f"Ferry may not give SELECT on {lake.replica_db}.orders to {analyst_dr}" in line
     assert not any(
         d["Name"] == lake.replica_db for d in lake.glue.get_databases()["DatabaseList"]
     )
