@@ -103,6 +103,8 @@ bench: setup
 	$(BIN)/python bench/status_scale.py
 	$(BIN)/python bench/fixed_cost.py
 	$(BIN)/python bench/lambda_init.py
+	$(BIN)/python bench/partition_scale.py
+	$(BIN)/python bench/command_copy.py
 
 # The CloudFormation template of each environment, into cdk.out/ (no AWS account, no Docker):
 # the Lambda bundle and the Spark job's environment are built from platform wheels on the way,

@@ -179,6 +179,10 @@ def replicate_across(case: CrossCatalog, replicate: Replicate) -> None:
     assert read_rows(replica) == read_rows(source_table)
     assert read_rows(replica, earlier) == read_rows(source_table, earlier)
     assert files_naming(case.target, case.source_location) == []
+    # Its statistics file too: the same bytes, below the replica's location.
+    (theirs,), (ours,) = source_table.metadata.statistics, replica.metadata.statistics
+    assert fs.normalise(ours.statistics_path).startswith(fs.normalise(case.target) + "/")
+    assert fs.read_bytes(ours.statistics_path) == fs.read_bytes(theirs.statistics_path)
 
     # Nothing changed at the source: nothing copied, the entry as it was.
     status, copied = replicate()

@@ -61,7 +61,6 @@ from ferry.failover.promotion import failover_id_of, unpromote
 from ferry.failover.reverse import reverse_document
 from ferry.failover.side_changes import compare
 from ferry.failover.sides import replica_side, source_side
-from ferry.iceberg.failback_snapshots import fail_back_iceberg
 from ferry.iceberg.recognise import is_iceberg
 from ferry.planning import source_versions
 from ferry.storage import fs
@@ -292,6 +291,9 @@ def _iceberg_failback(
     def record_source(snapshot_id: int | None, snapshot_ms: int | None) -> dict[str, str]:
         version = str(source_versions.of_iceberg(snapshot_id, snapshot_ms))
         return source_versions.recorded_parameters(version, read_at)
+
+    # Imported here: pyiceberg is for Iceberg tables only (test_cold_start_imports.py).
+    from ferry.iceberg.failback_snapshots import fail_back_iceberg
 
     result = fail_back_iceberg(
         replication,

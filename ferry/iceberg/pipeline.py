@@ -39,6 +39,7 @@ from pyiceberg.table.metadata import TableMetadata, TableMetadataUtil
 from ferry.copying.manifest import CopyRoot, ManifestWriter, Rewrite, batch_rewrites
 from ferry.core.errors import CopyIncompleteError, IcebergMetadataError, ReplicaGuardError
 from ferry.iceberg.fileio import FerryFileIO
+from ferry.iceberg.iceberg_run import IcebergIntent, IcebergRun
 from ferry.iceberg.paths import canonical
 from ferry.iceberg.reading import is_live, read_manifest, read_table_metadata, referenced_files
 from ferry.iceberg.rewrite import DeleteFiles, ManifestWork, RewriteContext, rewrite_manifest
@@ -57,34 +58,6 @@ _STAGED = TypeAdapter(StagedCommit)
 
 
 @dataclass(frozen=True)
-class IcebergRun:
-    """What Plan decided (and staged) for an Iceberg table; Commit writes and registers it,
-    Abort undoes it. Travels in the run's plan document."""
-
-    #: The replica's next metadata.json (its current one when it is up to date).
-    metadata_location: str
-    #: The replica's current metadata.json, None for a first replication.
-    previous_metadata_location: str | None
-    #: The metadata files the run writes (manifests: the copiers; manifest lists and the
-    #: metadata.json: Commit), all new names.
-    written: tuple[str, ...] = ()
-    #: Position delete files the run rewrites for the replica (the copiers, with manifests).
-    rewritten_deletes: tuple[str, ...] = ()
-    #: Source snapshots the replica gets in this run.
-    new_snapshot_ids: tuple[int, ...] = ()
-    #: The metadata files the run writes (or would: ``ferry plan``): manifests, manifest
-    #: lists, the metadata.json, and rewritten position delete files.
-    metadata_files: int = 0
-    #: What Commit writes (``StagedCommit``), staged by Plan in the run's folder; None for
-    #: a preview.
-    staged: str | None = None
-
-    @property
-    def changed(self) -> bool:
-        return self.metadata_location != self.previous_metadata_location
-
-
-@dataclass(frozen=True)
 class PlannedIceberg:
     """What Plan decided (``run``, which travels on) and the metadata it decided from, for
     the replica's catalog entry (``ferry.iceberg.registration``)."""
@@ -96,23 +69,6 @@ class PlannedIceberg:
     replica: TableMetadata
     #: The replica's current metadata before the run; None for a first replication.
     previous: TableMetadata | None
-
-
-@dataclass(frozen=True)
-class IcebergIntent:
-    """What a run is about to write at an Iceberg replica, known before it writes any of it
-    (the write-ahead record ``ferry.lifecycle.replica_state`` ledgers, so that a run killed before
-    its Abort leaves nothing housekeeping cannot find)."""
-
-    #: The replica's table location, where every file below is written.
-    root: str
-    #: The source table's location (its metadata's): nothing inside it is ever deleted.
-    source_location: str
-    #: The metadata files (manifests, manifest lists, metadata.json) and the rewritten
-    #: position delete files.
-    files: tuple[str, ...]
-    #: The run's manifest: the copies (as many as the source's new files; read when needed).
-    manifest_uri: str | None
 
 
 def plan_iceberg(
@@ -205,7 +161,7 @@ def _stream_copies(
                 continue
             if entry.size != copy.size:
                 raise IcebergMetadataError(
-                    f"the data file {entry.uri} has {entry.size} bytes; its metadata says "
+                    f"the {copy.kind} {entry.uri} has {entry.size} bytes; its metadata says "
                     f"{copy.size}: the source changed under its metadata",
                     location=entry.uri,
                 )
@@ -215,10 +171,11 @@ def _stream_copies(
     if wanted:
         # The path mover refused every file outside the source's prefixes: what is left was
         # looked for where the metadata says, and is not there.
-        first = next(iter(wanted.values())).source
+        first = next(iter(wanted.values()))
         more = f" (and {len(wanted) - 1} more)" if len(wanted) > 1 else ""
         raise IcebergMetadataError(
-            f"the data file {first} that its metadata names is missing{more}", location=first
+            f"the {first.kind} {first.source} that its metadata names is missing{more}",
+            location=first.source,
         )
 
 

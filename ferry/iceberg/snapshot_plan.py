@@ -40,6 +40,8 @@ class FileCopy:
     source: str
     target: str
     size: int
+    #: What the file is, as an error about it names it.
+    kind: str = "data file"
 
 
 @dataclass(frozen=True)
@@ -346,7 +348,12 @@ def _statistics_copies(
     if replica is not None:
         have = {f.statistics_path for f in [*replica.statistics, *replica.partition_statistics]}
     return tuple(
-        FileCopy(f.statistics_path, mover.move(f.statistics_path), f.file_size_in_bytes)
+        FileCopy(
+            f.statistics_path,
+            mover.move(f.statistics_path),
+            f.file_size_in_bytes,
+            kind="statistics file",
+        )
         for f in [*source.statistics, *source.partition_statistics]
         if mover.move(f.statistics_path) not in have
     )

@@ -14,7 +14,6 @@ from typing import Any
 
 from ferry.catalog import Catalog
 from ferry.core.errors import CopyError, describe_error
-from ferry.iceberg.pipeline import remove_unreferenced
 from ferry.iceberg.recognise import metadata_location
 from ferry.lifecycle.committing import release_claim, snapshot_references
 from ferry.planning.plan_document import PlanDocument
@@ -90,6 +89,9 @@ def clean_up(plan: ReplicationPlan, replica: Catalog, keep: bool = False) -> dic
     if plan.iceberg is not None and plan.iceberg.changed:
         # An Iceberg replica has no snapshot folder: this run's new metadata files go, unless
         # the replica's current metadata (its commit went through) references them.
+        # Imported here: pyiceberg is for Iceberg tables only (test_cold_start_imports.py).
+        from ferry.iceberg.pipeline import remove_unreferenced
+
         current = replica.get_table(table.database, table.name)
         now = metadata_location(current) if current is not None else None
         outcome["metadataRemoved"] = remove_unreferenced(plan.iceberg, now)

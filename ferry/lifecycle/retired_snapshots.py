@@ -49,7 +49,6 @@ from ferry.catalog.locations import DatabaseReferences, Paths, locations_of
 from ferry.config import Housekeeping, ReplicationConfig, ReplicationMode, TableReplication
 from ferry.core.duration import format_duration
 from ferry.core.errors import FerryError
-from ferry.iceberg.pipeline import CurrentReferences
 from ferry.iceberg.recognise import is_iceberg, metadata_location
 from ferry.lifecycle import snapshot_records
 from ferry.lifecycle.housekeeping_report import (
@@ -145,7 +144,10 @@ def _housekeep_table(
     entries = [e for e in entries if not e.intent]
     if (table is not None and is_iceberg(table)) or (table is None and intents):
         # An Iceberg replica (or the first run of one, which never committed): the ledger's
-        # files and the runs' intents, against its current metadata read now.
+        # files and the runs' intents, against its current metadata read now. Imported
+        # here: pyiceberg is for Iceberg tables only (test_cold_start_imports.py).
+        from ferry.iceberg.pipeline import CurrentReferences
+
         iceberg = snapshot_records.iceberg_ownership(
             state,
             key,

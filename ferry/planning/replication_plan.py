@@ -20,7 +20,7 @@ from ferry.config import ReplicationMode, TableReplication
 from ferry.copying.manifest import ManifestSummary, ManifestWriter
 from ferry.core.clock import Clock
 from ferry.core.model import Partition, Table
-from ferry.iceberg.pipeline import IcebergRun
+from ferry.iceberg.iceberg_run import IcebergRun
 from ferry.planning.diff import PartitionChange, definition
 from ferry.replicas.replica import replica_parameters
 from ferry.storage.avro import SchemaCopy

@@ -18,11 +18,10 @@ from ferry.config import TableReplication
 from ferry.copying.manifest import ManifestWriter
 from ferry.core.clock import Clock
 from ferry.core.errors import ReplicaGuardError
-from ferry.iceberg.pipeline import IcebergIntent
+from ferry.iceberg.iceberg_run import IcebergIntent
 from ferry.iceberg.recognise import is_iceberg
 from ferry.planning.dropped_source import plan_source_gone
 from ferry.planning.hive_plan import plan_hive_table
-from ferry.planning.iceberg_plan import plan_iceberg_table
 from ferry.planning.replication_plan import PlanInputs, ReplicationPlan
 from ferry.replicas.replica import check_not_promoted, check_replica_guard
 
@@ -87,5 +86,9 @@ def _plan(
             "replicate to another table)"
         )
     if is_iceberg(source_table):
+        # Imported here: pyiceberg is for Iceberg tables only (a Hive table's run starts
+        # without it; tests/unit/test_cold_start_imports.py).
+        from ferry.planning.iceberg_plan import plan_iceberg_table
+
         return plan_iceberg_table(inputs, source_table, intend)
     return plan_hive_table(inputs, source_table, list_threads)

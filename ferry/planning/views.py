@@ -9,9 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import sqlglot
-from sqlglot import exp
-
 from ferry.core.errors import ReplicationModeError
 
 
@@ -21,6 +18,11 @@ def rewrite_view_sql(
     """``sql`` with every table named in ``mappings`` (``db.table`` → ``db.table``) replaced."""
     if not sql or not mappings:
         return sql
+    # Imported here: a view with table-mappings is the only user of a SQL parser, and most
+    # runs have none (tests/unit/test_cold_start_imports.py).
+    import sqlglot
+    from sqlglot import exp
+
     lookup = {key.lower(): value for key, value in mappings.items()}
     try:
         tree = sqlglot.parse_one(sql, read="hive")

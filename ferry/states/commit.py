@@ -14,7 +14,6 @@ from typing import Any
 from ferry.copying.copy_records import recorded_batches
 from ferry.core import faults
 from ferry.core.errors import CopyIncompleteError, FerryError
-from ferry.iceberg.pipeline import commit_metadata
 from ferry.lifecycle import replica_state, snapshot_records
 from ferry.lifecycle.committing import DEFAULT_CLAIM_LEASE, commit
 from ferry.planning.grants_plan import apply_grants
@@ -44,6 +43,9 @@ def run(context: StateContext, payload: PlannedRun | Mapping[str, Any]) -> Commi
             )
     if plan.iceberg is not None and plan.iceberg.changed:
         # The manifest lists and metadata.json, then every file the run brought, checked.
+        # Imported here: pyiceberg is for Iceberg tables only (test_cold_start_imports.py).
+        from ferry.iceberg.pipeline import commit_metadata
+
         commit_metadata(plan.iceberg)
     state = context.state
     with context.open(config.replica_catalog) as replica:

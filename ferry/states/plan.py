@@ -16,7 +16,7 @@ from ferry.config import CopierOptions, ReplicationConfig, TableReplication
 from ferry.copying.manifest import ManifestWriter
 from ferry.copying.side_credentials import write_sides
 from ferry.core import faults
-from ferry.iceberg.pipeline import IcebergIntent
+from ferry.iceberg.iceberg_run import IcebergIntent
 from ferry.lifecycle import attempts, iceberg_intent, replica_state, snapshot_records
 from ferry.lifecycle.notify import START
 from ferry.planning.grants_plan import plan_grants

@@ -16,6 +16,7 @@ from pyiceberg.catalog.hive import HiveCatalog
 
 from ferry.iceberg.recognise import metadata_location
 from tests.helpers import Replicator, config_document
+from tests.iceberg_statistics import add_puffin_statistics
 from tests.iceberg_tables import SCHEMA, SPEC, add_position_delete, read_rows, rows
 from tests.integration.test_iceberg_pipeline import replication
 
@@ -44,6 +45,8 @@ def test_folders_outside_the_location_are_replicated_below_the_replicas_own(
     first = table.current_snapshot().snapshot_id
     table.append(rows([4, 5], ["ap", "us"]))
     table = add_position_delete(table, "ap", [0])
+    statistics = add_puffin_statistics(table)  # in the metadata folder, as engines write it
+    assert statistics.statistics_path.startswith(meta.as_uri() + "/")
     source_files = {p for p in tmp_path.rglob("*") if p.is_file()}
     # pyiceberg wrote data and metadata to the two folders; the hand-written delete, to the
     # location's data/ and metadata/.
@@ -66,6 +69,11 @@ def test_folders_outside_the_location_are_replicated_below_the_replicas_own(
     assert registered.startswith(target.as_uri() + "/metadata/")
     assert replica.properties["write.data.path"] == target.as_uri() + "/data"
     assert replica.properties["write.metadata.path"] == target.as_uri() + "/metadata"
+    (copy,) = replica.metadata.statistics
+    assert copy.statistics_path.startswith(target.as_uri() + "/metadata/")
+    assert Path(copy.statistics_path.removeprefix("file:").removeprefix("//")).read_bytes() == (
+        Path(statistics.statistics_path.removeprefix("file:").removeprefix("//")).read_bytes()
+    )
     # Every data file has its copy below the replica's data/, in the same hashed folders.
     copied = {p.relative_to(target / "data") for p in (target / "data").rglob("*.parquet")}
     originals = {p.relative_to(data) for p in data.rglob("*.parquet")}

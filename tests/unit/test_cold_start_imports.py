@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from ferry.statemachine import ALL_FUNCTIONS
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -37,6 +39,20 @@ def imported_after(code: str) -> set[str]:
         ("ferry.statemachine", {"pyiceberg", "sqlglot"}),
         ("ferry.planning.runs", {"pyiceberg", "sqlglot"}),
         ("ferry.lifecycle.notify", {"pyiceberg", "sqlglot"}),
+        # The plan's model names an Iceberg run's values (ferry.iceberg.iceberg_run), not
+        # pyiceberg; Plan imports the Iceberg planner for an Iceberg table, the view SQL
+        # rewriter's parser for a view with table-mappings.
+        ("ferry.planning.replication_plan", {"pyiceberg", "sqlglot"}),
+        ("ferry.planning.plan_document", {"pyiceberg", "sqlglot"}),
+        ("ferry.planning.table_plan", {"pyiceberg", "sqlglot"}),
+        ("ferry.planning.views", {"sqlglot"}),
+        ("ferry.states.plan", {"pyiceberg", "sqlglot"}),
+        # Commit, Abort, Summarize, Housekeeping and failback write or read Iceberg metadata
+        # for an Iceberg table only.
+        ("ferry.states.commit", {"pyiceberg", "sqlglot"}),
+        ("ferry.lifecycle.aborting", {"pyiceberg", "sqlglot"}),
+        ("ferry.lifecycle.retired_snapshots", {"pyiceberg", "sqlglot"}),
+        ("ferry.failover.config_failback", {"pyiceberg", "sqlglot"}),
         # The S3 copy batch of a Hive table rewrites no Iceberg manifest.
         ("ferry.lifecycle.copy_work", {"pyiceberg"}),
         # A config without a partition filter renders no template.
@@ -72,15 +88,21 @@ def test_a_config_without_a_partition_filter_loads_without_jinja2(tmp_path):
     )
 
 
-#: The functions that never read a plan, an Iceberg table's metadata or a view's SQL.
-NEITHER_PLAN_NOR_ICEBERG = (
-    "s3_copy_batch", "claim_changes", "close_window", "catalog_events", "catalog_poller",
-    "freshness_check", "failover_switch", "failover", "resolve_tables",
-)  # fmt: skip
+#: Every function of the state machines: none imports pyiceberg or sqlglot at its init (the
+#: states that read a plan import them for an Iceberg table or a view's SQL when they meet one).
+ALL_FUNCTION_MODULES = tuple(
+    handler.rsplit(".", 1)[0] for handler in sorted(ALL_FUNCTIONS.values())
+)
 
 
-@pytest.mark.parametrize("function", NEITHER_PLAN_NOR_ICEBERG)
-def test_a_function_that_reads_no_plan_starts_without_pyiceberg_and_sqlglot(function):
+@pytest.mark.parametrize("module", ALL_FUNCTION_MODULES)
+def test_a_function_starts_without_pyiceberg_and_sqlglot(module):
     # Every state context opens the replica's state (ferry.lifecycle.replica_state); a run's
-    # records, which name the plan's model, are apart (ferry.lifecycle.snapshot_records).
-    assert not {"pyiceberg", "sqlglot"} & imported_after(f"import lambdas.{function}")
+    # records, which name the plan's model, are apart (ferry.lifecycle.snapshot_records);
+    # the plan's model holds an Iceberg run as plain values (ferry.iceberg.iceberg_run).
+    assert not {"pyiceberg", "sqlglot"} & imported_after(f"import {module}")
+
+
+def test_the_functions_checked_are_the_deployed_ones():
+    assert len(ALL_FUNCTION_MODULES) == len(ALL_FUNCTIONS) >= 18
+    assert all(module.startswith("lambdas.") for module in ALL_FUNCTION_MODULES)

@@ -1,0 +1,70 @@
+"""A run with nothing to do imports only what it uses: ``ferry replicate`` of a Hive table
+already replicated, as a person runs it (a new process), loads neither pyiceberg nor sqlglot,
+nor Jinja2 (no partition filter) nor rich's progress bar (nothing copied), and still finds
+the table unchanged through every guard (``tests/unit/test_cold_start_imports.py`` holds the
+modules' imports; this holds the run)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers import config_document
+
+pytestmark = pytest.mark.integration
+
+#: The no-op run in a fresh interpreter; the modules it loaded are written to ``argv[1]``.
+RUN_AND_LIST_MODULES = """
+import json, sys
+from pathlib import Path
+from ferry.commands.cli import main
+code = main(sys.argv[2:])
+Path(sys.argv[1]).write_text(json.dumps(sorted(sys.modules)))
+sys.exit(code)
+"""
+
+
+def test_a_hive_table_with_nothing_to_do_imports_no_iceberg_sql_parser_or_templates(
+    local_runtime, sample, replica_catalog, write_config, tmp_path
+):
+    replica_database = f"{sample.database}_dr"
+    config = write_config(
+        config_document(
+            local_runtime,
+            [
+                {
+                    "source-table": {"database-name": sample.database, "table-name": "orders"},
+                    "replica-table": {
+                        "database-name": replica_database,
+                        "table-location": (tmp_path / "dr" / "orders").as_uri(),
+                    },
+                }
+            ],
+        )
+    )
+    arguments = ["replicate", str(config), "--home", str(tmp_path / "home"), "--json"]
+    environment = {**os.environ}
+    first = subprocess.run(
+        [sys.executable, "-m", "ferry.commands.cli", *arguments],
+        capture_output=True, text=True, timeout=300, env=environment,
+    )  # fmt: skip
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert [t["status"] for t in json.loads(first.stdout)["tables"]] == ["SUCCEEDED"]
+    replicated = replica_catalog.get_table(replica_database, "orders")
+
+    modules = tmp_path / "modules.json"
+    again = subprocess.run(
+        [sys.executable, "-c", RUN_AND_LIST_MODULES, str(modules), *arguments],
+        capture_output=True, text=True, timeout=300, env=environment,
+    )  # fmt: skip
+
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert [t["status"] for t in json.loads(again.stdout)["tables"]] == ["UNCHANGED"]
+    assert replica_catalog.get_table(replica_database, "orders") == replicated
+    loaded = set(json.loads(modules.read_text()))
+    assert "ferry.planning.table_plan" in loaded  # it planned
+    assert not {"pyiceberg", "sqlglot", "jinja2", "rich.progress"} & loaded
