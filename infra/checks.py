@@ -26,6 +26,7 @@ from constructs import IConstruct
 
 from ferry.core.resource_names import NAME_RULES, name_problem
 from infra.bundling import LAMBDA_RUNTIME
+from infra.grants_access import LAKE_FORMATION_READ, LAKE_FORMATION_WRITE
 from infra.network import NETWORK_INTERFACE_ACTIONS
 from infra.settings import SettingsError
 
@@ -158,6 +159,11 @@ def _settings_reason(resource: str, settings: Any) -> str | None:
             )
     if resource in topics:
         return "Topics the environment's settings name by pattern (ad-hoc-access.topics)"
+    if settings is not None and resource in settings.ad_hoc_access.grant_principals:
+        return (
+            "IAM roles the environment's settings name by pattern "
+            "(ad-hoc-access.grant-principals): looked up before Lake Formation grants to them"
+        )
     if settings is not None and resource in settings.ad_hoc_access.assume_roles:
         return (
             "Roles of another account the environment's settings name by pattern "
@@ -252,8 +258,9 @@ def _shape_reasons(
         (
             lambda r: r == "*" and _only_service_wide_actions(path, stack),
             "X-Ray tracing, CloudWatch Logs delivery, a VPC function's network interfaces "
-            "(created by Lambda with the function's role) and CloudWatch metric data (one "
-            "namespace, by its condition) have no resource-level permissions",
+            "(created by Lambda with the function's role), CloudWatch metric data (one "
+            "namespace, by its condition) and Lake Formation's permissions and LF-tags have "
+            "no resource-level permissions",
         ),
     ]
 
@@ -262,6 +269,8 @@ def _shape_reasons(
 #: Lambda names itself).
 SERVICE_WIDE_ACTIONS = {
     *NETWORK_INTERFACE_ACTIONS,
+    *LAKE_FORMATION_READ,
+    *LAKE_FORMATION_WRITE,
     "xray:PutTraceSegments",
     "xray:PutTelemetryRecords",
     "xray:GetSamplingRules",

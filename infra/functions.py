@@ -28,6 +28,7 @@ from infra.assets import lambda_code
 from infra.configs import ReplicationConfigs
 from infra.dead_letters import ASYNC_MAX_EVENT_AGE, ASYNC_RETRY_ATTEMPTS, dead_letter_queue
 from infra.encryption import Encryption
+from infra.grants_access import allow_grants
 from infra.network import Network, allow_network_interfaces, network
 from infra.removal import KEEP
 from infra.settings import EnvironmentSettings
@@ -50,6 +51,10 @@ PUT_METRICS = "put-metrics"
 BUDGET_STATE = "budget-state"
 #: Reads and alters the configured replica tables (``DataAccess.promote_replicas``).
 PROMOTE_REPLICAS = "promote-replicas"
+#: Reads both sides' Lake Formation grants and checks the replica's (``infra/grants_access.py``).
+READ_GRANTS = "read-grants"
+#: Gives and revokes the replica's Lake Formation grants and LF-tags.
+WRITE_GRANTS = "write-grants"
 #: Failback's reverse run, as the settings' ``failback`` allows: its snapshots below the
 #: sources' locations, the source tables (``DataAccess.write_sources``).
 FAILBACK = "failback"
@@ -59,7 +64,7 @@ NEEDS: dict[str, frozenset[str]] = {
     "ResolveTables": frozenset({CATALOGS}),  # expands patterns and databases
     # Lock, START, diff, listing (an Iceberg table's metadata read too): it writes only its
     # run's own files in the work bucket, never below a replica.
-    "Plan": frozenset({CATALOGS, READ_DATA, STATE, PUBLISH}),
+    "Plan": frozenset({CATALOGS, READ_DATA, STATE, PUBLISH, READ_GRANTS}),
     # A copy removes an object of its own snapshot that fails verification (corrupt, short,
     # its source changed): nothing wrong is left where the commit would point.
     "InlineCopy": frozenset({READ_DATA, WRITE_REPLICAS, DELETE_REPLICAS, FAILBACK}),
@@ -68,7 +73,9 @@ NEEDS: dict[str, frozenset[str]] = {
     "CopySlot": frozenset({BUDGET_STATE}),
     # Avro schema copies, an Iceberg replica's manifest lists and metadata.json, the replica's
     # catalog, the ledger of superseded snapshots.
-    "Commit": frozenset({CATALOGS, WRITE_CATALOG, READ_DATA, WRITE_REPLICAS, STATE, FAILBACK}),
+    "Commit": frozenset(
+        {CATALOGS, WRITE_CATALOG, READ_DATA, WRITE_REPLICAS, STATE, FAILBACK, WRITE_GRANTS}
+    ),
     "NotifySuccess": frozenset({STATE, PUBLISH}),  # SUCCESS, then the lock is released
     # Removes an unreferenced snapshot (asking the catalog first), FAILURE, the lock.
     "Abort": frozenset(
@@ -282,6 +289,11 @@ class Functions(Construct):
             access.read_catalogs(function)
         if WRITE_CATALOG in needs:
             access.write_replica_catalog(function)
+        if needs & {READ_GRANTS, WRITE_GRANTS}:
+            allow_grants(
+                function, access.settings.configs.values(), access.settings.account,
+                write=WRITE_GRANTS in needs, ad_hoc=access.settings.ad_hoc_access.grant_principals,
+            )  # fmt: skip
         if READ_DATA in needs:
             access.read_data(function)
         if WRITE_REPLICAS in needs:

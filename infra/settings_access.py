@@ -98,6 +98,10 @@ class AdHocAccess(SettingsModel):
     #: Roles of other accounts (ARNs, IAM wildcards allowed) such configs assume
     #: (``assume-role``): the DR roles of ``infra/dr_account.py``.
     assume_roles: list[str] = Field(default_factory=list)
+    #: IAM roles and users (ARNs, IAM wildcards allowed) such configs map Lake Formation
+    #: grants to (``permissions.lake-formation``): with any, Plan and Commit get the Lake
+    #: Formation actions of replicating grants (``infra/grants_access.py``).
+    grant_principals: list[str] = Field(default_factory=list)
 
     @field_validator("assume_roles")
     @classmethod
@@ -106,6 +110,14 @@ class AdHocAccess(SettingsModel):
             if not re.fullmatch(r"arn:aws[\w-]*:iam::\d{12}:role/[\w+=,.@/*?-]+", role):
                 raise ValueError(f"{role!r} is not an IAM role ARN")
         return roles
+
+    @field_validator("grant_principals")
+    @classmethod
+    def _principal_arns(cls, principals: list[str]) -> list[str]:
+        for principal in principals:
+            if not re.fullmatch(r"arn:aws[\w-]*:iam::\d{12}:(role|user)/[\w+=,.@/*?-]+", principal):
+                raise ValueError(f"{principal!r} is not an IAM role or user ARN")
+        return principals
 
     @field_validator("topics")
     @classmethod

@@ -122,6 +122,19 @@ class GrantChanges:
         """The replica's principals these changes grant to."""
         return {grant.principal for grant in self.grant}
 
+    def counts(self, *, carried: bool = True) -> dict[str, int]:
+        """How many grants, revokes, tags and untags (none when not ``carried``), and how many
+        source principals and tags were left unmapped: what the SUCCESS message says."""
+        done = (self.grant, self.revoke, self.tag, self.untag) if carried else ((),) * 4
+        return {
+            "granted": len(done[0]),
+            "revoked": len(done[1]),
+            "tagged": len(done[2]),
+            "untagged": len(done[3]),
+            "unmappedPrincipals": len(self.unmapped_principals),
+            "unmappedTags": len(self.unmapped_tags),
+        }
+
     def notices(self) -> list[str]:
         """One line for each source principal or tag that no mapping covers."""
         return [

@@ -5,7 +5,8 @@ that were deleted at the source (with ``PROPAGATE_DELETES``), the files and byte
 be copied, and the copier that would copy them — exactly what Plan would decide. For an
 Iceberg table: the source snapshots the replica lacks (their ids), the files and bytes to
 copy, and how many metadata files a run would write (of them, the manifests the copier
-rewrites).
+rewrites). With a ``permissions`` section: the grants and LF-tags the replica would be given
+or lose, and the source principals and tags no mapping covers.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from rich.markup import escape
 from ferry.commands import EXIT_FAILED, EXIT_OK, check_regions, load_selected
 from ferry.commands.replicate import human_bytes, plural
 from ferry.core.errors import FerryError
+from ferry.planning.grants_preview import preview_lines
 from ferry.storage.aws import AwsClients
 
 #: At most this many partitions are listed per kind of change (all of them with --json).
@@ -83,6 +85,7 @@ def _print(console: Console, entry: dict[str, Any]) -> None:
         return
     if entry["unchanged"]:
         console.print(f"[green]=[/green] {head}  unchanged: nothing to copy or alter")
+        _print_permissions(console, entry)
         return
     copy = (
         f"would copy {plural(entry['files'], 'file')}, {human_bytes(entry['bytes'])} "
@@ -128,6 +131,13 @@ def _print(console: Console, entry: dict[str, Any]) -> None:
         console.print("    the table's data changed")
     if entry["partitionFilter"]:
         console.print(f"    partition filter: {escape(entry['partitionFilter'])}")
+    _print_permissions(console, entry)
+
+
+def _print_permissions(console: Console, entry: dict[str, Any]) -> None:
+    """The grants the replica would get or lose, and what no mapping covers."""
+    for line in preview_lines(entry.get("permissions")):
+        console.print(f"    permissions: {escape(line)}")
 
 
 def _counts(changes: list[dict[str, Any]]) -> dict[str, int]:

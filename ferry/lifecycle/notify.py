@@ -68,6 +68,9 @@ class ReplicationEvent:
     #: An Iceberg table's SUCCESS: the replica's metadata now and before, and the source
     #: snapshots it got; None for every other table.
     iceberg: IcebergChange | None = None
+    #: SUCCESS of a config with a ``permissions`` section: how many grants, revokes, tags and
+    #: untags the replica got, and how many source principals and tags no mapping covers.
+    permissions: Mapping[str, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -126,6 +129,11 @@ def replication_event(
         error_message=error_message,
         headers=config.sns_event_listener.headers if config.sns_event_listener else {},
         iceberg=_iceberg_change(plan, copied) if kind == SUCCESS else None,
+        permissions=(
+            plan.grants.counts(carried=copied)
+            if kind == SUCCESS and plan is not None and plan.grants is not None
+            else None
+        ),
     )
 
 
@@ -178,6 +186,8 @@ def message_body(event: ReplicationEvent, max_bytes: int = SNS_MAX_BYTES - _HEAD
             "previousMetadataLocation": event.iceberg.previous_metadata_location,
             "addedSnapshotIds": list(event.iceberg.added_snapshot_ids),
         }
+    if event.type == SUCCESS and event.permissions is not None:
+        message["permissions"] = dict(event.permissions)
     if event.type == FAILURE:
         message["errorMessage"] = event.error_message or ""
     body = json.dumps(message)

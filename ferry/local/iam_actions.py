@@ -25,7 +25,7 @@ from ferry.local.iam_actions_json import (
     states_checks,
 )
 from ferry.local.iam_actions_lakeformation import lakeformation_checks
-from ferry.local.iam_actions_query import monitoring_checks, sns_checks, sts_checks
+from ferry.local.iam_actions_query import iam_checks, monitoring_checks, sns_checks, sts_checks
 from ferry.local.iam_actions_rest import emr_serverless_checks, lambda_checks, scheduler_checks
 from ferry.local.iam_actions_s3 import s3_checks
 from ferry.local.iam_request import HttpRequest, Unmodelled
@@ -46,6 +46,7 @@ _MAPPERS: dict[str, Callable[[HttpRequest], list[Check] | Unmodelled]] = {
     "events": events_checks,
     "scheduler": scheduler_checks,
     "lakeformation": lakeformation_checks,
+    "iam": iam_checks,
 }
 
 

@@ -1,5 +1,5 @@
 """The IAM checks of a request to a query service, whose operation is the form's ``Action``:
-SNS, STS and CloudWatch (to which botocore speaks JSON 1.0 as well)."""
+SNS, STS, IAM and CloudWatch (to which botocore speaks JSON 1.0 as well)."""
 
 from __future__ import annotations
 
@@ -44,3 +44,16 @@ def monitoring_checks(request: HttpRequest) -> list[Check] | Unmodelled:
         namespace = str(body.get("Namespace", ""))
         return [Check("cloudwatch:PutMetricData", "*", {"cloudwatch:namespace": namespace})]
     return Unmodelled(f"monitoring {operation}")
+
+
+def iam_checks(request: HttpRequest) -> list[Check] | Unmodelled:
+    """IAM's reads Ferry makes (a mapped principal looked up before it is granted to:
+    ``ferry.catalog.grants_lakeformation``): ``iam:GetRole`` / ``GetUser`` on the role or
+    user of the caller's account (IAM's ARNs name no region)."""
+    form = request.form()
+    operation = form.get("Action", "")
+    kinds = {"GetRole": ("role", "RoleName"), "GetUser": ("user", "UserName")}
+    if operation not in kinds or not form.get(kinds[operation][1]):
+        return Unmodelled(f"iam {operation}")
+    kind, name = kinds[operation][0], form[kinds[operation][1]]
+    return [Check(f"iam:{operation}", f"arn:aws:iam::{request.account}:{kind}/{name}")]

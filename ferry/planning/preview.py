@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ferry.core.model import partition_name
+from ferry.planning.grants_preview import grants_preview
 from ferry.planning.replication_plan import ReplicationPlan
 from ferry.planning.runs import CopierKind
 
@@ -37,6 +38,7 @@ def preview_of(plan: ReplicationPlan, copier: CopierKind) -> dict[str, Any]:
             for change in plan.changes
         ],
         "iceberg": _iceberg(plan),
+        "permissions": grants_preview(plan.grants),
     }
 
 

@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from ferry.catalog import Catalog
+from ferry.catalog.grants import GrantChanges
 from ferry.config import ReplicationMode, TableReplication
 from ferry.copying.manifest import ManifestSummary, ManifestWriter
 from ferry.core.clock import Clock
@@ -64,6 +65,9 @@ class ReplicationPlan:
     iceberg: IcebergRun | None = None
     #: The source version this plan read (``ferry.planning.source_versions``): Commit records it.
     source_version: str | None = None
+    #: Grants and LF-tags the replica needs to match its source's (``permissions``:
+    #: ``ferry.planning.grants_plan``); None when the config has no such section.
+    grants: GrantChanges | None = None
 
     @property
     def mode(self) -> ReplicationMode:
@@ -86,11 +90,14 @@ class ReplicationPlan:
     def unchanged(self) -> bool:
         """True when writing would change nothing a reader sees.
 
-        That is: no partition to add, alter or drop, the table's data (unpartitioned) is the
-        same, and the replica table already has the definition this plan would give it
-        (schema, storage, parameters), ignoring when and by which event it was written.
+        That is: no partition to add, alter or drop, no grant to give or revoke, the table's
+        data (unpartitioned) is the same, and the replica table already has the definition
+        this plan would give it (schema, storage, parameters), ignoring when and by which
+        event it was written.
         """
         if self.replica_partitions or self.partitions_to_drop or self.drop_table:
+            return False
+        if self.grants is not None and not self.grants.empty:
             return False
         if self.replica_before is None or self.overwrite:
             return False

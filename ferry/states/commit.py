@@ -12,9 +12,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from ferry.copying.copy_records import recorded_batches
+from ferry.core import faults
 from ferry.core.errors import CopyIncompleteError, FerryError
 from ferry.lifecycle import replica_state, snapshot_records
 from ferry.lifecycle.committing import DEFAULT_CLAIM_LEASE, commit
+from ferry.planning.grants_plan import apply_grants
 from ferry.planning.plan_document import read_plan
 from ferry.planning.runs import CopierKind, RunLocations
 from ferry.planning.source_versions import recorded_parameters
@@ -59,6 +61,9 @@ def run(context: StateContext, payload: PlannedRun | Mapping[str, Any]) -> Commi
             recorded_parameters(plan.source_version, document.source_read_at),
             adopt=document.adopt or plan.replica_table.qualified_name.lower() in context.adopt,
         )
+        # Who may read it, once the table carries its schema (column grants name its columns).
+        apply_grants(plan, config, replica, context.aws)
+        faults.point("commit.grants-applied")
         key = context.replica_key(config, plan.replication)
         snapshot_records.committed(state, key, plan, replica, before, context.clock(), where.root)
     context.release_copy_slot(plan.event_id)

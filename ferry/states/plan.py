@@ -19,6 +19,7 @@ from ferry.core import faults
 from ferry.iceberg.iceberg_run import IcebergIntent
 from ferry.lifecycle import attempts, iceberg_intent, replica_state, snapshot_records
 from ferry.lifecycle.notify import START
+from ferry.planning.grants_plan import plan_grants
 from ferry.planning.plan_document import PlanDocument, write_plan
 from ferry.planning.preflight import check_writable
 from ferry.planning.preview import preview_of
@@ -79,6 +80,8 @@ def run(context: StateContext, payload: PlanInput | Mapping[str, Any]) -> PlanRe
             intend,
             adopt=adopted,
         )  # fmt: skip
+        # Who may read it: checked on the replica's side now, given by Commit.
+        plan = plan_grants(plan, config, source, replica, context.aws)
     snapshot_records.snapshot_created(context.state, key, plan, context.clock())
     for notice in plan.notices:
         logger.warning("%s", notice)
@@ -188,6 +191,7 @@ def preview(
         plan = plan_replication(
             replication, source, replica, "<event-id>", context.clock, options.listing_threads
         )
+        plan = plan_grants(plan, config, source, replica, context.aws)
     location = replication.replica_table.table_location
     if probe and plan.snapshot_location and location:
         s3 = None
