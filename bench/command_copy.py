@@ -171,8 +171,8 @@ def _ferry(
     if profile:
         import pstats
 
-        print(f"\n{path}: the profiled run's 30 costliest calls (cumulative)")
-        pstats.Stats(str(profiled)).sort_stats("cumulative").print_stats(30)
+        print(f"\n{path}: the profiled run's 40 costliest of Ferry's own calls (cumulative)")
+        pstats.Stats(str(profiled)).sort_stats("cumulative").print_stats("/ferry/", 40)
 
 
 def _source_name(path: str) -> str:
