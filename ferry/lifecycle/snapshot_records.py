@@ -262,7 +262,10 @@ def committed(
     if state is None:
         return []
     superseded: list[tuple[str, str]] = []
-    if before is not None:
+    # Only what the replica referenced before can be superseded: a replica that referenced
+    # nothing (its first commit) is not read again, which on a first run of many
+    # partitions would list every partition just written.
+    if before:
         table = plan.replica_table
         after = referenced_locations(replica, table.database, table.name)
         owner = ownership(state, replica_key_, plan.replication, after, table.parameters)
