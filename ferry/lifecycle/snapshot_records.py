@@ -8,7 +8,8 @@ The states call the functions here with the run's ``ReplicaState``
   write (what makes it Ferry's to delete later, ``ferry.replicas.ownership``);
 - **Commit**: ``locations_before_commit`` reads every location the replica references before
   anything is written (kept in the run's folder, so a retried commit uses the first attempt's),
-  and ``committed`` records in the ledger each one no longer referenced afterwards that lies in
+  and ``committed`` records in the ledger each one no longer referenced afterwards (worked out
+  from before and the plan where it can be, ``ferry.lifecycle.commit_locations``) that lies in
   a snapshot folder Ferry created (and an Iceberg run's retired files), fulfils the run's
   intent (``ferry.lifecycle.iceberg_intent``), then releases the lock.
 
@@ -28,10 +29,10 @@ from ferry.catalog import Catalog
 from ferry.catalog.locations import (
     DatabaseReferences,
     ReferencedLocations,
-    referenced_locations,
 )
 from ferry.config import ReplicationMode, TableReplication
 from ferry.iceberg.recognise import moved_since_commit
+from ferry.lifecycle.commit_locations import BeforeCommit, after_commit, read_before
 from ferry.lifecycle.iceberg_intent import ICEBERG_INTENT, intended_files
 from ferry.lifecycle.replica_state import ReplicaState
 from ferry.replicas.ledger import CreatedSnapshot, LedgerEntry
@@ -211,7 +212,7 @@ def _intent_fulfilled(
 
 def locations_before_commit(
     state: ReplicaState | None, plan: ReplicationPlan, replica: Catalog, run_root: str
-) -> list[str] | None:
+) -> BeforeCommit | None:
     """What the replica references before this commit writes anything (None: not needed).
 
     Kept under the run's folder the first time: a commit retried after it wrote part of the
@@ -222,11 +223,11 @@ def locations_before_commit(
         return None
     where = fs.join(run_root, BEFORE_COMMIT)
     if fs.exists(where):
-        return json.loads(fs.read_bytes(where))
+        return BeforeCommit.from_json(json.loads(fs.read_bytes(where)))
     table = plan.replica_table
-    locations = referenced_locations(replica, table.database, table.name).locations
-    fs.write_bytes(where, json.dumps(locations).encode())
-    return locations
+    before = read_before(replica, table.database, table.name)
+    fs.write_bytes(where, json.dumps(before.to_json()).encode())
+    return before
 
 
 def superseded_locations(
@@ -250,7 +251,7 @@ def committed(
     replica_key_: str,
     plan: ReplicationPlan,
     replica: Catalog,
-    before: list[str] | None,
+    before: BeforeCommit | None,
     now: datetime,
     run_root: str | None = None,
 ) -> list[str]:
@@ -262,11 +263,14 @@ def committed(
     if state is None:
         return []
     superseded: list[tuple[str, str]] = []
-    if before is not None:
+    # Only what the replica referenced before can be superseded: a replica that referenced
+    # nothing (its first commit) is not read again, which on a first run of many
+    # partitions would list every partition just written.
+    if before:
         table = plan.replica_table
-        after = referenced_locations(replica, table.database, table.name)
+        after = after_commit(replica, before, plan)
         owner = ownership(state, replica_key_, plan.replication, after, table.parameters)
-        superseded = superseded_locations(before, after.locations, owner)
+        superseded = superseded_locations(before.locations, after.locations, owner)
         _ledger(state, replica_key_, plan, superseded, now)
     if plan.iceberg is not None and plan.iceberg.changed:
         from ferry.iceberg.pipeline import retired_by
