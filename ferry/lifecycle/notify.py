@@ -68,6 +68,9 @@ class ReplicationEvent:
     #: An Iceberg table's SUCCESS: the replica's metadata now and before, and the source
     #: snapshots it got; None for every other table.
     iceberg: IcebergChange | None = None
+    #: A SUCCESS's column statistics and keys written, counted (``statistics_carried``);
+    #: None when there were none.
+    statistics: Mapping[str, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -126,7 +129,25 @@ def replication_event(
         error_message=error_message,
         headers=config.sns_event_listener.headers if config.sns_event_listener else {},
         iceberg=_iceberg_change(plan, copied) if kind == SUCCESS else None,
+        statistics=statistics_carried(plan) if kind == SUCCESS and copied else None,
     )
+
+
+def statistics_carried(plan: ReplicationPlan | None) -> dict[str, int] | None:
+    """What a committed plan wrote of column statistics and keys: the table's columns, the
+    partitions and their columns, the keys added and dropped; None for none."""
+    from ferry.planning.statistics_records import statistics_counts
+
+    counts = statistics_counts(plan.statistics if plan is not None else None)
+    if counts is None:
+        return None
+    return {
+        "tableColumns": counts["tableColumns"],
+        "partitions": counts["partitions"],
+        "partitionColumns": counts["partitionColumns"],
+        "keysAdded": counts["keysToAdd"],
+        "keysDropped": counts["keysToDrop"],
+    }
 
 
 def _iceberg_change(plan: ReplicationPlan | None, copied: bool) -> IcebergChange | None:
@@ -178,6 +199,8 @@ def message_body(event: ReplicationEvent, max_bytes: int = SNS_MAX_BYTES - _HEAD
             "previousMetadataLocation": event.iceberg.previous_metadata_location,
             "addedSnapshotIds": list(event.iceberg.added_snapshot_ids),
         }
+    if event.type == SUCCESS and event.statistics:
+        message["statistics"] = dict(event.statistics)  # counts: a few bytes whatever the table
     if event.type == FAILURE:
         message["errorMessage"] = event.error_message or ""
     body = json.dumps(message)

@@ -7,6 +7,7 @@ from typing import Any
 from ferry.core.model import partition_name
 from ferry.planning.replication_plan import ReplicationPlan
 from ferry.planning.runs import CopierKind
+from ferry.planning.statistics_records import statistics_counts
 
 
 def preview_of(plan: ReplicationPlan, copier: CopierKind) -> dict[str, Any]:
@@ -37,6 +38,8 @@ def preview_of(plan: ReplicationPlan, copier: CopierKind) -> dict[str, Any]:
             for change in plan.changes
         ],
         "iceberg": _iceberg(plan),
+        "statistics": statistics_counts(plan.statistics),
+        "notices": list(plan.notices),
     }
 
 

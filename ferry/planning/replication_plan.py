@@ -21,6 +21,7 @@ from ferry.core.clock import Clock
 from ferry.core.model import Partition, Table
 from ferry.iceberg.pipeline import IcebergRun
 from ferry.planning.diff import PartitionChange, definition
+from ferry.planning.statistics_records import StatisticsPlan
 from ferry.replicas.replica import replica_parameters
 from ferry.storage.avro import SchemaCopy
 
@@ -64,6 +65,9 @@ class ReplicationPlan:
     iceberg: IcebergRun | None = None
     #: The source version this plan read (``ferry.planning.source_versions``): Commit records it.
     source_version: str | None = None
+    #: A Hive-format table's column statistics and keys that Commit writes
+    #: (``ferry.planning.statistics_plan``); None when there are none to write.
+    statistics: StatisticsPlan | None = None
 
     @property
     def mode(self) -> ReplicationMode:
@@ -91,6 +95,8 @@ class ReplicationPlan:
         (schema, storage, parameters), ignoring when and by which event it was written.
         """
         if self.replica_partitions or self.partitions_to_drop or self.drop_table:
+            return False
+        if self.statistics:
             return False
         if self.replica_before is None or self.overwrite:
             return False
