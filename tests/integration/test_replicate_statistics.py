@@ -10,6 +10,8 @@ from dataclasses import replace
 
 import pytest
 
+from ferry.commands.plan import run_plan
+from ferry.core import faults
 from ferry.core.statistics import ColumnStatistics, Constraints, ForeignKey, PrimaryKey
 from ferry.core.statistics import StatisticsKind as K
 from ferry.local.samples import create_sample_tables, last_days
@@ -242,3 +244,61 @@ def test_glue_to_hive_carries_statistics(local_runtime, analyzed, replica_catalo
     assert replica_catalog.get_constraints(replica) == Constraints()
     again = _run(local_runtime, [_entry(sample, "orders", target)], source=GLUE)
     assert [o.status for o in again] == ["UNCHANGED"]
+
+
+@pytest.mark.parametrize("point", ["commit.partition-statistics", "commit.table-statistics"])
+def test_a_commit_that_fails_between_its_statistics_writes_converges_on_the_next_run(
+    local_runtime, analyzed, replica_catalog, tmp_path, point
+):
+    source, sample = analyzed("hive")
+    target = (tmp_path / "replica").as_uri()
+    both = [_entry(sample, "customers", target), _entry(sample, "orders", target)]
+    _run(local_runtime, both[:1])
+
+    with faults.armed(faults.Fault(point, times=1000)):
+        [_, failed] = _run(local_runtime, both)
+
+    assert failed.status == "FAILED" and "InjectedFault" in (failed.error_type or ""), failed
+    [_, rerun] = _run(local_runtime, both)
+    assert rerun.status == "SUCCEEDED", rerun.error
+    orders = replica_catalog.get_table(f"{sample.database}_dr", "orders")
+    assert replica_catalog.get_column_statistics(orders) == source.get_column_statistics(
+        sample.orders
+    )
+    assert _partition_statistics(replica_catalog, orders, sample.days) == _partition_statistics(
+        source, sample.orders, sample.days
+    )
+    assert replica_catalog.get_constraints(orders).names == _order_keys(sample.database).names
+    assert [o.status for o in _run(local_runtime, both)] == ["UNCHANGED", "UNCHANGED"]
+
+
+def test_ferry_plan_counts_what_would_be_written_and_success_says_what_was(
+    local_runtime, analyzed, replica_catalog, tmp_path, consumer, capsys
+):
+    source, sample = analyzed("hive")
+    topic, messages = consumer
+    target = (tmp_path / "replica").as_uri()
+    document = config_document(
+        local_runtime,
+        [_entry(sample, "orders", target)],
+        **{"sns-event-listener": {"topic": topic}},
+    )
+    replicator = Replicator(document, event_ids=event_ids())
+    capsys.readouterr()
+
+    assert run_plan(replicator.config_path, as_json=True) == 0
+    (table,) = json.loads(capsys.readouterr().out)["tables"]
+    assert run_plan(replicator.config_path) == 0
+    human = capsys.readouterr().out
+    [outcome] = replicator.run()
+
+    expected = {"tableColumns": 3, "partitions": 3, "partitionColumns": 9}
+    assert table["statistics"] == {**expected, "keysToAdd": 1, "keysToDrop": 0}
+    assert (
+        "would write column statistics of the table (3 columns), column statistics of "
+        "3 partitions, 1 key to add"
+    ) in human
+    assert f"foreign key fk_customer_{sample.database} not replicated" in human
+    assert outcome.status == "SUCCEEDED", outcome.error
+    success = [m["body"] for m in messages() if m["body"]["type"] == "SUCCESS"]
+    assert [m["statistics"] for m in success] == [{**expected, "keysAdded": 1, "keysDropped": 0}]
