@@ -6,6 +6,9 @@ Glue), a second run changes nothing and a source ``ANALYZE`` alone is carried by
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from dataclasses import replace
 
 import pytest
@@ -302,3 +305,42 @@ def test_ferry_plan_counts_what_would_be_written_and_success_says_what_was(
     assert outcome.status == "SUCCEEDED", outcome.error
     success = [m["body"] for m in messages() if m["body"]["type"] == "SUCCESS"]
     assert [m["statistics"] for m in success] == [{**expected, "keysAdded": 1, "keysDropped": 0}]
+
+
+def _spark_sql(uri: str, warehouse: str, *statements: str) -> list[list]:
+    """The last statement's rows, from Spark SQL on the metastore at ``uri``."""
+    ran = subprocess.run(
+        [sys.executable, "-m", "tests.integration.spark_sql", uri, warehouse, *statements],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYSPARK_PYTHON": sys.executable},
+    )
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    return json.loads(ran.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.spark
+def test_spark_reads_the_replicated_statistics_of_a_column(
+    local_runtime, source_catalog, replica_catalog, sample, tmp_path
+):
+    target = (tmp_path / "replica").as_uri()
+    warehouse = (tmp_path / "spark-warehouse").as_uri()
+    describe = "DESCRIBE EXTENDED {}.orders amount"
+    source_rows = _spark_sql(
+        local_runtime.source_uri,
+        warehouse,
+        f"ANALYZE TABLE {sample.database}.orders COMPUTE STATISTICS FOR COLUMNS amount",
+        describe.format(sample.database),
+    )
+
+    [orders] = _run(local_runtime, [_entry(sample, "orders", target)])
+
+    assert orders.status == "SUCCEEDED", orders.error
+    replica_rows = _spark_sql(
+        local_runtime.replica_uri, warehouse, describe.format(f"{sample.database}_dr")
+    )
+    described = dict(map(tuple, replica_rows))
+    assert described == dict(map(tuple, source_rows))
+    assert described["num_nulls"] == "0" and described["min"] not in ("NULL", None)
+    assert described["distinct_count"] not in ("NULL", None)
