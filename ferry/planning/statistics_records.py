@@ -90,7 +90,7 @@ def _value(kind: StatisticsKind, text: str | None) -> int | float | Decimal | da
         return Decimal(text)
     if kind is StatisticsKind.DATE:
         return date.fromisoformat(text)
-    raise ValueError(f"{kind} statistics hold no low or high value ({text!r})")
+    return None  # BOOLEAN, STRING and BINARY statistics have no low or high in either catalog
 
 
 @dataclass(frozen=True)

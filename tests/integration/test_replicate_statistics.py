@@ -344,3 +344,28 @@ def test_spark_reads_the_replicated_statistics_of_a_column(
     assert described == dict(map(tuple, source_rows))
     assert described["num_nulls"] == "0" and described["min"] not in ("NULL", None)
     assert described["distinct_count"] not in ("NULL", None)
+
+
+def test_statistics_the_replica_column_cannot_hold_are_one_notice_and_the_rest_arrive(
+    local_runtime, analyzed, replica_catalog, tmp_path
+):
+    # Glue keeps a column's statistics when its type changes: these DOUBLE statistics now
+    # describe a string column, which holds STRING statistics.
+    source, sample = analyzed("glue")
+    columns = tuple(
+        replace(c, type="string") if c.name == "amount" else c for c in sample.orders.storage.columns
+    )
+    retyped = replace(sample.orders, storage=replace(sample.orders.storage, columns=columns))
+    source.alter_table(retyped)
+    target = (tmp_path / "replica").as_uri()
+
+    [orders] = _run(local_runtime, [_entry(sample, "orders", target)], source=GLUE)
+
+    assert orders.status == "SUCCEEDED", orders.error
+    assert orders.notices == (
+        f"{sample.database}_dr.orders: column statistics not replicated: column amount: DOUBLE "
+        "statistics, but its replica type string holds STRING statistics",
+    )
+    replica = replica_catalog.get_table(f"{sample.database}_dr", "orders")
+    expected = {s.column: s for s in _order_statistics(0) if s.column != "amount"}
+    assert replica_catalog.get_column_statistics(replica) == expected
