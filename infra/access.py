@@ -26,6 +26,10 @@ GLUE_READ = (
     "glue:GetPartition",
     "glue:GetPartitions",
     "glue:BatchGetPartition",
+    # Column statistics: AWS's API reference names GetTable / GetPartition for these, the
+    # service authorization reference their own actions; a role holds both.
+    "glue:GetColumnStatisticsForTable",
+    "glue:GetColumnStatisticsForPartition",
 )
 GLUE_WRITE = (
     "glue:CreateDatabase",
@@ -39,6 +43,10 @@ GLUE_WRITE = (
     "glue:BatchUpdatePartition",
     "glue:DeletePartition",
     "glue:BatchDeletePartition",
+    "glue:UpdateColumnStatisticsForTable",
+    "glue:UpdateColumnStatisticsForPartition",
+    "glue:DeleteColumnStatisticsForTable",
+    "glue:DeleteColumnStatisticsForPartition",
 )
 #: What a failover does in the replica catalog: read a replica table, its partitions (the
 #: baseline), and mark it promoted (``ferry.failover.promotion``).

@@ -131,12 +131,16 @@ def _print(console: Console, entry: dict[str, Any]) -> None:
         console.print("    the table's data changed")
     if entry["partitionFilter"]:
         console.print(f"    partition filter: {escape(entry['partitionFilter'])}")
+    if entry.get("statistics"):
+        console.print(f"    {statistics_line(entry['statistics'])}")
+    for notice in entry.get("notices") or ():
+        console.print(f"    [yellow]![/yellow] {escape(notice)}")
     _print_permissions(console, entry)
 
 
 def _print_permissions(console: Console, entry: dict[str, Any]) -> None:
-    """The grants the replica would get or lose, and what no mapping covers."""
-    for line in preview_lines(entry.get("permissions")):
+    """The grants the replica would get or lose (what no mapping covers is a notice)."""
+    for line in preview_lines(entry.get("permissions"), unmapped=False):
         console.print(f"    permissions: {escape(line)}")
 
 
@@ -145,3 +149,17 @@ def _counts(changes: list[dict[str, Any]]) -> dict[str, int]:
     for change in changes:
         counts[change["change"]] = counts.get(change["change"], 0) + 1
     return counts
+
+
+def statistics_line(counts: dict[str, int]) -> str:
+    """What a plan writes of column statistics and keys, in one line."""
+    parts = []
+    if counts["tableColumns"]:
+        parts.append(f"column statistics of the table ({plural(counts['tableColumns'], 'column')})")
+    if counts["partitions"]:
+        parts.append(f"column statistics of {plural(counts['partitions'], 'partition')}")
+    if counts["keysToAdd"]:
+        parts.append(f"{plural(counts['keysToAdd'], 'key')} to add")
+    if counts["keysToDrop"]:
+        parts.append(f"{plural(counts['keysToDrop'], 'key')} to drop")
+    return "would write " + ", ".join(parts)

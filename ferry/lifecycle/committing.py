@@ -37,6 +37,7 @@ from ferry.core.errors import CatalogError, ConcurrentChangeError, ReplicaChange
 from ferry.core.model import Database, Table
 from ferry.iceberg.paths import canonical
 from ferry.iceberg.recognise import metadata_location
+from ferry.lifecycle.statistics_commit import write_partition_statistics, write_table_statistics
 from ferry.planning.replication_plan import ReplicationPlan
 from ferry.replicas.replica import (
     CIRCUS_TRAIN_REPLICATION_EVENT,
@@ -164,11 +165,13 @@ def commit(
         _create(replica, table, plan)
         faults.point("commit.table-created")
     added, altered, dropped = _write_partitions(replica, table, plan, current, batch_size)
+    write_partition_statistics(replica, table, plan)
     if current is not None:
         try:  # last, and only while the claim is still this event's
             replica.alter_table_if(table, COMMIT_CLAIM, mine)
         except ConcurrentChangeError as error:
             raise _lost(plan, error) from None
+    write_table_statistics(replica, table, plan)  # after the table's last alter
     return CommitResult(current is None, added, altered, dropped)
 
 

@@ -71,6 +71,9 @@ class ReplicationEvent:
     #: SUCCESS of a config with a ``permissions`` section: how many grants, revokes, tags and
     #: untags the replica got, and how many source principals and tags no mapping covers.
     permissions: Mapping[str, int] | None = None
+    #: A SUCCESS's column statistics and keys written, counted (``statistics_carried``);
+    #: None when there were none.
+    statistics: Mapping[str, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -134,7 +137,25 @@ def replication_event(
             if kind == SUCCESS and plan is not None and plan.grants is not None
             else None
         ),
+        statistics=statistics_carried(plan) if kind == SUCCESS and copied else None,
     )
+
+
+def statistics_carried(plan: ReplicationPlan | None) -> dict[str, int] | None:
+    """What a committed plan wrote of column statistics and keys: the table's columns, the
+    partitions and their columns, the keys added and dropped; None for none."""
+    from ferry.planning.statistics_records import statistics_counts
+
+    counts = statistics_counts(plan.statistics if plan is not None else None)
+    if counts is None:
+        return None
+    return {
+        "tableColumns": counts["tableColumns"],
+        "partitions": counts["partitions"],
+        "partitionColumns": counts["partitionColumns"],
+        "keysAdded": counts["keysToAdd"],
+        "keysDropped": counts["keysToDrop"],
+    }
 
 
 def _iceberg_change(plan: ReplicationPlan | None, copied: bool) -> IcebergChange | None:
@@ -188,6 +209,8 @@ def message_body(event: ReplicationEvent, max_bytes: int = SNS_MAX_BYTES - _HEAD
         }
     if event.type == SUCCESS and event.permissions is not None:
         message["permissions"] = dict(event.permissions)
+    if event.type == SUCCESS and event.statistics:
+        message["statistics"] = dict(event.statistics)  # counts: a few bytes whatever the table
     if event.type == FAILURE:
         message["errorMessage"] = event.error_message or ""
     body = json.dumps(message)

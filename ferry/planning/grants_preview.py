@@ -23,12 +23,15 @@ def grants_preview(changes: GrantChanges | None) -> dict[str, Any] | None:
     }
 
 
-def preview_lines(preview: dict[str, Any] | None) -> list[str]:
-    """``grants_preview`` for people: one line per change and per unmapped principal or tag."""
+def preview_lines(preview: dict[str, Any] | None, unmapped: bool = True) -> list[str]:
+    """``grants_preview`` for people: one line per change and per unmapped principal or tag
+    (not those with ``unmapped`` False: ``ferry plan`` prints them with the plan's notices)."""
     if preview is None:
         return []
     lines = [f"would {verb} {item}" for verb in ("revoke", "untag", "grant", "tag")
              for item in preview[verb]]  # fmt: skip
+    if not unmapped:
+        return lines
     lines += [
         f"source principal {p} is not in principal-mappings: not granted"
         for p in preview["unmappedPrincipals"]

@@ -32,6 +32,7 @@ from ferry.planning.replication_plan import (
     build_plan,
     replica_parameters_for,
 )
+from ferry.planning.statistics_plan import Selection, plan_statistics, with_statistics
 from ferry.planning.views import rewrite_view_sql
 from ferry.replicas.ownership import snapshot_root_of
 from ferry.replicas.replica import TABLE_FINGERPRINT, shape_replica_table
@@ -69,6 +70,13 @@ def plan_hive_table(inputs: PlanInputs, source_table: Table, list_threads: int) 
     partitions = _decide_partitions(inputs, listing, parameters_for)
     table = _decide_table(inputs, listing, partitions)
     replica_table = _replica_table(inputs, source_table, table, parameters_for)
+    partial = source_table.is_partitioned and (
+        listing.partition_filter is not None or replication.source_table.partition_limit is not None
+    )
+    written = frozenset(p.values for p in partitions.to_add + partitions.to_alter)
+    selection = Selection(listing.partitions, written, listing.existing, partial, listing.overwrite)
+    statistics = plan_statistics(inputs, source_table, replica_table, selection)
+    replica_table = with_statistics(replica_table, statistics, partial)
     schema_copies: tuple[SchemaCopy, ...] = ()
     if listing.snapshot is not None and partitions.roots:
         replica_table, partitions.to_add, partitions.to_alter, schema_copies = (
@@ -95,7 +103,8 @@ def plan_hive_table(inputs: PlanInputs, source_table: Table, list_threads: int) 
         overwrite=listing.overwrite,
         table_data_changed=table.data_changed,
         schema_copies=schema_copies,
-        notices=_notices(replication, inputs.replica_before, listing.existing),
+        notices=_notices(replication, inputs.replica_before, listing.existing) + statistics.notices,
+        statistics=statistics.plan,
         source_version=str(
             source_versions.of_table(
                 source_table, listing.partitions, glue=inputs.source.kind is CatalogKind.GLUE

@@ -8,6 +8,7 @@ from ferry.core.model import partition_name
 from ferry.planning.grants_preview import grants_preview
 from ferry.planning.replication_plan import ReplicationPlan
 from ferry.planning.runs import CopierKind
+from ferry.planning.statistics_records import statistics_counts
 
 
 def preview_of(plan: ReplicationPlan, copier: CopierKind) -> dict[str, Any]:
@@ -39,6 +40,8 @@ def preview_of(plan: ReplicationPlan, copier: CopierKind) -> dict[str, Any]:
         ],
         "iceberg": _iceberg(plan),
         "permissions": grants_preview(plan.grants),
+        "statistics": statistics_counts(plan.statistics),
+        "notices": list(plan.notices),
     }
 
 

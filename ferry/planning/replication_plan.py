@@ -22,6 +22,7 @@ from ferry.core.clock import Clock
 from ferry.core.model import Partition, Table
 from ferry.iceberg.iceberg_run import IcebergRun
 from ferry.planning.diff import PartitionChange, definition
+from ferry.planning.statistics_records import StatisticsPlan
 from ferry.replicas.replica import replica_parameters
 from ferry.storage.avro import SchemaCopy
 
@@ -68,6 +69,9 @@ class ReplicationPlan:
     #: Grants and LF-tags the replica needs to match its source's (``permissions``:
     #: ``ferry.planning.grants_plan``); None when the config has no such section.
     grants: GrantChanges | None = None
+    #: A Hive-format table's column statistics and keys that Commit writes
+    #: (``ferry.planning.statistics_plan``); None when there are none to write.
+    statistics: StatisticsPlan | None = None
 
     @property
     def mode(self) -> ReplicationMode:
@@ -90,14 +94,16 @@ class ReplicationPlan:
     def unchanged(self) -> bool:
         """True when writing would change nothing a reader sees.
 
-        That is: no partition to add, alter or drop, no grant to give or revoke, the table's
-        data (unpartitioned) is the same, and the replica table already has the definition
-        this plan would give it (schema, storage, parameters), ignoring when and by which
-        event it was written.
+        That is: no partition to add, alter or drop, no grant to give or revoke, no
+        statistics or keys to write, the table's data (unpartitioned) is the same, and the
+        replica table already has the definition this plan would give it (schema, storage,
+        parameters), ignoring when and by which event it was written.
         """
         if self.replica_partitions or self.partitions_to_drop or self.drop_table:
             return False
         if self.grants is not None and not self.grants.empty:
+            return False
+        if self.statistics:
             return False
         if self.replica_before is None or self.overwrite:
             return False
