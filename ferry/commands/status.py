@@ -41,8 +41,11 @@ def run_status(
     environment: str | None = None,
     state_table: str | None = None,
     clock: Clock = utc_now,
+    governance: bool = False,
 ) -> int:
-    """Measure every table of the config (``tables``: some) and print it; the exit code."""
+    """Measure every table of the config (``tables``: some) and print it; the exit code.
+    ``governance``: also compare each replica's statistics, keys and grants with its
+    source's (``ferry.commands.status_governance``); the exit code does not change."""
     config, aws, store, where = _state_of(config_path, tables, home, environment, state_table)
     from ferry.catalog.factory import open_catalog
 
@@ -62,11 +65,23 @@ def run_status(
             f"{config_path}: no table of it was ever replicated with {where}; replicate it "
             "first (ferry replicate, or ferry execute on a deployed pipeline)"
         )
+    compared: dict[str, dict[str, Any]] = {}
+    if governance:
+        from ferry.commands.status_governance import compare
+
+        compared = compare(config_path, aws, measured)
     if as_json:
-        print(json.dumps([t.to_dict() for t in measured], indent=2))
+        rows = [t.to_dict() for t in measured]
+        for row in rows if governance else ():
+            row["governance"] = compared.get(row["sourceTable"])
+        print(json.dumps(rows, indent=2))
     else:
         for table in measured:
             print(line(table))
+            if table.source_table in compared:
+                from ferry.commands.status_governance import governance_line
+
+                print(f"  {governance_line(compared[table.source_table])}")
         print(summary(measured))
     if any(t.over_rpo for t in measured):
         return EXIT_OVER_RPO

@@ -39,6 +39,12 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         metavar="NAME",
         help="the DynamoDB table ferry replicate --state-table used",
     )
+    status.add_argument(
+        "--governance",
+        action="store_true",
+        help="also compare each replica's column statistics, keys and grants with its "
+        "source's (reads both catalogs as ferry plan does)",
+    )
     status.set_defaults(handler=_status)
 
 
@@ -52,4 +58,5 @@ def _status(args: argparse.Namespace) -> int:
         home=args.home,
         environment=args.environment,
         state_table=args.state_table,
+        governance=args.governance,
     )
