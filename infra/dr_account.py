@@ -38,6 +38,7 @@ from infra.dr_buckets import (
     DrBuckets,
     primary_role_pattern,
 )
+from infra.grants_access import dr_statements
 
 
 def trust_statement(
@@ -159,6 +160,8 @@ class DrAccountStack(cdk.Stack):
         statements = permission_statements(
             dr.region, dr.account, dr.bucket_names, dr.glue_databases, dr.kms_keys, read_locations
         )
+        # Lake Formation grants replicated into this account: the replica's side is this role's.
+        statements += dr_statements(settings.configs.values(), dr.account)
         policy = iam.Policy(
             self,
             "DrRolePolicy",

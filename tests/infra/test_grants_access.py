@@ -90,3 +90,100 @@ def test_configs_without_permissions_get_no_lake_formation_action(stacks, name):
         statements = role_statements(resources, function)
         assert not lake_formation(statements), function
         assert not any("iam:GetRole" in actions_of(s) for s in statements)
+
+
+DR_ACCOUNT, PRIMARY_ACCOUNT = "333333333333", "222222222222"
+ANALYST_IN_DR = f"arn:aws:iam::{DR_ACCOUNT}:role/analyst-dr"
+
+
+@pytest.fixture(scope="module")
+def across_accounts(tmp_path_factory):
+    """An environment whose config replicates Glue grants into another account's catalog,
+    reached through the DR account's role: the primary stack's template and the DR stack's
+    role policy."""
+    from infra.app import build_app
+    from infra.settings import load_settings
+
+    folder = tmp_path_factory.mktemp("grants-dr")
+    config = folder / "sales-dr-account.yml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "source-catalog": {"name": "onprem", "glue": {"region": "eu-west-1"}},
+                "replica-catalog": {
+                    "name": "dr",
+                    "glue": {"region": "eu-west-1", "catalog-id": DR_ACCOUNT},
+                    "assume-role": {
+                        "role-arn": f"arn:aws:iam::{DR_ACCOUNT}:role/ferry-qa-dr",
+                        "external-id": "ferry-qa",
+                    },
+                },
+                "permissions": {
+                    "lake-formation": {
+                        "principal-mappings": {
+                            f"arn:aws:iam::{PRIMARY_ACCOUNT}:role/analyst": ANALYST_IN_DR
+                        }
+                    }
+                },
+                "table-replications": [
+                    {
+                        "source-table": {"database-name": "sales", "table-name": "orders"},
+                        "replica-table": {"table-location": "s3://qa-dr-account/warehouse/orders"},
+                    }
+                ],
+            }
+        )
+    )
+    settings_file = folder / "qa.yml"
+    settings_file.write_text(
+        yaml.safe_dump(
+            {
+                "account": PRIMARY_ACCOUNT,
+                "region": "eu-west-1",
+                "replications": [
+                    {"config": str(config), "read-locations": ["s3://src-bucket/sales/"]}
+                ],
+                "write-locations": ["s3://primary-dr/warehouse/"],
+                "dr-account": {
+                    "account": DR_ACCOUNT,
+                    "region": "eu-west-1",
+                    "role-name": "ferry-qa-dr",
+                    "buckets": ["qa-dr-account"],
+                    "glue-databases": ["sales"],
+                    "external-id": "ferry-qa",
+                },
+            }
+        )
+    )
+    settings = load_settings(settings_file, "qa")
+    # The whole app, synthesized with its checks (cdk-nag): the DR role's Lake Formation
+    # actions on "*" must pass them as the primary roles' do.
+    assembly = build_app(settings=[settings]).synth()
+    primary = assembly.get_stack_by_name(settings.stack_name).template["Resources"]
+    dr = assembly.get_stack_by_name(f"{settings.stack_name}-dr-account").template
+    [policy] = [r for r in dr["Resources"].values() if r["Type"] == "AWS::IAM::Policy"]
+    return primary, policy["Properties"]["PolicyDocument"]["Statement"]
+
+
+def test_grants_into_another_account_are_the_dr_roles_to_give_and_plan_reads_the_source(
+    across_accounts,
+):
+    primary, dr_statements = across_accounts
+    read = {
+        "lakeformation:GetDataLakeSettings", "lakeformation:GetResourceLFTags",
+        "lakeformation:ListPermissions",
+    }  # fmt: skip
+    write = {
+        "lakeformation:AddLFTagsToResource", "lakeformation:BatchGrantPermissions",
+        "lakeformation:BatchRevokePermissions", "lakeformation:RemoveLFTagsFromResource",
+    }  # fmt: skip
+    # The DR role checks and gives the replica's grants, and looks up its account's principals.
+    assert lake_formation(dr_statements) == read | write
+    [lookup] = [s for s in dr_statements if "iam:GetRole" in actions_of(s)]
+    assert lookup["Resource"] == ANALYST_IN_DR  # its account's mapped roles, no other
+    # In the primary account Plan reads the source's grants; Commit's are the DR role's.
+    plan, commit = (role_statements(primary, f) for f in ("Plan", "Commit"))
+    assert lake_formation(plan) == read
+    assert not lake_formation(commit)
+    for statements in (plan, commit):
+        assert not any("iam:GetRole" in actions_of(s) for s in statements)
