@@ -17,7 +17,7 @@ every grantor. ``iam:GetRole`` / ``GetUser`` name exactly the mapped principals.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from aws_cdk import aws_iam as iam
 
@@ -43,11 +43,26 @@ def mapped_principals(configs: Iterable[ReplicationConfig], account: str) -> lis
     """The IAM roles and users of ``account`` the configs' Lake Formation mappings grant to;
     None when no config replicates Lake Formation grants between catalogs this account's
     roles reach themselves (a side reached with ``assume-role`` is that role's to allow)."""
+    return _principals_of(
+        configs,
+        account,
+        lambda config: (
+            not config.source_catalog.assume_role and not config.replica_catalog.assume_role
+        ),
+    )
+
+
+def _principals_of(
+    configs: Iterable[ReplicationConfig],
+    account: str,
+    chosen: Callable[[ReplicationConfig], bool],
+) -> list[str] | None:
+    """The IAM roles and users of ``account`` that the enabled Lake Formation mappings of the
+    ``chosen`` configs grant to; None when no chosen config replicates such grants."""
     found: set[str] | None = None
     for config in configs:
         section = config.permissions.lake_formation
-        sides = (config.source_catalog, config.replica_catalog)
-        if section is None or not section.enabled or any(s.assume_role for s in sides):
+        if section is None or not section.enabled or not chosen(config):
             continue
         found = found or set()
         for principal in section.principal_mappings.values():
@@ -75,16 +90,9 @@ def dr_statements(configs: Iterable[ReplicationConfig], account: str) -> list[di
     replica side it is (``assume-role``) and whose Lake Formation grants are replicated:
     Plan's checks and Commit's changes on the replica's side, and ``iam:GetRole`` /
     ``GetUser`` of the mapped principals of its account; none without such a config."""
-    wanted: set[str] | None = None
-    for config in configs:
-        section = config.permissions.lake_formation
-        if section is None or not section.enabled or not config.replica_catalog.assume_role:
-            continue
-        wanted = wanted or set()
-        for principal in section.principal_mappings.values():
-            match = _IAM_PRINCIPAL.fullmatch(principal)
-            if match is not None and match["account"] == account:
-                wanted.add(principal)
+    wanted = _principals_of(
+        configs, account, lambda config: config.replica_catalog.assume_role is not None
+    )
     if wanted is None:
         return []
     statements = [
@@ -99,7 +107,7 @@ def dr_statements(configs: Iterable[ReplicationConfig], account: str) -> list[di
             {
                 "Effect": "Allow",
                 "Action": ["iam:GetRole", "iam:GetUser"],
-                "Resource": sorted(wanted),
+                "Resource": wanted,
             }
         )
     return statements
