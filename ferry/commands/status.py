@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ferry.commands import EXIT_FAILED, EXIT_OK, UsageError, load_selected
+from ferry.commands.status_governance import compare, governance_line
 from ferry.config import ReplicationConfig
 from ferry.core.clock import Clock, utc_now
 from ferry.freshness import FreshnessState, TableFreshness, measure
@@ -67,8 +68,6 @@ def run_status(
         )
     compared: dict[str, dict[str, Any]] = {}
     if governance:
-        from ferry.commands.status_governance import compare
-
         compared = compare(config_path, aws, measured)
     if as_json:
         rows = [t.to_dict() for t in measured]
@@ -79,8 +78,6 @@ def run_status(
         for table in measured:
             print(line(table))
             if table.source_table in compared:
-                from ferry.commands.status_governance import governance_line
-
                 print(f"  {governance_line(compared[table.source_table])}")
         print(summary(measured))
     if any(t.over_rpo for t in measured):
