@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ferry.catalog import Catalog
 from ferry.catalog.locations import ReferencedLocations, locations_of
+from ferry.core.model import Table
 
 if TYPE_CHECKING:  # the plan's model brings pyiceberg, which a Hive table's run never loads
     from ferry.planning.replication_plan import ReplicationPlan
@@ -62,9 +63,9 @@ class BeforeCommit:
         )
 
 
-def read_before(replica: Catalog, database: str, name: str) -> BeforeCommit:
-    """What the replica ``database.name`` references now, read from its catalog."""
-    table = replica.get_table(database, name)
+def read_before(replica: Catalog, table: Table | None) -> BeforeCommit:
+    """What the replica ``table`` (as just read; None: there is none) references now, its
+    partitions read from its catalog."""
     if table is None:
         return BeforeCommit([])
     partitioned = table.is_partitioned

@@ -34,6 +34,7 @@ from ferry.config import ReplicationMode, TableReplication
 from ferry.iceberg.recognise import moved_since_commit
 from ferry.lifecycle.commit_locations import BeforeCommit, after_commit, read_before
 from ferry.lifecycle.iceberg_intent import ICEBERG_INTENT, intended_files
+from ferry.lifecycle.replica_as_planned import read_replica_as_planned
 from ferry.lifecycle.replica_state import ReplicaState
 from ferry.replicas.ledger import CreatedSnapshot, LedgerEntry
 from ferry.replicas.ownership import IcebergOwnership, Ownership
@@ -217,6 +218,8 @@ def locations_before_commit(
 
     Kept under the run's folder the first time: a commit retried after it wrote part of the
     replica must compare with what was there before its first attempt, not with that part.
+    The first time, the partitions Plan read stand for a listing while the replica table is
+    as Plan read it (``ferry.lifecycle.replica_as_planned``); else the catalog is read.
     A mirror supersedes nothing of Ferry's: it owns no data.
     """
     if state is None or plan.mode is ReplicationMode.METADATA_MIRROR:
@@ -225,7 +228,9 @@ def locations_before_commit(
     if fs.exists(where):
         return BeforeCommit.from_json(json.loads(fs.read_bytes(where)))
     table = plan.replica_table
-    before = read_before(replica, table.database, table.name)
+    current = replica.get_table(table.database, table.name)
+    planned = read_replica_as_planned(run_root, current)
+    before = planned if planned is not None else read_before(replica, current)
     fs.write_bytes(where, json.dumps(before.to_json()).encode())
     return before
 

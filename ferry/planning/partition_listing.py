@@ -88,6 +88,8 @@ def _read_partitions(
         )
         check_replica_location(source_table, inputs.replication, source_partitions)
         existing = {p.values: p for p in replica_listing.result()} if replica_listing else {}
+    if replica_listing is not None and inputs.replica_read is not None:
+        inputs.replica_read(existing)
     return source_partitions, existing
 
 

@@ -9,7 +9,7 @@ part of it; ``build_plan`` puts it together from what Plan read (``PlanInputs``)
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -112,6 +112,10 @@ class ReplicationPlan:
         return definition(self.replica_before) == definition(self.replica_table)
 
 
+#: What is told the replica's partitions a plan read, by their values.
+ReplicaRead = Callable[[Mapping[tuple[str, ...], Partition]], None]
+
+
 @dataclass(frozen=True)
 class PlanInputs:
     """What the plan of one table starts from: the replication, both catalogs, the event,
@@ -124,6 +128,9 @@ class PlanInputs:
     clock: Clock
     writer: ManifestWriter
     replica_before: Table | None
+    #: Told every replica partition the plan read, by their values (a Hive table's plan,
+    #: when it lists them): Plan hands them to Commit (``ferry.lifecycle.replica_as_planned``).
+    replica_read: ReplicaRead | None = None
 
 
 def replica_parameters_for(

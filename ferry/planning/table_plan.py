@@ -22,7 +22,7 @@ from ferry.iceberg.iceberg_run import IcebergIntent
 from ferry.iceberg.recognise import is_iceberg
 from ferry.planning.dropped_source import plan_source_gone
 from ferry.planning.hive_plan import plan_hive_table
-from ferry.planning.replication_plan import PlanInputs, ReplicationPlan
+from ferry.planning.replication_plan import PlanInputs, ReplicaRead, ReplicationPlan
 from ferry.replicas.replica import check_not_promoted, check_replica_guard
 
 
@@ -37,6 +37,7 @@ def plan_replication(
     intend: Callable[[IcebergIntent], None] | None = None,
     *,
     adopt: bool = False,
+    replica_read: ReplicaRead | None = None,
 ) -> ReplicationPlan:
     """Decide what one replication does: the diff of source and replica.
 
@@ -51,7 +52,8 @@ def plan_replication(
     data fingerprint (``ferry/storage/fingerprint.py``) differs from the one stored on the replica
     partition, or — altered in place, with no copy — when only its metadata differs. The
     files to copy are streamed into ``manifest`` from the same listing that gives the
-    fingerprints; without one they are only counted.
+    fingerprints; without one they are only counted. ``replica_read``: told every replica
+    partition a Hive table's plan read (``PlanInputs.replica_read``).
     """
     writer = manifest or ManifestWriter(None, event_id, 1000)
     try:
@@ -59,7 +61,9 @@ def plan_replication(
             replication.replica_database, replication.replica_table_name
         )
         check_not_promoted(replica_before)
-        inputs = PlanInputs(replication, source, replica, event_id, clock, writer, replica_before)
+        inputs = PlanInputs(
+            replication, source, replica, event_id, clock, writer, replica_before, replica_read
+        )
         return _plan(inputs, list_threads, intend, adopt)
     except BaseException:
         writer.abandon()

@@ -12,13 +12,15 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from ferry.config import CopierOptions, ReplicationConfig, TableReplication
+from ferry.config import CopierOptions, ReplicationConfig, ReplicationMode, TableReplication
 from ferry.copying.manifest import ManifestWriter
 from ferry.copying.side_credentials import write_sides
 from ferry.core import faults
+from ferry.core.model import Partition
 from ferry.iceberg.iceberg_run import IcebergIntent
 from ferry.lifecycle import attempts, iceberg_intent, replica_state, snapshot_records
 from ferry.lifecycle.notify import START
+from ferry.lifecycle.replica_as_planned import write_replica_as_planned
 from ferry.planning.grants_plan import plan_grants
 from ferry.planning.plan_document import PlanDocument, write_plan
 from ferry.planning.preflight import check_writable
@@ -67,6 +69,7 @@ def run(context: StateContext, payload: PlanInput | Mapping[str, Any]) -> PlanRe
         attempts.take(context.state, key, attempt, context.work_uri, context.clock())
         attempts.record_resumed_as(context.work_uri, payload.event_id, attempt)
         reusable = attempts.reusable_targets(context.work_uri, event_id)
+    replica_read: list[Mapping[tuple[str, ...], Partition]] = []
     with (
         context.open(config.source_catalog) as source,
         context.open(config.replica_catalog) as replica,
@@ -79,6 +82,7 @@ def run(context: StateContext, payload: PlanInput | Mapping[str, Any]) -> PlanRe
             ),
             intend,
             adopt=adopted,
+            replica_read=replica_read.append,
         )  # fmt: skip
         # Who may read it: checked on the replica's side now, given by Commit.
         plan = plan_grants(plan, config, source, replica, context.aws)
@@ -87,11 +91,28 @@ def run(context: StateContext, payload: PlanInput | Mapping[str, Any]) -> PlanRe
         logger.warning("%s", notice)
     faults.point("plan.planned")
     copier = choose_copier(plan, options)
+    if (
+        replica_read
+        and plan.replica_before is not None
+        and _commit_reads_replica(context, plan, copier)
+    ):
+        write_replica_as_planned(where.root, plan.replica_before, replica_read[0])
     write_plan(
         where.plan,
         PlanDocument(config_uri, copier, started, plan, payload.trigger_time, read_at, adopted),
     )
     return _result(plan, where, copier, options, resumed=attempt is not None)
+
+
+def _commit_reads_replica(context: StateContext, plan: ReplicationPlan, copier: CopierKind) -> bool:
+    """Whether Commit will read what the replica references before it writes, to ledger
+    what it supersedes (``snapshot_records.locations_before_commit``): then the replica's
+    partitions Plan read are left for it, so that it need not list them again."""
+    return (
+        copier is not CopierKind.NONE
+        and context.state is not None
+        and plan.mode is not ReplicationMode.METADATA_MIRROR
+    )
 
 
 def _result(
