@@ -30,7 +30,7 @@ from ferry.catalog.hive_thrift import (
     values_from_name,
 )
 from ferry.core.errors import CatalogError, ConcurrentChangeError
-from ferry.core.model import CatalogKind, Database, Partition, Table
+from ferry.core.model import CatalogKind, Database, Partition, Table, partition_name
 
 READ_CONNECTIONS = 2  # pages fetched at once; more bought little against one metastore
 #: Tables read by one ``get_table_objects_by_name``.
@@ -242,15 +242,20 @@ class HiveMetastoreCatalog(HiveStatistics, Catalog):
             )
 
     def drop_partitions(self, table: Table, values: Sequence[tuple[str, ...]]) -> None:
-        for partition_values in values:
-            try:
-                self.call(
-                    lambda c, v=partition_values: c.drop_partition(
-                        table.database, table.name, list(v), False
-                    )
-                )
-            except ttypes.NoSuchObjectException:
-                pass  # already dropped (an earlier attempt of the same commit)
+        """Drop by name (``partition_name``, as the metastore spells it), up to ``page_size``
+        partitions a call, one transaction each, never their data. A partition already gone
+        (an earlier attempt of the same commit dropped it) is skipped (``ifExists``)."""
+        names = [partition_name(table.partition_keys, v) for v in dict.fromkeys(values)]
+        for page in batched(names, self.page_size):
+            request = ttypes.DropPartitionsRequest(
+                dbName=table.database,
+                tblName=table.name,
+                parts=ttypes.RequestPartsSpec(names=list(page)),
+                deleteData=False,
+                ifExists=True,
+                needResult=False,
+            )
+            self._write(lambda c, r=request: c.drop_partitions_req(r), table)
 
     def drop_table(self, database: str, name: str) -> None:
         try:
