@@ -52,6 +52,7 @@ def run_replicate(
     Replica locks and the snapshot ledger live in the DynamoDB table ``state_table``, else
     in ``<home>/state.sqlite3`` (``ferry.lifecycle.replica_state``).
     """
+    from ferry.catalog.held_catalogs import HeldCatalogs
     from ferry.commands.in_process import InProcessDriver
     from ferry.states.context import StateContext
 
@@ -70,25 +71,30 @@ def run_replicate(
     state = open_state(home, state_table, aws, lock_lease)  # checked even in a dry run
     if not dry_run:
         check_work_location(work, aws)
-    context = StateContext(work, aws, state=None if dry_run else state)
     # Data is printed as it is: no markup (escaped), no :emoji: codes, no highlighting.
     out = Console(highlight=False, soft_wrap=True, emoji=False)
     err = Console(stderr=True, highlight=False, emoji=False)
-    if dry_run:
-        outcomes = _previews(context, config, config_path, tables, None if as_json else out)
-    else:
-        observer = _Observer(
-            out, err, _mode_of(config), show=not as_json, bars=err.is_terminal and not as_json
-        )
-        driver = InProcessDriver(context, _spark_runner(config, aws, home), observer=observer)
-        execution = driver.run({"configUri": str(config_path.resolve()), "tables": list(tables)})
-        outcomes = observer.outcomes
-        if execution.status != "SUCCEEDED" and not outcomes:
-            # Resolve tables failed: its error, as one line (a config mistake exits with 2).
-            name, message = describe_error({"Error": execution.error, "Cause": execution.cause})
-            if name == ConfigError.__name__:
-                raise ConfigError(message)
-            raise FerryError(f"{name}: {message}")
+    # Each catalog is opened once and its connections held for every state of the run,
+    # closed when the run ends (``ferry.catalog.held_catalogs``).
+    with HeldCatalogs() as catalogs:
+        context = StateContext(work, aws, state=None if dry_run else state, catalogs=catalogs)
+        if dry_run:
+            outcomes = _previews(context, config, config_path, tables, None if as_json else out)
+        else:
+            observer = _Observer(
+                out, err, _mode_of(config), show=not as_json, bars=err.is_terminal and not as_json
+            )
+            driver = InProcessDriver(context, _spark_runner(config, aws, home), observer=observer)
+            execution = driver.run(
+                {"configUri": str(config_path.resolve()), "tables": list(tables)}
+            )
+            outcomes = observer.outcomes
+    if not dry_run and execution.status != "SUCCEEDED" and not outcomes:
+        # Resolve tables failed: its error, as one line (a config mistake exits with 2).
+        name, message = describe_error({"Error": execution.error, "Cause": execution.cause})
+        if name == ConfigError.__name__:
+            raise ConfigError(message)
+        raise FerryError(f"{name}: {message}")
     failed = sum(1 for o in outcomes if not o.ok)
     if as_json:
         print(
