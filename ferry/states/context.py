@@ -91,11 +91,18 @@ class StateContext:
         return self.catalogs(catalog, self.aws)
 
     def describe(self, catalog: CatalogConfig) -> str:
-        return catalog_description(catalog, self.aws.region)
+        return catalog_description(catalog, self._region_of(catalog))
 
     def replica_key(self, config: ReplicationConfig, replication: TableReplication) -> str:
         """The replica table's key in the locks and the ledger (``ferry.replicas.ledger``)."""
-        return replica_state.replica_of(config.replica_catalog, replication, self.aws.region)
+        return replica_state.replica_of(
+            config.replica_catalog, replication, self._region_of(config.replica_catalog)
+        )
+
+    def _region_of(self, catalog: CatalogConfig) -> str | None:
+        """The SDK's default region where a Glue catalog names none; a Hive metastore's
+        description and key name no region, and asking would make an AWS session."""
+        return self.aws.region if catalog.glue is not None and not catalog.glue.region else None
 
     def select_tables(
         self, config: ReplicationConfig, tables: Sequence[str] = (), source: str = "config"
