@@ -75,6 +75,9 @@ def imported_after(code: str) -> set[str]:
         # first asked for.
         ("ferry.storage.aws", {"boto3", "botocore"}),
         ("ferry.states.context", {"boto3", "botocore.session"}),
+        # A state context opens a catalog's adapter for a catalog of its kind, and measures
+        # freshness (the periodic check) only when asked.
+        ("ferry.states.context", {"ferry.catalog.glue", "ferry.freshness"}),
     ],
 )
 def test_a_module_leaves_out_what_its_callers_may_not_need(module, left_out):
