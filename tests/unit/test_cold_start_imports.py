@@ -168,3 +168,25 @@ def test_a_config_of_hive_metastores_alone_makes_no_aws_session(tmp_path):
     glue.write_text(HIVE_ONLY.replace("hive-metastore-uris: thrift://dr:9083", "glue: {}"))
     # A Glue catalog without a region of its own takes the SDK's default: the session's.
     assert "botocore.session" in imported_after(CHECKED.format(path=str(glue)))
+
+
+#: A command whose config is refused (exit 2) after its models were built; then whether
+#: pydantic looked for plugins among the installed distributions.
+REFUSED = """
+from ferry.commands.cli import main
+from pydantic.plugin import _loader
+assert main(["replicate", {path!r}, "--home", {home!r}]) == 2
+print("scanned" if _loader._plugins is not None else "not scanned")
+"""
+
+
+def test_a_command_does_not_look_for_pydantic_plugins(tmp_path):
+    config = tmp_path / "replication.yml"
+    config.write_text(HIVE_ONLY.replace("table-name: orders", "table-name: orders, colour: red"))
+    code = REFUSED.format(path=str(config), home=str(tmp_path / "home"))
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert "colour" in done.stderr  # refused, by the config's models
+    assert done.stdout.strip() == "not scanned"
