@@ -15,7 +15,8 @@ replica metastore; then, each ``--runs`` times, as a person runs it (a new proce
 Printed as the median of the runs and Ferry's ratio to the floor; then where a no-op run's
 time goes: the imports it makes (``python -X importtime`` of the same command, self time
 summed by top-level package), its steps profiled (``cProfile``: the config read, the AWS
-clients, the state store's checks, the catalogs, each state, the documents written) and the
+clients, the state store's checks, the catalogs, the metastore connections opened and
+their probes, each state, the documents written) and the
 files the run leaves under ``--home``.
 
     make bench                    # or: .venv/bin/python bench/fixed_cost.py --runs 5 [--json]
@@ -93,6 +94,8 @@ STEPS = {
     "state store opened and checked": ("ferry/commands/replicate.py", "open_state"),
     "work location checked": ("ferry/commands/__init__.py", "check_work_location"),
     "catalogs opened": ("ferry/catalog/factory.py", "open_catalog"),
+    "metastore connections opened": ("hmsclient/hmsclient.py", "open"),
+    "metastore probes (getMetaConf)": ("hive_metastore/ThriftHiveMetastore.py", "getMetaConf"),
     "metastore calls (Thrift)": ("ferry/catalog/hive.py", "call"),
     "state Resolve tables": ("ferry/states/resolve_tables.py", "run"),
     "state Plan": ("ferry/states/plan.py", "run"),

@@ -159,6 +159,10 @@ class Catalog(ABC):
         """Drop the keys named ``names`` of ``table``; missing ones are fine."""
         raise self._not_supported("primary or foreign keys")
 
+    #: Held open by its opener (``ferry.catalog.held_catalogs.HeldCatalogs``): the end of a
+    #: ``with`` block leaves it open, and the opener closes it.
+    held: bool = False
+
     def close(self) -> None:  # noqa: B027 - most catalogs hold nothing to release
         """Release connections; the catalog must not be used afterwards."""
 
@@ -166,7 +170,8 @@ class Catalog(ABC):
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        self.close()
+        if not self.held:
+            self.close()
 
 
 def partition_sort_key(keys: Sequence[Column], values: Sequence[str]) -> tuple:

@@ -85,21 +85,25 @@ _NO_REGION = (
 )
 
 
-def check_regions(config: ReplicationConfig, config_path: Path, default_region: str | None) -> None:
+def check_regions(config: ReplicationConfig, config_path: Path, aws: AwsClients) -> None:
     """Each AWS service the config names has a region here: its own, or the SDK's default.
 
     Without one, every table would fail at its first call; this is one line, before any.
+    The SDK's default (``aws.region``) is asked only for a service that names no region of
+    its own: a config of Hive metastores alone makes no AWS session for it.
     """
-    if default_region:
-        return
-    for key, catalog in (
-        ("source-catalog", config.source_catalog),
-        ("replica-catalog", config.replica_catalog),
-    ):
-        if catalog.glue is not None and not catalog.glue.region:
-            raise ConfigError(f"{config_path}: {key}.glue.region: {_NO_REGION}; give one")
+    missing = [
+        f"{key}.glue.region"
+        for key, catalog in (
+            ("source-catalog", config.source_catalog),
+            ("replica-catalog", config.replica_catalog),
+        )
+        if catalog.glue is not None and not catalog.glue.region
+    ]
     if config.emr_serverless is not None and not config.emr_serverless.region:
-        raise ConfigError(f"{config_path}: emr-serverless.region: {_NO_REGION}; give one")
+        missing.append("emr-serverless.region")
+    if missing and not aws.region:
+        raise ConfigError(f"{config_path}: {missing[0]}: {_NO_REGION}; give one")
 
 
 def check_work_location(work_uri: str, aws: AwsClients) -> None:

@@ -55,6 +55,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         stream=sys.stderr,
     )
     # Where S3 is gets decided here, once: the standard AWS variables, as boto3 reads them.
+    # Ferry uses no pydantic plugin: without this, pydantic looks for plugins in the entry
+    # points of every installed distribution when the first model is built (a few hundredths
+    # of a second of every command). A value a person sets is kept.
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     from ferry.storage import fs  # here: a usage error needs no pyarrow
 
     fs.configure(fs.S3Settings.from_environment(os.environ))

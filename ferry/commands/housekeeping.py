@@ -47,7 +47,7 @@ def run_housekeeping(
     config = load_selected(config_path, tables, replicates=False)
     home = home.resolve()
     aws = AwsClients()
-    check_regions(config, config_path, aws.region)
+    check_regions(config, config_path, aws)
     work = work_uri or fs.local_uri(home / "work")
     state = open_state(home, state_table, aws)
     check_work_location(work, aws)

@@ -259,7 +259,7 @@ class InProcessDriver:
         try:
             # As the handler does: the event validated into the state's input model, the
             # result returned as its JSON.
-            step_input = statemachine.PAYLOADS[function][0].model_validate(payload)
+            step_input = statemachine.payloads_of(function)[0].model_validate(payload)
             if function == "ResolveTables":
                 result = self.context.run_state(function, step_input, 1)
             elif progress_for is not None:

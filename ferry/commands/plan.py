@@ -35,7 +35,7 @@ def run_plan(config_path: Path, tables: Sequence[str] = (), as_json: bool = Fals
 
     config = load_selected(config_path, tables)
     aws = AwsClients()
-    check_regions(config, config_path, aws.region)
+    check_regions(config, config_path, aws)
     # Plan writes nothing: no work location is used.
     context = StateContext("file:///nowhere", aws)
     # The tables of the run, as a replication resolves them: a table-name-pattern's from the

@@ -13,9 +13,6 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.markup import escape
-
 from ferry.commands import (
     EXIT_FAILED,
     EXIT_OK,
@@ -29,6 +26,7 @@ from ferry.storage import fs
 from ferry.storage.aws import AwsClients
 
 if TYPE_CHECKING:
+    from rich.console import Console
     from rich.progress import Progress
 
     from ferry.config import ReplicationConfig
@@ -52,6 +50,7 @@ def run_replicate(
     Replica locks and the snapshot ledger live in the DynamoDB table ``state_table``, else
     in ``<home>/state.sqlite3`` (``ferry.lifecycle.replica_state``).
     """
+    from ferry.catalog.held_catalogs import HeldCatalogs
     from ferry.commands.in_process import InProcessDriver
     from ferry.states.context import StateContext
 
@@ -66,29 +65,32 @@ def run_replicate(
             "give --work-uri s3://bucket/prefix"
         )
     aws = AwsClients()
-    check_regions(config, config_path, aws.region)
+    check_regions(config, config_path, aws)
     state = open_state(home, state_table, aws, lock_lease)  # checked even in a dry run
     if not dry_run:
         check_work_location(work, aws)
-    context = StateContext(work, aws, state=None if dry_run else state)
-    # Data is printed as it is: no markup (escaped), no :emoji: codes, no highlighting.
-    out = Console(highlight=False, soft_wrap=True, emoji=False)
-    err = Console(stderr=True, highlight=False, emoji=False)
-    if dry_run:
-        outcomes = _previews(context, config, config_path, tables, None if as_json else out)
-    else:
-        observer = _Observer(
-            out, err, _mode_of(config), show=not as_json, bars=err.is_terminal and not as_json
-        )
-        driver = InProcessDriver(context, _spark_runner(config, aws, home), observer=observer)
-        execution = driver.run({"configUri": str(config_path.resolve()), "tables": list(tables)})
-        outcomes = observer.outcomes
-        if execution.status != "SUCCEEDED" and not outcomes:
-            # Resolve tables failed: its error, as one line (a config mistake exits with 2).
-            name, message = describe_error({"Error": execution.error, "Cause": execution.cause})
-            if name == ConfigError.__name__:
-                raise ConfigError(message)
-            raise FerryError(f"{name}: {message}")
+    out, err = (None, None) if as_json else _consoles()
+    # Each catalog is opened once and its connections held for every state of the run,
+    # closed when the run ends (``ferry.catalog.held_catalogs``).
+    with HeldCatalogs() as catalogs:
+        context = StateContext(work, aws, state=None if dry_run else state, catalogs=catalogs)
+        if dry_run:
+            outcomes = _previews(context, config, config_path, tables, None if as_json else out)
+        else:
+            observer = _Observer(
+                out, err, _mode_of(config), bars=err is not None and err.is_terminal
+            )
+            driver = InProcessDriver(context, _spark_runner(config, aws, home), observer=observer)
+            execution = driver.run(
+                {"configUri": str(config_path.resolve()), "tables": list(tables)}
+            )
+            outcomes = observer.outcomes
+    if not dry_run and execution.status != "SUCCEEDED" and not outcomes:
+        # Resolve tables failed: its error, as one line (a config mistake exits with 2).
+        name, message = describe_error({"Error": execution.error, "Cause": execution.cause})
+        if name == ConfigError.__name__:
+            raise ConfigError(message)
+        raise FerryError(f"{name}: {message}")
     failed = sum(1 for o in outcomes if not o.ok)
     if as_json:
         print(
@@ -103,9 +105,20 @@ def run_replicate(
                 indent=2,
             )
         )
-    else:
+    elif out is not None:
         _print_summary(out, outcomes, dry_run)
     return EXIT_FAILED if failed else EXIT_OK
+
+
+def _consoles() -> tuple[Console, Console]:
+    """Where a run is told to people (``--json`` prints without rich)."""
+    from rich.console import Console
+
+    # Data is printed as it is: no markup (escaped), no :emoji: codes, no highlighting.
+    return (
+        Console(highlight=False, soft_wrap=True, emoji=False),
+        Console(stderr=True, highlight=False, emoji=False),
+    )
 
 
 def _previews(
@@ -214,18 +227,18 @@ def _spark_runner(config, aws: AwsClients, home: Path):
 
 
 class _Observer:
-    """Prints each table as it finishes; a byte progress bar per copy, on a terminal only."""
+    """Prints each table as it finishes (to ``out``; None: nothing, ``--json``); a byte
+    progress bar per copy, on a terminal only."""
 
     def __init__(
         self,
-        out: Console,
-        err: Console,
+        out: Console | None,
+        err: Console | None,
         mode_of: Callable[[str], str | None],
-        show: bool,
         bars: bool,
     ):
         self.out, self.err, self.mode_of = out, err, mode_of
-        self.show, self.bars = show, bars
+        self.bars = bars
         self.progress: Progress | None = None
         self.outcomes: list = []
 
@@ -237,6 +250,7 @@ class _Observer:
             return None
         # Here: only a copy shown on a terminal draws a bar (a run with nothing to copy, or
         # --json, does without the import).
+        from rich.markup import escape
         from rich.progress import (
             BarColumn,
             DownloadColumn,
@@ -270,7 +284,7 @@ class _Observer:
 
         outcome = outcome_of(result, states, seconds, self.mode_of(table))
         self.outcomes.append(outcome)
-        if self.show:
+        if self.out is not None:
             _print_outcome(self.out, outcome)
 
 
@@ -289,6 +303,8 @@ def human_bytes(size: float) -> str:
 def _print_outcome(console: Console, outcome) -> None:
     """One table's outcome, for people. Everything that came from data or an error is
     escaped: a ``[/…]`` in a path or a message is text, never rich markup."""
+    from rich.markup import escape
+
     for notice in outcome.notices:
         console.print(f"[yellow]![/yellow] {escape(notice)}")
     head = escape(f"{outcome.source_table} → {outcome.replica_table}  [{outcome.mode}]")

@@ -61,7 +61,7 @@ def run_resume(
     replica_table = plan.replication.replica_qualified_name
     config = load_selected(config_path, [source_table])
     aws = AwsClients()
-    check_regions(config, config_path, aws.region)
+    check_regions(config, config_path, aws)
     state = open_state(home, state_table, aws, lock_lease)
     context = StateContext(work, aws, state=state)
     replication = config.replication_of(source_table, replica_table)

@@ -19,7 +19,6 @@ from pydantic import field_validator
 from ferry.config.base import _Model
 from ferry.config.checks import check_bucket_name
 from ferry.core.duration import format_duration, parse_duration
-from ferry.storage.aws_roles import assume_role_parameters
 
 #: STS's limits on a role session (AssumeRole's ``DurationSeconds``): 15 minutes to 12 hours
 #: (a role's own ``MaxSessionDuration`` may be lower: STS refuses longer with one message).
@@ -123,6 +122,10 @@ class AssumeRole(_Model):
 
     def parameters(self) -> dict[str, Any]:
         """STS ``AssumeRole``'s parameters for one set of credentials."""
+        # Here: the module of the role's credentials imports botocore's, which a config
+        # without a role does without.
+        from ferry.storage.aws_roles import assume_role_parameters
+
         return assume_role_parameters(self)
 
 

@@ -29,21 +29,16 @@ execution started and followed (``executions``) or redriven (``execution_redrive
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 from ferry.core.errors import transient_errors
-from ferry.statemachine import (
-    check_payloads,
-    failover_payloads,
-    feed_payloads,
-    housekeeping_payloads,
-    replication_payloads,
-)
 
 DEFINITION_PATH = Path(__file__).parent / "replication.asl.json"
 HOUSEKEEPING_PATH = Path(__file__).parent / "housekeeping.asl.json"
@@ -93,36 +88,44 @@ OPERATOR_FUNCTIONS = {
     "Failback": "lambdas.failback.handler",
 }
 
-#: The input and result model of each function's step (what travels in and out of its state).
-PAYLOADS: dict[str, tuple[type[BaseModel], type[BaseModel]]] = {
-    "ResolveTables": (
-        replication_payloads.ResolveTablesInput,
-        replication_payloads.ResolveTablesResult,
-    ),
-    "Plan": (replication_payloads.PlanInput, replication_payloads.PlanResult),
-    "InlineCopy": (replication_payloads.PlannedRun, replication_payloads.InlineCopyResult),
-    "S3CopyBatch": (replication_payloads.CopyBatchInput, replication_payloads.CopyBatchResult),
-    "CopySlot": (replication_payloads.CopySlotInput, replication_payloads.CopySlotResult),
-    "Commit": (replication_payloads.PlannedRun, replication_payloads.CommitResult),
-    "NotifySuccess": (replication_payloads.PlannedRun, replication_payloads.NotifySuccessResult),
-    "Abort": (replication_payloads.AbortInput, replication_payloads.AbortResult),
-    "Summarize": (replication_payloads.SummarizeInput, replication_payloads.SummarizeResult),
-    "Housekeeping": (
-        housekeeping_payloads.HousekeepingInput,
-        housekeeping_payloads.HousekeepingResult,
-    ),
-    "ClaimChanges": (feed_payloads.ChangeWindowInput, feed_payloads.ClaimResult),
-    "CloseWindow": (feed_payloads.CloseWindowInput, feed_payloads.CloseWindowResult),
-    "CatalogEvents": (feed_payloads.CatalogEventInput, feed_payloads.IntakeResult),
-    "CatalogPoller": (feed_payloads.PollInput, feed_payloads.PollResult),
-    "FreshnessCheck": (check_payloads.FreshnessCheckInput, check_payloads.FreshnessCheckResult),
-    "FailoverSwitch": (
-        failover_payloads.FailoverSwitchInput,
-        failover_payloads.FailoverSwitchResult,
-    ),
-    "Failover": (failover_payloads.FailoverInput, failover_payloads.FailoverResult),
-    "Failback": (failover_payloads.FailbackInput, failover_payloads.FailbackResult),
+#: The input and result model of each function's step (what travels in and out of its state):
+#: the module of its group, and the two models' names in it (``payloads_of``).
+_PAYLOADS: dict[str, tuple[str, str, str]] = {
+    "ResolveTables": ("replication_payloads", "ResolveTablesInput", "ResolveTablesResult"),
+    "Plan": ("replication_payloads", "PlanInput", "PlanResult"),
+    "InlineCopy": ("replication_payloads", "PlannedRun", "InlineCopyResult"),
+    "S3CopyBatch": ("replication_payloads", "CopyBatchInput", "CopyBatchResult"),
+    "CopySlot": ("replication_payloads", "CopySlotInput", "CopySlotResult"),
+    "Commit": ("replication_payloads", "PlannedRun", "CommitResult"),
+    "NotifySuccess": ("replication_payloads", "PlannedRun", "NotifySuccessResult"),
+    "Abort": ("replication_payloads", "AbortInput", "AbortResult"),
+    "Summarize": ("replication_payloads", "SummarizeInput", "SummarizeResult"),
+    "Housekeeping": ("housekeeping_payloads", "HousekeepingInput", "HousekeepingResult"),
+    "ClaimChanges": ("feed_payloads", "ChangeWindowInput", "ClaimResult"),
+    "CloseWindow": ("feed_payloads", "CloseWindowInput", "CloseWindowResult"),
+    "CatalogEvents": ("feed_payloads", "CatalogEventInput", "IntakeResult"),
+    "CatalogPoller": ("feed_payloads", "PollInput", "PollResult"),
+    "FreshnessCheck": ("check_payloads", "FreshnessCheckInput", "FreshnessCheckResult"),
+    "FailoverSwitch": ("failover_payloads", "FailoverSwitchInput", "FailoverSwitchResult"),
+    "Failover": ("failover_payloads", "FailoverInput", "FailoverResult"),
+    "Failback": ("failover_payloads", "FailbackInput", "FailbackResult"),
 }
+
+
+def payloads_of(function: str) -> tuple[type[BaseModel], type[BaseModel]]:
+    """The input and result model of ``function``'s step, its group's module imported now:
+    a run imports the payloads of the functions it runs, not every state machine's."""
+    module, input_model, result_model = _PAYLOADS[function]
+    group = importlib.import_module(f"{__name__}.{module}")
+    return getattr(group, input_model), getattr(group, result_model)
+
+
+def __getattr__(name: str) -> Any:
+    """``PAYLOADS``: every function's pair of models (``payloads_of``), every group imported."""
+    if name == "PAYLOADS":
+        return {function: payloads_of(function) for function in _PAYLOADS}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 #: Every function (what a deployment creates), and the definitions.
 ALL_FUNCTIONS = {

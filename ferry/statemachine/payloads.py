@@ -37,6 +37,9 @@ class Payload(BaseModel):
         validate_by_alias=True,
         serialize_by_alias=True,
         frozen=True,
+        # A model's validator and serializer are built when it is first used: a function's
+        # cold start and a run build the payloads they carry, not their whole group's.
+        defer_build=True,
     )
 
 

@@ -18,11 +18,9 @@ from ferry import statemachine
 from ferry.catalog import Catalog
 from ferry.catalog.factory import open_catalog
 from ferry.config import CatalogConfig, ReplicationConfig, TableReplication, load_config_uri
-from ferry.copying.budget import EnvironmentBudget, Holder
 from ferry.copying.side_credentials import reach_sides
 from ferry.core.clock import Clock, utc_now
 from ferry.core.event_id import new_event_id
-from ferry.freshness import TableFreshness, measure
 from ferry.lifecycle import replica_state
 from ferry.lifecycle.notify import START, ReplicationEvent, catalog_description, notifier_for
 from ferry.lifecycle.notify import replication_event as _replication_event
@@ -32,6 +30,9 @@ from ferry.replicas.ledger.records import one_line
 from ferry.storage.aws import AwsClients
 
 if TYPE_CHECKING:
+    from ferry.copying.budget import EnvironmentBudget, Holder
+    from ferry.freshness import TableFreshness
+
     # Named only: the plan's model pulls in pyiceberg and sqlglot, which the states that never
     # plan nor read a plan (and their functions' cold starts) do without.
     from ferry.planning.plan_document import PlanDocument
@@ -91,11 +92,18 @@ class StateContext:
         return self.catalogs(catalog, self.aws)
 
     def describe(self, catalog: CatalogConfig) -> str:
-        return catalog_description(catalog, self.aws.region)
+        return catalog_description(catalog, self._region_of(catalog))
 
     def replica_key(self, config: ReplicationConfig, replication: TableReplication) -> str:
         """The replica table's key in the locks and the ledger (``ferry.replicas.ledger``)."""
-        return replica_state.replica_of(config.replica_catalog, replication, self.aws.region)
+        return replica_state.replica_of(
+            config.replica_catalog, replication, self._region_of(config.replica_catalog)
+        )
+
+    def _region_of(self, catalog: CatalogConfig) -> str | None:
+        """The SDK's default region where a Glue catalog names none; a Hive metastore's
+        description and key name no region, and asking would make an AWS session."""
+        return self.aws.region if catalog.glue is not None and not catalog.glue.region else None
 
     def select_tables(
         self, config: ReplicationConfig, tables: Sequence[str] = (), source: str = "config"
@@ -198,6 +206,8 @@ class StateContext:
     ) -> list[TableFreshness]:
         """Each table's freshness of the config at ``config_uri`` (``tables``: some of them),
         from both catalogs and the state store (``ferry.freshness``)."""
+        from ferry.freshness import measure
+
         config = self.load(config_uri)
         store = self.state.store if self.state is not None else None
         with (

@@ -3,6 +3,10 @@
 boto3 honours the standard ``AWS_ENDPOINT_URL`` / ``AWS_ENDPOINT_URL_<SERVICE>`` variables,
 so the same clients talk to AWS or to the local emulator.
 
+boto3 and botocore are imported when the first session is made, not with this module:
+importing them is a noticeable share of a command's start (``docs/PERFORMANCE.md``), and a run
+that reaches no AWS service (a Hive table, a local work location and state store) makes none.
+
 Every client is configured here, once: its retries and timeouts (``ferry.storage.retry_policy``, the
 only retries of an AWS call in Ferry besides the state machine's ``Retry``), its connection
 pool, and for S3 how bodies are checked and sent (``s3_client``). The copiers and the file
@@ -11,38 +15,45 @@ systems all take their S3 clients from ``AwsClients``.
 
 from __future__ import annotations
 
+import functools
 import platform
 import threading
 from datetime import datetime
-from typing import Any
-
-import boto3
-import botocore
-import botocore.session
-import botocore.utils
-from botocore.config import Config
+from typing import TYPE_CHECKING, Any
 
 from ferry import __version__
 from ferry.core.clock import Clock, utc_now
 from ferry.storage import retry_policy
 from ferry.storage.s3 import MiB
 
+if TYPE_CHECKING:
+    import boto3
+    from botocore.config import Config
+
 #: Connections a client keeps open at least (botocore's own default is 10).
 MIN_POOL_CONNECTIONS = 10
 
-_CLIENT_CONFIG = Config(
-    # Throttling, 5xx answers, an error inside a 200 (S3's CopyObject) and dropped
-    # connections are retried here, with backoff; nothing above retries the same call.
-    retries={"mode": retry_policy.MODE, "total_max_attempts": retry_policy.ATTEMPTS},
-    connect_timeout=retry_policy.CONNECT_TIMEOUT_SECONDS,
-    read_timeout=retry_policy.READ_TIMEOUT_SECONDS,
-    max_pool_connections=MIN_POOL_CONNECTIONS,
-    # A fixed User-Agent: botocore otherwise rebuilds its own (with feature metadata) for
-    # every request, a noticeable share of the client's CPU on a small object's copy.
-    user_agent=(
-        f"Ferry/{__version__} Botocore/{botocore.__version__} Python/{platform.python_version()}"
-    ),
-)
+
+@functools.cache
+def _client_config() -> Config:
+    """Every client's settings (made once, with the first client)."""
+    import botocore
+    from botocore.config import Config
+
+    return Config(
+        # Throttling, 5xx answers, an error inside a 200 (S3's CopyObject) and dropped
+        # connections are retried here, with backoff; nothing above retries the same call.
+        retries={"mode": retry_policy.MODE, "total_max_attempts": retry_policy.ATTEMPTS},
+        connect_timeout=retry_policy.CONNECT_TIMEOUT_SECONDS,
+        read_timeout=retry_policy.READ_TIMEOUT_SECONDS,
+        max_pool_connections=MIN_POOL_CONNECTIONS,
+        # A fixed User-Agent: botocore otherwise rebuilds its own (with feature metadata)
+        # for every request, a noticeable share of the client's CPU on a small object's copy.
+        user_agent=(
+            f"Ferry/{__version__} Botocore/{botocore.__version__} "
+            f"Python/{platform.python_version()}"
+        ),
+    )
 
 
 #: A check before a run (``AwsClients.probe_client``) waits this long for a connection, and
@@ -65,7 +76,9 @@ def pool_size(connections: int | None) -> int:
 
 def client_config(connections: int | None = None, **overrides: Any) -> Config:
     """Ferry's client settings with a pool for ``connections`` concurrent requests."""
-    return _CLIENT_CONFIG.merge(Config(max_pool_connections=pool_size(connections), **overrides))
+    from botocore.config import Config
+
+    return _client_config().merge(Config(max_pool_connections=pool_size(connections), **overrides))
 
 
 def parse_timestamp(value: Any) -> datetime:
@@ -83,6 +96,8 @@ def parse_timestamp(value: Any) -> datetime:
             parsed = None
         if parsed is not None and parsed.tzinfo is not None:
             return parsed
+    import botocore.utils
+
     return botocore.utils.parse_timestamp(value)
 
 
@@ -92,6 +107,9 @@ def new_session(credential_resolver: Any | None = None, **arguments: Any) -> bot
     ``credential_resolver``: where its credentials come from instead of the SDK's chain (a
     role assumed in another account, ``ferry.storage.aws_roles``).
     """
+    import boto3
+    import botocore.session
+
     core = botocore.session.get_session()
     core.get_component("response_parser_factory").set_parser_defaults(
         timestamp_parser=parse_timestamp
@@ -149,6 +167,9 @@ class AwsClients:
     A side of a replication in another account (its catalog's ``assume-role``) has clients
     of its own (``for_side``): the same settings, signed as the role Ferry assumes there.
     ``clock``: what those credentials' expiry is measured against.
+
+    Its session is made when first needed (a client, the region, the credentials): a run
+    that asks for none imports no boto3.
     """
 
     def __init__(
@@ -157,7 +178,7 @@ class AwsClients:
         session: boto3.session.Session | None = None,
         clock: Clock = utc_now,
     ):
-        self._session = session or new_session()
+        self._session = session
         self._endpoint = endpoint
         self._clock = clock
         self._clients: dict[tuple[str, str | None, int], Any] = {}
@@ -178,7 +199,7 @@ class AwsClients:
                 sts = self.client("sts", self.region)
                 session = new_session(
                     credential_resolver=role_credentials(role, sts, self._clock),
-                    region_name=self._session.region_name,
+                    region_name=self.region,
                 )
                 self._roles[role] = AwsClients(self._endpoint, session, self._clock)
             return self._roles[role]
@@ -191,6 +212,10 @@ class AwsClients:
     @property
     def session(self) -> boto3.session.Session:
         """The session every client of these is made from (its credentials sign them)."""
+        if self._session is None:
+            with self._lock:
+                if self._session is None:
+                    self._session = new_session()
         return self._session
 
     def client(
@@ -205,9 +230,9 @@ class AwsClients:
         with self._lock:
             if key not in self._clients:
                 if service == "s3":
-                    client = s3_client(self._session, region, self._endpoint, connections)
+                    client = s3_client(self.session, region, self._endpoint, connections)
                 else:
-                    client = self._session.client(
+                    client = self.session.client(
                         service,
                         region_name=region,
                         endpoint_url=self._endpoint,
@@ -219,7 +244,7 @@ class AwsClients:
     def probe_client(self, service: str, region: str | None = None) -> Any:
         """A client for one check before a run starts: ``PROBE_ATTEMPTS`` attempts with short
         timeouts, so that an endpoint that does not answer is one line within seconds."""
-        return self._session.client(
+        return self.session.client(
             service,
             region_name=region,
             endpoint_url=self._endpoint,
@@ -238,7 +263,7 @@ class AwsClients:
     def credentials(self) -> tuple[str, str, str | None] | None:
         """The session's credentials (access key id, secret key, session token), when they
         were given to it explicitly; None when the SDK's chain finds them."""
-        found = self._session.get_credentials()
+        found = self.session.get_credentials()
         if found is None or getattr(found, "method", None) != "explicit":
             return None
         frozen = found.get_frozen_credentials()
@@ -247,7 +272,7 @@ class AwsClients:
     @property
     def region(self) -> str | None:
         """The session's default region (where a client without one goes)."""
-        return self._session.region_name
+        return self.session.region_name
 
     def region_of_arn(self, arn: str) -> str | None:
         parts = arn.split(":")

@@ -1,7 +1,8 @@
 """A run with nothing to do imports only what it uses: ``ferry replicate`` of a Hive table
 already replicated, as a person runs it (a new process), loads neither pyiceberg nor sqlglot,
-nor Jinja2 (no partition filter) nor rich's progress bar (nothing copied), and still finds
-the table unchanged through every guard (``tests/unit/test_cold_start_imports.py`` holds the
+nor Jinja2 (no partition filter), nor rich (``--json``), nor boto3 (two Hive metastores, a
+local work location and state store: no AWS session), nor the payloads of the other state
+machines, and still finds the table unchanged through every guard (``tests/unit/test_cold_start_imports.py`` holds the
 modules' imports; this holds the run)."""
 
 from __future__ import annotations
@@ -67,4 +68,16 @@ def test_a_hive_table_with_nothing_to_do_imports_no_iceberg_sql_parser_or_templa
     assert replica_catalog.get_table(replica_database, "orders") == replicated
     loaded = set(json.loads(modules.read_text()))
     assert "ferry.planning.table_plan" in loaded  # it planned
-    assert not {"pyiceberg", "sqlglot", "jinja2", "rich.progress"} & loaded
+    assert not {"pyiceberg", "sqlglot", "jinja2", "rich", "boto3", "botocore.session"} & loaded
+    assert (
+        not {
+            f"ferry.statemachine.{group}"
+            for group in (
+                "housekeeping_payloads",
+                "feed_payloads",
+                "check_payloads",
+                "failover_payloads",
+            )
+        }
+        & loaded
+    )

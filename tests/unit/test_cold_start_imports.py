@@ -17,6 +17,14 @@ import pytest
 
 from ferry.statemachine import ALL_FUNCTIONS
 
+PAYLOAD_GROUPS = (
+    "replication_payloads",
+    "housekeeping_payloads",
+    "feed_payloads",
+    "check_payloads",
+    "failover_payloads",
+)
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -37,6 +45,9 @@ def imported_after(code: str) -> set[str]:
         # Every function validates its payloads: the plan's model (pyiceberg, sqlglot) is read
         # only by the states that read a plan.
         ("ferry.statemachine", {"pyiceberg", "sqlglot"}),
+        # The definitions import no payloads: a run or a function imports its own group's
+        # (``ferry.statemachine.payloads_of``).
+        ("ferry.statemachine", {f"ferry.statemachine.{group}" for group in PAYLOAD_GROUPS}),
         ("ferry.planning.runs", {"pyiceberg", "sqlglot"}),
         ("ferry.lifecycle.notify", {"pyiceberg", "sqlglot"}),
         # The plan's model names an Iceberg run's values (ferry.iceberg.iceberg_run), not
@@ -55,10 +66,18 @@ def imported_after(code: str) -> set[str]:
         ("ferry.failover.config_failback", {"pyiceberg", "sqlglot"}),
         # The S3 copy batch of a Hive table rewrites no Iceberg manifest.
         ("ferry.lifecycle.copy_work", {"pyiceberg"}),
-        # A config without a partition filter renders no template.
-        ("ferry.config", {"jinja2"}),
-        # Only a copy shown on a terminal draws a progress bar.
-        ("ferry.commands.replicate", {"rich.progress"}),
+        # A config without a partition filter renders no template; one without a role
+        # imports none of botocore's credentials.
+        ("ferry.config", {"jinja2", "botocore"}),
+        # A run prints through rich when it prints for people (not with --json).
+        ("ferry.commands.replicate", {"rich"}),
+        # AWS clients make their session, and import boto3, when a client or the region is
+        # first asked for.
+        ("ferry.storage.aws", {"boto3", "botocore"}),
+        ("ferry.states.context", {"boto3", "botocore.session"}),
+        # A state context opens a catalog's adapter for a catalog of its kind, and measures
+        # freshness (the periodic check) only when asked.
+        ("ferry.states.context", {"ferry.catalog.glue", "ferry.freshness"}),
     ],
 )
 def test_a_module_leaves_out_what_its_callers_may_not_need(module, left_out):
@@ -106,3 +125,68 @@ def test_a_function_starts_without_pyiceberg_and_sqlglot(module):
 def test_the_functions_checked_are_the_deployed_ones():
     assert len(ALL_FUNCTION_MODULES) == len(ALL_FUNCTIONS) >= 18
     assert all(module.startswith("lambdas.") for module in ALL_FUNCTION_MODULES)
+
+
+def test_the_in_process_driver_imports_only_the_replication_payloads():
+    loaded = imported_after("import ferry.commands.in_process")
+    assert "ferry.statemachine.replication_payloads" in loaded
+    assert not {f"ferry.statemachine.{group}" for group in PAYLOAD_GROUPS[1:]} & loaded
+
+
+HIVE_ONLY = (
+    "source-catalog: {name: onprem, hive-metastore-uris: thrift://metastore:9083}\n"
+    "replica-catalog: {name: dr, hive-metastore-uris: thrift://dr:9083}\n"
+    "table-replications:\n"
+    "  - source-table: {database-name: sales, table-name: orders}\n"
+    "    replica-table: {database-name: sales_dr, table-location: file:///tmp/dr/orders}\n"
+)
+
+#: What a run does with the AWS clients before its first state: the regions checked, the
+#: replica's key in the locks and its description for consumers.
+CHECKED = """
+import os
+from pathlib import Path
+os.environ["AWS_DEFAULT_REGION"] = "eu-west-1"
+from ferry.commands import check_regions
+from ferry.config import load_config
+from ferry.states.context import StateContext
+from ferry.storage.aws import AwsClients
+config = load_config(Path({path!r}))
+aws = AwsClients()
+check_regions(config, Path({path!r}), aws)
+context = StateContext("file:///nowhere", aws)
+print(context.replica_key(config, config.table_replications[0]))
+print(context.describe(config.replica_catalog))
+"""
+
+
+def test_a_config_of_hive_metastores_alone_makes_no_aws_session(tmp_path):
+    config = tmp_path / "replication.yml"
+    config.write_text(HIVE_ONLY)
+    assert not {"boto3", "botocore.session"} & imported_after(CHECKED.format(path=str(config)))
+    glue = tmp_path / "glue.yml"
+    glue.write_text(HIVE_ONLY.replace("hive-metastore-uris: thrift://dr:9083", "glue: {}"))
+    # A Glue catalog without a region of its own takes the SDK's default: the session's.
+    assert "botocore.session" in imported_after(CHECKED.format(path=str(glue)))
+
+
+#: A command whose config is refused (exit 2) after its models were built; then whether
+#: pydantic looked for plugins among the installed distributions.
+REFUSED = """
+from ferry.commands.cli import main
+from pydantic.plugin import _loader
+assert main(["replicate", {path!r}, "--home", {home!r}]) == 2
+print("scanned" if _loader._plugins is not None else "not scanned")
+"""
+
+
+def test_a_command_does_not_look_for_pydantic_plugins(tmp_path):
+    config = tmp_path / "replication.yml"
+    config.write_text(HIVE_ONLY.replace("table-name: orders", "table-name: orders, colour: red"))
+    code = REFUSED.format(path=str(config), home=str(tmp_path / "home"))
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert "colour" in done.stderr  # refused, by the config's models
+    assert done.stdout.strip() == "not scanned"
