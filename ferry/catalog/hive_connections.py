@@ -89,17 +89,26 @@ class MetastoreConnections:
             logging.getLogger("thrift.transport.TSocket").setLevel(logging.CRITICAL)
             client = self._connect()
         try:
-            return operation(client)
+            result = operation(client)
         except TTransport.TTransportException as error:
             client.close()  # broken: not returned to the pool
-            client = None
             raise CatalogUnreachableError(
                 f"lost the connection to Hive metastore '{self.name}' ({self.description}): {error}"
             ) from None
-        finally:
-            if client is not None:  # a value or a metastore's error reply: still usable
-                with self._lock:
-                    self._idle.append(client)
+        except TException:
+            self._release(client)  # the metastore's error reply, read whole: still usable
+            raise
+        except BaseException:
+            # Interrupted mid-call (Ctrl-C, a timeout of the caller's): the reply may be half
+            # read, and a held catalog's next state must not read the rest of it.
+            client.close()
+            raise
+        self._release(client)
+        return result
+
+    def _release(self, client: hmsclient.HMSClient) -> None:
+        with self._lock:
+            self._idle.append(client)
 
     def close(self) -> None:
         with self._lock:
