@@ -16,9 +16,11 @@ When all three still hold — the source's current metadata is the one replicate
 replica's is the one Ferry committed, and neither the source's entry, the config nor the
 replica's entry changed since — the replica is up to date and reads as a run would leave
 it: Plan decides "nothing to do" without reading either metadata.json, and without
-pyiceberg. Anything else (a replica registered before Ferry recorded these, a source that
-moved, an entry someone altered) is planned from the metadata as before
-(``ferry.planning.iceberg_plan``), whose Commit records them again.
+pyiceberg. Anything else (a replica registered before Ferry recorded these or by
+``ferry failback``, a source that moved, an entry someone altered) is planned from the
+metadata as before (``ferry.planning.iceberg_plan``). The records are bookkeeping, never a
+difference between two entries (``ferry.planning.diff``): the next Commit writes them, and a
+replica found up to date from its metadata is not written for them alone.
 """
 
 from __future__ import annotations
@@ -30,7 +32,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ferry.core.model import Table
-from ferry.iceberg.recognise import COMMITTED_METADATA_LOCATION
+from ferry.iceberg.recognise import (
+    COMMITTED_METADATA_LOCATION,
+    REGISTRATION,
+    SOURCE_METADATA_LOCATION,
+)
 from ferry.planning.diff import definition
 from ferry.planning.iceberg_checks import check_iceberg, metadata_locations
 from ferry.planning.replication_plan import (
@@ -47,10 +53,6 @@ from ferry.replicas.replica import (
 )
 from ferry.storage.fs import normalise
 
-#: On an Iceberg replica: the source's ``metadata_location`` its metadata replicates.
-SOURCE_METADATA_LOCATION = "ferry.iceberg.source.metadata.location"
-#: On an Iceberg replica: the digest of what it was registered from and as (``digest``).
-REGISTRATION = "ferry.iceberg.registration"
 #: Any fixed time: the digest leaves out when a run wrote, and by which event.
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -116,18 +118,15 @@ def digest(inputs: PlanInputs, source_table: Table, replica_table: Table) -> str
     """A digest of what an Iceberg replica's entry is registered from — the source's entry
     as it shapes the replica's (its parameters with Ferry's own and the configured table
     properties, owner, description, storage formats; both catalogs' kinds) — and of the
-    entry itself as readers see it (``definition``: no per-run bookkeeping), without the
-    digest's own parameter."""
+    entry itself as readers see it (``definition``: no per-run bookkeeping, nor these
+    records)."""
     parameters = replica_parameters_for(
         inputs, source_table, source_table.parameters, source_table.location, _EPOCH
     )
     for key in (REPLICATION_EVENT, LAST_REPLICATED):
         parameters.pop(key, None)
     source = source_table.storage
-    entry = definition(replica_table)
-    entry = replace(
-        entry, parameters={k: v for k, v in entry.parameters.items() if k != REGISTRATION}
-    )
+    entry = definition(replica_table)  # without bookkeeping: these records among it
     document = {
         "from": {
             "parameters": parameters,

@@ -16,8 +16,12 @@ from dataclasses import replace
 import pytest
 from pyiceberg.catalog.hive import HiveCatalog
 
-from ferry.iceberg.recognise import COMMITTED_METADATA_LOCATION, metadata_location
-from ferry.planning.iceberg_noop import REGISTRATION, SOURCE_METADATA_LOCATION
+from ferry.iceberg.recognise import (
+    COMMITTED_METADATA_LOCATION,
+    REGISTRATION,
+    SOURCE_METADATA_LOCATION,
+    metadata_location,
+)
 from ferry.storage import fs
 from tests.helpers import Replicator, config_document
 from tests.iceberg_tables import create_history_table, read_rows, rows
@@ -172,8 +176,10 @@ def test_a_config_that_changes_the_entry_is_registered_again(scene, replica_cata
     assert registered.parameters["owner.team"] == "sales"
 
 
-def test_a_replica_from_before_the_records_is_planned_from_its_metadata(scene, replica_catalog):
-    _, database, replicator, _ = scene
+def test_a_replica_from_before_the_records_is_planned_from_its_metadata(
+    scene, source_catalog, replica_catalog
+):
+    writer, database, replicator, _ = scene
     registered = replica_catalog.get_table(f"{database}_dr", "history")
     parameters = {
         k: v
@@ -182,10 +188,17 @@ def test_a_replica_from_before_the_records_is_planned_from_its_metadata(scene, r
     }
     replica_catalog.alter_table(replace(registered, parameters=parameters))
 
-    (upgraded,) = replicator.run()
+    (again,) = replicator.run()
 
-    assert upgraded.status == "SUCCEEDED", upgraded  # the entry gets the records, no copy
-    assert upgraded.files == 0
+    assert again.status == "UNCHANGED", again  # found so from the metadata
+    unrecorded = replica_catalog.get_table(f"{database}_dr", "history")
+    assert SOURCE_METADATA_LOCATION not in unrecorded.parameters  # not written for that alone
+
+    writer.load_table(f"{database}.history").append(rows([30], ["us"]))
+    (appended,) = replicator.run()
+
+    assert appended.status == "SUCCEEDED", appended
     recorded = replica_catalog.get_table(f"{database}_dr", "history")
-    assert recorded.parameters[REGISTRATION] == registered.parameters[REGISTRATION]
-    assert metadata_location(recorded) == metadata_location(registered)
+    source = source_catalog.get_table(database, "history")
+    assert recorded.parameters[SOURCE_METADATA_LOCATION] == metadata_location(source)
+    assert len(recorded.parameters[REGISTRATION]) == 64
