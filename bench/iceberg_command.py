@@ -214,7 +214,9 @@ def _ferry(
         import pstats
 
         print("\nThe profiled incremental run's 40 costliest of Ferry's own calls (cumulative)")
-        pstats.Stats(str(profiled)).sort_stats("cumulative").print_stats("/ferry/", 40)
+        pstats.Stats(str(profiled)).sort_stats("cumulative").print_stats(
+            "/ferry/(states|iceberg|lifecycle|planning|copying)", 45
+        )
     return json.loads(done.stdout)
 
 
