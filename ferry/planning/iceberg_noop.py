@@ -32,6 +32,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ferry.core.model import Table
+from ferry.iceberg.iceberg_run import IcebergRun
 from ferry.iceberg.recognise import (
     COMMITTED_METADATA_LOCATION,
     REGISTRATION,
@@ -82,8 +83,6 @@ def plan_unchanged(inputs: PlanInputs, source_table: Table) -> ReplicationPlan |
         return None  # the source moved: its new snapshots are read from its metadata
     if recorded.get(REGISTRATION) != digest(inputs, source_table, replica_before):
         return None  # the source's entry, the config or the replica's entry changed
-    from ferry.iceberg.iceberg_run import IcebergRun
-
     # The replica as it is, with this run's bookkeeping (which no comparison looks at).
     bookkeeping = replica_parameters_for(inputs, source_table, {}, None, inputs.clock())
     replica_table = replace(
