@@ -105,6 +105,7 @@ bench: setup
 	$(BIN)/python bench/lambda_init.py
 	$(BIN)/python bench/partition_scale.py
 	$(BIN)/python bench/command_copy.py
+	$(BIN)/python bench/iceberg_command.py
 
 # The CloudFormation template of each environment, into cdk.out/ (no AWS account, no Docker):
 # the Lambda bundle and the Spark job's environment are built from platform wheels on the way,

@@ -23,7 +23,11 @@ from ferry.catalog import Catalog
 from ferry.catalog.glue import GlueCatalog
 from ferry.catalog.hive import HiveMetastoreCatalog
 from ferry.core.model import CatalogKind, Table
-from ferry.iceberg.recognise import METADATA_LOCATION, PREVIOUS_METADATA_LOCATION
+from ferry.iceberg.recognise import (
+    METADATA_LOCATION,
+    PREVIOUS_METADATA_LOCATION,
+    SOURCE_METADATA_LOCATION,
+)
 from ferry.replicas.replica import SOURCE_LOCATION, SOURCE_TABLE
 from ferry.storage import fs
 from tests.iceberg_tables import create_history_table, read_rows, rows
@@ -245,9 +249,10 @@ def check_registration(case: CrossCatalog, registered: Table) -> None:
     key, value = USER_PARAMETER
     assert registered.parameters[key] == value
     assert registered.parameters[SOURCE_TABLE] == f"{case.source_database}.history"
-    # Only Ferry's record of where the replica came from names the source.
+    # Only Ferry's records of where the replica came from name the source: its location, and
+    # the metadata.json the replica's metadata replicates (``ferry.planning.iceberg_noop``).
     naming = {k for k, v in registered.parameters.items() if _path(case.source_location) in v}
-    assert naming <= {SOURCE_LOCATION}, naming
+    assert naming <= {SOURCE_LOCATION, SOURCE_METADATA_LOCATION}, naming
     if case.replica_kind is CatalogKind.GLUE:
         assert registered.description == DESCRIPTION
         assert not HIVE_ONLY & set(registered.parameters)

@@ -20,6 +20,11 @@ PREVIOUS_METADATA_LOCATION = "previous_metadata_location"
 #: writer's commit (an engine appending to the replica, a replica promoted after a
 #: failover) moves ``metadata_location`` and leaves this parameter behind.
 COMMITTED_METADATA_LOCATION = "ferry.iceberg.metadata.location"
+#: On an Iceberg replica: the source's ``metadata_location`` its metadata replicates, and a
+#: digest of what its entry was registered from and as (``ferry.planning.iceberg_noop``).
+#: Bookkeeping: never a difference between two entries.
+SOURCE_METADATA_LOCATION = "ferry.iceberg.source.metadata.location"
+REGISTRATION = "ferry.iceberg.registration"
 
 
 def is_iceberg(table: Table) -> bool:

@@ -29,6 +29,7 @@ from enum import StrEnum
 
 from ferry.config import ReplicationMode
 from ferry.core.model import Partition, StorageDescriptor, Table, partition_name
+from ferry.iceberg.recognise import REGISTRATION, SOURCE_METADATA_LOCATION
 from ferry.replicas.replica import (
     COMMIT_CLAIM,
     LAST_REPLICATED,
@@ -283,6 +284,8 @@ _NOT_METADATA = frozenset(
         LAST_REPLICATED,
         SOURCE_VERSION,
         SOURCE_READ_AT,
+        SOURCE_METADATA_LOCATION,
+        REGISTRATION,
         *SERVER_MANAGED_PARAMETERS,
         "numFiles",
         "totalSize",

@@ -3,9 +3,11 @@ folder: Iceberg's own new file names isolate its versions), planned from the sou
 metadata and the replica's (``ferry.iceberg.pipeline``), registered as the replica's kind of
 catalog registers Iceberg tables (``ferry.iceberg.registration``).
 
-Refused before anything is read: modes other than FULL, partition selections, a replica
-that is no Iceberg table, a replica another writer committed to since Ferry's last commit,
-and metadata locations that are missing or relative.
+Refused before anything is read (``ferry.planning.iceberg_checks``): modes other than FULL,
+partition selections, a replica that is no Iceberg table, a replica another writer committed
+to since Ferry's last commit, and metadata locations that are missing or relative. The entry
+registered records what the next run compares to tell, without reading any metadata, that
+there is nothing to do (``ferry.planning.iceberg_noop``).
 """
 
 from __future__ import annotations
@@ -15,20 +17,15 @@ from dataclasses import replace
 
 from pyiceberg.table.metadata import TableMetadata
 
-from ferry.config import ReplicationMode, TableReplication
-from ferry.core.errors import IcebergMetadataError, ReplicaGuardError, ReplicationModeError
+from ferry.config import TableReplication
+from ferry.core.errors import IcebergMetadataError, ReplicaGuardError
 from ferry.core.model import Table
 from ferry.iceberg.pipeline import IcebergIntent, PlannedIceberg, plan_iceberg
-from ferry.iceberg.recognise import (
-    COMMITTED_METADATA_LOCATION,
-    METADATA_LOCATION,
-    PREVIOUS_METADATA_LOCATION,
-    is_iceberg,
-    metadata_location,
-    moved_since_commit,
-)
+from ferry.iceberg.recognise import COMMITTED_METADATA_LOCATION, PREVIOUS_METADATA_LOCATION
 from ferry.iceberg.registration import register_iceberg_replica
 from ferry.planning import source_versions
+from ferry.planning.iceberg_checks import check_iceberg, metadata_locations
+from ferry.planning.iceberg_noop import recorded
 from ferry.planning.replication_plan import (
     PlanInputs,
     ReplicationPlan,
@@ -47,9 +44,9 @@ def plan_iceberg_table(
     """The plan of an Iceberg source table (see the module). ``intend`` is told what the
     run will write at the replica before Plan writes any of it."""
     replication = inputs.replication
-    _check_iceberg(replication, source_table, inputs.replica_before)
+    check_iceberg(replication, source_table, inputs.replica_before)
     check_replica_location(source_table, replication)
-    source_metadata, replica_metadata = _metadata_locations(source_table, inputs.replica_before)
+    source_metadata, replica_metadata = metadata_locations(source_table, inputs.replica_before)
     planned = _plan_metadata(inputs, source_table, source_metadata, replica_metadata, intend)
     return build_plan(
         inputs,
@@ -59,68 +56,6 @@ def plan_iceberg_table(
         iceberg=planned.run,
         source_version=str(_iceberg_version(planned.source)),
     )
-
-
-def _check_iceberg(
-    replication: TableReplication, source_table: Table, replica_before: Table | None
-) -> None:
-    """Refuse what an Iceberg replication cannot do: modes other than FULL (the metadata
-    always moves with the data; a mirror would name the source's files), partition
-    selections (an Iceberg table's partitions are not the catalog's), a replica that is
-    not an Iceberg table, and a replica another writer committed to since Ferry's last
-    commit (replicating over it would discard that commit, and housekeeping would then
-    take its files for superseded ones)."""
-    name = source_table.qualified_name
-    mode = replication.replication_mode
-    if mode is not ReplicationMode.FULL:
-        raise ReplicationModeError(
-            f"{name} is an Iceberg table; Iceberg tables replicate with replication-mode "
-            f"FULL only (snapshot by snapshot, data and metadata), not {mode.value}"
-        )
-    config = replication.source_table
-    if (
-        config.partition_filter
-        or config.generate_partition_filter
-        or config.partition_limit is not None
-    ):
-        raise ReplicationModeError(
-            f"{name} is an Iceberg table; partition-filter and partition-limit select Hive "
-            "partitions, and an Iceberg table replicates whole, snapshot by snapshot"
-        )
-    if replica_before is not None and not is_iceberg(replica_before):
-        raise ReplicaGuardError(
-            f"replica {replica_before.qualified_name} is not an Iceberg table, and its source "
-            f"{name} is: not replacing it (drop it, or replicate to another table)"
-        )
-    moved = moved_since_commit(replica_before.parameters) if replica_before is not None else None
-    if replica_before is not None and moved is not None:
-        committed = replica_before.parameters[COMMITTED_METADATA_LOCATION]
-        raise ReplicaGuardError(
-            f"replica {replica_before.qualified_name} was committed to by another writer: its "
-            f"{METADATA_LOCATION} is {moved}, not {committed} as Ferry committed it; Ferry will "
-            "not replicate over that commit (drop the replica, or replicate to another table)"
-        )
-
-
-def _metadata_locations(
-    source_table: Table, replica_before: Table | None
-) -> tuple[str, str | None]:
-    """The source's current metadata.json and the replica's (None for a first replication);
-    each must be named, and absolute."""
-    source_metadata = metadata_location(source_table)
-    if source_metadata is None:
-        raise IcebergMetadataError(
-            f"Iceberg table {source_table.qualified_name} names no {METADATA_LOCATION}: "
-            "nothing to replicate yet"
-        )
-    replica_metadata = metadata_location(replica_before) if replica_before else None
-    for table, location in ((source_table, source_metadata), (replica_before, replica_metadata)):
-        if table is not None and location is not None and not _absolute(location):
-            raise IcebergMetadataError(
-                f"Iceberg table {table.qualified_name}: its {METADATA_LOCATION} {location!r} "
-                "is a relative path; Iceberg names a metadata file by its absolute URI"
-            )
-    return source_metadata, replica_metadata
 
 
 def _plan_metadata(
@@ -177,10 +112,12 @@ def _registered(inputs: PlanInputs, source_table: Table, planned: PlannedIceberg
         replica_before=replica_before,
         previous_properties=planned.previous.properties if planned.previous else None,
     )
-    return replace(
+    committed = replace(
         replica_table,
         parameters={**replica_table.parameters, COMMITTED_METADATA_LOCATION: run.metadata_location},
     )
+    # What the next run compares to tell "nothing to do" from the entries alone.
+    return recorded(inputs, source_table, committed)
 
 
 def _iceberg_version(metadata: TableMetadata) -> source_versions.SourceVersion:
@@ -189,12 +126,6 @@ def _iceberg_version(metadata: TableMetadata) -> source_versions.SourceVersion:
     return source_versions.of_iceberg(
         metadata.current_snapshot_id, snapshot.timestamp_ms if snapshot else None
     )
-
-
-def _absolute(location: str) -> bool:
-    """Whether a metadata location is absolute: a URI with a scheme, or a local path from
-    the root (a relative one would be read from wherever the step happens to run)."""
-    return "://" in location or location.startswith(("/", "file:/"))
 
 
 def _whose(

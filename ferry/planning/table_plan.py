@@ -22,6 +22,7 @@ from ferry.iceberg.iceberg_run import IcebergIntent
 from ferry.iceberg.recognise import is_iceberg
 from ferry.planning.dropped_source import plan_source_gone
 from ferry.planning.hive_plan import plan_hive_table
+from ferry.planning.iceberg_noop import plan_unchanged
 from ferry.planning.replication_plan import PlanInputs, ReplicaRead, ReplicationPlan
 from ferry.replicas.replica import check_not_promoted, check_replica_guard
 
@@ -90,8 +91,11 @@ def _plan(
             "replicate to another table)"
         )
     if is_iceberg(source_table):
-        # Imported here: pyiceberg is for Iceberg tables only (a Hive table's run starts
-        # without it; tests/unit/test_cold_start_imports.py).
+        unchanged = plan_unchanged(inputs, source_table)  # from the entries, no pyiceberg
+        if unchanged is not None:
+            return unchanged
+        # Imported here: pyiceberg is for Iceberg tables with work (a Hive table's run, and
+        # an up-to-date Iceberg table's, start without it; tests/unit/test_cold_start_imports.py).
         from ferry.planning.iceberg_plan import plan_iceberg_table
 
         return plan_iceberg_table(inputs, source_table, intend)

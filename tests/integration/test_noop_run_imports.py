@@ -2,8 +2,10 @@
 already replicated, as a person runs it (a new process), loads neither pyiceberg nor sqlglot,
 nor Jinja2 (no partition filter), nor rich (``--json``), nor boto3 (two Hive metastores, a
 local work location and state store: no AWS session), nor the payloads of the other state
-machines, and still finds the table unchanged through every guard (``tests/unit/test_cold_start_imports.py`` holds the
-modules' imports; this holds the run)."""
+machines, and still finds the table unchanged through every guard; nor does an Iceberg table
+already replicated, whose replica is found up to date from the two catalog entries
+(``ferry.planning.iceberg_noop``) without reading its metadata
+(``tests/unit/test_cold_start_imports.py`` holds the modules' imports; this holds the run)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import sys
 
 import pytest
 
+from ferry.local.samples import create_iceberg_sample
 from tests.helpers import config_document
 
 pytestmark = pytest.mark.integration
@@ -81,3 +84,47 @@ def test_a_hive_table_with_nothing_to_do_imports_no_iceberg_sql_parser_or_templa
         }
         & loaded
     )
+
+
+def test_an_iceberg_table_with_nothing_to_do_imports_no_pyiceberg(
+    local_runtime, sample, replica_catalog, write_config, tmp_path
+):
+    replica_database = f"{sample.database}_dr"
+    create_iceberg_sample(
+        local_runtime.source_uri, sample.database, (tmp_path / "source" / "events").as_uri()
+    )
+    config = write_config(
+        config_document(
+            local_runtime,
+            [
+                {
+                    "source-table": {"database-name": sample.database, "table-name": "events"},
+                    "replica-table": {
+                        "database-name": replica_database,
+                        "table-location": (tmp_path / "dr" / "events").as_uri(),
+                    },
+                }
+            ],
+        )
+    )
+    arguments = ["replicate", str(config), "--home", str(tmp_path / "home"), "--json"]
+    first = subprocess.run(
+        [sys.executable, "-m", "ferry.commands.cli", *arguments],
+        capture_output=True, text=True, timeout=300, env={**os.environ},
+    )  # fmt: skip
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert [t["status"] for t in json.loads(first.stdout)["tables"]] == ["SUCCEEDED"]
+    replicated = replica_catalog.get_table(replica_database, "events")
+
+    modules = tmp_path / "modules.json"
+    again = subprocess.run(
+        [sys.executable, "-c", RUN_AND_LIST_MODULES, str(modules), *arguments],
+        capture_output=True, text=True, timeout=300, env={**os.environ},
+    )  # fmt: skip
+
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert [t["status"] for t in json.loads(again.stdout)["tables"]] == ["UNCHANGED"]
+    assert replica_catalog.get_table(replica_database, "events") == replicated
+    loaded = set(json.loads(modules.read_text()))
+    assert "ferry.planning.iceberg_noop" in loaded  # it planned, from the entries
+    assert not {"pyiceberg", "sqlglot", "jinja2", "rich", "boto3", "botocore.session"} & loaded
