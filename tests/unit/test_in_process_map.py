@@ -125,7 +125,7 @@ def test_a_failed_item_fails_a_map_without_tolerance_and_no_item_starts_after_it
     def behaviour(index: int) -> None:
         if index == 3:
             raise CopyError("batch 3 could not be copied")
-        release.wait(2.0)
+        release.wait(3.0)
 
     batches = Batches(behaviour)
     driver = InProcessDriver(batches, None, definition_path=_copy_map_machine(tmp_path))

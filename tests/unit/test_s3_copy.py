@@ -375,13 +375,18 @@ def test_copiers_running_at_once_in_one_process_share_its_objects_in_flight(s3):
     from ferry.copying import concurrency
 
     lock, in_flight, most = threading.Lock(), [0], [0]
-    hold = threading.Event()
+    full, hold = threading.Event(), threading.Event()
 
     def sending(**_):
         with lock:
             in_flight[0] += 1
             most[0] = max(most[0], in_flight[0])
-        hold.wait(0.05)  # the request takes a while, so that copies pile up
+            if in_flight[0] >= concurrency.PROCESS_OBJECTS:
+                full.set()
+        # The first copies wait for the bound to be reached, then a while longer, so that
+        # any copy past the bound would be seen in flight beside them.
+        assert full.wait(30), f"only {most[0]} copies were ever in flight at once"
+        hold.wait(0.05)
 
     def answered(**_):
         with lock:
@@ -403,4 +408,4 @@ def test_copiers_running_at_once_in_one_process_share_its_objects_in_flight(s3):
     for copier in copiers:
         copier.join()
     assert len(keys(s3)) == 300
-    assert 48 < most[0] <= concurrency.PROCESS_OBJECTS == 64
+    assert most[0] == concurrency.PROCESS_OBJECTS == 64
