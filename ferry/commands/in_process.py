@@ -13,19 +13,21 @@ take the same states in the same order, choose the same copier and leave the sam
 
 Where the state machine starts an EMR Serverless job run, this driver runs the same Spark
 job: with ``spark-submit`` in local mode, or on EMR Serverless when the config has an
-``emr-serverless`` section. The S3 server-side copy's Map runs its batches here, one after
-another, each with the copier's own thread pool.
+``emr-serverless`` section. A Map runs up to its ``MaxConcurrency`` items at once (the S3
+server-side copy's batches, 16, each with the copier's own thread pool), or one after another
+where the definition names none (the tables; ``ferry.commands.in_process_map``). Each thread
+keeps the table it is in, and the state it entered last, as its own.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable
 from copy import deepcopy
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -40,7 +42,8 @@ from ferry.commands.in_process_data_flow import (
     place_result,
     retry_delay,
 )
-from ferry.copying.copier import Progress
+from ferry.commands.in_process_map import concurrency, run_items
+from ferry.commands.in_process_observer import Guarded, Observer, Silent
 from ferry.core.errors import FerryError, ReplicationInterruptedError, StateError
 from ferry.core.faults import InjectedFault
 from ferry.statemachine.outcomes import write_map_results
@@ -68,34 +71,6 @@ class States(Protocol):
     whose ``run_state`` runs the function's state module (``ferry.statemachine.STATES``)."""
 
     def run_state(self, function: str, payload: Any, *extra: Any) -> Any: ...
-
-
-class Observer(Protocol):
-    """Told what the driver does (the CLI shows it)."""
-
-    def state_entered(self, table: str | None, state: str) -> None: ...
-
-    def copy_progress(self, table: str, plan: dict[str, Any]) -> Progress | None: ...
-
-    def copy_finished(self, table: str) -> None: ...
-
-    def table_finished(
-        self, table: str, result: Any, states: list[str], seconds: float
-    ) -> None: ...
-
-
-class _Silent:
-    def state_entered(self, table: str | None, state: str) -> None:
-        pass
-
-    def copy_progress(self, table: str, plan: dict[str, Any]) -> Progress | None:
-        return None
-
-    def copy_finished(self, table: str) -> None:
-        pass
-
-    def table_finished(self, table: str, result: Any, states: list[str], seconds: float) -> None:
-        pass
 
 
 @dataclass
@@ -145,11 +120,11 @@ class InProcessDriver:
     ):
         self.context = context
         self.spark = spark
-        self.observer = observer or _Silent()
+        self.observer = Guarded(observer or Silent())
         self.sleep = sleep
         self.definition = statemachine.load(substitutions(), definition_path)
-        self._table: str | None = None
-        self._current: Any = None
+        #: The table this thread is in, and the data of the state it entered last.
+        self._place = _Place()
         self._top: Any = None
         self._execution = Execution()
 
@@ -171,11 +146,12 @@ class InProcessDriver:
         name = machine["StartAt"]
         while True:
             state = states[name]
-            self._current = data
-            if self._table is None:
+            table = self._place.table
+            self._place.current = data
+            if table is None:
                 self._top = data
-            self._execution.states.append((self._table, name))
-            self.observer.state_entered(self._table, name)
+            self._execution.states.append((table, name))
+            self.observer.state_entered(table, name)
             data, following = self._run_state(name, state, data, context)
             if following is None:
                 return data
@@ -253,17 +229,17 @@ class InProcessDriver:
 
     def _step(self, function: str, parameters: dict[str, Any]) -> Any:
         payload = parameters["Payload"]
-        progress_for = None
-        if function in ("InlineCopy", "S3CopyBatch") and self._table is not None:
-            progress_for = self.observer.copy_progress
+        table = self._place.table
+        # A copy in a table shows its progress: one for all of the table's copy steps at once.
+        shows_progress = function in ("InlineCopy", "S3CopyBatch") and table is not None
+        progress = self.observer.copy_progress(table or "", payload) if shows_progress else None
         try:
             # As the handler does: the event validated into the state's input model, the
             # result returned as its JSON.
             step_input = statemachine.payloads_of(function)[0].model_validate(payload)
             if function == "ResolveTables":
                 result = self.context.run_state(function, step_input, 1)
-            elif progress_for is not None:
-                progress = progress_for(self._table or "", payload)
+            elif shows_progress:
                 result = self.context.run_state(function, step_input, progress)
             else:
                 result = self.context.run_state(function, step_input)
@@ -278,12 +254,13 @@ class InProcessDriver:
             name = type(error).__name__
             raise StateError(name, lambda_cause(name, str(error))) from None
         finally:
-            if progress_for is not None:
-                self.observer.copy_finished(self._table or "")
+            if shows_progress:
+                self.observer.copy_finished(table or "")
 
     def _map(self, name: str, state: dict[str, Any], data: Any, context: Any) -> Any:
-        """A Map's items, one after another; a Distributed Map's ``ResultWriter`` and failure
-        tolerance as Step Functions applies them (its ``MaxConcurrency`` is one here)."""
+        """A Map's items, up to its ``MaxConcurrency`` at once; a Distributed Map's
+        ``ResultWriter`` and failure tolerance as Step Functions applies them
+        (``ferry.commands.in_process_map``)."""
         processor = state.get("ItemProcessor") or state["Iterator"]
         if "ItemReader" in state:
             reader = state["ItemReader"]
@@ -295,46 +272,31 @@ class InProcessDriver:
             items = items if isinstance(items, list) else [items]
         else:
             items = path_value(data, state.get("ItemsPath", "$"))
-        tolerated = state.get("ToleratedFailurePercentage", 0)
-        children: list[dict[str, Any]] = []
-        for index, item in enumerate(items):
+        contexts = [
             # No execution runs the tables here: Plan's `$$.Execution.Id` is None, and the
             # replica's lock names this process instead (``ReplicaState.owner``).
-            item_context = {
-                "Execution": {"Id": None},
-                "Map": {"Item": {"Index": index, "Value": item}},
-            }
-            value = (
-                build(state["ItemSelector"], data, item_context)
-                if "ItemSelector" in state
-                else item
-            )
-            started = _now()
+            {"Execution": {"Id": None}, "Map": {"Item": {"Index": index, "Value": item}}}
+            for index, item in enumerate(items)
+        ]
+        selector = state.get("ItemSelector")
+        values = [build(selector, data, each) for each in contexts] if selector else list(items)
+        table, current = self._place.table, self._place.current
+
+        def run_item(index: int, value: Any) -> Any:
+            # On a thread of the Map's pool, the item starts where the Map is.
+            self._place.table, self._place.current = table, current
             try:
-                output = self._iteration(name, processor, value, item_context)
-            except StateError as error:
-                if not tolerated:
-                    # As a Map Run whose failures pass its tolerance (none, by default).
-                    raise StateError(
-                        "States.ExceedToleratedFailureThreshold",
-                        f"The specified tolerated failure threshold was exceeded: item {index} "
-                        f"of {name} failed with {error.error}: {error.cause}",
-                    ) from None
-                children.append(
-                    {"index": index, "input": value, "status": "FAILED", "start": started,
-                     "stop": _now(), "error": error.error, "cause": error.cause}
-                )  # fmt: skip
-                continue
-            children.append(
-                {"index": index, "input": value, "status": "SUCCEEDED", "start": started,
-                 "stop": _now(), "output": output}
-            )  # fmt: skip
-        failed = sum(1 for child in children if child["status"] == "FAILED")
-        if failed and failed * 100 > tolerated * len(children):
-            raise StateError(
-                "States.ExceedToleratedFailureThreshold",
-                f"{failed} of {len(children)} items of {name} failed",
-            )
+                return self._iteration(name, processor, value, contexts[index])
+            finally:
+                self._place.table, self._place.current = table, current
+
+        children = run_items(
+            name,
+            values,
+            run_item,
+            limit=concurrency(state),
+            tolerated=state.get("ToleratedFailurePercentage", 0),
+        )
         if "ResultWriter" in state:
             target = build(state["ResultWriter"]["Parameters"], data, context)
             return write_map_results(name, target["Bucket"], target.get("Prefix", ""), children)
@@ -342,7 +304,9 @@ class InProcessDriver:
 
     def _iteration(self, name: str, processor: dict[str, Any], value: Any, context: Any) -> Any:
         table = value.get("sourceTable") if isinstance(value, dict) else None
-        outer, self._table = self._table, table if self._table is None else self._table
+        place = self._place
+        outer = place.table
+        place.table = table if outer is None else outer
         started = time.monotonic()
         try:
             result = self._run_states(processor, value, context)
@@ -352,30 +316,35 @@ class InProcessDriver:
                 )
             return result
         except KeyboardInterrupt:
-            if outer is None and self._table is not None:
+            if outer is None and place.table is not None:
                 self._interrupted(processor, value, context)
             raise
         finally:
-            self._table = outer
+            place.table = outer
 
     def _interrupted(self, processor: dict[str, Any], value: Any, context: Any) -> None:
         """Ctrl-C in a table: run its abort (remove the unreferenced snapshot, FAILURE)."""
         abort = processor["States"].get("Abort table")
         if abort is None:
             return
-        data = dict(self._current if isinstance(self._current, dict) else value)
+        current = self._place.current
+        data = dict(current if isinstance(current, dict) else value)
         data["error"] = {
             "Error": ReplicationInterruptedError.__name__,
             "Cause": lambda_cause(ReplicationInterruptedError.__name__, "interrupted (Ctrl-C)"),
         }
-        entered = self._execution.table_states(self._table or "")
+        table = self._place.table
+        entered = self._execution.table_states(table or "")
         data["failedState"] = entered[-1] if entered else None
-        self._execution.states.append((self._table, "Abort table"))
+        self._execution.states.append((table, "Abort table"))
         try:
             self._run_state("Abort table", abort, data, context)
         except StateError as error:  # the interruption is what the person sees
             logger.warning("abort after interruption failed: %s", error)
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat()
+class _Place(threading.local):
+    """Where a thread of the driver is: the table it is in, the data of its last state."""
+
+    table: str | None = None
+    current: Any = None

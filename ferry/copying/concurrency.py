@@ -11,6 +11,7 @@ every thread one, and the rest split into parts with the bytes held in memory bo
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -20,6 +21,14 @@ from ferry.storage.s3 import MAX_PARTS, MIN_PART_SIZE, MiB
 #: prefix at tens of milliseconds each, so a copier is bound by its own concurrency long
 #: before S3's limits.
 SMALL_FILE_THREADS = 32
+#: Objects copied at once by all the S3 server-side copiers of one process together. The S3
+#: copy's Map runs up to 16 batches at once: on AWS each is a Lambda of its own, but
+#: ``ferry replicate`` runs them in one process, where they share one client whose connection
+#: pool holds ``2 * SMALL_FILE_THREADS`` (``ferry.storage.aws.AwsClients.client``). Past that,
+#: connections are opened to be thrown away, and more threads only contend for the GIL.
+PROCESS_OBJECTS = 2 * SMALL_FILE_THREADS
+#: The turns of ``PROCESS_OBJECTS`` (a copier thread holds one while it copies an object).
+process_objects = threading.BoundedSemaphore(PROCESS_OBJECTS)
 #: Files at once when most are large: bandwidth is shared, parts give the parallelism.
 LARGE_FILE_THREADS = 8
 #: At most this many bytes of parts are held in memory by one copier.

@@ -113,7 +113,7 @@ class S3ServerSideCopier:
             ThreadPoolExecutor(threads, thread_name_prefix="ferry-s3-copy") as objects,
             ThreadPoolExecutor(threads, thread_name_prefix="ferry-s3-part") as parts,
         ):
-            futures = [objects.submit(self._copy_object, job, parts, progress) for job in jobs]
+            futures = [objects.submit(self._copy_in_turn, job, parts, progress) for job in jobs]
             wait(futures)
         failure = _first_failure(futures)
         if failure is not None:
@@ -128,6 +128,11 @@ class S3ServerSideCopier:
         """
         sizes = [task.size for task in tasks]
         return concurrency.copy_threads(sizes, self.multipart_threshold, self.threads)
+
+    def _copy_in_turn(self, job: _Job, parts: ThreadPoolExecutor, progress: Progress | None):
+        """``_copy_object`` within the process's objects in flight (``PROCESS_OBJECTS``)."""
+        with concurrency.process_objects:
+            self._copy_object(job, parts, progress)
 
     def _copy_object(self, job: _Job, parts: ThreadPoolExecutor, progress: Progress | None) -> None:
         """Copy one object (whole or in parts), pinned to the planned version and verified.

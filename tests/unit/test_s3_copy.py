@@ -364,3 +364,48 @@ def test_a_client_no_longer_used_is_let_go(monkeypatch):
     ]
     gc.collect()
     assert [client() for client in dropped] == [None] * 3  # gone, their pools with them
+
+
+def test_copiers_running_at_once_in_one_process_share_its_objects_in_flight(s3):
+    # Three batches of one process, as `ferry replicate` runs the S3 copy Map: each copier
+    # has threads enough for 48 objects at once; together they stay within the process's
+    # bound (the pool of the client they share).
+    import threading
+
+    from ferry.copying import concurrency
+
+    lock, in_flight, most = threading.Lock(), [0], [0]
+    full, hold = threading.Event(), threading.Event()
+
+    def sending(**_):
+        with lock:
+            in_flight[0] += 1
+            most[0] = max(most[0], in_flight[0])
+            if in_flight[0] >= concurrency.PROCESS_OBJECTS:
+                full.set()
+        # The first copies wait for the bound to be reached, then a while longer, so that
+        # any copy past the bound would be seen in flight beside them.
+        assert full.wait(30), f"only {most[0]} copies were ever in flight at once"
+        hold.wait(0.05)
+
+    def answered(**_):
+        with lock:
+            in_flight[0] -= 1
+
+    s3.meta.events.register("before-send.s3.CopyObject", sending)
+    s3.meta.events.register("after-call.s3.CopyObject", answered)
+    sources = source_objects(s3, [16] * 100)
+    batches = [
+        tuple(CopyTask(t.source, f"{t.target}-{n}", t.size, t.marker) for t in sources)
+        for n in range(3)
+    ]
+    copiers = [
+        threading.Thread(target=S3ServerSideCopier(s3, threads=48).copy, args=(Manifest("e1", b),))
+        for b in batches
+    ]
+    for copier in copiers:
+        copier.start()
+    for copier in copiers:
+        copier.join()
+    assert len(keys(s3)) == 300
+    assert most[0] == concurrency.PROCESS_OBJECTS == 64
