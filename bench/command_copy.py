@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import boto3
@@ -61,7 +62,18 @@ def main() -> None:
         "--profile", action="store_true", help="profile one more Ferry run per path (cProfile)"
     )
     arguments = parser.parse_args()
-    home = Path(tempfile.mkdtemp(prefix="ferry-command-copy-"))
+    run_beside_emulator("ferry-command-copy-", arguments, measure, report)
+
+
+def run_beside_emulator(
+    prefix: str,
+    arguments: argparse.Namespace,
+    measure: Callable[[Path, dict[str, int], argparse.Namespace], dict],
+    report: Callable[[dict], None],
+) -> None:
+    """Start the AWS emulator and a source metastore on free ports in a fresh home, measure,
+    stop both, and print the figures (as JSON with ``--json``)."""
+    home = Path(tempfile.mkdtemp(prefix=prefix))
     ports = {name: processes.free_port() for name in ("aws", "source")}
     started = []
     try:
@@ -80,13 +92,20 @@ def main() -> None:
         report(figures)
 
 
-def measure(home: Path, ports: dict[str, int], arguments: argparse.Namespace) -> dict:
+def emulated_environment(ports: dict[str, int]) -> tuple[str, dict[str, str]]:
+    """The emulator's endpoint and the environment a command runs in beside it; this
+    process's AWS variables set to reach it too."""
     endpoint = emulator.endpoint_url(ports["aws"])
     environment = {
         **os.environ, **emulator.EMULATOR_ENVIRONMENT,
         "AWS_ENDPOINT_URL": endpoint, "PYTHONPATH": str(ROOT),
     }  # fmt: skip
     os.environ.update({k: v for k, v in environment.items() if k.startswith("AWS_")})
+    return endpoint, environment
+
+
+def measure(home: Path, ports: dict[str, int], arguments: argparse.Namespace) -> dict:
+    endpoint, environment = emulated_environment(ports)
     s3 = boto3.client("s3", endpoint_url=endpoint)
     glue = boto3.client("glue", endpoint_url=endpoint)
     for bucket in (SOURCE_BUCKET, REPLICA_BUCKET):

@@ -27,10 +27,8 @@ import argparse
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -41,9 +39,8 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from command_copy import emulated_environment, run_beside_emulator  # noqa: E402
 from copy_throughput import Baselines, run_quietly  # noqa: E402
-
-from ferry.local import emulator, metastore, processes  # noqa: E402
 
 DATABASE = "bench"
 BUCKET = "bench-iceberg"
@@ -60,32 +57,11 @@ def main() -> None:
         "--profile", action="store_true", help="profile one more incremental run (cProfile)"
     )
     arguments = parser.parse_args()
-    home = Path(tempfile.mkdtemp(prefix="ferry-iceberg-command-"))
-    ports = {name: processes.free_port() for name in ("aws", "source")}
-    started = []
-    try:
-        emulator.start_emulator(home, ports["aws"])
-        started.append("aws")
-        metastore.start_metastore(home, "source", ports["source"])
-        started.append("source")
-        figures = measure(home, ports, arguments)
-    finally:
-        for name in started:
-            processes.stop_process(home, name)
-        shutil.rmtree(home, ignore_errors=True)
-    if arguments.json:
-        print(json.dumps(figures, indent=2))
-    else:
-        report(figures)
+    run_beside_emulator("ferry-iceberg-command-", arguments, measure, report)
 
 
 def measure(home: Path, ports: dict[str, int], arguments: argparse.Namespace) -> dict:
-    endpoint = emulator.endpoint_url(ports["aws"])
-    environment = {
-        **os.environ, **emulator.EMULATOR_ENVIRONMENT,
-        "AWS_ENDPOINT_URL": endpoint, "PYTHONPATH": str(ROOT),
-    }  # fmt: skip
-    os.environ.update({k: v for k, v in environment.items() if k.startswith("AWS_")})
+    endpoint, environment = emulated_environment(ports)
     s3 = boto3.client("s3", endpoint_url=endpoint)
     glue = boto3.client("glue", endpoint_url=endpoint)
     s3.create_bucket(Bucket=BUCKET)
