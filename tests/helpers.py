@@ -32,6 +32,20 @@ def config_document(
     }
 
 
+def one_replication(database: str, table: str, replica_location: str) -> list[dict[str, Any]]:
+    """A config's ``table-replications`` of one table, ``database.table`` to the replica
+    database ``<database>_dr`` at ``replica_location``."""
+    return [
+        {
+            "source-table": {"database-name": database, "table-name": table},
+            "replica-table": {
+                "database-name": f"{database}_dr",
+                "table-location": replica_location,
+            },
+        }
+    ]
+
+
 def catalog_state(catalog: Catalog, database: str, tables: list[str]) -> dict[str, Any]:
     """Every table's and partition's location and parameters, for before/after comparisons."""
     state: dict[str, Any] = {"database": catalog.get_database(database) is not None}

@@ -17,7 +17,7 @@ import sys
 import pytest
 
 from ferry.local.samples import create_iceberg_sample
-from tests.helpers import config_document
+from tests.helpers import config_document, one_replication
 
 pytestmark = pytest.mark.integration
 
@@ -36,40 +36,11 @@ def test_a_hive_table_with_nothing_to_do_imports_no_iceberg_sql_parser_or_templa
     local_runtime, sample, replica_catalog, write_config, tmp_path
 ):
     replica_database = f"{sample.database}_dr"
+    replica_location = (tmp_path / "dr" / "orders").as_uri()
     config = write_config(
-        config_document(
-            local_runtime,
-            [
-                {
-                    "source-table": {"database-name": sample.database, "table-name": "orders"},
-                    "replica-table": {
-                        "database-name": replica_database,
-                        "table-location": (tmp_path / "dr" / "orders").as_uri(),
-                    },
-                }
-            ],
-        )
+        config_document(local_runtime, one_replication(sample.database, "orders", replica_location))
     )
-    arguments = ["replicate", str(config), "--home", str(tmp_path / "home"), "--json"]
-    environment = {**os.environ}
-    first = subprocess.run(
-        [sys.executable, "-m", "ferry.commands.cli", *arguments],
-        capture_output=True, text=True, timeout=300, env=environment,
-    )  # fmt: skip
-    assert first.returncode == 0, first.stdout + first.stderr
-    assert [t["status"] for t in json.loads(first.stdout)["tables"]] == ["SUCCEEDED"]
-    replicated = replica_catalog.get_table(replica_database, "orders")
-
-    modules = tmp_path / "modules.json"
-    again = subprocess.run(
-        [sys.executable, "-c", RUN_AND_LIST_MODULES, str(modules), *arguments],
-        capture_output=True, text=True, timeout=300, env=environment,
-    )  # fmt: skip
-
-    assert again.returncode == 0, again.stdout + again.stderr
-    assert [t["status"] for t in json.loads(again.stdout)["tables"]] == ["UNCHANGED"]
-    assert replica_catalog.get_table(replica_database, "orders") == replicated
-    loaded = set(json.loads(modules.read_text()))
+    loaded = _replicated_then_again(replica_catalog, config, replica_database, "orders", tmp_path)
     assert "ferry.planning.table_plan" in loaded  # it planned
     assert not {"pyiceberg", "sqlglot", "jinja2", "rich", "boto3", "botocore.session"} & loaded
     assert (
@@ -93,38 +64,36 @@ def test_an_iceberg_table_with_nothing_to_do_imports_no_pyiceberg(
     create_iceberg_sample(
         local_runtime.source_uri, sample.database, (tmp_path / "source" / "events").as_uri()
     )
+    replica_location = (tmp_path / "dr" / "events").as_uri()
     config = write_config(
-        config_document(
-            local_runtime,
-            [
-                {
-                    "source-table": {"database-name": sample.database, "table-name": "events"},
-                    "replica-table": {
-                        "database-name": replica_database,
-                        "table-location": (tmp_path / "dr" / "events").as_uri(),
-                    },
-                }
-            ],
-        )
+        config_document(local_runtime, one_replication(sample.database, "events", replica_location))
     )
+    loaded = _replicated_then_again(replica_catalog, config, replica_database, "events", tmp_path)
+    assert "ferry.planning.iceberg_noop" in loaded  # it planned, from the entries
+    assert not {"pyiceberg", "sqlglot", "jinja2", "rich", "boto3", "botocore.session"} & loaded
+
+
+def _replicated_then_again(replica_catalog, config, replica_database, table, tmp_path) -> set[str]:
+    """Replicate ``config`` (its one table ``SUCCEEDED``), then run it again in a fresh
+    interpreter (``UNCHANGED``, the replica table as the first run left it); the modules the
+    second run loaded."""
     arguments = ["replicate", str(config), "--home", str(tmp_path / "home"), "--json"]
+    environment = {**os.environ}
     first = subprocess.run(
         [sys.executable, "-m", "ferry.commands.cli", *arguments],
-        capture_output=True, text=True, timeout=300, env={**os.environ},
+        capture_output=True, text=True, timeout=300, env=environment,
     )  # fmt: skip
     assert first.returncode == 0, first.stdout + first.stderr
     assert [t["status"] for t in json.loads(first.stdout)["tables"]] == ["SUCCEEDED"]
-    replicated = replica_catalog.get_table(replica_database, "events")
+    replicated = replica_catalog.get_table(replica_database, table)
 
     modules = tmp_path / "modules.json"
     again = subprocess.run(
         [sys.executable, "-c", RUN_AND_LIST_MODULES, str(modules), *arguments],
-        capture_output=True, text=True, timeout=300, env={**os.environ},
+        capture_output=True, text=True, timeout=300, env=environment,
     )  # fmt: skip
 
     assert again.returncode == 0, again.stdout + again.stderr
     assert [t["status"] for t in json.loads(again.stdout)["tables"]] == ["UNCHANGED"]
-    assert replica_catalog.get_table(replica_database, "events") == replicated
-    loaded = set(json.loads(modules.read_text()))
-    assert "ferry.planning.iceberg_noop" in loaded  # it planned, from the entries
-    assert not {"pyiceberg", "sqlglot", "jinja2", "rich", "boto3", "botocore.session"} & loaded
+    assert replica_catalog.get_table(replica_database, table) == replicated
+    return set(json.loads(modules.read_text()))

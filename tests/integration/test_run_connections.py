@@ -15,7 +15,7 @@ from hmsclient import hmsclient
 from thrift.transport import TSocket
 
 from ferry.commands.cli import main
-from tests.helpers import config_document
+from tests.helpers import config_document, one_replication
 
 pytestmark = pytest.mark.integration
 
@@ -59,19 +59,9 @@ def test_a_run_with_nothing_to_do_connects_to_each_metastore_once(
     local_runtime, sample, replica_catalog, write_config, tmp_path, counted, capsys
 ):
     replica_database = f"{sample.database}_dr"
+    replica_location = (tmp_path / "dr" / "orders").as_uri()
     config = write_config(
-        config_document(
-            local_runtime,
-            [
-                {
-                    "source-table": {"database-name": sample.database, "table-name": "orders"},
-                    "replica-table": {
-                        "database-name": replica_database,
-                        "table-location": (tmp_path / "dr" / "orders").as_uri(),
-                    },
-                }
-            ],
-        )
+        config_document(local_runtime, one_replication(sample.database, "orders", replica_location))
     )
     arguments = ["replicate", str(config), "--home", str(tmp_path / "home"), "--json"]
     assert main(arguments) == 0
